@@ -1,0 +1,126 @@
+/**
+ * The event store port. Semantics are modelled on EventStoreDB:
+ * - streams with a per-stream revision starting at 0;
+ * - append with an expected revision, failing with a typed conflict;
+ * - idempotent append by event id;
+ * - one global order across streams (positions start at 1, strictly increasing in commit order,
+ *   never skipping a committed event);
+ * - catch-up subscriptions with durable, named checkpoints.
+ *
+ * Every adapter passes the same contract suite (test/events/event-store.contract.ts).
+ */
+
+/** Metadata carried by every event. Adapters fill defaults for missing fields. */
+export interface EventMetadata {
+  runId?: string;
+  correlationId: string;
+  causationId: string | null;
+  /** Who caused the event: `user:<name>`, `agent:<role>:<runId>` or `system`. */
+  actor: string;
+  schemaVersion: number;
+  [key: string]: unknown;
+}
+
+/** An event as a caller hands it to `append`. */
+export interface NewEvent<T = unknown> {
+  /** Unique id; the key of idempotent appends. Generated when absent. */
+  id?: string;
+  type: string;
+  data: T;
+  metadata?: Partial<EventMetadata>;
+}
+
+/** An event as stored and read back: the envelope of SPEC §2. */
+export interface RecordedEvent<T = unknown> {
+  id: string;
+  type: string;
+  streamId: string;
+  revision: number;
+  position: number;
+  data: T;
+  metadata: EventMetadata;
+  recordedAt: string;
+}
+
+/** `any`: no check; `no_stream`: the stream must not exist; `stream_exists`: it must; a number: its last revision. */
+export type ExpectedRevision = 'any' | 'no_stream' | 'stream_exists' | number;
+
+export interface AppendOptions {
+  expectedRevision?: ExpectedRevision;
+}
+
+export interface AppendResult {
+  /** Revision of the last event of the batch; pass it as the next expected revision. */
+  nextExpectedRevision: number;
+  /** Global position of the last event of the batch. */
+  position: number;
+}
+
+export type Direction = 'forwards' | 'backwards';
+
+export interface ReadStreamOptions {
+  /** Inclusive. Default: 0 forwards, the last revision backwards. */
+  fromRevision?: number;
+  direction?: Direction;
+  maxCount?: number;
+}
+
+export interface EventFilter {
+  /** Only events whose stream id starts with one of these prefixes. */
+  streamPrefixes?: string[];
+  /** Only events of these types. */
+  types?: string[];
+}
+
+export interface ReadAllOptions {
+  /** Exclusive: events with a position greater than this. Default 0 (the beginning). */
+  after?: number;
+  maxCount?: number;
+  filter?: EventFilter;
+}
+
+export interface SubscribeOptions {
+  /**
+   * A durable subscription name. When given and `after` is not, the subscription resumes after
+   * the position last saved under this name with `checkpoint()`.
+   */
+  name?: string;
+  after?: number;
+  filter?: EventFilter;
+  /** Events fetched per read; the iterator reads the next page only when the consumer pulls. */
+  batchSize?: number;
+  signal?: AbortSignal;
+}
+
+/**
+ * A catch-up subscription: history first, then live events, as an async iterator. It reads a page
+ * only when the consumer has drained the previous one (backpressure by pulling).
+ */
+export interface Subscription extends AsyncIterable<RecordedEvent> {
+  /** Position of the last event handed to the consumer. */
+  readonly position: number;
+  /** Durably records `position` under the subscription's name (requires `name`). */
+  checkpoint(position?: number): Promise<void>;
+  close(): void;
+}
+
+export interface EventStore {
+  readonly kind: string;
+  append(streamId: string, events: NewEvent[], options?: AppendOptions): Promise<AppendResult>;
+  readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
+  /** The last revision of a stream, or null when it does not exist. */
+  streamRevision(streamId: string): Promise<number | null>;
+  readAll(options?: ReadAllOptions): Promise<RecordedEvent[]>;
+  /** The position of the last committed event (0 when the store is empty). */
+  headPosition(): Promise<number>;
+  subscribe(options?: SubscribeOptions): Subscription;
+  /** Resolves when an event past `after` may exist, or after `timeoutMs`; used by subscriptions. */
+  waitForEvents(after: number, timeoutMs: number, signal?: AbortSignal): Promise<void>;
+  loadCheckpoint(name: string): Promise<number | null>;
+  saveCheckpoint(name: string, position: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export const EVENT_STORE = Symbol('EVENT_STORE');
+
+export const DEFAULT_MAX_EVENT_BYTES = 1024 * 1024;

@@ -1,0 +1,132 @@
+import {
+  DEFAULT_MAX_EVENT_BYTES,
+  type AppendOptions,
+  type AppendResult,
+  type EventStore,
+  type NewEvent,
+  type ReadAllOptions,
+  type ReadStreamOptions,
+  type RecordedEvent,
+  type SubscribeOptions,
+  type Subscription,
+} from './event-store.port';
+import { PositionNotifier } from './position-notifier';
+import {
+  checkExpectedRevision,
+  decodeRow,
+  prepareEvents,
+  resolveIdempotentAppend,
+  validateExpectedRevision,
+  validateStreamId,
+  type StoredRow,
+} from './prepare';
+import { matchesFilter, pageStream } from './read-helpers';
+import { CatchUpSubscription } from './subscription';
+import type { UpcasterRegistry } from './upcasting';
+
+export interface StoreOptions {
+  maxEventBytes?: number;
+  upcasters?: UpcasterRegistry;
+}
+
+interface MemoryRow extends StoredRow {
+  contentHash: string;
+}
+
+/**
+ * In-memory adapter for unit tests. Stores the same serialised rows the SQL adapters store, so
+ * what a test reads back has been through the same JSON round trip.
+ */
+export class InMemoryEventStore implements EventStore {
+  readonly kind = 'memory';
+  private readonly rows: MemoryRow[] = [];
+  private readonly streams = new Map<string, MemoryRow[]>();
+  private readonly byId = new Map<string, MemoryRow>();
+  private readonly checkpoints = new Map<string, number>();
+  private readonly notifier = new PositionNotifier();
+  private readonly maxEventBytes: number;
+
+  constructor(private readonly options: StoreOptions = {}) {
+    this.maxEventBytes = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
+  }
+
+  async append(streamId: string, events: NewEvent[], options: AppendOptions = {}): Promise<AppendResult> {
+    validateStreamId(streamId);
+    const expected = validateExpectedRevision(options.expectedRevision);
+    const prepared = prepareEvents(events, this.maxEventBytes);
+    const stored = prepared
+      .map((e) => this.byId.get(e.id))
+      .filter((r): r is MemoryRow => r !== undefined)
+      .map((r) => ({ id: r.id, streamId: r.stream_id, revision: Number(r.revision), position: Number(r.position), contentHash: r.contentHash }));
+    const replay = resolveIdempotentAppend(streamId, prepared, stored);
+    if (replay) return replay;
+    const stream = this.streams.get(streamId) ?? [];
+    checkExpectedRevision(streamId, expected, stream.length === 0 ? null : stream.length - 1);
+    const recordedAt = new Date().toISOString();
+    for (const e of prepared) {
+      const row: MemoryRow = {
+        id: e.id,
+        stream_id: streamId,
+        revision: stream.length,
+        position: this.rows.length + 1,
+        type: e.type,
+        data: e.data,
+        metadata: e.metadata,
+        recorded_at: recordedAt,
+        contentHash: e.contentHash,
+      };
+      stream.push(row);
+      this.rows.push(row);
+      this.byId.set(e.id, row);
+    }
+    this.streams.set(streamId, stream);
+    this.notifier.notify(this.rows.length);
+    return { nextExpectedRevision: stream.length - 1, position: this.rows.length };
+  }
+
+  async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
+    validateStreamId(streamId);
+    const stream = this.streams.get(streamId) ?? [];
+    return pageStream(stream, options).map((r) => decodeRow(r, this.options.upcasters));
+  }
+
+  async streamRevision(streamId: string): Promise<number | null> {
+    const stream = this.streams.get(streamId);
+    return stream && stream.length > 0 ? stream.length - 1 : null;
+  }
+
+  async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
+    const after = options.after ?? 0;
+    const max = options.maxCount ?? Number.MAX_SAFE_INTEGER;
+    const out: RecordedEvent[] = [];
+    for (let i = Math.max(0, after); i < this.rows.length && out.length < max; i++) {
+      const row = this.rows[i];
+      if (matchesFilter(row.stream_id, row.type, options.filter)) out.push(decodeRow(row, this.options.upcasters));
+    }
+    return out;
+  }
+
+  async headPosition(): Promise<number> {
+    return this.rows.length;
+  }
+
+  subscribe(options: SubscribeOptions = {}): Subscription {
+    return new CatchUpSubscription(this, options);
+  }
+
+  waitForEvents(after: number, timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    return this.notifier.wait(after, timeoutMs, signal);
+  }
+
+  async loadCheckpoint(name: string): Promise<number | null> {
+    return this.checkpoints.get(name) ?? null;
+  }
+
+  async saveCheckpoint(name: string, position: number): Promise<void> {
+    this.checkpoints.set(name, position);
+  }
+
+  async close(): Promise<void> {
+    this.notifier.releaseAll();
+  }
+}

@@ -1,0 +1,173 @@
+import { uuidv7 } from '../shared/uuidv7';
+import { canonicalJson, sha256Hex } from '../shared/canonical-json';
+import type { AppendResult, EventMetadata, ExpectedRevision, NewEvent, RecordedEvent } from './event-store.port';
+import { EventIdConflictError, EventTooLargeError, InvalidAppendError, WrongExpectedRevisionError } from './errors';
+import type { UpcasterRegistry } from './upcasting';
+
+/**
+ * Validation, serialisation and idempotency rules shared by every adapter, so that they differ
+ * only in how they persist.
+ */
+
+export interface PreparedEvent {
+  id: string;
+  type: string;
+  data: string;
+  metadata: string;
+  /** sha256 over type, data and metadata: decides whether a re-append with the same id is the same event. */
+  contentHash: string;
+}
+
+const STREAM_ID_MAX = 512;
+const TYPE_MAX = 256;
+const UUIDISH = /^[A-Za-z0-9_.:-]{1,128}$/;
+
+export function validateStreamId(streamId: unknown): string {
+  if (typeof streamId !== 'string' || streamId.length === 0) {
+    throw new InvalidAppendError('stream id must be a non-empty string');
+  }
+  if (streamId.length > STREAM_ID_MAX) throw new InvalidAppendError(`stream id is longer than ${STREAM_ID_MAX} characters`);
+  if (/[\u0000-\u001f\u007f]/.test(streamId)) throw new InvalidAppendError('stream id contains control characters');
+  if (streamId.startsWith('$')) throw new InvalidAppendError("stream ids starting with '$' are reserved");
+  return streamId;
+}
+
+export function validateExpectedRevision(expected: unknown): ExpectedRevision {
+  if (expected === undefined) return 'any';
+  if (expected === 'any' || expected === 'no_stream' || expected === 'stream_exists') return expected;
+  if (typeof expected === 'number' && Number.isSafeInteger(expected) && expected >= 0) return expected;
+  throw new InvalidAppendError(
+    `expected revision must be 'any', 'no_stream', 'stream_exists' or a non-negative integer, got ${safeDescribe(expected)}`,
+  );
+}
+
+function safeDescribe(v: unknown): string {
+  try {
+    return typeof v === 'string' ? `'${v}'` : String(v);
+  } catch {
+    return typeof v;
+  }
+}
+
+export function prepareEvents(events: unknown, maxEventBytes: number): PreparedEvent[] {
+  if (!Array.isArray(events) || events.length === 0) throw new InvalidAppendError('append needs at least one event');
+  const ids = new Set<string>();
+  const firstId = typeof events[0]?.id === 'string' ? events[0].id : undefined;
+  let correlationDefault: string | undefined = firstId;
+  return events.map((raw: NewEvent, index) => {
+    if (raw === null || typeof raw !== 'object') throw new InvalidAppendError(`event ${index} is not an object`);
+    const id = raw.id ?? uuidv7();
+    if (typeof id !== 'string' || !UUIDISH.test(id)) {
+      throw new InvalidAppendError(`event ${index} has an invalid id (1-128 characters of [A-Za-z0-9_.:-])`);
+    }
+    if (ids.has(id)) throw new InvalidAppendError(`event id '${id}' appears twice in one append`);
+    ids.add(id);
+    correlationDefault ??= id;
+    if (typeof raw.type !== 'string' || raw.type.length === 0 || raw.type.length > TYPE_MAX) {
+      throw new InvalidAppendError(`event ${index} needs a type of 1-${TYPE_MAX} characters`);
+    }
+    if (raw.data === undefined) throw new InvalidAppendError(`event ${index} (${raw.type}) has no data`);
+    if (raw.metadata !== undefined && (raw.metadata === null || typeof raw.metadata !== 'object' || Array.isArray(raw.metadata))) {
+      throw new InvalidAppendError(`event ${index} (${raw.type}) metadata must be an object`);
+    }
+    const metadata: EventMetadata = {
+      correlationId: correlationDefault,
+      causationId: null,
+      actor: 'system',
+      schemaVersion: 1,
+      ...(raw.metadata ?? {}),
+    } as EventMetadata;
+    if (!Number.isSafeInteger(metadata.schemaVersion) || metadata.schemaVersion < 1) {
+      throw new InvalidAppendError(`event ${index} (${raw.type}) schemaVersion must be a positive integer`);
+    }
+    let data: string;
+    let meta: string;
+    try {
+      data = canonicalJson(raw.data);
+      meta = canonicalJson(metadata);
+    } catch (err) {
+      throw new InvalidAppendError(`event ${index} (${raw.type}) is not serialisable: ${(err as Error).message}`);
+    }
+    const bytes = Buffer.byteLength(data) + Buffer.byteLength(meta);
+    if (bytes > maxEventBytes) throw new EventTooLargeError(raw.type, bytes, maxEventBytes);
+    return { id, type: raw.type, data, metadata: meta, contentHash: sha256Hex(`${raw.type}\n${data}\n${meta}`) };
+  });
+}
+
+/** Checks an expected revision against the stream's current last revision (null: no stream). */
+export function checkExpectedRevision(streamId: string, expected: ExpectedRevision, actual: number | null): void {
+  const ok =
+    expected === 'any' ||
+    (expected === 'no_stream' && actual === null) ||
+    (expected === 'stream_exists' && actual !== null) ||
+    (typeof expected === 'number' && actual === expected);
+  if (!ok) throw new WrongExpectedRevisionError(streamId, expected, actual);
+}
+
+/** What an adapter found stored under the ids of a batch. */
+export interface StoredIdentity {
+  id: string;
+  streamId: string;
+  revision: number;
+  position: number;
+  contentHash: string;
+}
+
+/**
+ * Decides an append whose ids are (partly) stored already. The same batch appended again to the
+ * same stream returns the original result and writes nothing; anything else that reuses an id is
+ * an error, because silently dropping or duplicating part of a batch would lose data.
+ * Returns null when none of the ids is stored (a normal append).
+ */
+export function resolveIdempotentAppend(
+  streamId: string,
+  prepared: PreparedEvent[],
+  stored: StoredIdentity[],
+): AppendResult | null {
+  if (stored.length === 0) return null;
+  const byId = new Map(stored.map((s) => [s.id, s]));
+  let previous: StoredIdentity | undefined;
+  for (const event of prepared) {
+    const found = byId.get(event.id);
+    if (!found) {
+      throw new EventIdConflictError(
+        prepared.find((e) => byId.has(e.id))!.id,
+        'this batch mixes already-stored and new events; re-append exactly the original batch',
+      );
+    }
+    if (found.streamId !== streamId) throw new EventIdConflictError(event.id, `it belongs to stream '${found.streamId}'`);
+    if (found.contentHash !== event.contentHash) throw new EventIdConflictError(event.id, 'stored with different content');
+    if (previous && found.revision !== previous.revision + 1) {
+      throw new EventIdConflictError(event.id, 'stored in a different order or batch');
+    }
+    previous = found;
+  }
+  return { nextExpectedRevision: previous!.revision, position: previous!.position };
+}
+
+/** Row shape shared by the SQL adapters. */
+export interface StoredRow {
+  id: string;
+  stream_id: string;
+  revision: number | string;
+  position: number | string;
+  type: string;
+  data: string;
+  metadata: string;
+  recorded_at: string | Date;
+}
+
+export function decodeRow(row: StoredRow, upcasters: UpcasterRegistry | undefined): RecordedEvent {
+  const metadata = JSON.parse(row.metadata) as EventMetadata;
+  const data = JSON.parse(row.data) as unknown;
+  const base = {
+    id: row.id,
+    streamId: row.stream_id,
+    revision: Number(row.revision),
+    position: Number(row.position),
+    recordedAt: row.recorded_at instanceof Date ? row.recorded_at.toISOString() : row.recorded_at,
+  };
+  if (!upcasters || upcasters.size === 0) return { ...base, type: row.type, data, metadata };
+  const up = upcasters.apply(row.type, data, metadata);
+  return { ...base, type: up.type, data: up.data, metadata: up.metadata };
+}

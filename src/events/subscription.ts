@@ -1,0 +1,66 @@
+import type { EventStore, RecordedEvent, SubscribeOptions, Subscription } from './event-store.port';
+
+const DEFAULT_BATCH = 256;
+/** How long a live subscription sleeps before re-reading when no notification arrives (other processes). */
+const POLL_MS = 250;
+
+/**
+ * Catch-up subscription over any store: reads history page by page, then waits for new events.
+ * Pull-based: a page is read only when the consumer asks for the next event and the buffer is
+ * empty, so a slow consumer holds at most one page in memory.
+ */
+export class CatchUpSubscription implements Subscription {
+  private current = 0;
+  private closed = false;
+  private readonly abort = new AbortController();
+
+  constructor(
+    private readonly store: EventStore,
+    private readonly options: SubscribeOptions,
+  ) {
+    options.signal?.addEventListener('abort', () => this.close(), { once: true });
+  }
+
+  get position(): number {
+    return this.current;
+  }
+
+  async checkpoint(position = this.current): Promise<void> {
+    if (!this.options.name) throw new Error('checkpoint() needs a named subscription');
+    await this.store.saveCheckpoint(this.options.name, position);
+  }
+
+  close(): void {
+    this.closed = true;
+    this.abort.abort();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<RecordedEvent> {
+    let after = this.options.after;
+    if (after === undefined && this.options.name) after = (await this.store.loadCheckpoint(this.options.name)) ?? 0;
+    this.current = after ?? 0;
+    const batchSize = this.options.batchSize ?? DEFAULT_BATCH;
+    let scanned = this.current;
+    const filter = this.options.filter;
+    while (!this.closed) {
+      // With a filter, read the head first: when the filtered page comes back short, no matching
+      // event exists up to that head (everything at or below it was committed before the read),
+      // so the scan can skip ahead without missing one.
+      const head = filter ? await this.store.headPosition() : 0;
+      const page = await this.store.readAll({ after: scanned, maxCount: batchSize, filter });
+      for (const event of page) {
+        if (this.closed) return;
+        this.current = event.position;
+        yield event;
+      }
+      if (page.length > 0) scanned = page[page.length - 1].position;
+      if (page.length === batchSize) continue;
+      if (head > scanned) {
+        scanned = head;
+        continue;
+      }
+      if (page.length > 0) continue;
+      await this.store.waitForEvents(scanned, POLL_MS, this.abort.signal);
+    }
+  }
+}

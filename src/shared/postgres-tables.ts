@@ -1,0 +1,94 @@
+import type { Pool, PoolClient } from 'pg';
+
+/** Double-quotes an identifier; names reaching here are validated, quoting keeps them literal. */
+export function quoteIdent(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}
+
+/**
+ * A table next to the events in PostgreSQL (checkpoints, leases), created on first use.
+ *
+ * CREATE TABLE IF NOT EXISTS is not safe against itself in PostgreSQL: when two processes run it at
+ * once, one fails with a unique violation on the catalog (23505) or "already exists" (42P07); either
+ * means the table is there now. A creation that fails otherwise (a lost connection) is not cached:
+ * the next call tries again.
+ */
+export class LazyPgTable {
+  /** The qualified, quoted name: `"schema".table`. */
+  readonly name: string;
+  private ready?: Promise<void>;
+
+  constructor(
+    private readonly pool: Pool,
+    schema: string,
+    table: string,
+    private readonly columns: string,
+  ) {
+    this.name = `${quoteIdent(schema)}.${table}`;
+  }
+
+  ensure(): Promise<void> {
+    this.ready ??= this.create().catch((err: Error) => {
+      this.ready = undefined;
+      throw err;
+    });
+    return this.ready;
+  }
+
+  private async create(): Promise<void> {
+    const sql = `CREATE TABLE IF NOT EXISTS ${this.name} (${this.columns})`;
+    try {
+      await this.pool.query(sql);
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (code !== '23505' && code !== '42P07') throw err;
+      await this.pool.query(sql);
+    }
+  }
+}
+
+export interface PgMigrations<C> {
+  schema: string;
+  /** Key of the advisory lock the migrations run under (one per schema and migration set). */
+  lockKey: string;
+  /** Table recording the applied versions (in `schema`). */
+  table: string;
+  /** What the versions are of, for the "newer than this triad" refusal. */
+  label: string;
+  /** Each entry runs once, in order; append new entries, never edit old ones. */
+  migrations: Array<(quotedSchema: string, context: C) => string>;
+  /** Values the migrations need that are read inside the transaction. */
+  context?: (client: PoolClient) => Promise<C>;
+}
+
+/**
+ * Applies pending versioned migrations once, in order, in one transaction under an advisory lock,
+ * so several processes starting at once neither race nor half-apply. A schema newer than the code
+ * is refused.
+ */
+export async function applyPgMigrations<C = undefined>(pool: Pool, m: PgMigrations<C>): Promise<void> {
+  const s = quoteIdent(m.schema);
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [m.lockKey]);
+    await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
+    await client.query(`CREATE TABLE IF NOT EXISTS ${s}.${m.table} (version integer PRIMARY KEY, applied_at timestamptz NOT NULL)`);
+    const { rows } = await client.query<{ v: number }>(`SELECT coalesce(max(version), 0)::int AS v FROM ${s}.${m.table}`);
+    const current = rows[0].v;
+    if (current > m.migrations.length) {
+      throw new Error(`${m.label} in '${m.schema}' is at version ${current}, newer than this triad (${m.migrations.length}); upgrade triad`);
+    }
+    const context = m.context ? await m.context(client) : (undefined as C);
+    for (let v = current + 1; v <= m.migrations.length; v++) {
+      await client.query(m.migrations[v - 1](s, context));
+      await client.query(`INSERT INTO ${s}.${m.table} (version, applied_at) VALUES ($1, now())`, [v]);
+    }
+    await client.query('COMMIT');
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}

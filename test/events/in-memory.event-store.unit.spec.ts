@@ -1,0 +1,7 @@
+import { InMemoryEventStore } from '../../src/events/in-memory.event-store';
+import { eventStoreContract } from './event-store.contract';
+
+eventStoreContract('in-memory', () => ({
+  open: async (o) => new InMemoryEventStore(o),
+  cleanup: async () => undefined,
+}));
