@@ -1,0 +1,114 @@
+import type { TeamRunEvent, ToolApprovalDecidedData } from '../domain/run-events';
+import type { ApprovalRecord, RunState } from '../domain/run-state';
+import { parseApprovalId } from './approval-id';
+
+/**
+ * Tool approvals: `decideApproval(command, runState) → events`, pure. Time arrives with the command.
+ * A decision is one ToolApprovalDecided appended at the run's expected revision, so of two
+ * concurrent decisions exactly one lands (the other folds it and gets "not pending": 409).
+ */
+
+export interface Approver {
+  /** `user:<name>`, `system`, or an agent identity. */
+  id: string;
+  kind: 'human' | 'system' | 'agent';
+}
+
+interface Base {
+  approvalId: string;
+  /** ISO time of the decision. */
+  at: string;
+}
+
+export type ApprovalCommand =
+  | (Base & { type: 'ApproveToolCall'; approver: Approver; reason: string })
+  | (Base & { type: 'RejectToolCall'; approver: Approver; reason: string })
+  | (Base & { type: 'FireApprovalTimeout'; nowMs: number });
+
+export class ApprovalNotFoundError extends Error {
+  override readonly name = 'ApprovalNotFoundError';
+  constructor(approvalId: string) {
+    super(`approval ${approvalId} not found`);
+  }
+}
+
+export class ApprovalNotPendingError extends Error {
+  override readonly name = 'ApprovalNotPendingError';
+  constructor(approvalId: string) {
+    super(`approval ${approvalId} is not waiting for a decision (already decided, or the run has ended)`);
+  }
+}
+
+export class ApprovalTimeoutNotDueError extends Error {
+  override readonly name = 'ApprovalTimeoutNotDueError';
+  constructor(approvalId: string) {
+    super(`approval ${approvalId} has no timeout due`);
+  }
+}
+
+export type SelfApprovalRule = 'agent' | 'launcher';
+
+/** Refused: the approver may not decide this call. The message names no ids on purpose. */
+export class SelfApprovalError extends Error {
+  override readonly name = 'SelfApprovalError';
+  constructor(readonly rule: SelfApprovalRule) {
+    super('you may not decide this approval');
+  }
+}
+
+/** The approval, when it exists in this run and waits for a decision; throws otherwise. */
+export function pendingApproval(state: RunState, approvalId: string): ApprovalRecord {
+  const parsed = parseApprovalId(approvalId);
+  if (!parsed || !state.launched || parsed.runId !== state.runId) throw new ApprovalNotFoundError(approvalId);
+  const record = state.approvals.get(parsed.toolUseId);
+  if (!record || record.requested.approvalId !== approvalId) throw new ApprovalNotFoundError(approvalId);
+  const waiting = state.loop && String(state.loop.value) === 'awaitingApproval' && (state.loop.context.approvalIds ?? []).includes(parsed.toolUseId);
+  if (record.decided || String(state.team.value) === 'ended' || !waiting) throw new ApprovalNotPendingError(approvalId);
+  return record;
+}
+
+/**
+ * Who may not approve: no agent (a run's agents must not approve their own risky calls) and, unless
+ * the run's policy allows it, not the person who launched the run — as at the review gate.
+ */
+export function refusedApprover(state: RunState, approver: Approver): SelfApprovalRule | undefined {
+  if (approver.kind === 'agent' || approver.id.startsWith('agent:')) return 'agent';
+  if (approver.kind === 'human' && approver.id === state.launched!.launchedBy && !state.launched!.toolApproval?.allowLauncherToApprove) return 'launcher';
+  return undefined;
+}
+
+export function decideApproval(command: ApprovalCommand, state: RunState): TeamRunEvent[] {
+  const record = pendingApproval(state, command.approvalId);
+  const r = record.requested;
+  const base = { approvalId: r.approvalId, role: r.role, turn: r.turn, toolUseId: r.toolUseId, name: r.name, at: command.at };
+  let data: ToolApprovalDecidedData;
+  switch (command.type) {
+    case 'ApproveToolCall':
+    case 'RejectToolCall': {
+      const rule = refusedApprover(state, command.approver);
+      if (rule) throw new SelfApprovalError(rule);
+      data = {
+        ...base,
+        outcome: command.type === 'ApproveToolCall' ? 'approved' : 'rejected',
+        reason: command.reason,
+        decider: command.approver.id,
+        deciderKind: command.approver.kind === 'system' ? 'system' : 'human',
+      };
+      break;
+    }
+    case 'FireApprovalTimeout': {
+      const timeout = r.timeout;
+      if (!timeout || Date.parse(timeout.dueAt) > command.nowMs) throw new ApprovalTimeoutNotDueError(command.approvalId);
+      data = {
+        ...base,
+        outcome: timeout.policy === 'auto_approve' ? 'approved' : 'rejected',
+        reason: `no human decided by ${timeout.dueAt}; timeout policy ${timeout.policy}`,
+        decider: 'system',
+        deciderKind: 'system',
+        policy: timeout.policy,
+      };
+      break;
+    }
+  }
+  return [{ type: 'ToolApprovalDecided', data }];
+}

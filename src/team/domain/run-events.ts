@@ -1,0 +1,434 @@
+import type { AssistantBlock, ContentBlock, RoleName, StopReason, Usage } from '../models/model.port';
+import type { ApprovalThreshold, ContextWindowPolicy, RetryPolicy, StagnationPolicy, ToolApprovalPolicy, ToolRisk } from '../resilience/policies';
+
+/**
+ * The events of one team run, all in the stream `run-<runId>`. Together they rebuild every role's
+ * conversation exactly: a model call records only the user content that is not recorded elsewhere
+ * (tool results are referenced by id from their ToolCallCompleted events), so bytes per turn stay
+ * flat however long the conversation grows. Catalogue: docs/EVENTS.md.
+ */
+
+export type Phase = 'planning' | 'executing' | 'reviewing';
+export type Verdict = 'APPROVE' | 'REQUEST_CHANGES' | 'BLOCK';
+
+export type TerminationReason =
+  | 'COMPLETED'
+  | 'REJECTED'
+  | 'BLOCKED'
+  | 'MAX_ITERATIONS'
+  | 'MAX_TURNS'
+  | 'BUDGET_EXHAUSTED'
+  | 'TIMEOUT'
+  | 'CANCELLED'
+  | 'STAGNATION'
+  | 'SHUTDOWN'
+  | 'ERROR';
+
+export type RunStatus =
+  | 'queued'
+  | 'planning'
+  | 'executing'
+  | 'reviewing'
+  | 'awaiting_review'
+  | 'awaiting_approval'
+  | 'completed'
+  | 'failed'
+  | 'blocked'
+  | 'cancelled'
+  | 'suspended';
+
+export const TERMINAL_STATUSES: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'blocked', 'cancelled']);
+
+export interface RoleConfig {
+  model: string;
+  maxTurns: number;
+  /** Tool names the role may use (its submit tool is always available). */
+  tools: string[];
+  /** Token budget of this role, if any (input + output tokens). */
+  maxTokens?: number;
+  /** Replaces the built-in role prompt. */
+  systemPrompt?: string;
+}
+
+export type ReviewTimeoutPolicy = 'wait' | 'auto_approve' | 'auto_deny' | 'escalate';
+
+export interface ReviewPolicy {
+  /** false waives the human gate: an APPROVE verdict completes the run, and the waiver is recorded. */
+  humanGate: boolean;
+  /** By default the person who launched a run may not decide its review. */
+  allowLauncherToReview: boolean;
+  timeout: { policy: ReviewTimeoutPolicy; afterMs?: number };
+}
+
+export interface RunLaunchedData {
+  runId: string;
+  goal: string;
+  acceptanceCriteria: string[];
+  team: Record<RoleName, RoleConfig>;
+  maxIterations: number;
+  timeoutMs: number;
+  budget: { totalTokens: number };
+  reviewPolicy: ReviewPolicy;
+  /** `user:<name>` of the launcher. */
+  launchedBy: string;
+  launchedAt: string;
+  provider: string;
+  idempotencyKey?: string;
+  /** Set when the run was forked from another: its history up to `revision` is the parent's. */
+  forkedFrom?: { runId: string; revision: number; turn: number };
+  /** Model-call retries of this run; absent: the driver's policy. */
+  retry?: RetryPolicy;
+  /** Which tool calls wait for a human; absent: none. */
+  toolApproval?: ToolApprovalPolicy;
+  /** When repeated tool calls or findings end the run STAGNATION; absent: never. */
+  stagnation?: StagnationPolicy;
+  /** Context window limits; absent: the defaults per model. */
+  contextWindow?: ContextWindowPolicy;
+}
+
+export interface PhaseStartedData {
+  phase: Phase;
+  role: RoleName;
+  iteration: number;
+  /** The agent's identity for this phase: `agent:<role>:<runId>`. */
+  agent: string;
+  system: string;
+  tools: string[];
+  maxTurns: number;
+  at: string;
+}
+
+export interface IterationStartedData {
+  iteration: number;
+  reason: 'changes_requested' | 'human_rejected';
+  findings: string[];
+  feedback?: string;
+  at: string;
+}
+
+export interface ModelCallStartedData {
+  role: RoleName;
+  /** 1-based turn within the current phase. */
+  turn: number;
+  callId: string;
+  model: string;
+  /** Tool results (by tool_use id, from ToolCallCompleted) that open the new user message. */
+  toolResultIds: string[];
+  /** Other user content of the new message: the task message, feedback, reminders. */
+  content: ContentBlock[];
+  at: string;
+}
+
+export interface ModelCallCompletedData {
+  role: RoleName;
+  turn: number;
+  callId: string;
+  model: string;
+  content: AssistantBlock[];
+  stopReason: StopReason;
+  usage: Usage;
+  costUsd: number;
+  durationMs: number;
+}
+
+export interface ModelCallFailedData {
+  role: RoleName;
+  turn: number;
+  callId: string;
+  attempt: number;
+  kind: string;
+  message: string;
+  /** HTTP status of the failure, when there was one (part of the error signature). */
+  status?: number;
+  /** Set when the call will be retried after this delay. */
+  retryInMs?: number;
+  /** The context was too long: the conversation is compacted (ContextCompacted), then the call retried. */
+  compactBeforeRetry?: boolean;
+}
+
+export interface ToolCallRequestedData {
+  role: RoleName;
+  turn: number;
+  toolUseId: string;
+  name: string;
+  input: Record<string, unknown>;
+  at: string;
+}
+
+export interface ToolCallCompletedData {
+  role: RoleName;
+  turn: number;
+  toolUseId: string;
+  name: string;
+  output: string;
+  isError: boolean;
+  durationMs: number;
+  /** Set when the outcome could not be observed (a crash during a non-idempotent tool). */
+  outcomeUnknown?: boolean;
+}
+
+export interface PlanSubmittedData {
+  toolUseId: string;
+  plan: string;
+  steps: string[];
+  at: string;
+}
+
+export interface WorkSubmittedData {
+  toolUseId: string;
+  iteration: number;
+  summary: string;
+  files: string[];
+  at: string;
+}
+
+export interface VerdictSubmittedData {
+  toolUseId: string;
+  iteration: number;
+  verdict: Verdict;
+  findings: string[];
+  summary: string;
+  at: string;
+}
+
+export interface BudgetExceededData {
+  scope: 'total' | RoleName;
+  usedTokens: number;
+  limitTokens: number;
+  at: string;
+}
+
+export interface ReviewOpenedData {
+  reviewId: string;
+  iteration: number;
+  executor: string;
+  artifactHash: string;
+  /** Hash of the executor's role prompt and model config: the "charter" the work was done under. */
+  charterVersion: string;
+  /** When the timeout policy acts (absent for `wait`): a durable timer, fired by whichever process is alive. */
+  timeout?: { policy: Exclude<ReviewTimeoutPolicy, 'wait'>; dueAt: string };
+  at: string;
+}
+
+export type DecisionOutcome = 'approved' | 'rejected' | 'escalated' | 'waived';
+
+/** A decision at the review gate: a human's, or the system's when a timeout policy acts. */
+export interface ReviewDecidedData {
+  decisionId: string;
+  reviewId: string;
+  iteration: number;
+  outcome: DecisionOutcome;
+  reason: string;
+  /** For a rejection: whether the executor gets another iteration. */
+  rework?: boolean;
+  executor: string;
+  decider: string;
+  deciderKind: 'human' | 'system';
+  /** Set when a timeout policy decided. */
+  policy?: ReviewTimeoutPolicy;
+  acceptanceCriteria: string[];
+  artifactHash: string;
+  charterVersion: string;
+  at: string;
+}
+
+/**
+ * The agent repeats tool calls without progress: a corrective user message is sent with its next
+ * call (in that ModelCallStarted's content) and the stagnation window starts over. If it persists,
+ * the run ends STAGNATION.
+ */
+export interface StagnationWarnedData {
+  role: RoleName;
+  /** The last completed turn. */
+  turn: number;
+  signal: 'repetition' | 'cycle';
+  /** For `repetition`: share of repeated calls in the window. */
+  ratio?: number;
+  /** For `cycle`: turns per cycle. */
+  cycleLength?: number;
+  /** Tool-call fingerprints (`name:sha256[:16]`) that repeat. */
+  fingerprints: string[];
+  /** The corrective message, exactly as the agent gets it. */
+  message: string;
+  at: string;
+}
+
+/**
+ * Older messages of a role's conversation were archived into a summary: the fold replaces
+ * messages[fromIndex, toIndex) of the conversation with one user message holding `summary`, so
+ * replay rebuilds the compacted conversation exactly.
+ */
+export interface ContextCompactedData {
+  role: RoleName;
+  /** The turn the compaction was made for (the next call, or the call in flight). */
+  turn: number;
+  fromIndex: number;
+  toIndex: number;
+  summary: string;
+  /** `model`: a model wrote the summary; `truncate`: summarising failed, each message was cut to 150 characters. */
+  method: 'model' | 'truncate';
+  reason: 'over_budget' | 'context_too_long';
+  /** The summarising model and its usage (counted in the role's usage and budget). */
+  model?: string;
+  usage?: Usage;
+  costUsd?: number;
+  /** Why summarising failed (method `truncate`). */
+  error?: string;
+  tokensBefore: number;
+  tokensAfter: number;
+  budgetTokens: number;
+  at: string;
+}
+
+/** A tool call above the run's risk threshold waits for a human (status `awaiting_approval`). */
+export interface ToolApprovalRequestedData {
+  /** `apr_<runId>.<toolUseId>` */
+  approvalId: string;
+  role: RoleName;
+  turn: number;
+  toolUseId: string;
+  name: string;
+  input: Record<string, unknown>;
+  risk: ToolRisk;
+  threshold: ApprovalThreshold;
+  /** When the timeout policy acts (absent for `wait`): a durable timer, fired by whichever process is alive. */
+  timeout?: { policy: 'auto_approve' | 'auto_deny'; dueAt: string };
+  at: string;
+}
+
+/** A human's decision on a tool call, or the system's when the timeout policy acts. */
+export interface ToolApprovalDecidedData {
+  approvalId: string;
+  role: RoleName;
+  turn: number;
+  toolUseId: string;
+  name: string;
+  outcome: 'approved' | 'rejected';
+  reason: string;
+  decider: string;
+  deciderKind: 'human' | 'system';
+  /** Set when a timeout policy decided. */
+  policy?: 'auto_approve' | 'auto_deny';
+  at: string;
+}
+
+export interface RunEndedData {
+  status: RunStatus;
+  reason: TerminationReason;
+  message?: string;
+  at: string;
+}
+
+/** SIGTERM: the process stopped driving the run; it resumes on the next start (status `suspended`). */
+export interface RunSuspendedData {
+  reason: 'SHUTDOWN';
+  owner: string;
+  at: string;
+}
+
+export interface RunResumedData {
+  by: string;
+  at: string;
+}
+
+/**
+ * A process took over driving the run. Appended at the run's expected revision, it fences the
+ * previous driver: that driver's next append fails, it folds this event and stops.
+ */
+export interface DriverClaimedData {
+  owner: string;
+  at: string;
+}
+
+export interface ForkOverrides {
+  team?: Partial<Record<RoleName, { model?: string; systemPrompt?: string }>>;
+}
+
+/**
+ * The first event of a forked run. Its history up to `parent.revision` is the parent's events,
+ * read from the parent's stream (linked, not copied, not re-executed); this run's own events follow.
+ */
+export interface RunForkedData {
+  runId: string;
+  parent: { runId: string; revision: number; turn: number };
+  overrides: ForkOverrides;
+  forkedBy: string;
+  at: string;
+  /**
+   * For read models that fold one stream at a time: the launch config in force after the
+   * overrides, and the team machine's persisted snapshot at the fork point. The run's own fold
+   * ignores these and reads the parent's events.
+   */
+  view: { launched: RunLaunchedData; team: unknown };
+}
+
+export type TeamRunEvent =
+  | { type: 'RunLaunched'; data: RunLaunchedData }
+  | { type: 'PhaseStarted'; data: PhaseStartedData }
+  | { type: 'IterationStarted'; data: IterationStartedData }
+  | { type: 'ModelCallStarted'; data: ModelCallStartedData }
+  | { type: 'ModelCallCompleted'; data: ModelCallCompletedData }
+  | { type: 'ModelCallFailed'; data: ModelCallFailedData }
+  | { type: 'ToolCallRequested'; data: ToolCallRequestedData }
+  | { type: 'ToolCallCompleted'; data: ToolCallCompletedData }
+  | { type: 'PlanSubmitted'; data: PlanSubmittedData }
+  | { type: 'WorkSubmitted'; data: WorkSubmittedData }
+  | { type: 'VerdictSubmitted'; data: VerdictSubmittedData }
+  | { type: 'BudgetExceeded'; data: BudgetExceededData }
+  | { type: 'ReviewOpened'; data: ReviewOpenedData }
+  | { type: 'ReviewDecided'; data: ReviewDecidedData }
+  | { type: 'RunEnded'; data: RunEndedData }
+  | { type: 'RunSuspended'; data: RunSuspendedData }
+  | { type: 'RunResumed'; data: RunResumedData }
+  | { type: 'DriverClaimed'; data: DriverClaimedData }
+  | { type: 'RunForked'; data: RunForkedData }
+  | { type: 'StagnationWarned'; data: StagnationWarnedData }
+  | { type: 'ContextCompacted'; data: ContextCompactedData }
+  | { type: 'ToolApprovalRequested'; data: ToolApprovalRequestedData }
+  | { type: 'ToolApprovalDecided'; data: ToolApprovalDecidedData };
+
+export type TeamRunEventType = TeamRunEvent['type'];
+
+export const TEAM_RUN_EVENT_TYPES: readonly TeamRunEventType[] = [
+  'RunLaunched',
+  'PhaseStarted',
+  'IterationStarted',
+  'ModelCallStarted',
+  'ModelCallCompleted',
+  'ModelCallFailed',
+  'ToolCallRequested',
+  'ToolCallCompleted',
+  'PlanSubmitted',
+  'WorkSubmitted',
+  'VerdictSubmitted',
+  'BudgetExceeded',
+  'ReviewOpened',
+  'ReviewDecided',
+  'RunEnded',
+  'RunSuspended',
+  'RunResumed',
+  'DriverClaimed',
+  'RunForked',
+  'StagnationWarned',
+  'ContextCompacted',
+  'ToolApprovalRequested',
+  'ToolApprovalDecided',
+];
+
+export const RUN_STREAM_PREFIX = 'run-';
+export const toRunStreamId = (runId: string): string => `${RUN_STREAM_PREFIX}${runId}`;
+export const agentIdentity = (role: RoleName, runId: string): string => `agent:${role}:${runId}`;
+
+export const STATUS_OF_REASON: Record<TerminationReason, RunStatus> = {
+  COMPLETED: 'completed',
+  REJECTED: 'failed',
+  BLOCKED: 'blocked',
+  MAX_ITERATIONS: 'failed',
+  MAX_TURNS: 'failed',
+  BUDGET_EXHAUSTED: 'failed',
+  TIMEOUT: 'failed',
+  CANCELLED: 'cancelled',
+  STAGNATION: 'failed',
+  SHUTDOWN: 'suspended',
+  ERROR: 'failed',
+};

@@ -1,0 +1,356 @@
+import { initialTransition, type SnapshotFrom } from 'xstate';
+import { pureTransition } from './pure-transition';
+import type { AssistantBlock, ChatMessage, ContentBlock, RoleName, ToolResultBlock, ToolUseBlock } from '../models/model.port';
+import { agentLoopMachine } from './agent-loop.machine';
+import type {
+  ModelCallStartedData,
+  PhaseStartedData,
+  PlanSubmittedData,
+  ReviewDecidedData,
+  RunForkedData,
+  ReviewOpenedData,
+  RunLaunchedData,
+  RunStatus,
+  TeamRunEvent,
+  TerminationReason,
+  ToolApprovalDecidedData,
+  ToolApprovalRequestedData,
+  ToolCallCompletedData,
+  ToolCallRequestedData,
+  VerdictSubmittedData,
+  WorkSubmittedData,
+} from './run-events';
+import { statusOf, teamRunMachine } from './team-run.machine';
+import { afterFailure, CLOSED_BREAKER, errorSignature, type BreakerState } from '../resilience/circuit-breaker';
+import { applyCompaction } from '../resilience/context-window';
+import { DEFAULT_STAGNATION_POLICY } from '../resilience/policies';
+import { recordTurn, type StagnationWindow } from '../resilience/stagnation';
+
+const teamStep = pureTransition(teamRunMachine);
+const loopStep = pureTransition(agentLoopMachine);
+
+export type TeamSnapshot = SnapshotFrom<typeof teamRunMachine>;
+export type LoopSnapshot = SnapshotFrom<typeof agentLoopMachine>;
+
+export interface RoleUsage {
+  inputTokens: number;
+  outputTokens: number;
+  costUsd: number;
+  turns: number;
+}
+
+/** What the resilience rules decide on, folded from the events (plain JSON: it is checkpointed as is). */
+export interface ResilienceState {
+  /** Consecutive model failures with one error signature (reset by a completed call). */
+  breaker: BreakerState;
+  /** Tool calls of the current phase since it started or since the last warning. */
+  stagnation: StagnationWindow & {
+    /** StagnationWarned events in the current phase. */
+    warnings: number;
+    /** A corrective message not yet sent: it goes with the role's next model call. */
+    pendingWarning?: { role: RoleName; message: string };
+  };
+  /** The open call failed with context_too_long: compact before retrying it. */
+  compactBeforeRetry?: { role: RoleName; callId: string };
+  compactions: number;
+}
+
+export interface ApprovalRecord {
+  requested: ToolApprovalRequestedData;
+  decided?: ToolApprovalDecidedData;
+}
+
+export interface RoleConversation {
+  /** The conversation exactly as it is sent to the model. */
+  messages: ChatMessage[];
+  /** callId of the model call whose request is the last user message (retries reuse it). */
+  openCallId?: string;
+}
+
+/**
+ * Everything the driver (and replay) knows about a run, rebuilt by folding its events.
+ *
+ * `evolve` mutates the state it is given: a fold owns its state, and copying conversations on every
+ * event would make replay quadratic in the length of a run. Callers that need an immutable view
+ * take a copy (see session replay).
+ */
+export interface RunState {
+  runId: string;
+  /** Revision of the last event folded (-1 before the first). */
+  revision: number;
+  /** Global position of the last event folded. */
+  position: number;
+  launched?: RunLaunchedData;
+  team: TeamSnapshot;
+  /** The agent loop of the current phase, if one is active. */
+  loop?: LoopSnapshot;
+  phase?: PhaseStartedData;
+  conversations: Record<RoleName, RoleConversation>;
+  usage: Record<RoleName, RoleUsage>;
+  /** Tool uses of each role's last response, by id. */
+  lastToolUses: Map<string, ToolUseBlock>;
+  requestedTools: Map<string, ToolCallRequestedData>;
+  completedTools: Map<string, ToolCallCompletedData>;
+  plan?: PlanSubmittedData;
+  work?: WorkSubmittedData;
+  verdict?: VerdictSubmittedData;
+  review?: ReviewOpenedData;
+  /** Decisions on the current review (an escalation does not close it). */
+  decisions: ReviewDecidedData[];
+  startedAt?: string;
+  endedAt?: string;
+  /** Failed attempts of the model call in flight (reset when it completes). */
+  failedAttempts: number;
+  /** Suspended at shutdown; nothing happens until RunResumed. */
+  suspended: boolean;
+  /** The process that last claimed the right to drive the run. */
+  driver?: string;
+  /** Set on a forked run: where its history comes from. */
+  forkedFrom?: RunForkedData['parent'];
+  resilience: ResilienceState;
+  /** Tool approvals requested in this run, by tool_use id. */
+  approvals: Map<string, ApprovalRecord>;
+}
+
+export function initialResilience(): ResilienceState {
+  return { breaker: { ...CLOSED_BREAKER }, stagnation: { calls: [], turns: [], warnings: 0 }, compactions: 0 };
+}
+
+const emptyUsage = (): RoleUsage => ({ inputTokens: 0, outputTokens: 0, costUsd: 0, turns: 0 });
+
+export function initialRunState(runId = ''): RunState {
+  const [team] = initialTransition(teamRunMachine);
+  return {
+    runId,
+    revision: -1,
+    position: 0,
+    team,
+    conversations: { architect: { messages: [] }, executor: { messages: [] }, reviewer: { messages: [] } },
+    usage: { architect: emptyUsage(), executor: emptyUsage(), reviewer: emptyUsage() },
+    lastToolUses: new Map(),
+    requestedTools: new Map(),
+    completedTools: new Map(),
+    failedAttempts: 0,
+    decisions: [],
+    suspended: false,
+    resilience: initialResilience(),
+    approvals: new Map(),
+  };
+}
+
+/** Folds one event into the state (mutating it) and returns it. */
+export function evolve(state: RunState, event: TeamRunEvent, meta: { revision: number; position: number }): RunState {
+  state.revision = meta.revision;
+  state.position = meta.position;
+  // The team machine sees every event; unknown ones leave it as it is.
+  state.team = teamStep(state.team, event);
+  if (state.loop) state.loop = loopStep(state.loop, event);
+
+  switch (event.type) {
+    case 'RunLaunched':
+      state.runId = event.data.runId;
+      state.launched = event.data;
+      state.startedAt = event.data.launchedAt;
+      break;
+    case 'PhaseStarted':
+      state.phase = event.data;
+      state.loop = initialTransition(agentLoopMachine, { role: event.data.role, maxTurns: event.data.maxTurns })[0];
+      // Stagnation is judged per phase: a new phase (or iteration) starts a new window.
+      state.resilience.stagnation = { calls: [], turns: [], warnings: 0 };
+      break;
+    case 'ModelCallStarted': {
+      const conv = state.conversations[event.data.role];
+      if (conv.openCallId === event.data.callId) break; // a re-recorded start of the same call
+      conv.messages.push(newUserMessage(state, event.data));
+      // Absorbed into the conversation: dropping the results keeps memory flat over long runs.
+      for (const id of event.data.toolResultIds) state.completedTools.delete(id);
+      conv.openCallId = event.data.callId;
+      state.failedAttempts = 0;
+      // The corrective message went out with this call's content.
+      if (state.resilience.stagnation.pendingWarning?.role === event.data.role) state.resilience.stagnation.pendingWarning = undefined;
+      break;
+    }
+    case 'ModelCallCompleted': {
+      const d = event.data;
+      const conv = state.conversations[d.role];
+      conv.messages.push({ role: 'assistant', content: d.content });
+      conv.openCallId = undefined;
+      const u = state.usage[d.role];
+      u.inputTokens += d.usage.inputTokens;
+      u.outputTokens += d.usage.outputTokens;
+      u.costUsd = round6(u.costUsd + d.costUsd);
+      u.turns += 1;
+      state.lastToolUses = new Map(
+        d.content.filter((b): b is ToolUseBlock => b.type === 'tool_use').map((b) => [b.id, b]),
+      );
+      state.requestedTools = new Map();
+      state.failedAttempts = 0;
+      const r = state.resilience;
+      r.breaker = { ...CLOSED_BREAKER };
+      r.compactBeforeRetry = undefined;
+      const calls = d.content.filter((b): b is ToolUseBlock => b.type === 'tool_use');
+      const windowSize = state.launched?.stagnation?.windowSize ?? DEFAULT_STAGNATION_POLICY.windowSize;
+      r.stagnation = { ...r.stagnation, ...recordTurn(r.stagnation, calls, windowSize) };
+      break;
+    }
+    case 'ModelCallFailed': {
+      const d = event.data;
+      state.failedAttempts = d.attempt;
+      state.resilience.breaker = afterFailure(state.resilience.breaker, errorSignature(d));
+      state.resilience.compactBeforeRetry = d.compactBeforeRetry ? { role: d.role, callId: d.callId } : undefined;
+      break;
+    }
+    case 'StagnationWarned': {
+      const st = state.resilience.stagnation;
+      // The agent gets a fresh window: only what it does after the warning counts from now on.
+      state.resilience.stagnation = { calls: [], turns: [], warnings: st.warnings + 1, pendingWarning: { role: event.data.role, message: event.data.message } };
+      break;
+    }
+    case 'ContextCompacted': {
+      const d = event.data;
+      const conv = state.conversations[d.role];
+      conv.messages = applyCompaction(conv.messages, d.fromIndex, d.toIndex, d.summary);
+      state.resilience.compactBeforeRetry = undefined;
+      state.resilience.compactions += 1;
+      if (d.usage) {
+        const u = state.usage[d.role];
+        u.inputTokens += d.usage.inputTokens;
+        u.outputTokens += d.usage.outputTokens;
+        u.costUsd = round6(u.costUsd + (d.costUsd ?? 0));
+      }
+      break;
+    }
+    case 'ToolApprovalRequested':
+      state.approvals.set(event.data.toolUseId, { requested: event.data });
+      break;
+    case 'ToolApprovalDecided': {
+      const record = state.approvals.get(event.data.toolUseId);
+      if (record) record.decided = event.data;
+      break;
+    }
+    case 'ToolCallRequested':
+      state.requestedTools.set(event.data.toolUseId, event.data);
+      break;
+    case 'ToolCallCompleted':
+      state.completedTools.set(event.data.toolUseId, event.data);
+      break;
+    case 'PlanSubmitted':
+      state.plan = event.data;
+      break;
+    case 'WorkSubmitted':
+      state.work = event.data;
+      break;
+    case 'VerdictSubmitted':
+      state.verdict = event.data;
+      break;
+    case 'ReviewOpened':
+      state.review = event.data;
+      state.decisions = [];
+      break;
+    case 'ReviewDecided':
+      state.decisions.push(event.data);
+      break;
+    case 'RunEnded':
+      state.endedAt = event.data.at;
+      state.loop = undefined;
+      break;
+    case 'RunSuspended':
+      state.suspended = true;
+      state.driver = undefined;
+      break;
+    case 'RunResumed':
+      state.suspended = false;
+      break;
+    case 'DriverClaimed':
+      state.driver = event.data.owner;
+      break;
+    case 'RunForked':
+      applyFork(state, event.data);
+      break;
+    case 'IterationStarted':
+    case 'BudgetExceeded':
+      break;
+    default:
+      assertNever(event);
+  }
+  return state;
+}
+
+/** The user message a model call adds to its role's conversation. */
+export function newUserMessage(state: RunState, data: ModelCallStartedData): ChatMessage {
+  const content: ContentBlock[] = [];
+  for (const id of data.toolResultIds) {
+    const done = state.completedTools.get(id);
+    if (!done) throw new Error(`ModelCallStarted references tool result ${id}, which is not recorded`);
+    content.push(toolResultBlock(done));
+  }
+  content.push(...data.content);
+  return { role: 'user', content };
+}
+
+/**
+ * A forked run continues from its parent's state at the fork point, under its own id, with the
+ * overridden models and prompts.
+ */
+function applyFork(state: RunState, fork: RunForkedData): void {
+  if (!state.launched) throw new Error('RunForked must follow the parent history');
+  const team = structuredClone(state.launched.team);
+  for (const [role, o] of Object.entries(fork.overrides.team ?? {}) as [RoleName, { model?: string; systemPrompt?: string }][]) {
+    if (o.model) team[role].model = o.model;
+    if (o.systemPrompt) team[role].systemPrompt = o.systemPrompt;
+  }
+  state.runId = fork.runId;
+  state.launched = { ...state.launched, runId: fork.runId, team, launchedBy: fork.forkedBy, launchedAt: fork.at, forkedFrom: fork.parent };
+  state.startedAt = fork.at;
+  state.forkedFrom = fork.parent;
+  state.driver = undefined;
+  state.suspended = false;
+  state.team = { ...state.team, context: { ...state.team.context, runId: fork.runId } } as TeamSnapshot;
+  const prompt = state.phase ? fork.overrides.team?.[state.phase.role]?.systemPrompt : undefined;
+  if (state.phase && prompt) state.phase = { ...state.phase, system: prompt };
+}
+
+export function toolResultBlock(done: ToolCallCompletedData): ToolResultBlock {
+  return done.isError
+    ? { type: 'tool_result', tool_use_id: done.toolUseId, content: done.output, is_error: true }
+    : { type: 'tool_result', tool_use_id: done.toolUseId, content: done.output };
+}
+
+function round6(n: number): number {
+  return Math.round(n * 1e6) / 1e6;
+}
+
+function assertNever(x: never): never {
+  throw new Error(`unhandled event ${JSON.stringify(x)}`);
+}
+
+export function runStatus(state: RunState): RunStatus {
+  if (state.suspended && String(state.team.value) !== 'ended') return 'suspended';
+  if (String(state.team.value) !== 'ended' && state.loop && String(state.loop.value) === 'awaitingApproval') return 'awaiting_approval';
+  return statusOf(String(state.team.value), state.team.context, new Set(state.team.tags as Iterable<string>));
+}
+
+export function terminationReason(state: RunState): TerminationReason | undefined {
+  return state.team.context.ended?.reason;
+}
+
+export function totalTokens(state: RunState): number {
+  let total = 0;
+  for (const u of Object.values(state.usage)) total += u.inputTokens + u.outputTokens;
+  return total;
+}
+
+export function lastAssistantToolUses(messages: ChatMessage[]): ToolUseBlock[] {
+  const last = messages[messages.length - 1];
+  if (!last || last.role !== 'assistant' || typeof last.content === 'string') return [];
+  return (last.content as AssistantBlock[]).filter((b): b is ToolUseBlock => b.type === 'tool_use');
+}
+
+/** Folds a whole list of recorded events. */
+export function foldRun(
+  events: Iterable<{ type: string; data: unknown; revision: number; position: number }>,
+  state: RunState = initialRunState(),
+): RunState {
+  for (const e of events) evolve(state, e as unknown as TeamRunEvent, e);
+  return state;
+}

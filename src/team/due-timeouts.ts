@@ -1,0 +1,76 @@
+import { ConflictException, Logger, NotFoundException, type OnApplicationShutdown } from '@nestjs/common';
+import type { CommandBus } from '@nestjs/cqrs';
+import type { Clock } from './run-driver';
+import type { RunSummary } from './run-summary';
+import type { RunsProjection } from './runs.projection';
+
+export interface DueTimeout {
+  id: string;
+  policy: string;
+  /** The command that applies the timeout policy (a decision appended at the run's revision). */
+  command: object;
+}
+
+/**
+ * Durable timeouts (reviews, tool approvals). The due time is recorded in an event; every serving
+ * process scans the runs read model for what is past due and fires it. Firing is a decision
+ * appended at the run's expected revision, so when several processes race exactly one lands, and
+ * one that falls due while no process runs fires at the next start.
+ */
+export abstract class DueTimeoutScanner implements OnApplicationShutdown {
+  protected abstract readonly what: string;
+  private readonly logger: Logger;
+  private timer?: NodeJS.Timeout;
+  private scanning = false;
+
+  constructor(
+    private readonly runs: RunsProjection,
+    private readonly commands: CommandBus,
+    private readonly clock: Clock,
+    private readonly intervalMs: number,
+  ) {
+    this.logger = new Logger(new.target.name);
+  }
+
+  /** What is due at `now` among the runs. */
+  protected abstract due(runs: RunSummary[], now: number): DueTimeout[];
+
+  /** Starts periodic scans (the HTTP app starts them; one-shot CLI commands do not). */
+  start(): void {
+    if (this.intervalMs <= 0 || this.timer) return;
+    void this.scan();
+    this.timer = setInterval(() => void this.scan(), this.intervalMs);
+    this.timer.unref();
+  }
+
+  /** Fires every due timeout; returns how many fired here. */
+  async scan(): Promise<number> {
+    if (this.scanning) return 0;
+    this.scanning = true;
+    let fired = 0;
+    try {
+      await this.runs.catchUp();
+      for (const timeout of this.due(this.runs.list(), this.clock.now())) {
+        try {
+          await this.commands.execute(timeout.command);
+          fired++;
+          this.logger.log(`${this.what} ${timeout.id}: timeout policy ${timeout.policy} applied`);
+        } catch (err) {
+          // Another process fired it first, or a human decided meanwhile.
+          if (err instanceof ConflictException || err instanceof NotFoundException) continue;
+          // Anything else is this one's problem: the other due timeouts still fire.
+          this.logger.error(`${this.what} ${timeout.id}: timeout policy not applied: ${(err as Error).message}`);
+        }
+      }
+    } catch (err) {
+      this.logger.error(`${this.what} timer scan failed: ${(err as Error).message}`);
+    } finally {
+      this.scanning = false;
+    }
+    return fired;
+  }
+
+  onApplicationShutdown(): void {
+    if (this.timer) clearInterval(this.timer);
+  }
+}

@@ -1,0 +1,114 @@
+import { Type } from 'class-transformer';
+import {
+  ArrayMaxSize,
+  ArrayMinSize,
+  IsArray,
+  IsBoolean,
+  IsIn,
+  IsInt,
+  IsNotEmpty,
+  IsNumber,
+  IsOptional,
+  IsString,
+  Matches,
+  Max,
+  MaxLength,
+  Min,
+  ValidateNested,
+} from 'class-validator';
+
+export class RoleConfigDto {
+  @IsOptional() @IsString() @IsNotEmpty() @MaxLength(200) model?: string;
+  @IsOptional() @IsInt() @Min(1) @Max(1000) maxTurns?: number;
+  @IsOptional() @IsArray() @ArrayMaxSize(50) @IsString({ each: true }) tools?: string[];
+  @IsOptional() @IsString() @IsNotEmpty() @MaxLength(20_000) systemPrompt?: string;
+}
+
+export class TeamConfigDto {
+  @IsOptional() @ValidateNested() @Type(() => RoleConfigDto) architect?: RoleConfigDto;
+  @IsOptional() @ValidateNested() @Type(() => RoleConfigDto) executor?: RoleConfigDto;
+  @IsOptional() @ValidateNested() @Type(() => RoleConfigDto) reviewer?: RoleConfigDto;
+}
+
+export class PerRoleBudgetDto {
+  @IsOptional() @IsInt() @Min(1) architect?: number;
+  @IsOptional() @IsInt() @Min(1) executor?: number;
+  @IsOptional() @IsInt() @Min(1) reviewer?: number;
+}
+
+export class BudgetDto {
+  @IsOptional() @IsInt() @Min(1) @Max(1_000_000_000) totalTokens?: number;
+  @IsOptional() @ValidateNested() @Type(() => PerRoleBudgetDto) perRole?: PerRoleBudgetDto;
+}
+
+export class ReviewTimeoutDto {
+  @IsIn(['wait', 'auto_approve', 'auto_deny', 'escalate']) policy!: 'wait' | 'auto_approve' | 'auto_deny' | 'escalate';
+  @IsOptional() @IsInt() @Min(1) @Max(30 * 24 * 3600 * 1000) afterMs?: number;
+}
+
+export class ReviewPolicyDto {
+  @IsOptional() @IsBoolean() humanGate?: boolean;
+  @IsOptional() @IsBoolean() allowLauncherToReview?: boolean;
+  @IsOptional() @ValidateNested() @Type(() => ReviewTimeoutDto) timeout?: ReviewTimeoutDto;
+}
+
+export class RetryDto {
+  @IsOptional() @IsInt() @Min(1) @Max(20) maxAttempts?: number;
+  @IsOptional() @IsInt() @Min(0) @Max(10 * 60 * 1000) baseDelayMs?: number;
+  @IsOptional() @IsInt() @Min(0) @Max(60 * 60 * 1000) maxDelayMs?: number;
+}
+
+export class ToolApprovalTimeoutDto {
+  @IsIn(['wait', 'auto_approve', 'auto_deny']) policy!: 'wait' | 'auto_approve' | 'auto_deny';
+  @IsOptional() @IsInt() @Min(1) @Max(30 * 24 * 3600 * 1000) afterMs?: number;
+}
+
+export class ToolApprovalDto {
+  @IsOptional() @IsIn(['high', 'none']) threshold?: 'high' | 'none';
+  @IsOptional() @IsBoolean() allowLauncherToApprove?: boolean;
+  @IsOptional() @ValidateNested() @Type(() => ToolApprovalTimeoutDto) timeout?: ToolApprovalTimeoutDto;
+}
+
+export class StagnationDto {
+  @IsOptional() @IsBoolean() enabled?: boolean;
+  @IsOptional() @IsInt() @Min(2) @Max(1000) windowSize?: number;
+  @IsOptional() @IsNumber() @Min(0.01) @Max(1) repetitionThreshold?: number;
+  @IsOptional() @IsInt() @Min(2) @Max(1000) minCalls?: number;
+  @IsOptional() @IsBoolean() cycleDetection?: boolean;
+  @IsOptional() @IsInt() @Min(0) @Max(100) maxWarnings?: number;
+  @IsOptional() @IsBoolean() repeatedFindings?: boolean;
+}
+
+export class ContextWindowDto {
+  @IsOptional() @IsInt() @Min(100) @Max(100_000_000) limitTokens?: number;
+  @IsOptional() @IsInt() @Min(0) @Max(100_000_000) marginTokens?: number;
+  @IsOptional() @IsInt() @Min(1) @Max(1000) keepRecentMessages?: number;
+  @IsOptional() @IsString() @IsNotEmpty() @MaxLength(200) summaryModel?: string;
+}
+
+export class LaunchRunDto {
+  @IsString() @IsNotEmpty() @Matches(/\S/, { message: 'goal must not be blank' }) @MaxLength(20_000) goal!: string;
+
+  @IsArray()
+  @ArrayMinSize(1)
+  @ArrayMaxSize(100)
+  @IsString({ each: true })
+  @IsNotEmpty({ each: true })
+  @MaxLength(2000, { each: true })
+  acceptanceCriteria!: string[];
+
+  @IsOptional() @ValidateNested() @Type(() => TeamConfigDto) team?: TeamConfigDto;
+  @IsOptional() @IsInt() @Min(1) @Max(50) maxIterations?: number;
+  @IsOptional() @IsInt() @Min(1000) @Max(7 * 24 * 3600 * 1000) timeoutMs?: number;
+  @IsOptional() @ValidateNested() @Type(() => BudgetDto) budget?: BudgetDto;
+  @IsOptional() @ValidateNested() @Type(() => ReviewPolicyDto) reviewPolicy?: ReviewPolicyDto;
+  @IsOptional() @IsString() @Matches(/^[A-Za-z0-9_.:-]{1,128}$/, { message: 'idempotencyKey must be 1-128 characters of [A-Za-z0-9_.:-]' }) idempotencyKey?: string;
+  @IsOptional() @ValidateNested() @Type(() => RetryDto) retry?: RetryDto;
+  @IsOptional() @ValidateNested() @Type(() => ToolApprovalDto) toolApproval?: ToolApprovalDto;
+  @IsOptional() @ValidateNested() @Type(() => StagnationDto) stagnation?: StagnationDto;
+  @IsOptional() @ValidateNested() @Type(() => ContextWindowDto) contextWindow?: ContextWindowDto;
+}
+
+export class CancelRunDto {
+  @IsOptional() @IsString() @MaxLength(2000) reason?: string;
+}

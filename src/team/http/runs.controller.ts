@@ -1,0 +1,150 @@
+import { BadRequestException, Body, Controller, Get, HttpCode, Inject, NotFoundException, Param, Post, Query, Req, Res } from '@nestjs/common';
+import { CommandBus, QueryBus } from '@nestjs/cqrs';
+import type { Request, Response } from 'express';
+import { Roles } from '../../auth/auth.guard';
+import { CurrentIdentity } from '../../auth/current-identity.decorator';
+import type { Identity } from '../../auth/identity';
+import { EVENT_STORE, type EventStore, type RecordedEvent } from '../../events/event-store.port';
+import { CancelRunCommand } from '../commands/cancel-run.command';
+import { LaunchRunCommand } from '../commands/launch-run.command';
+import { TERMINAL_STATUSES, toRunStreamId, type RunStatus } from '../domain/run-events';
+import type { LaunchResult, LaunchRunInput } from '../launch';
+import { instanceToPlain } from 'class-transformer';
+import { LiveRunBus } from '../live-run-bus';
+import { GetRunQuery, ListRunsQuery } from '../queries/run.queries';
+import type { RunSummary } from '../run-summary';
+import { CancelRunDto, LaunchRunDto } from './launch-run.dto';
+
+const STATUSES: RunStatus[] = ['queued', 'planning', 'executing', 'reviewing', 'awaiting_review', 'awaiting_approval', 'completed', 'failed', 'blocked', 'cancelled', 'suspended'];
+
+export function parseIntParam(name: string, raw: string | undefined, def: number, min: number, max: number): number {
+  if (raw === undefined || raw === '') return def;
+  if (!/^\d+$/.test(raw)) throw new BadRequestException(`${name} must be a non-negative integer`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new BadRequestException(`${name} must be between ${min} and ${max}`);
+  return n;
+}
+
+@Controller('v1/runs')
+export class RunsController {
+  constructor(
+    private readonly commands: CommandBus,
+    private readonly queries: QueryBus,
+    @Inject(EVENT_STORE) private readonly store: EventStore,
+    private readonly live: LiveRunBus,
+  ) {}
+
+  @Post()
+  @HttpCode(202)
+  @Roles('operator')
+  async launch(@Body() body: LaunchRunDto, @CurrentIdentity() who: Identity): Promise<{ runId: string; acceptedAt: string }> {
+    // Validated DTOs are class instances; the domain (and its events) take plain JSON.
+    const input = instanceToPlain(body) as LaunchRunInput;
+    const result = await this.commands.execute<LaunchRunCommand, LaunchResult>(new LaunchRunCommand(input, who));
+    return { runId: result.runId, acceptedAt: result.acceptedAt };
+  }
+
+  @Get()
+  async list(@Query('status') status?: string, @Query('limit') limit?: string): Promise<{ runs: RunSummary[] }> {
+    if (status !== undefined && !STATUSES.includes(status as RunStatus)) {
+      throw new BadRequestException(`status must be one of ${STATUSES.join(', ')}`);
+    }
+    const n = parseIntParam('limit', limit, 100, 1, 1000);
+    return { runs: await this.queries.execute(new ListRunsQuery(status as RunStatus | undefined, n)) };
+  }
+
+  @Get(':id')
+  async get(@Param('id') id: string): Promise<RunSummary> {
+    return this.queries.execute(new GetRunQuery(id));
+  }
+
+  @Post(':id/cancel')
+  @HttpCode(200)
+  @Roles('operator')
+  async cancel(@Param('id') id: string, @Body() body: CancelRunDto, @CurrentIdentity() who: Identity) {
+    return this.commands.execute(new CancelRunCommand(id, who, body?.reason));
+  }
+
+  @Post(':id/wait')
+  @HttpCode(200)
+  async wait(@Param('id') id: string, @Query('timeoutMs') timeoutMs?: string) {
+    const limit = parseIntParam('timeoutMs', timeoutMs, 30_000, 0, 600_000);
+    const deadline = Date.now() + limit;
+    let run: RunSummary = await this.queries.execute(new GetRunQuery(id));
+    while (!TERMINAL_STATUSES.has(run.status) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, Math.min(50, Math.max(1, deadline - Date.now()))));
+      run = await this.queries.execute(new GetRunQuery(id));
+    }
+    const ended = TERMINAL_STATUSES.has(run.status);
+    return {
+      status: !ended ? 'timeout' : run.status === 'completed' ? 'ok' : 'error',
+      runStatus: run.status,
+      terminationReason: run.terminationReason,
+      startedAt: run.startedAt,
+      endedAt: run.endedAt,
+    };
+  }
+
+  /** JSON page of the run's events, or with `Accept: text/event-stream`, catch-up then live (SSE). */
+  @Get(':id/events')
+  async events(@Param('id') id: string, @Query('fromRevision') fromRevision: string | undefined, @Req() req: Request, @Res() res: Response): Promise<void> {
+    const stream = toRunStreamId(id);
+    let from = parseIntParam('fromRevision', fromRevision, 0, 0, Number.MAX_SAFE_INTEGER);
+    const head = await this.store.streamRevision(stream);
+    if (head === null) throw new NotFoundException(`run ${id} not found`);
+    if (!(req.headers.accept ?? '').includes('text/event-stream')) {
+      res.json({ runId: id, events: await this.store.readStream(stream, { fromRevision: from, maxCount: 10_000 }) });
+      return;
+    }
+    const lastEventId = req.headers['last-event-id'];
+    if (typeof lastEventId === 'string' && lastEventId !== '') from = parseIntParam('Last-Event-ID', lastEventId, 0, 0, Number.MAX_SAFE_INTEGER) + 1;
+    await this.streamEvents(id, stream, from, req, res);
+  }
+
+  private async streamEvents(runId: string, stream: string, from: number, req: Request, res: Response): Promise<void> {
+    res.status(200);
+    res.setHeader('Content-Type', 'text/event-stream');
+    res.setHeader('Cache-Control', 'no-cache');
+    res.setHeader('Connection', 'keep-alive');
+    res.setHeader('X-Accel-Buffering', 'no');
+    res.flushHeaders();
+    const controller = new AbortController();
+    req.on('close', () => controller.abort());
+    const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), 15_000);
+    const deltas = this.live.of(runId).subscribe((item) => {
+      if (item.kind === 'delta') res.write(`event: delta\ndata: ${JSON.stringify({ role: item.role, turn: item.turn, text: item.text })}\n\n`);
+    });
+    const send = (e: RecordedEvent) => res.write(`id: ${e.revision}\nevent: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`);
+    try {
+      let position = 0;
+      let ended = false;
+      let next = from;
+      for (;;) {
+        const page = await this.store.readStream(stream, { fromRevision: next, maxCount: 1000 });
+        for (const e of page) {
+          send(e);
+          position = e.position;
+          ended ||= e.type === 'RunEnded' && TERMINAL_STATUSES.has((e.data as { status: RunStatus }).status);
+        }
+        if (page.length < 1000) break;
+        next = page[page.length - 1].revision + 1;
+      }
+      if (position === 0 && from > 0) {
+        const [prev] = await this.store.readStream(stream, { fromRevision: from - 1, maxCount: 1 });
+        position = prev?.position ?? 0;
+      }
+      if (!ended) {
+        const sub = this.store.subscribe({ after: position, filter: { streamPrefixes: [stream] }, signal: controller.signal });
+        for await (const e of sub) {
+          if (e.streamId !== stream || e.revision < from) continue;
+          send(e);
+          if (e.type === 'RunEnded' && TERMINAL_STATUSES.has((e.data as { status: RunStatus }).status)) break;
+        }
+      }
+    } finally {
+      clearInterval(heartbeat);
+      deltas.unsubscribe();
+      res.end();
+    }
+  }
+}

@@ -1,0 +1,187 @@
+import { hashOf } from '../shared/canonical-json';
+import type { EventStore } from '../events/event-store.port';
+import { WrongExpectedRevisionError } from '../events/errors';
+import type { RoleName } from './models/model.port';
+import { DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TURNS, DEFAULT_TIMEOUT_MS, DEFAULT_TOKEN_BUDGET, ROLES } from './domain/roles';
+import { toRunStreamId, type ReviewPolicy, type ReviewTimeoutPolicy, type RoleConfig, type RunLaunchedData } from './domain/run-events';
+import { foldRun } from './domain/run-state';
+import { resolveRoleTools, ToolPolicyError } from './tools/tool-registry';
+import {
+  DEFAULT_RETRY_POLICY,
+  DEFAULT_STAGNATION_POLICY,
+  DEFAULT_TOOL_APPROVAL,
+  type ApprovalThreshold,
+  type ApprovalTimeoutPolicy,
+  type ContextWindowPolicy,
+  type LaunchPolicyDefaults,
+  type RetryPolicy,
+  type StagnationPolicy,
+  type ToolApprovalPolicy,
+} from './resilience/policies';
+
+export interface LaunchRunInput {
+  goal: string;
+  acceptanceCriteria: string[];
+  team?: Partial<Record<RoleName, { model?: string; maxTurns?: number; tools?: string[]; systemPrompt?: string }>>;
+  maxIterations?: number;
+  timeoutMs?: number;
+  budget?: { totalTokens?: number; perRole?: Partial<Record<RoleName, number>> };
+  reviewPolicy?: { humanGate?: boolean; allowLauncherToReview?: boolean; timeout?: { policy: ReviewTimeoutPolicy; afterMs?: number } };
+  idempotencyKey?: string;
+  /** Model-call retries (fields left out: the defaults, 4 attempts, 1 s base, 30 s max). */
+  retry?: Partial<RetryPolicy>;
+  /** Tool calls above the threshold wait for a human (`high`: run_command). */
+  toolApproval?: { threshold?: ApprovalThreshold; allowLauncherToApprove?: boolean; timeout?: { policy: ApprovalTimeoutPolicy; afterMs?: number } };
+  stagnation?: Partial<StagnationPolicy>;
+  contextWindow?: ContextWindowPolicy;
+}
+
+export interface LaunchContext {
+  runId: string;
+  launchedBy: string;
+  now: Date;
+  provider: string;
+  defaultModel: string;
+  /** Policies recorded when the input leaves them out (the API and CLI pass PRODUCT_LAUNCH_DEFAULTS). */
+  defaults?: LaunchPolicyDefaults;
+}
+
+/** A launch that cannot be accepted as given (beyond DTO shape checks). Maps to 400. */
+export class InvalidLaunchError extends Error {
+  override readonly name = 'InvalidLaunchError';
+}
+
+/** An idempotency key reused with a different request. Maps to 409. */
+export class IdempotencyKeyConflictError extends Error {
+  override readonly name = 'IdempotencyKeyConflictError';
+  constructor() {
+    super('this idempotency key was already used for a different launch request');
+  }
+}
+
+/** The run id an idempotency key stands for: the same launcher and key always name the same run. */
+export function runIdForIdempotencyKey(launchedBy: string, key: string): string {
+  return `run_${hashOf({ launchedBy, key }).slice(0, 24)}`;
+}
+
+/** Applies SPEC §3 defaults and checks what a DTO cannot: tool policy per role. */
+export function buildRunLaunched(input: LaunchRunInput, ctx: LaunchContext): RunLaunchedData {
+  const team = {} as Record<RoleName, RoleConfig>;
+  for (const role of ROLES) {
+    const cfg = input.team?.[role] ?? {};
+    let tools: string[];
+    try {
+      tools = resolveRoleTools(role, cfg.tools);
+    } catch (err) {
+      if (err instanceof ToolPolicyError) throw new InvalidLaunchError(err.message);
+      throw err;
+    }
+    const maxTokens = input.budget?.perRole?.[role];
+    team[role] = {
+      model: cfg.model ?? ctx.defaultModel,
+      maxTurns: cfg.maxTurns ?? DEFAULT_MAX_TURNS[role],
+      tools,
+      ...(maxTokens !== undefined ? { maxTokens } : {}),
+      ...(cfg.systemPrompt ? { systemPrompt: cfg.systemPrompt } : {}),
+    };
+  }
+  // A plain copy: the input may be a validated DTO instance, and events hold plain JSON only.
+  const given = input.reviewPolicy?.timeout;
+  const timeout: ReviewPolicy['timeout'] = given
+    ? { policy: given.policy, ...(given.afterMs !== undefined ? { afterMs: given.afterMs } : {}) }
+    : { policy: 'wait' };
+  if (timeout.policy !== 'wait' && !(typeof timeout.afterMs === 'number' && timeout.afterMs > 0)) {
+    throw new InvalidLaunchError(`review timeout policy '${timeout.policy}' needs afterMs > 0`);
+  }
+  const reviewPolicy: ReviewPolicy = {
+    humanGate: input.reviewPolicy?.humanGate ?? true,
+    allowLauncherToReview: input.reviewPolicy?.allowLauncherToReview ?? false,
+    timeout,
+  };
+  const criteria = input.acceptanceCriteria.map((c) => c.trim());
+  if (criteria.some((c) => c.length === 0)) throw new InvalidLaunchError('acceptance criteria must not be blank');
+  const policies = resiliencePolicies(input, ctx.defaults ?? {});
+  return {
+    runId: ctx.runId,
+    goal: input.goal.trim(),
+    acceptanceCriteria: criteria,
+    team,
+    maxIterations: input.maxIterations ?? DEFAULT_MAX_ITERATIONS,
+    timeoutMs: input.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    budget: { totalTokens: input.budget?.totalTokens ?? DEFAULT_TOKEN_BUDGET },
+    reviewPolicy,
+    launchedBy: ctx.launchedBy,
+    launchedAt: ctx.now.toISOString(),
+    provider: ctx.provider,
+    ...(input.idempotencyKey ? { idempotencyKey: input.idempotencyKey } : {}),
+    ...policies,
+  };
+}
+
+/** The resilience policies to record: the input's (completed with the defaults), else the context's defaults. */
+function resiliencePolicies(input: LaunchRunInput, defaults: LaunchPolicyDefaults): Partial<RunLaunchedData> {
+  const out: Partial<RunLaunchedData> = {};
+  const retry: RetryPolicy | undefined = input.retry ? { ...DEFAULT_RETRY_POLICY, ...defined(input.retry) } : defaults.retry;
+  if (retry) {
+    if (retry.baseDelayMs > retry.maxDelayMs) throw new InvalidLaunchError('retry.baseDelayMs must not exceed retry.maxDelayMs');
+    out.retry = { ...retry };
+  }
+  const approval: ToolApprovalPolicy | undefined = input.toolApproval
+    ? {
+        threshold: input.toolApproval.threshold ?? DEFAULT_TOOL_APPROVAL.threshold,
+        allowLauncherToApprove: input.toolApproval.allowLauncherToApprove ?? DEFAULT_TOOL_APPROVAL.allowLauncherToApprove,
+        timeout: input.toolApproval.timeout ? (defined(input.toolApproval.timeout) as ToolApprovalPolicy['timeout']) : { ...DEFAULT_TOOL_APPROVAL.timeout },
+      }
+    : defaults.toolApproval;
+  if (approval) {
+    const t = approval.timeout;
+    if (t.policy !== 'wait' && !(typeof t.afterMs === 'number' && t.afterMs > 0)) {
+      throw new InvalidLaunchError(`tool approval timeout policy '${t.policy}' needs afterMs > 0`);
+    }
+    out.toolApproval = structuredClone(approval);
+  }
+  const stagnation: StagnationPolicy | undefined = input.stagnation ? { ...DEFAULT_STAGNATION_POLICY, ...defined(input.stagnation) } : defaults.stagnation;
+  if (stagnation) {
+    if (stagnation.minCalls > stagnation.windowSize) throw new InvalidLaunchError('stagnation.minCalls must not exceed stagnation.windowSize');
+    out.stagnation = { ...stagnation };
+  }
+  const contextWindow = input.contextWindow ? defined(input.contextWindow) : defaults.contextWindow;
+  if (contextWindow && Object.keys(contextWindow).length > 0) out.contextWindow = { ...contextWindow };
+  return out;
+}
+
+/** A plain copy without the keys whose value is undefined (DTO instances have them). */
+function defined<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/** What makes two launches "the same request" for idempotency: everything but time and id. */
+function requestFingerprint(d: RunLaunchedData): string {
+  const { runId: _r, launchedAt: _t, ...rest } = d;
+  return hashOf(rest);
+}
+
+export interface LaunchResult {
+  runId: string;
+  acceptedAt: string;
+  /** false when an idempotent retry found the run already launched. */
+  created: boolean;
+}
+
+/** Appends RunLaunched to a new run stream. An idempotent retry returns the original run. */
+export async function launchRun(store: EventStore, input: LaunchRunInput, ctx: LaunchContext): Promise<LaunchResult> {
+  const runId = input.idempotencyKey ? runIdForIdempotencyKey(ctx.launchedBy, input.idempotencyKey) : ctx.runId;
+  const data = buildRunLaunched(input, { ...ctx, runId });
+  const stream = toRunStreamId(runId);
+  try {
+    await store.append(stream, [{ type: 'RunLaunched', data, metadata: { runId, correlationId: runId, actor: ctx.launchedBy } }], {
+      expectedRevision: 'no_stream',
+    });
+    return { runId, acceptedAt: data.launchedAt, created: true };
+  } catch (err) {
+    if (!(err instanceof WrongExpectedRevisionError) || !input.idempotencyKey) throw err;
+    const existing = foldRun(await store.readStream(stream, { maxCount: 1 })).launched;
+    if (!existing || requestFingerprint(existing) !== requestFingerprint(data)) throw new IdempotencyKeyConflictError();
+    return { runId, acceptedAt: existing.launchedAt, created: false };
+  }
+}

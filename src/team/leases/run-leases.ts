@@ -1,0 +1,133 @@
+import type Database from 'better-sqlite3';
+import type { Pool } from 'pg';
+import { LazyPgTable } from '../../shared/postgres-tables';
+
+/**
+ * Run leases: which process may drive a run, until when. A lease is taken only when it is free or
+ * expired, renewed by its owner's heartbeat, and released on a clean stop. The lease says who
+ * should drive; the run stream's expected revision (DriverClaimed) fences a driver that lost it.
+ */
+export interface RunLeases {
+  /** Takes the lease when free, expired, or already ours; true when we hold it now. */
+  tryAcquire(runId: string, owner: string, ttlMs: number, nowMs: number): Promise<boolean>;
+  /** Extends our lease; false when we no longer hold it. */
+  renew(runId: string, owner: string, ttlMs: number, nowMs: number): Promise<boolean>;
+  release(runId: string, owner: string): Promise<void>;
+  /** The current holder, if its lease has not expired. */
+  holder(runId: string, nowMs: number): Promise<string | undefined>;
+  close(): Promise<void>;
+}
+
+export const RUN_LEASES = Symbol('RUN_LEASES');
+
+export class InMemoryRunLeases implements RunLeases {
+  private readonly leases = new Map<string, { owner: string; expiresAt: number }>();
+
+  async tryAcquire(runId: string, owner: string, ttlMs: number, nowMs: number): Promise<boolean> {
+    const l = this.leases.get(runId);
+    if (l && l.owner !== owner && l.expiresAt > nowMs) return false;
+    this.leases.set(runId, { owner, expiresAt: nowMs + ttlMs });
+    return true;
+  }
+
+  async renew(runId: string, owner: string, ttlMs: number, nowMs: number): Promise<boolean> {
+    const l = this.leases.get(runId);
+    if (!l || l.owner !== owner) return false;
+    l.expiresAt = nowMs + ttlMs;
+    return true;
+  }
+
+  async release(runId: string, owner: string): Promise<void> {
+    if (this.leases.get(runId)?.owner === owner) this.leases.delete(runId);
+  }
+
+  async holder(runId: string, nowMs: number): Promise<string | undefined> {
+    const l = this.leases.get(runId);
+    return l && l.expiresAt > nowMs ? l.owner : undefined;
+  }
+
+  async close(): Promise<void> {}
+}
+
+export class SqliteRunLeases implements RunLeases {
+  private readonly acquire;
+  private readonly renewStmt;
+  private readonly releaseStmt;
+  private readonly holderStmt;
+
+  constructor(db: Database.Database) {
+    db.exec(`CREATE TABLE IF NOT EXISTS run_leases (
+      run_id TEXT PRIMARY KEY,
+      owner TEXT NOT NULL,
+      expires_at INTEGER NOT NULL
+    )`);
+    // One statement: insert, or take over only when expired or ours.
+    this.acquire = db.prepare(
+      `INSERT INTO run_leases (run_id, owner, expires_at) VALUES (@runId, @owner, @expiresAt)
+       ON CONFLICT (run_id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+       WHERE run_leases.expires_at <= @now OR run_leases.owner = excluded.owner`,
+    );
+    this.renewStmt = db.prepare('UPDATE run_leases SET expires_at = @expiresAt WHERE run_id = @runId AND owner = @owner');
+    this.releaseStmt = db.prepare('DELETE FROM run_leases WHERE run_id = ? AND owner = ?');
+    this.holderStmt = db.prepare('SELECT owner FROM run_leases WHERE run_id = ? AND expires_at > ?');
+  }
+
+  async tryAcquire(runId: string, owner: string, ttlMs: number, nowMs: number): Promise<boolean> {
+    return this.acquire.run({ runId, owner, expiresAt: nowMs + ttlMs, now: nowMs }).changes === 1;
+  }
+
+  async renew(runId: string, owner: string, ttlMs: number, nowMs: number): Promise<boolean> {
+    return this.renewStmt.run({ runId, owner, expiresAt: nowMs + ttlMs }).changes === 1;
+  }
+
+  async release(runId: string, owner: string): Promise<void> {
+    this.releaseStmt.run(runId, owner);
+  }
+
+  async holder(runId: string, nowMs: number): Promise<string | undefined> {
+    return (this.holderStmt.get(runId, nowMs) as { owner: string } | undefined)?.owner;
+  }
+
+  async close(): Promise<void> {}
+}
+
+export class PostgresRunLeases implements RunLeases {
+  private readonly table: LazyPgTable;
+
+  constructor(
+    private readonly pool: Pool,
+    schema: string,
+  ) {
+    this.table = new LazyPgTable(pool, schema, 'run_leases', 'run_id TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at BIGINT NOT NULL');
+  }
+
+  async tryAcquire(runId: string, owner: string, ttlMs: number, nowMs: number): Promise<boolean> {
+    await this.table.ensure();
+    const r = await this.pool.query(
+      `INSERT INTO ${this.table.name} AS l (run_id, owner, expires_at) VALUES ($1, $2, $3)
+       ON CONFLICT (run_id) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
+       WHERE l.expires_at <= $4 OR l.owner = EXCLUDED.owner`,
+      [runId, owner, nowMs + ttlMs, nowMs],
+    );
+    return r.rowCount === 1;
+  }
+
+  async renew(runId: string, owner: string, ttlMs: number, nowMs: number): Promise<boolean> {
+    await this.table.ensure();
+    const r = await this.pool.query(`UPDATE ${this.table.name} SET expires_at = $3 WHERE run_id = $1 AND owner = $2`, [runId, owner, nowMs + ttlMs]);
+    return r.rowCount === 1;
+  }
+
+  async release(runId: string, owner: string): Promise<void> {
+    await this.table.ensure();
+    await this.pool.query(`DELETE FROM ${this.table.name} WHERE run_id = $1 AND owner = $2`, [runId, owner]);
+  }
+
+  async holder(runId: string, nowMs: number): Promise<string | undefined> {
+    await this.table.ensure();
+    const { rows } = await this.pool.query<{ owner: string }>(`SELECT owner FROM ${this.table.name} WHERE run_id = $1 AND expires_at > $2`, [runId, nowMs]);
+    return rows[0]?.owner;
+  }
+
+  async close(): Promise<void> {}
+}

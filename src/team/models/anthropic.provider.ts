@@ -1,0 +1,392 @@
+import Anthropic, {
+  APIConnectionError,
+  APIConnectionTimeoutError,
+  APIError,
+  APIUserAbortError,
+  AnthropicError,
+} from '@anthropic-ai/sdk';
+import type { MessageCreateParamsStreaming, RawMessageStreamEvent } from '@anthropic-ai/sdk/resources/messages';
+import {
+  ModelError,
+  type AssistantBlock,
+  type ChatMessage,
+  type ModelFailureKind,
+  type ModelProvider,
+  type ModelRequest,
+  type ModelResponse,
+  type StopReason,
+  type Usage,
+} from './model.port';
+
+export interface AnthropicProviderOptions {
+  apiKey: string;
+  /** Messages-API-compatible server; when omitted the SDK reads `ANTHROPIC_BASE_URL`, then uses Anthropic's. */
+  baseURL?: string;
+  /**
+   * Longest wait, in ms, for the response headers and then for each next stream event (an idle
+   * timeout, so long generations that keep streaming are not cut off). Default 10 minutes.
+   */
+  timeoutMs?: number;
+}
+
+const DEFAULT_TIMEOUT_MS = 10 * 60 * 1000;
+
+/**
+ * The Anthropic Messages API behind the model port: streaming, tool use, and every SDK failure
+ * narrowed to a `ModelError` here, at the adapter boundary. The SDK's own retries are off
+ * (`maxRetries: 0`) because the agent loop retries and records each attempt as an event.
+ */
+export class AnthropicModelProvider implements ModelProvider {
+  readonly name = 'anthropic';
+  private readonly client: Anthropic;
+  private readonly apiKey: string;
+  private readonly timeoutMs: number;
+
+  constructor(options: AnthropicProviderOptions) {
+    if (!options.apiKey) throw new TypeError('AnthropicModelProvider needs an apiKey');
+    this.apiKey = options.apiKey;
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.client = new Anthropic({
+      apiKey: options.apiKey,
+      ...(options.baseURL ? { baseURL: options.baseURL } : {}),
+      maxRetries: 0,
+      timeout: this.timeoutMs,
+      // The SDK logs unparseable stream data to the console; we report it as a ModelError instead.
+      logLevel: 'off',
+    });
+  }
+
+  async complete(request: ModelRequest): Promise<ModelResponse> {
+    if (request.signal?.aborted) throw new ModelError('aborted', 'model request aborted before it was sent');
+
+    // One controller aborts the HTTP request for both the caller's signal and our idle timeout.
+    const controller = new AbortController();
+    const onCallerAbort = () => controller.abort();
+    request.signal?.addEventListener('abort', onCallerAbort, { once: true });
+    let timedOut = false;
+    let timer: NodeJS.Timeout | undefined;
+    const armIdleTimer = () => {
+      if (timer) clearTimeout(timer);
+      timer = setTimeout(() => {
+        timedOut = true;
+        controller.abort();
+      }, this.timeoutMs);
+    };
+
+    const accumulator = new StreamAccumulator(request.model, request.onTextDelta);
+    try {
+      armIdleTimer();
+      const stream = await this.client.messages.create(toParams(request), { signal: controller.signal, timeout: this.timeoutMs });
+      for await (const event of stream) {
+        armIdleTimer();
+        accumulator.add(event);
+      }
+      // The SDK ends iteration quietly when the request is aborted; tell why it ended.
+      if (request.signal?.aborted) throw new ModelError('aborted', 'model request aborted');
+      if (timedOut) throw new ModelError('timeout', `no data from the model for ${this.timeoutMs} ms`);
+      return accumulator.finish();
+    } catch (error) {
+      throw this.toModelError(error, { aborted: request.signal?.aborted === true, timedOut });
+    } finally {
+      if (timer) clearTimeout(timer);
+      request.signal?.removeEventListener('abort', onCallerAbort);
+    }
+  }
+
+  private toModelError(error: unknown, state: { aborted: boolean; timedOut: boolean }): ModelError {
+    const mapped = mapError(error, state, this.timeoutMs);
+    const message = redact(mapped.message, this.apiKey);
+    if (message === mapped.message) return mapped;
+    return new ModelError(mapped.kind, message, mapped.details);
+  }
+}
+
+/** Builds the request body from the port's request without touching (or sharing) the caller's objects. */
+function toParams(request: ModelRequest): MessageCreateParamsStreaming {
+  const params: MessageCreateParamsStreaming = {
+    model: request.model,
+    max_tokens: request.maxTokens,
+    messages: request.messages.map(toApiMessage),
+    stream: true,
+  };
+  if (request.system) params.system = request.system;
+  if (request.tools.length > 0) {
+    params.tools = request.tools.map((tool) => ({
+      name: tool.name,
+      description: tool.description,
+      input_schema: structuredClone(tool.input_schema) as { type: 'object'; [key: string]: unknown },
+    }));
+  }
+  return params;
+}
+
+function toApiMessage(message: ChatMessage): MessageCreateParamsStreaming['messages'][number] {
+  if (typeof message.content === 'string') return { role: message.role, content: message.content };
+  return {
+    role: message.role,
+    content: message.content.map((block) => {
+      switch (block.type) {
+        case 'text':
+          return { type: 'text' as const, text: block.text };
+        case 'tool_use':
+          return { type: 'tool_use' as const, id: block.id, name: block.name, input: structuredClone(block.input) };
+        case 'tool_result':
+          return {
+            type: 'tool_result' as const,
+            tool_use_id: block.tool_use_id,
+            content: block.content,
+            ...(block.is_error !== undefined ? { is_error: block.is_error } : {}),
+          };
+      }
+    }),
+  };
+}
+
+interface OpenBlock {
+  type: 'text' | 'tool_use' | 'other';
+  text: string;
+  id: string;
+  name: string;
+  json: string;
+  input: Record<string, unknown>;
+  closed: boolean;
+}
+
+/** Folds raw stream events into the final response, strictly: half a message is a malformed one. */
+class StreamAccumulator {
+  private model: string;
+  private started = false;
+  private stopped = false;
+  private stopReason: StopReason | null = null;
+  private readonly usage: Usage = { inputTokens: 0, outputTokens: 0 };
+  private readonly blocks = new Map<number, OpenBlock>();
+
+  constructor(
+    requestedModel: string,
+    private readonly onTextDelta?: (text: string) => void,
+  ) {
+    this.model = requestedModel;
+  }
+
+  add(event: RawMessageStreamEvent): void {
+    if (this.stopped) throw malformed(`stream event '${event.type}' after message_stop`);
+    if (!this.started && event.type !== 'message_start') throw malformed(`stream began with '${event.type}' instead of message_start`);
+    switch (event.type) {
+      case 'message_start': {
+        if (this.started) throw malformed('a second message_start in one stream');
+        this.started = true;
+        this.model = event.message.model || this.model;
+        this.applyUsage(event.message.usage);
+        return;
+      }
+      case 'content_block_start': {
+        const block = event.content_block;
+        const open: OpenBlock = { type: 'other', text: '', id: '', name: '', json: '', input: {}, closed: false };
+        if (block.type === 'text') {
+          open.type = 'text';
+          open.text = block.text ?? '';
+        } else if (block.type === 'tool_use') {
+          open.type = 'tool_use';
+          open.id = block.id;
+          open.name = block.name;
+          open.input = isRecord(block.input) ? block.input : {};
+        }
+        this.blocks.set(event.index, open);
+        if (open.type === 'text' && open.text) this.emitText(open.text);
+        return;
+      }
+      case 'content_block_delta': {
+        const open = this.blocks.get(event.index);
+        if (!open || open.closed) throw malformed(`content_block_delta for block ${event.index} that is not open`);
+        if (event.delta.type === 'text_delta' && open.type === 'text') {
+          open.text += event.delta.text;
+          this.emitText(event.delta.text);
+        } else if (event.delta.type === 'input_json_delta' && open.type === 'tool_use') {
+          open.json += event.delta.partial_json;
+        }
+        return;
+      }
+      case 'content_block_stop': {
+        const open = this.blocks.get(event.index);
+        if (!open || open.closed) throw malformed(`content_block_stop for block ${event.index} that is not open`);
+        open.closed = true;
+        if (open.type === 'tool_use' && open.json.trim() !== '') {
+          let input: unknown;
+          try {
+            input = JSON.parse(open.json);
+          } catch {
+            throw malformed(`tool_use '${open.name}' input is not valid JSON`);
+          }
+          if (!isRecord(input)) throw malformed(`tool_use '${open.name}' input is not a JSON object`);
+          open.input = input;
+        }
+        return;
+      }
+      case 'message_delta': {
+        this.stopReason = event.delta.stop_reason ?? this.stopReason;
+        this.applyUsage(event.usage);
+        return;
+      }
+      case 'message_stop':
+        this.stopped = true;
+        return;
+      default:
+        // Event types newer than this adapter are skipped, as the API's versioning policy asks.
+        return;
+    }
+  }
+
+  finish(): ModelResponse {
+    if (!this.stopped) throw malformed('stream ended before message_stop');
+    const content: AssistantBlock[] = [];
+    for (const index of [...this.blocks.keys()].sort((a, b) => a - b)) {
+      const block = this.blocks.get(index)!;
+      if (!block.closed) throw malformed(`content block ${index} was never closed`);
+      // The API refuses empty text blocks when the conversation is sent back, so none are kept.
+      if (block.type === 'text' && block.text !== '') content.push({ type: 'text', text: block.text });
+      if (block.type === 'tool_use') content.push({ type: 'tool_use', id: block.id, name: block.name, input: block.input });
+    }
+    return { model: this.model, content, stopReason: this.stopReason ?? 'end_turn', usage: { ...this.usage } };
+  }
+
+  private applyUsage(usage: {
+    input_tokens?: number | null;
+    output_tokens?: number | null;
+    cache_read_input_tokens?: number | null;
+    cache_creation_input_tokens?: number | null;
+  }): void {
+    // Counters are whole-message totals that the API may repeat or omit; overwrite, never add.
+    if (usage.input_tokens != null) this.usage.inputTokens = usage.input_tokens;
+    if (usage.output_tokens != null) this.usage.outputTokens = usage.output_tokens;
+    if (usage.cache_read_input_tokens != null) this.usage.cacheReadTokens = usage.cache_read_input_tokens;
+    if (usage.cache_creation_input_tokens != null) this.usage.cacheWriteTokens = usage.cache_creation_input_tokens;
+  }
+
+  private emitText(text: string): void {
+    try {
+      this.onTextDelta?.(text);
+    } catch {
+      // Live streaming is best effort: a failing listener must not fail the model turn.
+    }
+  }
+}
+
+function malformed(message: string): ModelError {
+  return new ModelError('malformed_response', `malformed model response: ${message}`);
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+const CONTEXT_TOO_LONG = /prompt is too long|prompt too long|context.{0,20}(length|window|limit)|exceeds? .{0,40}context|too many (input )?tokens|maximum context/i;
+
+const ERROR_TYPE_KINDS: Record<string, ModelFailureKind> = {
+  rate_limit_error: 'rate_limited',
+  overloaded_error: 'overloaded',
+  api_error: 'server',
+  timeout_error: 'timeout',
+  authentication_error: 'authentication',
+  permission_error: 'permission',
+  billing_error: 'permission',
+  not_found_error: 'not_found',
+  invalid_request_error: 'invalid_request',
+  request_too_large: 'context_too_long',
+};
+
+/** Exported for unit tests: the whole SDK-error → ModelError table. */
+export function mapError(error: unknown, state: { aborted: boolean; timedOut: boolean }, timeoutMs: number): ModelError {
+  if (error instanceof ModelError) return error;
+  // Our signals first: the SDK reports both an abort and our idle timeout as a user abort.
+  if (state.aborted) return new ModelError('aborted', 'model request aborted');
+  if (state.timedOut) return new ModelError('timeout', `no data from the model for ${timeoutMs} ms`);
+  if (error instanceof APIUserAbortError || isAbortError(error)) return new ModelError('aborted', 'model request aborted');
+  if (error instanceof APIConnectionTimeoutError) return new ModelError('timeout', `model request timed out after ${timeoutMs} ms`);
+  if (error instanceof APIConnectionError) return new ModelError('connection', `cannot reach the model API: ${describeCause(error)}`);
+  if (error instanceof APIError) return fromApiError(error);
+  if (error instanceof SyntaxError) return malformed(`stream data is not valid JSON (${error.message})`);
+  if (isNetworkError(error)) return new ModelError('connection', `connection to the model API failed mid-response: ${describeCause(error)}`);
+  if (error instanceof AnthropicError) return malformed(error.message);
+  const message = error instanceof Error ? error.message : String(error);
+  return malformed(`unexpected failure while reading the response: ${message}`);
+}
+
+function fromApiError(error: APIError): ModelError {
+  const status = error.status;
+  const type = error.type ?? bodyErrorType(error.error);
+  const apiMessage = error.apiMessage ?? bodyErrorMessage(error.error) ?? '';
+  const details: ModelError['details'] = {};
+  if (status !== undefined) details.status = status;
+  if (error.requestID) details.requestId = error.requestID;
+  const where = status !== undefined ? `HTTP ${status}` : 'error event in the stream';
+  const text = `Anthropic API ${where}${type ? ` ${type}` : ''}${apiMessage ? `: ${apiMessage}` : ''}`;
+
+  let kind: ModelFailureKind;
+  if (status === 429 || type === 'rate_limit_error') kind = 'rate_limited';
+  else if (status === 529 || type === 'overloaded_error') kind = 'overloaded';
+  else if (status === 400 || status === 413 || status === 422 || type === 'invalid_request_error' || type === 'request_too_large') {
+    kind = CONTEXT_TOO_LONG.test(apiMessage) || status === 413 || type === 'request_too_large' ? 'context_too_long' : 'invalid_request';
+  } else if (status === 401) kind = 'authentication';
+  else if (status === 402 || status === 403) kind = 'permission';
+  else if (status === 404) kind = 'not_found';
+  else if (status === 408 || status === 504) kind = 'timeout';
+  else if (status !== undefined && status >= 500) kind = 'server';
+  else if (status !== undefined) kind = 'invalid_request';
+  else kind = (type && ERROR_TYPE_KINDS[type]) || 'server';
+
+  if (kind === 'rate_limited' || kind === 'overloaded') {
+    const retryAfterMs = retryAfter(error.headers);
+    if (retryAfterMs !== undefined) details.retryAfterMs = retryAfterMs;
+  }
+  return new ModelError(kind, text, details);
+}
+
+/** `retry-after-ms` (ms) wins over `retry-after` (seconds or an HTTP date), as the SDK reads them. */
+export function retryAfter(headers: Headers | undefined, now: number = Date.now()): number | undefined {
+  if (!headers) return undefined;
+  const ms = headers.get('retry-after-ms');
+  if (ms !== null && ms.trim() !== '' && Number.isFinite(Number(ms)) && Number(ms) >= 0) return Math.round(Number(ms));
+  const after = headers.get('retry-after');
+  if (after === null || after.trim() === '') return undefined;
+  if (Number.isFinite(Number(after))) return Number(after) >= 0 ? Math.round(Number(after) * 1000) : undefined;
+  const date = Date.parse(after);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+function bodyErrorType(body: unknown): string | null {
+  const inner = isRecord(body) && isRecord(body.error) ? body.error : undefined;
+  return inner && typeof inner.type === 'string' ? inner.type : null;
+}
+
+function bodyErrorMessage(body: unknown): string | null {
+  const inner = isRecord(body) && isRecord(body.error) ? body.error : undefined;
+  return inner && typeof inner.message === 'string' ? inner.message : null;
+}
+
+function isAbortError(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { name?: unknown }).name === 'AbortError';
+}
+
+const NETWORK_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED', 'ENOTFOUND', 'EAI_AGAIN']);
+
+/** undici fails a body read with `TypeError: terminated` whose cause carries the socket error. */
+function isNetworkError(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && NETWORK_CODES.has(code)) return true;
+    if (e instanceof TypeError && /terminated|fetch failed|socket/i.test(e.message)) return true;
+  }
+  return false;
+}
+
+function describeCause(error: unknown): string {
+  const parts: string[] = [];
+  for (let e: unknown = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    if (e instanceof Error && e.message && !parts.includes(e.message)) parts.push(e.message);
+  }
+  return parts.join(': ') || 'unknown error';
+}
+
+function redact(text: string, secret: string): string {
+  return secret.length >= 4 ? text.split(secret).join('[redacted]') : text;
+}

@@ -1,0 +1,400 @@
+import { sha256Hex } from '../../shared/canonical-json';
+import { parseTaskMessage, type TaskMessageInput } from '../prompts';
+import {
+  ModelError,
+  type AssistantBlock,
+  type ChatMessage,
+  type ModelProvider,
+  type ModelRequest,
+  type ModelResponse,
+  type RoleName,
+} from './model.port';
+
+/**
+ * The built-in offline model: plays the three roles with real tool calls, without a network.
+ *
+ * It is stateless on purpose — every answer is a pure function of the request — because runs are
+ * resumed after crashes and replayed. Each role is a short script that is *replayed* against the
+ * tool_use / tool_result history of the conversation: steps already taken must match what the
+ * script would do (their results feed its decisions), and the first step not yet taken is the
+ * answer. One tool call per turn.
+ *
+ * Acceptance criteria it understands (case-insensitive keywords):
+ * - `file <path> exists`
+ * - `file <path> contains "<text>"` (or `'<text>'`, or unquoted text to the end of the line)
+ * - anything else: a free-text criterion, met by a line of NOTES.md that mentions it.
+ */
+
+export const OFFLINE_MODEL_ID = 'triad-offline-1';
+export const NOTES_FILE = 'NOTES.md';
+/** The executor fixes at most this many unmet criteria per iteration, so review loops show. */
+export const OFFLINE_CRITERIA_PER_ITERATION = 2;
+
+export type OfflineCriterion =
+  | { kind: 'exists'; text: string; path: string }
+  | { kind: 'contains'; text: string; path: string; needle: string }
+  | { kind: 'note'; text: string; path: string };
+
+const PATH_TOKEN = '(`[^`]+`|"[^"]+"|\'[^\']+\'|\\S+)';
+const EXISTS = new RegExp(`^\\s*file\\s+${PATH_TOKEN}\\s+exists\\s*\\.?\\s*$`, 'i');
+const CONTAINS = new RegExp(`^\\s*file\\s+${PATH_TOKEN}\\s+contains\\s+(.+?)\\s*$`, 'i');
+
+/** Reads one acceptance criterion in the grammar above. */
+export function parseCriterion(text: string): OfflineCriterion {
+  const exists = EXISTS.exec(text);
+  if (exists) return { kind: 'exists', text, path: normalisePath(unquote(exists[1])) };
+  const contains = CONTAINS.exec(text);
+  if (contains) return { kind: 'contains', text, path: normalisePath(unquote(contains[1])), needle: unquote(contains[2]) };
+  return { kind: 'note', text, path: NOTES_FILE };
+}
+
+function unquote(token: string): string {
+  const t = token.trim();
+  if (t.length >= 2 && (t[0] === '"' || t[0] === "'" || t[0] === '`') && t[t.length - 1] === t[0]) return t.slice(1, -1);
+  return t;
+}
+
+function normalisePath(path: string): string {
+  return path.replace(/^\.\/+/, '');
+}
+
+export class OfflineModelProvider implements ModelProvider {
+  readonly name = 'offline';
+
+  async complete(request: ModelRequest): Promise<ModelResponse> {
+    if (request.signal?.aborted) throw new ModelError('aborted', 'model request aborted');
+    const content: AssistantBlock[] = request.purpose === 'summary' ? [{ type: 'text', text: offlineSummary(request) }] : respond(request);
+    for (const block of content) {
+      if (block.type !== 'text') continue;
+      try {
+        request.onTextDelta?.(block.text);
+      } catch {
+        // Live streaming is best effort: a failing listener must not fail the model turn.
+      }
+    }
+    const inputChars = request.system.length + JSON.stringify(request.messages).length + JSON.stringify(request.tools).length;
+    return {
+      model: OFFLINE_MODEL_ID,
+      content,
+      stopReason: content.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn',
+      usage: { inputTokens: Math.ceil(inputChars / 4), outputTokens: Math.ceil(JSON.stringify(content).length / 4) },
+    };
+  }
+}
+
+/**
+ * A deterministic summary for context compaction (the offline model writes no prose): how many
+ * messages were archived and which tool calls they held, in order of first use.
+ */
+function offlineSummary(request: ModelRequest): string {
+  const text = request.messages.map((m) => (typeof m.content === 'string' ? m.content : m.content.map((b) => (b.type === 'text' ? b.text : '')).join('\n'))).join('\n');
+  const messages = (text.match(/^#\d+ (user|assistant):/gm) ?? []).length;
+  const calls = new Map<string, number>();
+  for (const m of text.matchAll(/called ([A-Za-z0-9_-]+)\(/g)) calls.set(m[1], (calls.get(m[1]) ?? 0) + 1);
+  const tools = [...calls.entries()].map(([name, n]) => `${name} ×${n}`).join(', ');
+  return `Offline model summary: ${messages} earlier message(s) archived${tools ? `; tool calls: ${tools}` : '; no tool calls'}.`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Replaying a role script against the conversation
+
+interface ToolObservation {
+  content: string;
+  isError: boolean;
+}
+
+interface TakenStep {
+  id: string;
+  name: string;
+  input: Record<string, unknown>;
+  result?: ToolObservation;
+}
+
+/** Thrown by the script to answer with a tool call (the first step not yet in the history). */
+class NextCall {
+  constructor(
+    readonly name: string,
+    readonly input: Record<string, unknown>,
+    readonly say: string,
+  ) {}
+}
+
+/** Thrown when the conversation is not one this script could have produced. */
+class UnexpectedState {
+  constructor(readonly reason: string) {}
+}
+
+class Replay {
+  private index = 0;
+
+  constructor(
+    private readonly steps: TakenStep[],
+    private readonly availableTools: ReadonlySet<string>,
+    private readonly role: RoleName,
+  ) {}
+
+  /** The result of this step if it was taken already; otherwise the step becomes the answer. */
+  call(name: string, input: Record<string, unknown>, say: string): ToolObservation {
+    if (!this.availableTools.has(name)) throw new UnexpectedState(`the ${name} tool is not available to the ${this.role}`);
+    const taken = this.steps[this.index];
+    if (!taken) throw new NextCall(name, input, say);
+    if (taken.name !== name || stableJson(taken.input) !== stableJson(input)) {
+      throw new UnexpectedState(`step ${this.index + 1} was ${taken.name} ${stableJson(taken.input)}, expected ${name} ${stableJson(input)}`);
+    }
+    if (!taken.result) throw new UnexpectedState(`the ${taken.name} call ${taken.id} has no tool_result`);
+    this.index += 1;
+    return taken.result;
+  }
+
+  /** A final answer is only right if nothing was done after the script's last step. */
+  finish(text: string): string {
+    if (this.index < this.steps.length) {
+      throw new UnexpectedState(`the conversation has ${this.steps.length - this.index} tool call(s) after the role's last step`);
+    }
+    return text;
+  }
+}
+
+function respond(request: ModelRequest): AssistantBlock[] {
+  // A role's conversation continues across phases and iterations: each phase opens with a user
+  // message carrying the task (it starts with the goal). Only what follows the latest one counts.
+  let taskIndex = -1;
+  for (let i = request.messages.length - 1; i >= 0 && taskIndex < 0; i--) {
+    const m = request.messages[i];
+    if (m.role === 'user' && /(^|\n)Goal:\n/.test(textOf(m))) taskIndex = i;
+  }
+  const taskText = taskIndex >= 0 ? textOf(request.messages[taskIndex]) : '';
+  const role = request.role as string;
+  if (!taskText) return [say(`I cannot work on this conversation: it does not start with a task message.`)];
+  if (role !== 'architect' && role !== 'executor' && role !== 'reviewer') {
+    return [say(`I only play the architect, executor and reviewer roles, not '${role}'.`)];
+  }
+  const history = takenSteps(request.messages.slice(taskIndex + 1));
+  if (typeof history === 'string') return [say(`The conversation is in a state I cannot continue from: ${history}.`)];
+
+  const task = parseTaskMessage(taskText);
+  const replay = new Replay(history, new Set(request.tools.map((t) => t.name)), role);
+  try {
+    const text = SCRIPTS[role](task, replay);
+    return [say(text)];
+  } catch (signal) {
+    if (signal instanceof NextCall) {
+      const id = `toolu_offline_${sha256Hex(`${role}\n${taskText}\n${history.length}\n${signal.name}\n${stableJson(signal.input)}`).slice(0, 24)}`;
+      return [say(signal.say), { type: 'tool_use', id, name: signal.name, input: signal.input }];
+    }
+    if (signal instanceof UnexpectedState) return [say(`The conversation is in a state I cannot continue from: ${signal.reason}.`)];
+    throw signal;
+  }
+}
+
+function say(text: string): AssistantBlock {
+  return { type: 'text', text: `[offline model ${OFFLINE_MODEL_ID}] ${text}` };
+}
+
+function textOf(message: ChatMessage): string {
+  if (typeof message.content === 'string') return message.content;
+  return message.content
+    .filter((b) => b.type === 'text')
+    .map((b) => (b as { text: string }).text)
+    .join('\n');
+}
+
+/** The tool calls made so far, each with its result; a description of the problem if inconsistent. */
+function takenSteps(messages: ChatMessage[]): TakenStep[] | string {
+  const steps: TakenStep[] = [];
+  const byId = new Map<string, TakenStep>();
+  for (const message of messages) {
+    if (typeof message.content === 'string') continue;
+    for (const block of message.content) {
+      if (message.role === 'assistant' && block.type === 'tool_use') {
+        if (byId.has(block.id)) return `tool_use id ${block.id} appears twice`;
+        const step: TakenStep = { id: block.id, name: block.name, input: block.input ?? {} };
+        steps.push(step);
+        byId.set(block.id, step);
+      } else if (message.role === 'user' && block.type === 'tool_result') {
+        const step = byId.get(block.tool_use_id);
+        if (!step) return `a tool_result answers an unknown tool_use ${block.tool_use_id}`;
+        step.result = { content: typeof block.content === 'string' ? block.content : JSON.stringify(block.content), isError: block.is_error === true };
+      }
+    }
+  }
+  return steps;
+}
+
+/** JSON with sorted keys, to compare tool inputs however their keys were ordered or cloned. */
+function stableJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(stableJson).join(',')}]`;
+  if (typeof value === 'object' && value !== null) {
+    const entries = Object.keys(value)
+      .sort()
+      .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
+      .map((k) => `${JSON.stringify(k)}:${stableJson((value as Record<string, unknown>)[k])}`);
+    return `{${entries.join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+// ---------------------------------------------------------------------------------------------
+// What the workspace looks like, from read_file results
+
+interface FileView {
+  exists: boolean;
+  content: string;
+  /** read_file cut the output: the view is partial, so the file is not rewritten from it. */
+  partial: boolean;
+}
+
+function viewOf(result: ToolObservation): FileView {
+  if (result.isError) return { exists: false, content: '', partial: false };
+  if (result.content === '(empty file)') return { exists: true, content: '', partial: false };
+  const partial = /\n\[(truncated: output is capped|showing lines \d+-\d+;)/.test(result.content);
+  return { exists: true, content: result.content, partial };
+}
+
+function isMet(criterion: OfflineCriterion, view: FileView | undefined): boolean {
+  if (!view || !view.exists) return false;
+  switch (criterion.kind) {
+    case 'exists':
+      return true;
+    case 'contains':
+      return view.content.includes(criterion.needle);
+    case 'note': {
+      const wanted = criterion.text.trim().toLowerCase();
+      return view.content.split('\n').some((line) => line.toLowerCase().includes(wanted));
+    }
+  }
+}
+
+function distinctPaths(criteria: OfflineCriterion[]): string[] {
+  return [...new Set(criteria.map((c) => c.path))];
+}
+
+/** read_file every path the criteria name; the views feed the role's decisions. */
+function inspect(replay: Replay, criteria: OfflineCriterion[]): Map<string, FileView> {
+  const views = new Map<string, FileView>();
+  for (const path of distinctPaths(criteria)) {
+    views.set(path, viewOf(replay.call('read_file', { path }, `Reading ${path} to check the criteria that name it.`)));
+  }
+  return views;
+}
+
+/** Matches "Criterion not met: <criterion>" findings (or any finding quoting a criterion) to criteria. */
+function criteriaNamedBy(findings: string[], criteria: OfflineCriterion[]): OfflineCriterion[] {
+  const named: OfflineCriterion[] = [];
+  for (const finding of findings) {
+    const f = finding.replace(/^\s*criterion not met:\s*/i, '').trim().toLowerCase();
+    const match = criteria.find((c) => c.text.trim().toLowerCase() === f) ?? criteria.find((c) => finding.toLowerCase().includes(c.text.trim().toLowerCase()));
+    if (match && !named.includes(match)) named.push(match);
+  }
+  return named;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The role scripts: straight-line code, replayed on every turn
+
+type RoleScript = (task: TaskMessageInput, replay: Replay) => string;
+
+const SCRIPTS: Record<RoleName, RoleScript> = { architect, executor, reviewer };
+
+function architect(task: TaskMessageInput, replay: Replay): string {
+  const criteria = task.acceptanceCriteria.map(parseCriterion);
+  replay.call('list_files', { path: '.' }, 'Architect: listing the workspace before planning.');
+  const steps = criteria.map(planStep);
+  const plan = [
+    `Plan by the offline model ${OFFLINE_MODEL_ID} for: ${task.goal || '(no goal given)'}`,
+    ...(steps.length > 0 ? steps.map((s, i) => `${i + 1}. ${s}`) : ['1. No acceptance criteria were given: confirm the goal with the reviewer.']),
+  ].join('\n');
+  const result = replay.call('submit_plan', { plan, steps }, `Architect: submitting a plan with ${steps.length} step(s), one per acceptance criterion.`);
+  if (result.isError) return replay.finish(`submit_plan was refused (${result.content}); the offline model cannot revise its plan.`);
+  return replay.finish('Architect: the plan is submitted.');
+}
+
+function planStep(criterion: OfflineCriterion): string {
+  switch (criterion.kind) {
+    case 'exists':
+      return `Make sure ${criterion.path} exists (create it if it is missing).`;
+    case 'contains':
+      return `Make sure ${criterion.path} contains "${criterion.needle}".`;
+    case 'note':
+      return `Record in ${NOTES_FILE}: ${criterion.text}`;
+  }
+}
+
+function executor(task: TaskMessageInput, replay: Replay): string {
+  const criteria = task.acceptanceCriteria.map(parseCriterion);
+  const views = inspect(replay, criteria);
+  const unmet = criteria.filter((c) => !isMet(c, views.get(c.path)));
+  // Findings first (the reviewer's order), then the remaining unmet criteria, a few per iteration.
+  const named = criteriaNamedBy(task.findings ?? [], criteria).filter((c) => unmet.includes(c));
+  const selected = [...named, ...unmet.filter((c) => !named.includes(c))].slice(0, OFFLINE_CRITERIA_PER_ITERATION);
+
+  const written: string[] = [];
+  const skipped: string[] = [];
+  const failed: string[] = [];
+  for (const path of distinctPaths(selected)) {
+    const forPath = selected.filter((c) => c.path === path);
+    const view = views.get(path)!;
+    if (view.partial) {
+      skipped.push(`${path} (too large to rewrite from a partial read)`);
+      continue;
+    }
+    const content = contentFor(path, forPath, view, task.goal);
+    const result = replay.call('write_file', { path, content }, `Executor: writing ${path} for: ${forPath.map((c) => c.text).join('; ')}.`);
+    (result.isError ? failed : written).push(path);
+  }
+
+  const unmapped = (task.findings ?? []).filter((f) => criteriaNamedBy([f], criteria).length === 0);
+  const summary = [
+    `Offline model ${OFFLINE_MODEL_ID}, iteration ${task.iteration}: ${selected.length > 0 ? `worked on ${selected.length} of ${unmet.length} unmet criteria: ${selected.map((c) => c.text).join('; ')}.` : 'every acceptance criterion already looks met.'}`,
+    written.length > 0 ? `Wrote ${written.join(', ')}.` : '',
+    skipped.length > 0 ? `Skipped ${skipped.join(', ')}.` : '',
+    failed.length > 0 ? `Could not write ${failed.join(', ')}.` : '',
+    unmet.length > selected.length ? `Left for a later iteration: ${unmet.length - selected.length} criteria.` : '',
+    unmapped.length > 0 ? `Findings the offline model cannot act on: ${unmapped.join('; ')}.` : '',
+    task.humanFeedback ? `Human feedback the offline model cannot act on: ${task.humanFeedback}` : '',
+  ]
+    .filter(Boolean)
+    .join(' ');
+  const result = replay.call('submit_work', { summary, files: written }, 'Executor: submitting the work for review.');
+  if (result.isError) return replay.finish(`submit_work was refused (${result.content}).`);
+  return replay.finish('Executor: the work is submitted.');
+}
+
+/** The new text of `path`: what it holds now plus what the selected criteria still need. */
+function contentFor(path: string, criteria: OfflineCriterion[], view: FileView, goal: string): string {
+  let content = view.exists ? view.content : path === NOTES_FILE ? '# Notes\n\n' : '';
+  const append = (line: string) => {
+    if (content !== '' && !content.endsWith('\n')) content += '\n';
+    content += `${line}\n`;
+  };
+  for (const criterion of criteria) {
+    if (criterion.kind === 'contains' && !content.includes(criterion.needle)) append(criterion.needle);
+    if (criterion.kind === 'note' && !isMet(criterion, { exists: true, content, partial: false })) append(`- ${criterion.text}`);
+  }
+  if (!view.exists && content === '') append(`Created by the offline model ${OFFLINE_MODEL_ID} for: ${goal || 'the goal of this run'}`);
+  return content;
+}
+
+function reviewer(task: TaskMessageInput, replay: Replay): string {
+  if (task.goal.trim() === '') {
+    const result = replay.call(
+      'submit_verdict',
+      { verdict: 'BLOCK', findings: ['The goal is empty: there is nothing to work towards or review against.'], summary: `Offline model ${OFFLINE_MODEL_ID}: blocked, the run has no goal.` },
+      'Reviewer: the goal is empty, so the run is blocked.',
+    );
+    return replay.finish(result.isError ? `submit_verdict was refused (${result.content}).` : 'Reviewer: the verdict is submitted.');
+  }
+  const criteria = task.acceptanceCriteria.map(parseCriterion);
+  const views = inspect(replay, criteria);
+  const unmet = criteria.filter((c) => !isMet(c, views.get(c.path)));
+  const verdict = unmet.length === 0 ? 'APPROVE' : 'REQUEST_CHANGES';
+  const summary =
+    `Offline model ${OFFLINE_MODEL_ID}: ${criteria.length - unmet.length} of ${criteria.length} acceptance criteria met` +
+    (unmet.length === 0 ? '; approved.' : '; changes requested.');
+  const result = replay.call(
+    'submit_verdict',
+    { verdict, findings: unmet.map((c) => `Criterion not met: ${c.text}`), summary },
+    `Reviewer: ${unmet.length === 0 ? 'every criterion is met' : `${unmet.length} criterion(s) not met`}, submitting ${verdict}.`,
+  );
+  return replay.finish(result.isError ? `submit_verdict was refused (${result.content}).` : 'Reviewer: the verdict is submitted.');
+}

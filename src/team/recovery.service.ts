@@ -1,0 +1,81 @@
+import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
+import { EVENT_STORE, type EventStore } from '../events/event-store.port';
+import { WrongExpectedRevisionError } from '../events/errors';
+import { CLOCK } from '../shared/system';
+import { TERMINAL_STATUSES, toRunStreamId } from './domain/run-events';
+import type { Clock } from './run-driver';
+import { RunSupervisor } from './run-supervisor';
+import { RunsProjection } from './runs.projection';
+
+export const RECOVERY_INTERVAL_MS = Symbol('RECOVERY_INTERVAL_MS');
+
+/**
+ * Crash recovery: at start and then periodically, this process claims every run that has neither
+ * ended nor waits for a human and that no live lease covers — runs of a crashed process, runs
+ * suspended at a shutdown — and drives them. Started by `triad serve` (not by one-shot CLI commands).
+ */
+@Injectable()
+export class RecoveryService implements OnApplicationShutdown {
+  private readonly logger = new Logger(RecoveryService.name);
+  private timer?: NodeJS.Timeout;
+  private scanning = false;
+
+  constructor(
+    private readonly runs: RunsProjection,
+    private readonly supervisor: RunSupervisor,
+    @Inject(EVENT_STORE) private readonly store: EventStore,
+    @Inject(CLOCK) private readonly clock: Clock,
+    @Inject(RECOVERY_INTERVAL_MS) private readonly intervalMs: number,
+  ) {}
+
+  start(): void {
+    if (this.timer) return;
+    void this.scan();
+    if (this.intervalMs > 0) {
+      this.timer = setInterval(() => void this.scan(), this.intervalMs);
+      this.timer.unref();
+    }
+  }
+
+  /** One pass; returns the runs this process started driving. */
+  async scan(): Promise<string[]> {
+    if (this.scanning) return [];
+    this.scanning = true;
+    const started: string[] = [];
+    try {
+      await this.runs.catchUp();
+      for (const run of this.runs.list()) {
+        // Runs waiting for a human are started again by the decision, not by recovery.
+        if (TERMINAL_STATUSES.has(run.status) || run.status === 'awaiting_review' || run.status === 'awaiting_approval' || this.supervisor.isDriving(run.runId)) continue;
+        if (run.status === 'suspended' && !(await this.resumeSuspended(run.runId, run.revision))) continue;
+        void this.supervisor.start(run.runId);
+        started.push(run.runId);
+      }
+      if (started.length > 0) this.logger.log(`recovery: driving ${started.length} run(s): ${started.join(', ')}`);
+    } catch (err) {
+      this.logger.error(`recovery scan failed: ${(err as Error).message}`);
+    } finally {
+      this.scanning = false;
+    }
+    return started;
+  }
+
+  /** Records RunResumed for a suspended run; false when someone else changed it first. */
+  private async resumeSuspended(runId: string, revision: number): Promise<boolean> {
+    try {
+      await this.store.append(
+        toRunStreamId(runId),
+        [{ type: 'RunResumed', data: { by: `system:${this.supervisor.owner}`, at: new Date(this.clock.now()).toISOString() }, metadata: { runId, correlationId: runId, actor: 'system' } }],
+        { expectedRevision: revision },
+      );
+      return true;
+    } catch (err) {
+      if (err instanceof WrongExpectedRevisionError) return false;
+      throw err;
+    }
+  }
+
+  onApplicationShutdown(): void {
+    if (this.timer) clearInterval(this.timer);
+  }
+}

@@ -1,0 +1,192 @@
+import { initialTransition } from 'xstate';
+import { pureTransition } from './domain/pure-transition';
+import type { RecordedEvent } from '../events/event-store.port';
+import type { RoleName } from './models/model.port';
+import { RUN_STREAM_PREFIX, type RunStatus, type TeamRunEvent, type TerminationReason } from './domain/run-events';
+import { statusOf, teamRunMachine } from './domain/team-run.machine';
+import type { TeamSnapshot } from './domain/run-state';
+
+/**
+ * The read model of one run, folded from its events by a store subscription: what GET /v1/runs
+ * serves. Light on purpose: no conversations, only the team machine and counters.
+ */
+const teamStep = pureTransition(teamRunMachine);
+
+export interface RunSummary {
+  runId: string;
+  goal: string;
+  acceptanceCriteria: string[];
+  status: RunStatus;
+  phase?: string;
+  iteration: number;
+  maxIterations: number;
+  terminationReason?: TerminationReason;
+  message?: string;
+  launchedBy: string;
+  provider: string;
+  startedAt: string;
+  endedAt?: string;
+  usage: { inputTokens: number; outputTokens: number; costUsd: number; turns: number; byRole: Record<RoleName, { inputTokens: number; outputTokens: number; turns: number }> };
+  forkedFrom?: { runId: string; revision: number; turn: number };
+  pendingReview?: {
+    reviewId: string;
+    iteration: number;
+    openedAt: string;
+    executor: string;
+    artifactHash: string;
+    timeout?: { policy: string; dueAt: string };
+    /** The timeout escalated it; it still waits for a human. */
+    escalated?: boolean;
+  };
+  lastVerdict?: { verdict: string; findings: string[]; summary: string; iteration: number };
+  /** Tool calls waiting for a human (status `awaiting_approval`). */
+  pendingApprovals?: PendingApproval[];
+  revision: number;
+  position: number;
+}
+
+export interface PendingApproval {
+  approvalId: string;
+  toolUseId: string;
+  role: RoleName;
+  turn: number;
+  tool: string;
+  input: Record<string, unknown>;
+  risk: string;
+  requestedAt: string;
+  timeout?: { policy: string; dueAt: string };
+}
+
+export interface RunSummaryState {
+  summary: RunSummary;
+  team: TeamSnapshot;
+  suspended: boolean;
+}
+
+export function applyToSummary(state: RunSummaryState | undefined, recorded: RecordedEvent): RunSummaryState | undefined {
+  const event = { type: recorded.type, data: recorded.data } as TeamRunEvent;
+  if (!state) {
+    if (event.type !== 'RunLaunched' && event.type !== 'RunForked') return undefined;
+    const d = event.type === 'RunLaunched' ? event.data : event.data.view.launched;
+    const zero = () => ({ inputTokens: 0, outputTokens: 0, turns: 0 });
+    const forkedTeam = event.type === 'RunForked' ? (event.data.view.team as { value: never; context: never }) : undefined;
+    state = {
+      team: forkedTeam ? teamRunMachine.resolveState({ value: forkedTeam.value, context: forkedTeam.context }) : initialTransition(teamRunMachine)[0],
+      suspended: false,
+      summary: {
+        runId: d.runId,
+        goal: d.goal,
+        acceptanceCriteria: d.acceptanceCriteria,
+        status: 'queued',
+        iteration: 1,
+        maxIterations: d.maxIterations,
+        launchedBy: d.launchedBy,
+        provider: d.provider,
+        startedAt: d.launchedAt,
+        usage: { inputTokens: 0, outputTokens: 0, costUsd: 0, turns: 0, byRole: { architect: zero(), executor: zero(), reviewer: zero() } },
+        revision: -1,
+        position: 0,
+      },
+    };
+  }
+  const s = state.summary;
+  if (event.type !== 'RunForked') state.team = teamStep(state.team, event);
+  if (event.type === 'RunSuspended') state.suspended = true;
+  if (event.type === 'RunResumed') state.suspended = false;
+  const ctx = state.team.context;
+  const value = String(state.team.value);
+  s.status = state.suspended && value !== 'ended' ? 'suspended' : statusOf(value, ctx, new Set(state.team.tags as Iterable<string>));
+  s.iteration = ctx.iteration || 1;
+  s.revision = recorded.revision;
+  s.position = recorded.position;
+  switch (event.type) {
+    case 'PhaseStarted':
+      s.phase = event.data.phase;
+      break;
+    case 'RunForked':
+      s.forkedFrom = event.data.parent;
+      break;
+    case 'ModelCallCompleted': {
+      const u = event.data.usage;
+      s.usage.inputTokens += u.inputTokens;
+      s.usage.outputTokens += u.outputTokens;
+      s.usage.costUsd = Math.round((s.usage.costUsd + event.data.costUsd) * 1e6) / 1e6;
+      s.usage.turns += 1;
+      const r = s.usage.byRole[event.data.role];
+      r.inputTokens += u.inputTokens;
+      r.outputTokens += u.outputTokens;
+      r.turns += 1;
+      break;
+    }
+    case 'VerdictSubmitted':
+      s.lastVerdict = { verdict: event.data.verdict, findings: event.data.findings, summary: event.data.summary, iteration: event.data.iteration };
+      break;
+    case 'ReviewOpened':
+      s.pendingReview = {
+        reviewId: event.data.reviewId,
+        iteration: event.data.iteration,
+        openedAt: event.data.at,
+        executor: event.data.executor,
+        artifactHash: event.data.artifactHash,
+        ...(event.data.timeout ? { timeout: event.data.timeout } : {}),
+      };
+      break;
+    case 'ReviewDecided':
+      if (event.data.outcome === 'escalated' && s.pendingReview?.reviewId === event.data.reviewId) s.pendingReview.escalated = true;
+      break;
+    case 'IterationStarted':
+      s.pendingReview = undefined;
+      break;
+    case 'RunEnded':
+      s.terminationReason = event.data.reason;
+      s.message = event.data.message;
+      s.endedAt = event.data.at;
+      s.pendingReview = undefined;
+      s.pendingApprovals = undefined;
+      s.phase = undefined;
+      break;
+    case 'ContextCompacted': {
+      // The summarising call's tokens count in the run's usage (not as a turn).
+      const u = event.data.usage;
+      if (!u) break;
+      s.usage.inputTokens += u.inputTokens;
+      s.usage.outputTokens += u.outputTokens;
+      s.usage.costUsd = Math.round((s.usage.costUsd + (event.data.costUsd ?? 0)) * 1e6) / 1e6;
+      s.usage.byRole[event.data.role].inputTokens += u.inputTokens;
+      s.usage.byRole[event.data.role].outputTokens += u.outputTokens;
+      break;
+    }
+    case 'ToolApprovalRequested': {
+      const d = event.data;
+      s.pendingApprovals = [
+        ...(s.pendingApprovals ?? []),
+        {
+          approvalId: d.approvalId,
+          toolUseId: d.toolUseId,
+          role: d.role,
+          turn: d.turn,
+          tool: d.name,
+          input: d.input,
+          risk: d.risk,
+          requestedAt: d.at,
+          ...(d.timeout ? { timeout: d.timeout } : {}),
+        },
+      ];
+      break;
+    }
+    case 'ToolApprovalDecided': {
+      const left = (s.pendingApprovals ?? []).filter((a) => a.approvalId !== event.data.approvalId);
+      s.pendingApprovals = left.length > 0 ? left : undefined;
+      break;
+    }
+    default:
+      break;
+  }
+  // A tool call waiting for a human holds the run (SPEC §3: awaiting_approval).
+  if (s.pendingApprovals && value !== 'ended' && !state.suspended) s.status = 'awaiting_approval';
+  return state;
+}
+
+export function runIdOfStream(streamId: string): string | undefined {
+  return streamId.startsWith(RUN_STREAM_PREFIX) ? streamId.slice(RUN_STREAM_PREFIX.length) : undefined;
+}

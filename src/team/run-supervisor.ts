@@ -1,0 +1,171 @@
+import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { CHECKPOINT_STORE, type CheckpointStore } from '../checkpoint/checkpoint-store.port';
+import { TRIAD_CONFIG } from '../config/config.module';
+import type { TriadConfig } from '../config/config';
+import { EVENT_STORE, type EventStore } from '../events/event-store.port';
+import { CLOCK, ID_GENERATOR } from '../shared/system';
+import { RUN_LEASES, type RunLeases } from './leases/run-leases';
+import { LiveRunBus } from './live-run-bus';
+import { MODEL_PROVIDER, type ModelProvider } from './models/model.port';
+import { RunDriver, type Clock, type IdGenerator, type RetryPolicy } from './run-driver';
+import type { RunState } from './domain/run-state';
+import { TOOL_REGISTRY } from './tokens';
+import type { ToolRegistry } from './tools/tool-registry';
+import { createWorkspace } from './tools/workspace';
+
+export const RETRY_POLICY = Symbol('RETRY_POLICY');
+export const SUPERVISOR_OPTIONS = Symbol('SUPERVISOR_OPTIONS');
+
+export interface SupervisorOptions {
+  /** How long a lease lasts without renewal. */
+  leaseTtlMs: number;
+  checkpointEveryTurns: number;
+}
+
+interface ActiveRun {
+  driver: RunDriver;
+  done: Promise<RunState | undefined>;
+}
+
+/**
+ * Runs many runs concurrently in one process, one driver per run. A run is driven only under a
+ * lease (renewed by a heartbeat); the driver's DriverClaimed event fences any previous holder. A
+ * driver stops by itself when its run ends or waits for a human.
+ */
+@Injectable()
+export class RunSupervisor implements OnApplicationShutdown {
+  private readonly logger = new Logger(RunSupervisor.name);
+  private readonly drivers = new Map<string, ActiveRun>();
+  private heartbeat?: NodeJS.Timeout;
+  /** This process's identity as a driver: unique per process start. */
+  readonly owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  private shuttingDown = false;
+
+  constructor(
+    @Inject(EVENT_STORE) private readonly store: EventStore,
+    @Inject(MODEL_PROVIDER) private readonly model: ModelProvider,
+    @Inject(TOOL_REGISTRY) private readonly tools: ToolRegistry,
+    @Inject(CLOCK) private readonly clock: Clock,
+    @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
+    @Inject(TRIAD_CONFIG) private readonly config: TriadConfig,
+    @Inject(RETRY_POLICY) private readonly retry: RetryPolicy,
+    @Inject(RUN_LEASES) private readonly leases: RunLeases,
+    @Inject(CHECKPOINT_STORE) private readonly checkpoints: CheckpointStore,
+    @Inject(SUPERVISOR_OPTIONS) private readonly options: SupervisorOptions,
+    private readonly live: LiveRunBus,
+  ) {}
+
+  get workspaceRoot(): string {
+    return join(this.config.dataDir, 'workspaces');
+  }
+
+  async prepareWorkspace(runId: string): Promise<string> {
+    return createWorkspace(this.workspaceRoot, runId);
+  }
+
+  isDriving(runId: string): boolean {
+    return this.drivers.has(runId);
+  }
+
+  get activeCount(): number {
+    return this.drivers.size;
+  }
+
+  get activeRunIds(): string[] {
+    return [...this.drivers.keys()];
+  }
+
+  /**
+   * Drives a run in the background if this process can take its lease. Resolves when the driver
+   * stops (undefined when the lease is held elsewhere or the driver failed).
+   */
+  start(runId: string): Promise<RunState | undefined> {
+    const active = this.drivers.get(runId);
+    if (active) return active.done;
+    if (this.shuttingDown) return Promise.resolve(undefined);
+    const driver = new RunDriver(runId, {
+      store: this.store,
+      model: this.model,
+      tools: this.tools,
+      clock: this.clock,
+      ids: this.ids,
+      workspaceRoot: this.workspaceRoot,
+      retry: this.retry,
+      observer: this.live,
+      owner: this.owner,
+      checkpoints: this.checkpoints,
+      checkpointEveryTurns: this.options.checkpointEveryTurns,
+      logger: this.logger,
+    });
+    const done = (async () => {
+      let leased = false;
+      try {
+        leased = await this.leases.tryAcquire(runId, this.owner, this.options.leaseTtlMs, this.clock.now());
+        if (!leased) return undefined;
+        this.ensureHeartbeat();
+        await this.prepareWorkspace(runId);
+        return await driver.drive();
+      } catch (err) {
+        this.logger.error(`run ${runId}: the driver stopped on an error: ${(err as Error).message}`);
+        return undefined;
+      } finally {
+        this.drivers.delete(runId);
+        if (leased && !this.shuttingDown) await this.leases.release(runId, this.owner).catch(() => undefined);
+      }
+    })();
+    this.drivers.set(runId, { driver, done });
+    return done;
+  }
+
+  /** Stops the local driver of a run (cancel); resolves when it has stopped. */
+  async stop(runId: string, reason: string): Promise<void> {
+    const active = this.drivers.get(runId);
+    if (!active) return;
+    active.driver.stop(reason);
+    await active.done;
+  }
+
+  private ensureHeartbeat(): void {
+    if (this.heartbeat) return;
+    this.heartbeat = setInterval(() => void this.renewLeases(), Math.max(50, Math.floor(this.options.leaseTtlMs / 3)));
+    this.heartbeat.unref();
+  }
+
+  /** Renews every lease this process holds; a driver whose lease was lost stops at once. */
+  async renewLeases(): Promise<void> {
+    for (const [runId, active] of this.drivers) {
+      try {
+        const held = await this.leases.renew(runId, this.owner, this.options.leaseTtlMs, this.clock.now());
+        if (!held) {
+          this.logger.warn(`run ${runId}: lease lost; stopping the local driver`);
+          active.driver.stop('lease lost');
+        }
+      } catch (err) {
+        this.logger.warn(`run ${runId}: lease renewal failed: ${(err as Error).message}`);
+      }
+    }
+  }
+
+  /**
+   * Shutdown (SIGTERM or close): abort model calls and tools in flight, record each active run as
+   * suspended (SHUTDOWN) with a checkpoint, release the leases. They resume on the next start.
+   */
+  async onApplicationShutdown(): Promise<void> {
+    this.shuttingDown = true;
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    await Promise.all(
+      [...this.drivers.entries()].map(async ([runId, active]) => {
+        try {
+          if (await active.driver.suspend(active.done)) this.logger.log(`run ${runId}: suspended for shutdown`);
+        } catch (err) {
+          this.logger.error(`run ${runId}: could not record the suspension: ${(err as Error).message}`);
+        } finally {
+          await this.leases.release(runId, this.owner).catch(() => undefined);
+        }
+      }),
+    );
+  }
+}

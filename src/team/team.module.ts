@@ -1,0 +1,56 @@
+import { Module } from '@nestjs/common';
+import { CqrsModule } from '@nestjs/cqrs';
+import { TRIAD_CONFIG } from '../config/config.module';
+import type { TriadConfig } from '../config/config';
+import { CLOCK, ID_GENERATOR, systemClock, uuidGenerator } from '../shared/system';
+import { CancelRunHandler } from './commands/cancel-run.command';
+import { LaunchRunHandler } from './commands/launch-run.command';
+import { DEFAULT_MODEL } from './commands/tokens';
+import { RunsController } from './http/runs.controller';
+import { LiveRunBus } from './live-run-bus';
+import { createModelProvider } from './models/model-provider.factory';
+import { MODEL_PROVIDER } from './models/model.port';
+import { GetRunHandler, ListRunsHandler } from './queries/run.queries';
+import { DEFAULT_RETRY_POLICY } from './run-driver';
+import { RETRY_POLICY, RunSupervisor, SUPERVISOR_OPTIONS } from './run-supervisor';
+import { RECOVERY_INTERVAL_MS, RecoveryService } from './recovery.service';
+import { createRunStores } from './run-stores.factory';
+import { RUN_LEASES } from './leases/run-leases';
+import { CHECKPOINT_STORE } from '../checkpoint/checkpoint-store.port';
+import { EVENT_STORE, type EventStore } from '../events/event-store.port';
+import { RunsProjection } from './runs.projection';
+import { TOOL_REGISTRY } from './tokens';
+import { createDefaultToolRegistry } from './tools/tool-registry';
+
+const MODEL_SELECTION = Symbol('MODEL_SELECTION');
+const RUN_STORES = Symbol('RUN_STORES');
+
+export const TEAM_COMMAND_HANDLERS = [LaunchRunHandler, CancelRunHandler];
+export const TEAM_QUERY_HANDLERS = [GetRunHandler, ListRunsHandler];
+
+@Module({
+  imports: [CqrsModule],
+  controllers: [RunsController],
+  providers: [
+    ...TEAM_COMMAND_HANDLERS,
+    ...TEAM_QUERY_HANDLERS,
+    RunsProjection,
+    RunSupervisor,
+    RecoveryService,
+    LiveRunBus,
+    { provide: RUN_STORES, inject: [EVENT_STORE], useFactory: (store: EventStore) => createRunStores(store) },
+    { provide: CHECKPOINT_STORE, inject: [RUN_STORES], useFactory: (s: ReturnType<typeof createRunStores>) => s.checkpoints },
+    { provide: RUN_LEASES, inject: [RUN_STORES], useFactory: (s: ReturnType<typeof createRunStores>) => s.leases },
+    { provide: SUPERVISOR_OPTIONS, inject: [TRIAD_CONFIG], useFactory: (c: TriadConfig) => ({ leaseTtlMs: c.leaseTtlMs, checkpointEveryTurns: c.checkpointEveryTurns }) },
+    { provide: RECOVERY_INTERVAL_MS, inject: [TRIAD_CONFIG], useFactory: (c: TriadConfig) => c.recoveryIntervalMs },
+    { provide: MODEL_SELECTION, inject: [TRIAD_CONFIG], useFactory: (c: TriadConfig) => createModelProvider(c) },
+    { provide: MODEL_PROVIDER, inject: [MODEL_SELECTION], useFactory: (s: ReturnType<typeof createModelProvider>) => s.provider },
+    { provide: DEFAULT_MODEL, inject: [MODEL_SELECTION], useFactory: (s: ReturnType<typeof createModelProvider>) => s.defaultModel },
+    { provide: TOOL_REGISTRY, useFactory: createDefaultToolRegistry },
+    { provide: CLOCK, useValue: systemClock },
+    { provide: ID_GENERATOR, useValue: uuidGenerator },
+    { provide: RETRY_POLICY, useValue: DEFAULT_RETRY_POLICY },
+  ],
+  exports: [RunSupervisor, RecoveryService, CHECKPOINT_STORE, RUN_LEASES, RunsProjection, LiveRunBus, MODEL_PROVIDER, TOOL_REGISTRY, CLOCK, ID_GENERATOR, DEFAULT_MODEL],
+})
+export class TeamModule {}

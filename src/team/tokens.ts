@@ -1,0 +1,1 @@
+export const TOOL_REGISTRY = Symbol('TOOL_REGISTRY');

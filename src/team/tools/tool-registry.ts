@@ -1,0 +1,315 @@
+import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
+import type { RoleName, ToolSpec, ToolUseBlock } from '../models/model.port';
+import { createBuiltinTools } from './builtin-tools';
+import type { ToolContext, ToolDefinition, ToolOutcome } from './tool.port';
+
+/**
+ * Which tools each role may use, input validation, and dispatch. Architect and reviewer only ever
+ * get read-only tools; each role ends its turn with its own submit tool, whose input is the role's
+ * structured result (a verdict is a tool call, never parsed from prose).
+ */
+
+export class ToolPolicyError extends Error {
+  override readonly name = 'ToolPolicyError';
+
+  constructor(
+    readonly role: RoleName,
+    readonly tool: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const ROLES: readonly RoleName[] = ['architect', 'executor', 'reviewer'];
+/** Roles that inspect the workspace but must not change it. */
+const READ_ONLY_ROLES: ReadonlySet<RoleName> = new Set<RoleName>(['architect', 'reviewer']);
+
+// ---------------------------------------------------------------------------------------------
+// Submit tools
+
+export const SUBMIT_TOOL_BY_ROLE = {
+  architect: 'submit_plan',
+  executor: 'submit_work',
+  reviewer: 'submit_verdict',
+} as const satisfies Record<RoleName, string>;
+
+export type SubmitToolName = (typeof SUBMIT_TOOL_BY_ROLE)[RoleName];
+
+export const VERDICTS = ['APPROVE', 'REQUEST_CHANGES', 'BLOCK'] as const;
+export type Verdict = (typeof VERDICTS)[number];
+
+// Type aliases rather than interfaces: they stay assignable to Record<string, unknown> for event data.
+export type PlanSubmission = {
+  plan: string;
+  steps?: string[];
+};
+
+export type WorkSubmission = {
+  summary: string;
+  files?: string[];
+};
+
+export type VerdictSubmission = {
+  verdict: Verdict;
+  findings: string[];
+  summary: string;
+};
+
+export interface SubmissionByRole {
+  architect: PlanSubmission;
+  executor: WorkSubmission;
+  reviewer: VerdictSubmission;
+}
+
+export type SubmissionResult<R extends RoleName> =
+  | { ok: true; submission: SubmissionByRole[R] }
+  | { ok: false; error: string };
+
+const NON_EMPTY_TEXT = { type: 'string', minLength: 1, pattern: '\\S' } as const;
+
+export const SUBMIT_TOOL_SPECS: Readonly<Record<RoleName, ToolSpec>> = Object.freeze({
+  architect: {
+    name: SUBMIT_TOOL_BY_ROLE.architect,
+    description:
+      'Submit your plan for the executor. Call it once, when the plan is complete; it ends your turn. plan is the full plan ' +
+      'as text; steps optionally lists its numbered steps one per entry.',
+    input_schema: {
+      type: 'object',
+      properties: {
+        plan: { ...NON_EMPTY_TEXT, description: 'The complete plan.' },
+        steps: { type: 'array', items: NON_EMPTY_TEXT, description: 'The plan as separate steps, in order.' },
+      },
+      required: ['plan'],
+      additionalProperties: false,
+    },
+  },
+  executor: {
+    name: SUBMIT_TOOL_BY_ROLE.executor,
+    description:
+      'Submit your finished work for review. Call it once, when the work is done; it ends your turn. summary says what you ' +
+      'did and how each finding was addressed; files lists the workspace paths you created or changed.',
+    input_schema: {
+      type: 'object',
+      properties: {
+        summary: { ...NON_EMPTY_TEXT, description: 'What was done.' },
+        files: { type: 'array', items: NON_EMPTY_TEXT, description: 'Workspace paths created or changed.' },
+      },
+      required: ['summary'],
+      additionalProperties: false,
+    },
+  },
+  reviewer: {
+    name: SUBMIT_TOOL_BY_ROLE.reviewer,
+    description:
+      'Submit your verdict; it ends your turn. APPROVE when every acceptance criterion is met; REQUEST_CHANGES with at least ' +
+      'one finding (one per unmet criterion) for the executor to address; BLOCK when the goal cannot be reached. ' +
+      'summary explains the verdict.',
+    input_schema: {
+      type: 'object',
+      properties: {
+        verdict: { type: 'string', enum: [...VERDICTS], description: 'APPROVE, REQUEST_CHANGES or BLOCK.' },
+        findings: { type: 'array', items: NON_EMPTY_TEXT, description: 'One entry per problem found.' },
+        summary: { ...NON_EMPTY_TEXT, description: 'Why this verdict.' },
+      },
+      required: ['verdict', 'findings', 'summary'],
+      additionalProperties: false,
+    },
+  },
+});
+
+function newAjv(): Ajv {
+  // No coercion, no defaults, no removal: validation never rewrites the model's input.
+  return new Ajv({ strict: true, allErrors: true });
+}
+
+let submitValidators: Record<RoleName, ValidateFunction> | undefined;
+
+function submitValidator(role: RoleName): ValidateFunction {
+  // Compiled once on first use; compiled validators are pure functions of their schema.
+  if (!submitValidators) {
+    const ajv = newAjv();
+    submitValidators = {
+      architect: ajv.compile(SUBMIT_TOOL_SPECS.architect.input_schema),
+      executor: ajv.compile(SUBMIT_TOOL_SPECS.executor.input_schema),
+      reviewer: ajv.compile(SUBMIT_TOOL_SPECS.reviewer.input_schema),
+    };
+  }
+  return submitValidators[role];
+}
+
+/** Checks a submit tool call's input; returns a copy typed for the role, or what is wrong with it. */
+export function validateSubmission<R extends RoleName>(role: R, input: unknown): SubmissionResult<R> {
+  const validate = submitValidator(role);
+  const name = SUBMIT_TOOL_BY_ROLE[role];
+  if (!validate(input)) return { ok: false, error: `invalid input for ${name}: ${describeErrors(validate.errors ?? [])}` };
+  const copy = structuredClone(input) as SubmissionByRole[R];
+  if (role === 'reviewer') {
+    const verdict = copy as VerdictSubmission;
+    if (verdict.verdict === 'REQUEST_CHANGES' && verdict.findings.length === 0) {
+      return { ok: false, error: `invalid input for ${name}: REQUEST_CHANGES needs at least one finding for the executor` };
+    }
+  }
+  return { ok: true, submission: copy };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Role policy
+
+interface ToolCatalogueEntry {
+  name: string;
+  readOnly: boolean;
+}
+
+function resolveFromCatalogue(catalogue: readonly ToolCatalogueEntry[], role: RoleName, allowList?: readonly string[]): string[] {
+  if (!ROLES.includes(role)) throw new TypeError(`unknown role ${JSON.stringify(role)}`);
+  const readOnlyRole = READ_ONLY_ROLES.has(role);
+  const permitted = catalogue.filter((tool) => !readOnlyRole || tool.readOnly).map((tool) => tool.name);
+  if (allowList === undefined) return permitted;
+
+  const requested = new Set<string>();
+  for (const name of allowList) {
+    if (name === SUBMIT_TOOL_BY_ROLE[role]) continue; // always given; naming it is harmless
+    const owner = ROLES.find((r) => SUBMIT_TOOL_BY_ROLE[r] === name);
+    if (owner) throw new ToolPolicyError(role, name, `${name} belongs to the ${owner}, not the ${role}`);
+    const tool = catalogue.find((t) => t.name === name);
+    if (!tool) {
+      throw new ToolPolicyError(
+        role,
+        name,
+        `unknown tool ${JSON.stringify(name)} in the ${role}'s allow-list (known tools: ${catalogue.map((t) => t.name).join(', ')})`,
+      );
+    }
+    if (readOnlyRole && !tool.readOnly) {
+      throw new ToolPolicyError(
+        role,
+        name,
+        `${name} can change the workspace and cannot be given to the ${role}, which only gets read-only tools (${permitted.join(', ')})`,
+      );
+    }
+    requested.add(name);
+  }
+  // Catalogue order, so the model sees the same tool order whatever order the config used.
+  return permitted.filter((name) => requested.has(name));
+}
+
+/**
+ * The tools a role gets with the built-in tools, narrowed by a team config's allow-list. Throws
+ * `ToolPolicyError` for an unknown tool, another role's submit tool, or a tool that can change the
+ * workspace on a read-only role. Launch validation calls this; the submit tool is not included.
+ */
+export function resolveRoleTools(role: RoleName, allowList?: readonly string[]): string[] {
+  return resolveFromCatalogue(createBuiltinTools(), role, allowList);
+}
+
+/** The built-in tools each role gets when the team config does not narrow them. */
+export const DEFAULT_ROLE_TOOLS: Readonly<Record<RoleName, readonly string[]>> = Object.freeze({
+  architect: Object.freeze(resolveRoleTools('architect')),
+  executor: Object.freeze(resolveRoleTools('executor')),
+  reviewer: Object.freeze(resolveRoleTools('reviewer')),
+});
+
+// ---------------------------------------------------------------------------------------------
+// Registry
+
+export class ToolRegistry {
+  private readonly tools = new Map<string, ToolDefinition>();
+  private readonly validators = new Map<string, ValidateFunction>();
+  private readonly ajv = newAjv();
+
+  constructor(tools: Iterable<ToolDefinition> = []) {
+    for (const tool of tools) this.register(tool);
+  }
+
+  /** Adds a tool; its input schema is compiled now, so a bad schema fails at startup. */
+  register(tool: ToolDefinition): this {
+    if (!/^[a-zA-Z0-9_-]{1,64}$/.test(tool.name)) throw new Error(`invalid tool name ${JSON.stringify(tool.name)}`);
+    if (this.tools.has(tool.name)) throw new Error(`tool ${tool.name} is already registered`);
+    if (ROLES.some((role) => SUBMIT_TOOL_BY_ROLE[role] === tool.name)) {
+      throw new Error(`${tool.name} is a submit tool, handled by the agent loop; it cannot be registered`);
+    }
+    this.validators.set(tool.name, this.ajv.compile(tool.inputSchema));
+    this.tools.set(tool.name, tool);
+    return this;
+  }
+
+  get(name: string): ToolDefinition | undefined {
+    return this.tools.get(name);
+  }
+
+  names(): string[] {
+    return [...this.tools.keys()];
+  }
+
+  /** Like the module-level `resolveRoleTools`, over this registry's tools. */
+  resolveRoleTools(role: RoleName, allowList?: readonly string[]): string[] {
+    return resolveFromCatalogue([...this.tools.values()], role, allowList);
+  }
+
+  /** The tools offered to the model for a role: its allowed tools, then its submit tool. */
+  specsFor(role: RoleName, allowList?: readonly string[]): ToolSpec[] {
+    const specs = this.resolveRoleTools(role, allowList).map((name) => {
+      const tool = this.tools.get(name)!;
+      return { name: tool.name, description: tool.description, input_schema: structuredClone(tool.inputSchema) };
+    });
+    const submit = SUBMIT_TOOL_SPECS[role];
+    specs.push({ ...submit, input_schema: structuredClone(submit.input_schema) });
+    return specs;
+  }
+
+  /** A readable list of what is wrong with an input, or undefined when it is valid. */
+  validate(name: string, input: unknown): string | undefined {
+    const validate = this.validators.get(name);
+    if (!validate) return `unknown tool ${name}`;
+    return validate(input) ? undefined : describeErrors(validate.errors ?? []);
+  }
+
+  /**
+   * Runs one tool call for a role. `allowed` is the role's resolved tool list (from
+   * `resolveRoleTools`). Calls the role may not make and invalid input come back as error outcomes
+   * for the model; a tool that throws has a bug, and the error propagates.
+   */
+  async invoke(call: ToolUseBlock, role: RoleName, allowed: readonly string[], context: ToolContext): Promise<ToolOutcome> {
+    if (call.name === SUBMIT_TOOL_BY_ROLE[role]) {
+      return { isError: true, output: `${call.name} ends the turn and is handled by the agent loop, not run as a tool` };
+    }
+    const tool = this.tools.get(call.name);
+    const available = allowed.filter((name) => this.tools.has(name));
+    if (!tool || !available.includes(call.name)) {
+      const offer = [...available, SUBMIT_TOOL_BY_ROLE[role]].join(', ');
+      return { isError: true, output: `tool ${call.name} is not available to the ${role} (available: ${offer})` };
+    }
+    const problems = this.validate(call.name, call.input);
+    if (problems !== undefined) return { isError: true, output: `invalid input for ${call.name}: ${problems}` };
+    if (context.signal.aborted) return { isError: true, output: `${call.name} was not run: the turn was cancelled` };
+    // The tool gets its own copy: the recorded tool_use block must stay as the model sent it.
+    return tool.execute(structuredClone(call.input), context);
+  }
+}
+
+export function createDefaultToolRegistry(): ToolRegistry {
+  return new ToolRegistry(createBuiltinTools());
+}
+
+// ---------------------------------------------------------------------------------------------
+
+function describeErrors(errors: readonly ErrorObject[]): string {
+  const messages = errors.map((error) => {
+    const at = error.instancePath === '' ? '' : error.instancePath.slice(1).replace(/\//g, '.');
+    const subject = at === '' ? 'input' : at;
+    switch (error.keyword) {
+      case 'required':
+        return `missing required property ${at === '' ? '' : `${at}.`}${String(error.params.missingProperty)}`;
+      case 'additionalProperties':
+        return `unknown property ${at === '' ? '' : `${at}.`}${String(error.params.additionalProperty)}`;
+      case 'enum':
+        return `${subject} must be one of ${(error.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
+      case 'pattern':
+        if (error.params.pattern === NON_EMPTY_TEXT.pattern) return `${subject} must not be blank`;
+        return `${subject} ${error.message ?? 'is invalid'}`;
+      default:
+        return `${subject} ${error.message ?? 'is invalid'}`;
+    }
+  });
+  return [...new Set(messages)].join('; ');
+}

@@ -1,0 +1,28 @@
+import type { RoleName } from '../models/model.port';
+
+export interface ToolContext {
+  runId: string;
+  role: RoleName;
+  /** Absolute path of the run's workspace; every path a tool touches must resolve inside it. */
+  workspace: string;
+  signal: AbortSignal;
+}
+
+export interface ToolOutcome {
+  output: string;
+  isError: boolean;
+}
+
+export interface ToolDefinition {
+  name: string;
+  description: string;
+  /** JSON schema of the input; validated before `execute` is called. */
+  inputSchema: Record<string, unknown>;
+  /** Reads only: safe to run concurrently with other read-only tools. */
+  readOnly: boolean;
+  /** Running it twice has the effect of running it once: crash recovery may re-run it. */
+  idempotent: boolean;
+  /** `high` tools may need a human approval before they run. */
+  risk: 'low' | 'high';
+  execute(input: Record<string, unknown>, context: ToolContext): Promise<ToolOutcome>;
+}

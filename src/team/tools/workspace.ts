@@ -1,0 +1,129 @@
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
+
+/**
+ * A run's workspace: the one directory its tools may touch. Every user-supplied path goes through
+ * `resolveInWorkspace`, which refuses anything that would reach outside it — lexically (`..`,
+ * absolute paths) or through symbolic links.
+ */
+
+export class WorkspaceEscapeError extends Error {
+  override readonly name = 'WorkspaceEscapeError';
+
+  constructor(
+    readonly userPath: string,
+    reason: string,
+  ) {
+    // Names the path the model asked for, never the host layout around the workspace.
+    super(`path ${quotePath(userPath)} ${reason}`);
+  }
+}
+
+export class InvalidRunIdError extends Error {
+  override readonly name = 'InvalidRunIdError';
+
+  constructor(readonly runId: string) {
+    super(`invalid run id ${JSON.stringify(runId.slice(0, 200))}: use 1-128 characters from A-Z, a-z, 0-9, '_' and '-'`);
+  }
+}
+
+export interface ResolveOptions {
+  /** The path will be created or replaced; the workspace directory itself is refused as a target. */
+  forWrite?: boolean;
+}
+
+const RUN_ID = /^[A-Za-z0-9_-]{1,128}$/;
+
+/**
+ * Resolves `userPath` (relative to the workspace, or absolute inside it) to an absolute host path
+ * inside the workspace's real path, or throws `WorkspaceEscapeError`.
+ *
+ * The real path of the deepest existing entry on the way — the file itself when it exists — must lie
+ * inside the real path of the workspace, so a symbolic link inside the workspace that points outside
+ * is refused for reads and writes alike. An existing path comes back fully resolved (writing to a
+ * link inside the workspace writes its target). Checking and then using a path is not atomic: this
+ * confines the model's requests, it does not defend against a concurrent attacker on the host.
+ */
+export async function resolveInWorkspace(workspace: string, userPath: string, options: ResolveOptions = {}): Promise<string> {
+  if (typeof userPath !== 'string') throw new TypeError('userPath must be a string');
+  if (userPath.includes('\0')) throw new WorkspaceEscapeError(userPath, 'contains a NUL byte');
+
+  const root = path.resolve(workspace);
+  const realRoot = await fs.realpath(root);
+  const candidate = path.resolve(root, userPath);
+  // An absolute path may name the workspace by either of its spellings (e.g. /tmp vs /private/tmp).
+  const rel = relativeInside(root, candidate) ?? relativeInside(realRoot, candidate);
+  if (rel === undefined) throw new WorkspaceEscapeError(userPath, 'is outside the workspace');
+
+  const segments = rel === '' ? [] : rel.split(path.sep);
+  let existing = segments.length;
+  // lstat follows every component but the last, so a link anywhere on the way is still caught below.
+  while (existing > 0) {
+    try {
+      await fs.lstat(path.join(realRoot, ...segments.slice(0, existing)));
+      break;
+    } catch (err) {
+      const code = errnoCode(err);
+      if (code === 'ENOENT' || code === 'ENOTDIR') existing -= 1;
+      else if (code === 'ELOOP') throw new WorkspaceEscapeError(userPath, 'passes through a looping symbolic link');
+      else throw err;
+    }
+  }
+
+  let real: string;
+  try {
+    real = await fs.realpath(path.join(realRoot, ...segments.slice(0, existing)));
+  } catch (err) {
+    const code = errnoCode(err);
+    if (code === 'ENOENT' || code === 'ELOOP' || code === 'ENOTDIR') {
+      throw new WorkspaceEscapeError(userPath, 'passes through a broken or looping symbolic link');
+    }
+    throw err;
+  }
+  if (relativeInside(realRoot, real) === undefined) {
+    throw new WorkspaceEscapeError(userPath, 'leads outside the workspace through a symbolic link');
+  }
+
+  const resolved = path.join(real, ...segments.slice(existing));
+  if (options.forWrite && resolved === realRoot) {
+    throw new WorkspaceEscapeError(userPath, 'is the workspace directory itself, not a file in it');
+  }
+  return resolved;
+}
+
+/** The workspace-relative spelling of a resolved path, with '/' separators ('.' for the root). */
+export function toWorkspacePath(realWorkspace: string, absolute: string): string {
+  const rel = path.relative(realWorkspace, absolute);
+  return rel === '' ? '.' : rel.split(path.sep).join('/');
+}
+
+/** Creates (or reuses, on recovery) `<root>/<runId>` and returns its real path. */
+export async function createWorkspace(root: string, runId: string): Promise<string> {
+  if (typeof runId !== 'string' || !RUN_ID.test(runId)) throw new InvalidRunIdError(String(runId));
+  const dir = path.join(path.resolve(root), runId);
+  await fs.mkdir(dir, { recursive: true });
+  const stat = await fs.lstat(dir);
+  // A pre-planted link at the run's path would move the whole workspace elsewhere.
+  if (!stat.isDirectory()) throw new Error(`workspace for run ${runId} exists and is not a plain directory`);
+  return fs.realpath(dir);
+}
+
+function relativeInside(base: string, target: string): string | undefined {
+  const rel = path.relative(base, target);
+  if (rel === '') return '';
+  if (rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel)) return undefined;
+  return rel;
+}
+
+function quotePath(userPath: string): string {
+  const clipped = userPath.length > 200 ? `${userPath.slice(0, 200)}…` : userPath;
+  // JSON quoting makes NUL and other control characters visible instead of corrupting the message.
+  return JSON.stringify(clipped);
+}
+
+export function errnoCode(err: unknown): string | undefined {
+  if (typeof err === 'object' && err !== null && 'code' in err && typeof (err as { code: unknown }).code === 'string') {
+    return (err as { code: string }).code;
+  }
+  return undefined;
+}

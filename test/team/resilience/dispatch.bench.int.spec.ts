@@ -1,0 +1,35 @@
+import { SUITES } from '../../../src/bench/bench-command';
+import { runDispatchBench, type DispatchBenchResult } from '../../../src/bench/dispatch.bench';
+import { tempDir } from '../../support/temp-dir';
+
+/** A tiny run of the dispatch benchmark: its shape, and that concurrency shows (never exact timings). */
+describe('dispatch benchmark (tiny run)', () => {
+  let result: DispatchBenchResult;
+  const lines: string[] = [];
+  const dir = tempDir('triad-dispatch-bench-');
+
+  beforeAll(async () => {
+    result = await runDispatchBench({ tools: 4, toolMs: 30, runs: 2, dataDir: dir.path, log: (line) => lines.push(line) });
+  }, 60_000);
+  afterAll(() => dir.remove());
+
+  it('is registered as the `dispatch` suite', () => {
+    expect(Object.keys(SUITES)).toContain('dispatch');
+  });
+
+  it('reports the dispatch alone and the driver tool step per store, three-pass and serial', () => {
+    expect(result).toMatchObject({ benchmark: 'dispatch', tools: 4, toolMs: 30, runs: 2, target: { limit: 39 } });
+    for (const s of [result.dispatch['three-pass'], result.dispatch.serial, result.driver.memory['three-pass'], result.driver.sqlite.serial]) {
+      expect(s.samplesMs).toHaveLength(2);
+      expect(s.medianMs).toBeGreaterThan(0);
+    }
+    expect(result.machine.cores).toBeGreaterThan(0);
+    expect(lines.join('\n')).toMatch(/target: three-pass tool step/);
+  });
+
+  it('three-pass takes about one tool; serial about all of them', () => {
+    expect(result.driver.memory.serial.medianMs).toBeGreaterThanOrEqual(4 * 30 - 5);
+    expect(result.driver.memory['three-pass'].medianMs).toBeLessThan(2 * 30);
+    expect(result.dispatch['three-pass'].medianMs).toBeLessThan(result.dispatch.serial.medianMs / 2);
+  });
+});

@@ -1,0 +1,137 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { commandEnvironment, createBuiltinTools, type BuiltinToolLimits } from '../../../src/team/tools/builtin-tools';
+import type { ToolOutcome } from '../../../src/team/tools/tool.port';
+import { contextFor, isAlive, scratchDir, toolNamed, waitUntilGone } from './tool-test-support';
+
+describe('run_command', () => {
+  let ws: ReturnType<typeof scratchDir>;
+  beforeEach(() => (ws = scratchDir('triad-cmd-')));
+  afterEach(() => ws.remove());
+
+  const run = (
+    input: Record<string, unknown>,
+    options: { signal?: AbortSignal; limits?: Partial<BuiltinToolLimits> } = {},
+  ): Promise<ToolOutcome> =>
+    toolNamed(createBuiltinTools(options.limits), 'run_command').execute(input, contextFor(ws.path, { signal: options.signal }));
+
+  const pidsIn = (output: string): number[] => [...output.matchAll(/pid:(\d+)/g)].map((m) => Number(m[1]));
+
+  it('runs in the workspace and reports output and exit code', async () => {
+    writeFileSync(join(ws.path, 'data.txt'), 'from the workspace\n');
+    const outcome = await run({ command: 'pwd; cat data.txt' });
+    expect(outcome).toEqual({ isError: false, output: `${ws.path}\nfrom the workspace\n[exit code 0]` });
+  });
+
+  it('interleaves stdout and stderr and reports a non-zero exit as an error', async () => {
+    const outcome = await run({ command: 'echo out; echo err >&2; exit 3' });
+    expect(outcome.isError).toBe(true);
+    expect(outcome.output).toContain('out');
+    expect(outcome.output).toContain('err');
+    expect(outcome.output.endsWith('[exit code 3]')).toBe(true);
+  });
+
+  it('says when there is no output', async () => {
+    await expect(run({ command: 'true' })).resolves.toEqual({ isError: false, output: '(no output)\n[exit code 0]' });
+  });
+
+  it('kills the whole process group on timeout', async () => {
+    const started = Date.now();
+    const outcome = await run({ command: 'sleep 30 & echo "pid:$!"; echo "pid:$$"; sleep 30; echo never' , timeoutMs: 400 });
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(outcome.isError).toBe(true);
+    expect(outcome.output).toContain('[timed out after 400 ms; the command and every process it started were killed]');
+    expect(outcome.output).not.toContain('never');
+    const pids = pidsIn(outcome.output);
+    expect(pids).toHaveLength(2);
+    for (const pid of pids) expect(await waitUntilGone(pid)).toBe(true);
+  });
+
+  it('kills the whole process group when the context is aborted', async () => {
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 300);
+    const started = Date.now();
+    const outcome = await run({ command: 'sleep 30 & echo "pid:$!"; sleep 30' }, { signal: controller.signal });
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(outcome.isError).toBe(true);
+    expect(outcome.output).toContain('[cancelled;');
+    const [grandchild] = pidsIn(outcome.output);
+    expect(grandchild).toBeDefined();
+    expect(await waitUntilGone(grandchild!)).toBe(true);
+  });
+
+  it('does not start when the context is already aborted', async () => {
+    const controller = new AbortController();
+    controller.abort();
+    const outcome = await run({ command: 'touch started' }, { signal: controller.signal });
+    expect(outcome.isError).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(() => readFileSync(join(ws.path, 'started'))).toThrow();
+  });
+
+  it('does not let background processes outlive the command', async () => {
+    const started = Date.now();
+    const outcome = await run({ command: 'sleep 30 & echo "pid:$!"' });
+    expect(Date.now() - started).toBeLessThan(3000);
+    expect(outcome.isError).toBe(false);
+    const [background] = pidsIn(outcome.output);
+    expect(await waitUntilGone(background!)).toBe(true);
+    expect(isAlive(background!)).toBe(false);
+  });
+
+  it('bounds the output, keeping its head and tail', async () => {
+    const outcome = await run(
+      { command: "echo START; head -c 200000 /dev/zero | tr '\\0' 'a'; echo; echo END" },
+      { limits: { commandOutputMaxBytes: 1024 } },
+    );
+    expect(outcome.isError).toBe(false);
+    expect(outcome.output.startsWith('START\n')).toBe(true);
+    expect(outcome.output).toMatch(/\[… \d+ bytes of output omitted …\]/);
+    expect(outcome.output.endsWith('END\n[exit code 0]')).toBe(true);
+    expect(outcome.output.length).toBeLessThan(1200);
+  });
+
+  describe('environment', () => {
+    const planted = {
+      FOO_API_KEY: 'fake-api-key-123',
+      MY_SECRET: 'fake-secret-456',
+      GITHUB_TOKEN: 'fake-token-789',
+      DB_PASSWORD: 'fake-password-000',
+      ANTHROPIC_BASE_URL: 'http://fake-anthropic.invalid',
+      TRIAD_API_KEYS: 'fake-triad-keys',
+      SOME_DATABASE_URL: 'postgres://user:fake-db-pass@db.invalid/triad',
+      PLAIN_SETTING: 'visible-value',
+    };
+    beforeEach(() => Object.assign(process.env, planted));
+    afterEach(() => {
+      for (const name of Object.keys(planted)) delete process.env[name];
+    });
+
+    it('strips secrets and triad/Anthropic configuration from the command environment', async () => {
+      const outcome = await run({ command: 'env' });
+      expect(outcome.isError).toBe(false);
+      for (const [name, value] of Object.entries(planted)) {
+        if (name === 'PLAIN_SETTING') continue;
+        expect(outcome.output).not.toContain(name);
+        expect(outcome.output).not.toContain(value);
+      }
+      expect(outcome.output).toContain('PLAIN_SETTING=visible-value');
+      expect(outcome.output).toContain('PATH=');
+    });
+
+    it('filters by name pattern and by credentials in URLs', () => {
+      expect(
+        commandEnvironment({
+          PATH: '/bin',
+          api_key: 'x',
+          AWS_SECRET_ACCESS_KEY: 'x',
+          NPM_TOKEN: 'x',
+          ANTHROPIC_MODEL: 'x',
+          TRIAD_MODEL: 'x',
+          REDIS_URL: 'redis://:pw@host',
+          HOME_PAGE: 'https://example.com/',
+        }),
+      ).toEqual({ PATH: '/bin', HOME_PAGE: 'https://example.com/' });
+    });
+  });
+});
