@@ -1,0 +1,154 @@
+import { sha256Hex } from '../shared/canonical-json';
+import { agentLoopMachine } from '../team/domain/agent-loop.machine';
+import type { RunState } from '../team/domain/run-state';
+import { teamRunMachine } from '../team/domain/team-run.machine';
+
+/**
+ * A checkpoint: a run's folded state at a stream revision — the rebuilt context (conversations,
+ * usage), the persisted machine snapshots and everything else the fold holds — with a schema
+ * version and a content hash. Resuming = checkpoint + the events after `revision`, and must equal a
+ * full replay; anything doubtful (hash mismatch, other version, unreadable) is refused so the caller
+ * falls back to a full replay.
+ */
+export const CHECKPOINT_SCHEMA_VERSION = 1;
+
+export interface Checkpoint {
+  runId: string;
+  revision: number;
+  position: number;
+  schemaVersion: number;
+  /** `sha256:<hex>` of the JSON text of `state` (as JSON.stringify writes it; see takeCheckpoint). */
+  contentHash: string;
+  createdAt: string;
+  /** Why it was taken: `phase`, `turns`, `shutdown`, `manual`. */
+  reason: string;
+  state: SerializedRunState;
+}
+
+export type SerializedRunState = Record<string, unknown>;
+
+export class CheckpointInvalidError extends Error {
+  override readonly name = 'CheckpointInvalidError';
+}
+
+export function serializeRunState(state: RunState): SerializedRunState {
+  return JSON.parse(serializeRunStateText(state)) as SerializedRunState;
+}
+
+/** The state as JSON text; its sha256 is the checkpoint's content hash. */
+function serializeRunStateText(state: RunState): string {
+  return (
+    JSON.stringify({
+      runId: state.runId,
+      revision: state.revision,
+      position: state.position,
+      launched: state.launched,
+      team: teamRunMachine.getPersistedSnapshot(state.team),
+      loop: state.loop ? agentLoopMachine.getPersistedSnapshot(state.loop) : null,
+      phase: state.phase ?? null,
+      conversations: state.conversations,
+      usage: state.usage,
+      lastToolUses: [...state.lastToolUses.values()],
+      requestedTools: [...state.requestedTools.values()],
+      completedTools: [...state.completedTools.values()],
+      plan: state.plan ?? null,
+      work: state.work ?? null,
+      verdict: state.verdict ?? null,
+      review: state.review ?? null,
+      decisions: state.decisions,
+      startedAt: state.startedAt ?? null,
+      endedAt: state.endedAt ?? null,
+      failedAttempts: state.failedAttempts,
+      suspended: state.suspended,
+      driver: state.driver ?? null,
+      forkedFrom: state.forkedFrom ?? null,
+      resilience: state.resilience,
+      approvals: [...state.approvals.values()],
+    })
+  );
+}
+
+export function deserializeRunState(s: SerializedRunState): RunState {
+  const opt = <T>(v: unknown): T | undefined => (v === null || v === undefined ? undefined : (v as T));
+  const team = s.team as { value: never; context: never };
+  const loop = s.loop as { value: never; context: never } | null;
+  // Taken before the resilience rules existed: its window and breaker are unknown, replay instead.
+  if (!s.resilience || !Array.isArray(s.approvals)) throw new CheckpointInvalidError('checkpoint predates the resilience state');
+  return {
+    runId: s.runId as string,
+    revision: s.revision as number,
+    position: s.position as number,
+    launched: opt(s.launched),
+    team: teamRunMachine.resolveState({ value: team.value, context: team.context }),
+    loop: loop ? agentLoopMachine.resolveState({ value: loop.value, context: loop.context }) : undefined,
+    phase: opt(s.phase),
+    conversations: s.conversations as RunState['conversations'],
+    usage: s.usage as RunState['usage'],
+    lastToolUses: new Map((s.lastToolUses as { id: string }[]).map((b) => [b.id, b as never])),
+    requestedTools: new Map((s.requestedTools as { toolUseId: string }[]).map((t) => [t.toolUseId, t as never])),
+    completedTools: new Map((s.completedTools as { toolUseId: string }[]).map((t) => [t.toolUseId, t as never])),
+    plan: opt(s.plan),
+    work: opt(s.work),
+    verdict: opt(s.verdict),
+    review: opt(s.review),
+    decisions: s.decisions as RunState['decisions'],
+    startedAt: opt(s.startedAt),
+    endedAt: opt(s.endedAt),
+    failedAttempts: s.failedAttempts as number,
+    suspended: s.suspended as boolean,
+    driver: opt(s.driver),
+    forkedFrom: opt(s.forkedFrom),
+    resilience: s.resilience as RunState['resilience'],
+    approvals: new Map((s.approvals as { requested: { toolUseId: string } }[]).map((a) => [a.requested.toolUseId, a as never])),
+  };
+}
+
+/**
+ * The content hash covers the state's JSON text. JSON.parse keeps key order and JSON.stringify
+ * reproduces the same text from what it parsed, so the hash is checked after a storage round trip
+ * with one stringify — not a canonical re-serialisation, which dominated the cost of big checkpoints.
+ */
+export function takeCheckpoint(state: RunState, reason: string, now: Date): Checkpoint {
+  const text = serializeRunStateText(state);
+  const serialized = JSON.parse(text) as SerializedRunState;
+  const checkpoint: Checkpoint = {
+    runId: state.runId,
+    revision: state.revision,
+    position: state.position,
+    schemaVersion: CHECKPOINT_SCHEMA_VERSION,
+    contentHash: `sha256:${sha256Hex(text)}`,
+    createdAt: now.toISOString(),
+    reason,
+    state: serialized,
+  };
+  // Kept off the enumerable fields: stores write this text instead of serialising the state again.
+  Object.defineProperty(checkpoint, STATE_TEXT, { value: text, enumerable: false });
+  return checkpoint;
+}
+
+const STATE_TEXT = Symbol('stateText');
+
+/** The checkpoint as stored JSON, reusing the state text it was hashed from when it has one. */
+export function checkpointJson(cp: Checkpoint): string {
+  const text = (cp as Checkpoint & { [STATE_TEXT]?: string })[STATE_TEXT];
+  if (text === undefined) return JSON.stringify(cp);
+  const { state: _state, ...header } = cp;
+  return `${JSON.stringify(header).slice(0, -1)},"state":${text}}`;
+}
+
+/** Verifies and restores a checkpoint; throws CheckpointInvalidError when it cannot be trusted. */
+export function restoreCheckpoint(cp: Checkpoint): RunState {
+  if (cp.schemaVersion !== CHECKPOINT_SCHEMA_VERSION) {
+    throw new CheckpointInvalidError(`checkpoint schema version ${cp.schemaVersion} is not ${CHECKPOINT_SCHEMA_VERSION}`);
+  }
+  let hash: string;
+  try {
+    hash = `sha256:${sha256Hex(JSON.stringify(cp.state))}`;
+  } catch (err) {
+    throw new CheckpointInvalidError(`checkpoint state is unreadable: ${(err as Error).message}`);
+  }
+  if (hash !== cp.contentHash) throw new CheckpointInvalidError('checkpoint content hash does not match: it was altered or is corrupt');
+  const state = deserializeRunState(cp.state);
+  if (state.revision !== cp.revision || state.runId !== cp.runId) throw new CheckpointInvalidError('checkpoint header does not match its state');
+  return state;
+}
