@@ -1,0 +1,175 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { SqliteEventStore } from '../../src/events/sqlite.event-store';
+import { launchRun, type LaunchRunInput } from '../../src/team/launch';
+import { OFFLINE_MODEL_ID } from '../../src/team/models/offline.model';
+import { newRunId } from '../../src/shared/system';
+import { tempDir } from '../support/temp-dir';
+import {
+  callKey,
+  completionsByCallKey,
+  duplicates,
+  jsonLines,
+  killHard,
+  runEvents,
+  sleep,
+  spawnChild,
+  statusOf,
+  terminate,
+  waitFor,
+  type Child,
+  type ModelCallLine,
+} from './crash-support';
+
+// Crash recovery with real kills: a triad process (the real app, SQLite store, offline model with
+// 5-30 ms latency) drives several runs and is killed with SIGKILL at random moments, over and over;
+// each restart's RecoveryService takes the runs over once their leases (300 ms) have expired.
+
+jest.setTimeout(120_000);
+
+const KILLS = 22;
+const TTL_MS = 300;
+
+// Two unmet criteria per executor iteration (the offline model's pace): four criteria take two iterations.
+const CRITERIA = ['file alpha.txt contains "alpha"', 'file beta.txt contains "beta"', 'file gamma.txt exists', 'file delta/notes.md contains "delta"'];
+const launchInput = (i: number): LaunchRunInput => ({
+  goal: `Crash-test run ${i}: write the four files`,
+  acceptanceCriteria: CRITERIA,
+  maxIterations: 3,
+  reviewPolicy: { humanGate: i % 2 === 0 },
+});
+const endStatus = (input: LaunchRunInput) => (input.reviewPolicy?.humanGate ? 'awaiting_review' : 'completed');
+
+describe('kill -9 at random moments', () => {
+  it('every run reaches its end; no model turn or tool call is recorded twice; no recorded turn is called again', async () => {
+    const dir = tempDir('triad-crash-');
+    const dataDir = join(dir.path, 'data');
+    const callsLog = join(dir.path, 'calls.log');
+    const env = {
+      TRIAD_DATA_DIR: dataDir,
+      TRIAD_STORE: 'sqlite',
+      TRIAD_LEASE_TTL_MS: String(TTL_MS),
+      TRIAD_RECOVERY_INTERVAL_MS: '100',
+      TRIAD_CHECKPOINT_EVERY_TURNS: '3',
+      CRASH_LATENCY_MS: '5-30',
+      // The architect's two turns would be over in ~50 ms: slower, so that kills land in planning too.
+      CRASH_ROLE_LATENCY_MS: 'architect=60-150',
+      CRASH_CALLS_LOG: callsLog,
+      CRASH_EVENTS_LOG: join(dir.path, 'events.log'),
+    };
+    const children: Child[] = [];
+    let store: SqliteEventStore | undefined;
+    try {
+      // The first process launches two runs; two more are launched (as another process would,
+      // straight into the store) before the 6th, 11th and 16th restarts, so that the kills keep landing in runs
+      // at every stage, planning included.
+      const inputs = [launchInput(0), launchInput(1)];
+      let child = spawnChild({ ...env, CRASH_LAUNCH: JSON.stringify(inputs) });
+      children.push(child);
+      const runIds = [...(await child.ready).launched];
+      expect(runIds).toHaveLength(2);
+      store = new SqliteEventStore({ file: join(dataDir, 'triad.db') });
+      const launchHere = async () => {
+        const input = launchInput(inputs.length);
+        const { runId } = await launchRun(store!, input, { runId: newRunId(), launchedBy: 'user:crash-test', now: new Date(), provider: 'offline', defaultModel: OFFLINE_MODEL_ID });
+        inputs.push(input);
+        runIds.push(runId);
+      };
+
+      const phasesHit = new Set<string>();
+      // Runs a kill interrupted after a driver had started them: one driver before the kill, another after.
+      const interrupted = new Set<string>();
+      let midRunKills = 0;
+      // At least KILLS kills, and more (up to twice as many) until half of them landed mid-run: the
+      // moments are random, so the loop makes sure the coverage the assertions below ask for.
+      let kills = 0;
+      for (let kill = 0; kill < KILLS || (midRunKills < KILLS / 2 && kill < KILLS * 2); kill++) {
+        kills = kill + 1;
+        await sleep(50 + Math.random() * 350);
+        await killHard(child);
+        const statuses = await Promise.all(runIds.map((id) => statusOf(store!, id)));
+        const active = statuses.filter((s) => ['queued', 'planning', 'executing', 'reviewing'].includes(s));
+        for (const s of active) phasesHit.add(s);
+        statuses.forEach((s, i) => ['planning', 'executing', 'reviewing'].includes(s) && interrupted.add(runIds[i]));
+        if (active.length > 0) midRunKills++;
+        if (process.env.CRASH_DEBUG) process.stdout.write(`kill ${kill}: ${statuses.join(' ')}\n`);
+        // Until a kill has landed in planning, every restart also brings a new run.
+        if (kill === 5 || kill === 10 || kill === 15) for (let n = 0; n < 2; n++) await launchHere();
+        else if (kill >= 14 && !phasesHit.has('planning')) await launchHere();
+        // Nothing left in flight: a new run, so that the next kill lands mid-run again.
+        else if (active.length === 0) await launchHere();
+        child = spawnChild(env);
+        children.push(child);
+        await child.ready;
+      }
+
+      // The last process runs undisturbed until every run has reached its end.
+      await waitFor(
+        'every run to reach its end',
+        async () => (await Promise.all(runIds.map((id, i) => statusOf(store!, id).then((s) => s === endStatus(inputs[i]))))).every(Boolean),
+        45_000,
+      );
+      await terminate(child);
+
+      expect(kills).toBeGreaterThanOrEqual(KILLS);
+      expect(children).toHaveLength(kills + 1);
+      // The kills landed inside every phase, and most of them while runs were in progress.
+      expect([...phasesHit]).toEqual(expect.arrayContaining(['planning', 'executing', 'reviewing']));
+      expect(midRunKills).toBeGreaterThanOrEqual(KILLS / 2);
+      expect(interrupted.size).toBeGreaterThanOrEqual(2);
+
+      const calls = jsonLines<ModelCallLine>(callsLog).filter((c) => !c.aborted);
+      let completedTotal = 0;
+      let failedTotal = 0;
+      for (const [i, runId] of runIds.entries()) {
+        const events = await runEvents(store, runId);
+        expect(await statusOf(store, runId)).toBe(endStatus(inputs[i]));
+        expect(duplicates(events)).toEqual({ modelCalls: [], toolCalls: [] });
+        // Recovery took an interrupted run over: a driver before the kill and another after it claimed
+        // it. (A run launched just before the last restart may be driven by that one process alone.)
+        const claims = events.filter((e) => e.type === 'DriverClaimed').length;
+        expect(claims).toBeGreaterThanOrEqual(interrupted.has(runId) ? 2 : 1);
+
+        // Model calls actually made ≤ responses recorded + failed attempts + one lost call per crash.
+        const completed = events.filter((e) => e.type === 'ModelCallCompleted').length;
+        const failed = events.filter((e) => e.type === 'ModelCallFailed').length;
+        const made = calls.filter((c) => c.runId === runId);
+        expect(made.length).toBeGreaterThanOrEqual(completed);
+        expect(made.length).toBeLessThanOrEqual(completed + failed + kills);
+        completedTotal += completed;
+        failedTotal += failed;
+
+        // No call was made again once its response was in the log.
+        const recordedAt = completionsByCallKey(runId, events);
+        expect(recordedAt.size).toBe(completed);
+        const late = made.filter((c) => {
+          const at = recordedAt.get(callKey(c));
+          return at === undefined || c.t > at;
+        });
+        expect(late).toEqual([]);
+
+        // The workspace meets the acceptance criteria.
+        const ws = join(dataDir, 'workspaces', runId);
+        expect(readFileSync(join(ws, 'alpha.txt'), 'utf8')).toContain('alpha');
+        expect(readFileSync(join(ws, 'beta.txt'), 'utf8')).toContain('beta');
+        expect(readFileSync(join(ws, 'gamma.txt'), 'utf8')).toBeDefined();
+        expect(readFileSync(join(ws, 'delta/notes.md'), 'utf8')).toContain('delta');
+        // Two iterations were needed.
+        expect(events.filter((e) => e.type === 'IterationStarted')).toHaveLength(1);
+      }
+      expect(calls.length).toBeLessThanOrEqual(completedTotal + failedTotal + kills * runIds.length);
+      const crashes = calls.length - completedTotal - failedTotal;
+      process.stdout.write(
+        `crash test: ${kills} kills (${midRunKills} mid-run, phases ${[...phasesHit].join('/')}), ${calls.length} model calls for ${completedTotal} recorded turns (${crashes} lost to kills)\n`,
+      );
+      for (const c of children) expect(c.stderr).not.toMatch(/stopped on an error|Error:/);
+    } catch (err) {
+      for (const [i, c] of children.entries()) if (c.stderr.trim()) process.stderr.write(`--- child ${i} stderr ---\n${c.stderr}\n`);
+      throw err;
+    } finally {
+      for (const c of children) await killHard(c);
+      await store?.close();
+      dir.remove();
+    }
+  });
+});
