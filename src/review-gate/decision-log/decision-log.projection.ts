@@ -1,0 +1,224 @@
+import type { EventFilter, EventStore, RecordedEvent, Subscription } from '../../events/event-store.port';
+import { recordFrom } from './chain';
+import { DECISION_EVENT_TYPE, type DecisionRecord } from './decision-record';
+import { DecisionLogHeadMovedError, type DecisionRecordRepository } from './decision-record.repository';
+
+/** The durable subscription name under which the projector's position is saved. */
+export const DECISION_LOG_SUBSCRIPTION = 'decision-log';
+
+export const DECISION_EVENTS: EventFilter = { types: [DECISION_EVENT_TYPE] };
+
+export interface ProjectionLogger {
+  log(message: string): void;
+  error(message: string): void;
+}
+
+export interface DecisionLogProjectionOptions {
+  /** Events fetched per subscription page (default 500). */
+  batchSize?: number;
+  /** Save the checkpoint after this many records (default 500) … */
+  checkpointEvery?: number;
+  /** … or once the subscription has been idle this long (default 250 ms). */
+  checkpointIdleMs?: number;
+  /** Pause before the subscription is restarted after an error (default 1000 ms). */
+  retryDelayMs?: number;
+  logger?: ProjectionLogger;
+}
+
+/** The projector has not reached the store's head in time (it is failing, or far behind). */
+export class DecisionLogBehindError extends Error {
+  override readonly name = 'DecisionLogBehindError';
+}
+
+const IDLE = Symbol('idle');
+
+/**
+ * Keeps the decision log: a catch-up subscription to the store's ReviewDecided events (durable
+ * checkpoint `decision-log`) that appends one record per decision, in global order, each chained
+ * to the record before it. Framework-free; the Nest provider only starts and stops it.
+ *
+ * Several processes may project the same database at once: the repository appends only at the
+ * head and is idempotent by decision id, so for each event exactly one record lands. A projector
+ * whose append finds the decision stored skips it; one that finds the head moved re-reads the
+ * head and builds the record again. Records are always a prefix of the decision events in global
+ * order, which is also why resuming after the last record's position is exact; the named
+ * checkpoint (saved every few hundred records and when idle) can only be further on.
+ */
+export class DecisionLogProjection {
+  private current = 0;
+  private head: DecisionRecord | null | undefined;
+  private subscription?: Subscription;
+  private loop?: Promise<void>;
+  private stopped = false;
+  private lastError?: Error;
+  private savedPosition = 0;
+  private sinceSave = 0;
+  private readonly waiters = new Set<() => void>();
+  private wakeRetry?: () => void;
+
+  constructor(
+    private readonly store: EventStore,
+    private readonly repo: DecisionRecordRepository,
+    private readonly options: DecisionLogProjectionOptions = {},
+  ) {}
+
+  /** Position of the last decision event projected. */
+  get position(): number {
+    return this.current;
+  }
+
+  get running(): boolean {
+    return this.loop !== undefined && !this.stopped;
+  }
+
+  start(): void {
+    if (this.loop || this.stopped) return;
+    this.loop = this.run();
+  }
+
+  /** Stops after the record in progress and saves the checkpoint. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.subscription?.close();
+    this.wakeRetry?.();
+    await this.loop;
+    await this.saveCheckpoint().catch(() => undefined);
+    this.notify();
+  }
+
+  /**
+   * Resolves, once every decision event committed before the call is in the log, with the store
+   * position up to which that holds (the head read at the call).
+   */
+  async catchUp(timeoutMs = 10_000): Promise<number> {
+    const head = await this.store.headPosition();
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      // The furthest decision event at or below the head that is not projected yet.
+      const pending = await this.store.readAll({ after: this.current, maxCount: 1000, filter: DECISION_EVENTS });
+      const due = pending.filter((e) => e.position <= head);
+      if (due.length === 0) return head;
+      if (!this.running) throw new DecisionLogBehindError('the decision log projector is not running');
+      const target = due[due.length - 1].position;
+      while (this.current < target) {
+        const remaining = deadline - Date.now();
+        if (remaining <= 0) {
+          const why = this.lastError ? `: ${this.lastError.message}` : '';
+          throw new DecisionLogBehindError(`the decision log is behind the event store (at ${this.current}, decisions up to ${target})${why}`);
+        }
+        await this.waitForAdvance(Math.min(remaining, 100));
+      }
+    }
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      try {
+        await this.consume();
+      } catch (err) {
+        if (this.stopped) break;
+        this.lastError = err as Error;
+        this.head = undefined;
+        this.options.logger?.error(`decision log projector failed, restarting: ${(err as Error).message}`);
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, this.options.retryDelayMs ?? 1000);
+          this.wakeRetry = () => {
+            clearTimeout(t);
+            resolve();
+          };
+        });
+      }
+    }
+  }
+
+  private async consume(): Promise<void> {
+    const checkpoint = (await this.store.loadCheckpoint(DECISION_LOG_SUBSCRIPTION)) ?? 0;
+    const last = await this.repo.last();
+    // Bounded by the head: a position changed in the database must not make the projector skip
+    // decisions to come (verification reports the changed record).
+    const head = await this.store.headPosition();
+    const lastPosition = typeof last?.position === 'number' && Number.isSafeInteger(last.position) ? Math.min(last.position, head) : 0;
+    const after = Math.max(checkpoint, lastPosition, this.current);
+    this.current = after;
+    this.savedPosition = Math.max(this.savedPosition, checkpoint);
+    const sub = this.store.subscribe({ name: DECISION_LOG_SUBSCRIPTION, after, filter: DECISION_EVENTS, batchSize: this.options.batchSize ?? 500 });
+    this.subscription = sub;
+    if (this.stopped) sub.close();
+    const idleMs = this.options.checkpointIdleMs ?? 250;
+    const every = this.options.checkpointEvery ?? 500;
+    const events = sub[Symbol.asyncIterator]();
+    let next = events.next();
+    try {
+      for (;;) {
+        // While a checkpoint is owed, wait for the next event only so long; idle → save it. All
+        // writes happen here, one after the other.
+        const owed = this.current > this.savedPosition;
+        let idleTimer: NodeJS.Timeout | undefined;
+        const item = owed
+          ? await Promise.race([next, new Promise<typeof IDLE>((resolve) => (idleTimer = setTimeout(() => resolve(IDLE), idleMs)))])
+          : await next;
+        clearTimeout(idleTimer);
+        if (item === IDLE) {
+          await this.saveCheckpoint();
+          continue;
+        }
+        if (item.done) return;
+        next = events.next();
+        await this.project(item.value);
+        this.lastError = undefined;
+        this.advance(item.value.position);
+        if (++this.sinceSave >= every) await this.saveCheckpoint();
+      }
+    } finally {
+      sub.close();
+      // A page read still in flight must not become an unhandled rejection.
+      next.catch(() => undefined);
+    }
+  }
+
+  /** Appends the record of one decision event, unless it is already in the log. */
+  private async project(event: RecordedEvent): Promise<void> {
+    if (this.head === undefined) this.head = await this.repo.last();
+    for (let attempt = 1; ; attempt++) {
+      const record = recordFrom(event, this.head);
+      try {
+        const result = await this.repo.append(record);
+        // Already stored (by another projector, or before a restart): the head is unknown now.
+        this.head = result.appended ? record : undefined;
+        return;
+      } catch (err) {
+        if (!(err instanceof DecisionLogHeadMovedError) || attempt >= 20) throw err;
+        this.head = await this.repo.last();
+      }
+    }
+  }
+
+  private async saveCheckpoint(): Promise<void> {
+    if (this.current <= this.savedPosition) return;
+    const position = this.current;
+    await this.store.saveCheckpoint(DECISION_LOG_SUBSCRIPTION, position);
+    this.savedPosition = position;
+    this.sinceSave = 0;
+  }
+
+  private advance(position: number): void {
+    this.current = position;
+    this.notify();
+  }
+
+  private notify(): void {
+    for (const w of this.waiters) w();
+  }
+
+  private waitForAdvance(timeoutMs: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        this.waiters.delete(done);
+        clearTimeout(t);
+        resolve();
+      };
+      const t = setTimeout(done, timeoutMs);
+      this.waiters.add(done);
+    });
+  }
+}

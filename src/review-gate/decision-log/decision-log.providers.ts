@@ -1,0 +1,53 @@
+import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleDestroy, type OnModuleInit, type Provider } from '@nestjs/common';
+import { EVENT_STORE, type EventStore } from '../../events/event-store.port';
+import { DecisionLog } from './decision-log';
+import { DecisionLogProjection } from './decision-log.projection';
+import { DECISION_RECORD_REPOSITORY, type DecisionRecordRepository } from './decision-record.repository';
+import { createDecisionRecordRepository } from './decision-record.repository.factory';
+
+/**
+ * The Nest shell of the decision log: the repository chosen from the configured store, the
+ * projector started with the application and stopped (checkpoint saved) before the store closes,
+ * and the read/verify service.
+ */
+@Injectable()
+export class DecisionLogProjector implements OnModuleInit, OnModuleDestroy, OnApplicationShutdown {
+  readonly projection: DecisionLogProjection;
+
+  constructor(
+    @Inject(EVENT_STORE) store: EventStore,
+    @Inject(DECISION_RECORD_REPOSITORY) private readonly repo: DecisionRecordRepository,
+  ) {
+    this.projection = new DecisionLogProjection(store, repo, { logger: new Logger('DecisionLog') });
+  }
+
+  onModuleInit(): void {
+    this.projection.start();
+  }
+
+  // onModuleDestroy runs before any onApplicationShutdown, so the store is still open here.
+  async onModuleDestroy(): Promise<void> {
+    await this.projection.stop();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.repo.close();
+  }
+}
+
+@Injectable()
+export class DecisionLogService extends DecisionLog {
+  constructor(
+    @Inject(EVENT_STORE) store: EventStore,
+    @Inject(DECISION_RECORD_REPOSITORY) repo: DecisionRecordRepository,
+    projector: DecisionLogProjector,
+  ) {
+    super(store, repo, projector.projection);
+  }
+}
+
+export const DECISION_LOG_PROVIDERS: Provider[] = [
+  { provide: DECISION_RECORD_REPOSITORY, inject: [EVENT_STORE], useFactory: (store: EventStore) => createDecisionRecordRepository(store) },
+  DecisionLogProjector,
+  DecisionLogService,
+];

@@ -1,0 +1,26 @@
+/**
+ * No self-review (SPEC §4): who may not decide a review of a piece of work.
+ *
+ * Agents' identities are `agent:<role>:<runId>`; an agent spawned by another is named below its
+ * parent: `<parent identity>/<child>`. The executor's delegation chain is the executor itself,
+ * every agent below it, and every agent above it.
+ */
+export type SelfReviewRule = 'executor' | 'delegation_chain' | 'launcher';
+
+export function selfReviewRule(
+  decider: string,
+  review: { executor: string; launchedBy: string; allowLauncherToReview: boolean },
+): SelfReviewRule | undefined {
+  if (decider === review.executor) return 'executor';
+  if (decider.startsWith(`${review.executor}/`) || review.executor.startsWith(`${decider}/`)) return 'delegation_chain';
+  if (!review.allowLauncherToReview && decider === review.launchedBy) return 'launcher';
+  return undefined;
+}
+
+/** Refused: the decider may not review this work. The message names no ids on purpose. */
+export class SelfReviewError extends Error {
+  override readonly name = 'SelfReviewError';
+  constructor(readonly rule: SelfReviewRule) {
+    super('you may not decide this review');
+  }
+}

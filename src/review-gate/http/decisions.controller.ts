@@ -1,0 +1,99 @@
+import { Controller, Get, HttpStatus, Query, Res } from '@nestjs/common';
+import { IsIn, IsOptional, IsString, Matches } from 'class-validator';
+import type { Response } from 'express';
+import { Roles } from '../../auth/auth.guard';
+import { ErrorFilter } from '../../http/error.filter';
+import type { ChainVerification } from '../decision-log/chain';
+import { CONTENT_TYPES, csvHeader, csvRow, EXPORT_FORMATS, ndjsonLine, type ExportFormat } from '../decision-log/decision-export';
+import { InvalidDecisionFilterError, parseDecisionFilter } from '../decision-log/decision-filter';
+import { DecisionLogBehindError } from '../decision-log/decision-log.projection';
+import { DecisionLogService } from '../decision-log/decision-log.providers';
+import { DECISION_OUTCOMES } from '../decision-log/decision-record';
+
+ErrorFilter.register(InvalidDecisionFilterError, HttpStatus.BAD_REQUEST);
+ErrorFilter.register(DecisionLogBehindError, HttpStatus.SERVICE_UNAVAILABLE);
+
+const DEFAULT_JSON_LIMIT = 100;
+const MAX_JSON_LIMIT = 10_000;
+/** Exports are written in chunks of about this many bytes. */
+const CHUNK_BYTES = 64 * 1024;
+
+export class ListDecisionsQueryDto {
+  @IsOptional() @IsString() runId?: string;
+  @IsOptional() @IsString() decider?: string;
+  @IsOptional() @IsIn(DECISION_OUTCOMES) outcome?: string;
+  /** ISO 8601 date or date-time with a zone, inclusive. */
+  @IsOptional() @IsString() from?: string;
+  @IsOptional() @IsString() to?: string;
+  @IsOptional() @Matches(/^\d{1,9}$/, { message: 'limit must be a whole number' }) limit?: string;
+  /** Paging: records after this seq (`nextAfterSeq` of the previous page). */
+  @IsOptional() @Matches(/^\d{1,15}$/, { message: 'afterSeq must be a whole number' }) afterSeq?: string;
+  @IsOptional() @IsIn(EXPORT_FORMATS) format?: ExportFormat;
+}
+
+/** The decision log for auditors (SPEC §4, §6): read, export, verify. */
+@Controller('v1/decisions')
+@Roles('auditor')
+export class DecisionsController {
+  constructor(private readonly log: DecisionLogService) {}
+
+  @Get('verify')
+  verify(): Promise<ChainVerification> {
+    return this.log.verify();
+  }
+
+  /**
+   * `format=json` (default): `{decisions, nextAfterSeq?}`, at most `limit` (default 100, max
+   * 10,000). `ndjson` and `csv` stream every matching record (or the first `limit`).
+   */
+  @Get()
+  async list(@Query() query: ListDecisionsQueryDto, @Res() res: Response): Promise<void> {
+    const filter = parseDecisionFilter(query);
+    const format = query.format ?? 'json';
+    const afterSeq = query.afterSeq === undefined ? undefined : Number(query.afterSeq);
+    const limit = query.limit === undefined ? undefined : Number(query.limit);
+    if (limit !== undefined && (limit < 1 || (format === 'json' && limit > MAX_JSON_LIMIT))) {
+      throw new InvalidDecisionFilterError(format === 'json' ? `limit must be between 1 and ${MAX_JSON_LIMIT}` : 'limit must be at least 1');
+    }
+    if (format === 'json') {
+      const n = limit ?? DEFAULT_JSON_LIMIT;
+      const decisions = await this.log.list(filter, { afterSeq, limit: n });
+      const body = decisions.length === n ? { decisions, nextAfterSeq: decisions[n - 1].seq } : { decisions };
+      res.status(200).json(body);
+      return;
+    }
+    const records = await this.log.export(filter, afterSeq);
+    res.status(200);
+    res.setHeader('content-type', CONTENT_TYPES[format]);
+    res.setHeader('content-disposition', `attachment; filename="decisions.${format}"`);
+    let chunk = format === 'csv' ? csvHeader() : '';
+    let written = 0;
+    for await (const record of records) {
+      if (limit !== undefined && written >= limit) break;
+      chunk += format === 'csv' ? csvRow(record) : ndjsonLine(record);
+      written++;
+      if (chunk.length >= CHUNK_BYTES) {
+        if (!(await write(res, chunk))) return;
+        chunk = '';
+      }
+    }
+    res.end(chunk);
+  }
+}
+
+/** Writes with backpressure; false when the client went away. */
+async function write(res: Response, chunk: string): Promise<boolean> {
+  if (res.destroyed) return false;
+  if (!res.write(chunk)) {
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        res.off('drain', done);
+        res.off('close', done);
+        resolve();
+      };
+      res.once('drain', done);
+      res.once('close', done);
+    });
+  }
+  return !res.destroyed;
+}

@@ -1,0 +1,67 @@
+import { PostgresEventStore } from '../../../src/events/postgres.event-store';
+import { createDecisionRecordRepository } from '../../../src/review-gate/decision-log/decision-record.repository.factory';
+import { POSTGRES_DECISION_LOG_SCHEMA_VERSION, PostgresDecisionRecordRepository } from '../../../src/review-gate/decision-log/postgres.decision-record.repository';
+import { decisionRecordRepositoryContract } from './decision-record.repository.contract';
+import { dropSchema, freshSchema, PG_URL, withClient } from '../../support/pg';
+
+describe('postgres reachability (decision log)', () => {
+  it(`PostgreSQL answers at TRIAD_PG_URL (${PG_URL.replace(/:[^:@/]*@/, ':***@')})`, async () => {
+    const { rows } = await withClient((c) => c.query<{ ok: number }>('SELECT 1 AS ok'));
+    expect(rows[0].ok).toBe(1);
+  });
+});
+
+decisionRecordRepositoryContract(
+  'postgres',
+  () => {
+    const schema = freshSchema('triad_dl');
+    const stores: PostgresEventStore[] = [];
+    // Each repository on its own event store: its own pool, as another process has.
+    const open = async () => {
+      const store = await PostgresEventStore.connect({ url: PG_URL, schema, poolSize: 4 });
+      stores.push(store);
+      return createDecisionRecordRepository(store);
+    };
+    return {
+      open,
+      openAnother: open,
+      cleanup: async () => {
+        for (const s of stores) await s.close();
+        await dropSchema(schema);
+      },
+    };
+  },
+  { writers: 4, events: 150 },
+);
+
+describe('postgres decision records specifics', () => {
+  let schema: string;
+  const stores: PostgresEventStore[] = [];
+  const connect = async () => {
+    const store = await PostgresEventStore.connect({ url: PG_URL, schema, poolSize: 2 });
+    stores.push(store);
+    return store;
+  };
+  beforeEach(() => (schema = freshSchema('triad_dl')));
+  afterEach(async () => {
+    for (const s of stores.splice(0)) await s.close();
+    await dropSchema(schema);
+  });
+
+  it('live in the event store schema, with their own schema version table; concurrent opens migrate once', async () => {
+    const opened = await Promise.all(Array.from({ length: 4 }, async () => createDecisionRecordRepository(await connect())));
+    expect(opened[0]).toBeInstanceOf(PostgresDecisionRecordRepository);
+    const { rows } = await withClient((c) =>
+      c.query<{ table_name: string }>(`SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name`, [schema]),
+    );
+    expect(rows.map((r) => r.table_name)).toEqual(expect.arrayContaining(['events', 'decision_records', 'decision_log_migrations']));
+    const versions = await withClient((c) => c.query(`SELECT version FROM "${schema}".decision_log_migrations`));
+    expect(versions.rows).toEqual([{ version: POSTGRES_DECISION_LOG_SCHEMA_VERSION }]);
+  });
+
+  it('refuses a decision log schema newer than this build', async () => {
+    await createDecisionRecordRepository(await connect());
+    await withClient((c) => c.query(`INSERT INTO "${schema}".decision_log_migrations (version, applied_at) VALUES (99, now())`));
+    await expect(createDecisionRecordRepository(await connect())).rejects.toThrow(/newer than this triad/);
+  });
+});

@@ -1,0 +1,59 @@
+import Database from 'better-sqlite3';
+import { join } from 'node:path';
+import { SqliteEventStore } from '../../../src/events/sqlite.event-store';
+import { createDecisionRecordRepository } from '../../../src/review-gate/decision-log/decision-record.repository.factory';
+import { SQLITE_DECISION_LOG_SCHEMA_VERSION, SqliteDecisionRecordRepository } from '../../../src/review-gate/decision-log/sqlite.decision-record.repository';
+import { tempDir } from '../../support/temp-dir';
+import { decisionRecordRepositoryContract } from './decision-record.repository.contract';
+
+decisionRecordRepositoryContract('sqlite', () => {
+  const dir = tempDir('triad-decisions-');
+  const file = join(dir.path, 'triad.db');
+  const stores: SqliteEventStore[] = [];
+  // Each repository on its own event store: its own connection to the file, as another process has.
+  const open = async () => {
+    const store = new SqliteEventStore({ file });
+    stores.push(store);
+    return createDecisionRecordRepository(store);
+  };
+  return {
+    open,
+    openAnother: open,
+    cleanup: async () => {
+      for (const s of stores) await s.close();
+      dir.remove();
+    },
+  };
+});
+
+describe('sqlite decision records specifics', () => {
+  let dir: ReturnType<typeof tempDir>;
+  beforeEach(() => (dir = tempDir('triad-decisions-')));
+  afterEach(() => dir.remove());
+
+  it('live in the events database file, with their own schema version table', async () => {
+    const file = join(dir.path, 'triad.db');
+    const store = new SqliteEventStore({ file });
+    const repo = await createDecisionRecordRepository(store);
+    expect(repo).toBeInstanceOf(SqliteDecisionRecordRepository);
+    const tables = (store.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[]).map((t) => t.name);
+    expect(tables).toEqual(expect.arrayContaining(['events', 'decision_records', 'decision_log_migrations', 'schema_migrations']));
+    const versions = store.db.prepare('SELECT version FROM decision_log_migrations').all();
+    expect(versions).toEqual([{ version: SQLITE_DECISION_LOG_SCHEMA_VERSION }]);
+    await store.close();
+    // Opening again applies nothing twice.
+    const again = new SqliteEventStore({ file });
+    await createDecisionRecordRepository(again);
+    expect(again.db.prepare('SELECT COUNT(*) AS n FROM decision_log_migrations').get()).toEqual({ n: SQLITE_DECISION_LOG_SCHEMA_VERSION });
+    await again.close();
+  });
+
+  it('refuses a decision log schema newer than this build', async () => {
+    const file = join(dir.path, 'triad.db');
+    const db = new Database(file);
+    new SqliteDecisionRecordRepository(db);
+    db.prepare('INSERT INTO decision_log_migrations (version, applied_at) VALUES (99, ?)').run(new Date().toISOString());
+    expect(() => new SqliteDecisionRecordRepository(db)).toThrow(/newer than this triad/);
+    db.close();
+  });
+});
