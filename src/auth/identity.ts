@@ -1,0 +1,60 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { ApiKeyEntry } from '../config/config';
+
+export type HumanRole = 'operator' | 'reviewer' | 'auditor' | 'admin';
+
+export interface Identity {
+  /** `user:<name>` */
+  id: string;
+  name: string;
+  roles: HumanRole[];
+}
+
+export function hasRole(identity: Identity, ...allowed: HumanRole[]): boolean {
+  return identity.roles.includes('admin') || allowed.some((r) => identity.roles.includes(r));
+}
+
+export function hashSecret(secret: string): Buffer {
+  return createHash('sha256').update(secret).digest();
+}
+
+/** Where a key comes from: the TRIAD_API_KEYS environment, or the event store (`triad keys add`). */
+export type ApiKeySource = 'env' | 'store';
+
+interface StoredKey {
+  name: string;
+  roles: HumanRole[];
+  hash: Buffer;
+  source: ApiKeySource;
+}
+
+/**
+ * API keys, held only as sha256 hashes and compared in constant time. Bootstrapped from
+ * TRIAD_API_KEYS; more keys are added at run time from the store (see `triad keys add` and
+ * `StoredApiKeys`). A name has at most one key per source: a stored key replaces the stored key
+ * of the same name, never the one configured in the environment.
+ */
+export class ApiKeyDirectory {
+  private readonly keys: StoredKey[] = [];
+
+  constructor(entries: ApiKeyEntry[] = []) {
+    for (const e of entries) this.addHashed(e.name, e.roles as HumanRole[], hashSecret(e.secret));
+  }
+
+  addHashed(name: string, roles: HumanRole[], hash: Buffer, source: ApiKeySource = 'env'): void {
+    const existing = this.keys.findIndex((k) => k.name === name && k.source === source);
+    if (existing >= 0) this.keys.splice(existing, 1);
+    this.keys.push({ name, roles, hash, source });
+  }
+
+  get size(): number {
+    return this.keys.length;
+  }
+
+  authenticate(secret: string): Identity | undefined {
+    const hash = hashSecret(secret);
+    let found: StoredKey | undefined;
+    for (const k of this.keys) if (timingSafeEqual(k.hash, hash)) found = k;
+    return found ? { id: `user:${found.name}`, name: found.name, roles: found.roles } : undefined;
+  }
+}

@@ -1,0 +1,66 @@
+import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { EVENT_STORE, type EventStore, type RecordedEvent, type Subscription } from '../../events/event-store.port';
+import { ApiKeyDirectory } from '../identity';
+import { API_KEY_EVENT_TYPES, API_KEYS_STREAM, type ApiKeyData } from './api-key-events';
+
+/** Wait before following the store again after the subscription failed. */
+const RETRY_MS = 1000;
+
+/**
+ * Feeds the keys stored with `triad keys add` into the ApiKeyDirectory: all of them at boot (before
+ * the app serves a request), then every new one from a store subscription, so a key added by
+ * another process (the CLI next to a running server) is accepted within a poll interval.
+ */
+@Injectable()
+export class StoredApiKeys implements OnModuleInit, OnApplicationShutdown {
+  private readonly logger = new Logger(StoredApiKeys.name);
+  private subscription?: Subscription;
+  private closed = false;
+
+  constructor(
+    @Inject(EVENT_STORE) private readonly store: EventStore,
+    @Inject(ApiKeyDirectory) private readonly directory: ApiKeyDirectory,
+  ) {}
+
+  async onModuleInit(): Promise<void> {
+    const history = await this.store.readStream(API_KEYS_STREAM);
+    for (const e of history) this.apply(e);
+    void this.follow(history.length > 0 ? history[history.length - 1].position : 0);
+  }
+
+  /** Follows the store from `after`; if the subscription fails (a lost connection), resumes where it stopped. */
+  private async follow(after: number): Promise<void> {
+    while (!this.closed) {
+      const sub = this.store.subscribe({ after, filter: { streamPrefixes: [API_KEYS_STREAM] }, batchSize: 100 });
+      this.subscription = sub;
+      try {
+        for await (const e of sub) {
+          this.apply(e);
+          after = e.position;
+        }
+      } catch (err) {
+        if (this.closed) return;
+        this.logger.error(`following stored API keys failed (retrying in ${RETRY_MS} ms): ${(err as Error).message}`);
+        await new Promise((r) => setTimeout(r, RETRY_MS).unref());
+      }
+    }
+  }
+
+  private apply(e: RecordedEvent): void {
+    // The prefix filter also matches e.g. `apikeys-x`; only the stream itself holds keys.
+    if (e.streamId !== API_KEYS_STREAM || !API_KEY_EVENT_TYPES.has(e.type)) return;
+    const d = e.data as ApiKeyData;
+    const hash = Buffer.from(d.secretHash, 'hex');
+    // A malformed hash would make the constant-time comparison throw on every request.
+    if (hash.length !== 32) {
+      this.logger.warn(`stored API key '${d.name}' (revision ${e.revision}) has no valid sha256 hash; ignored`);
+      return;
+    }
+    this.directory.addHashed(d.name, d.roles, hash, 'store');
+  }
+
+  onApplicationShutdown(): void {
+    this.closed = true;
+    this.subscription?.close();
+  }
+}

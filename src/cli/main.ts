@@ -1,0 +1,638 @@
+#!/usr/bin/env node
+import 'reflect-metadata';
+import { HttpException, type INestApplicationContext } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { CommandBus, QueryBus } from '@nestjs/cqrs';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { instanceToPlain } from 'class-transformer';
+import { userInfo } from 'node:os';
+import { AppModule } from '../app.module';
+import type { HumanRole, Identity } from '../auth/identity';
+import { ConfigError, describeConfig, loadConfig } from '../config/config';
+import { EVENT_STORE, type EventStore } from '../events/event-store.port';
+import { EventIdConflictError, InvalidAppendError } from '../events/errors';
+import { createHttpApp, VALIDATION_PIPE } from '../http/bootstrap';
+import { CancelRunCommand } from '../team/commands/cancel-run.command';
+import { LaunchRunCommand } from '../team/commands/launch-run.command';
+import { TERMINAL_STATUSES, type RunStatus } from '../team/domain/run-events';
+import { IdempotencyKeyConflictError, InvalidLaunchError, type LaunchResult, type LaunchRunInput } from '../team/launch';
+import { LiveRunBus } from '../team/live-run-bus';
+import { MODEL_PROVIDER, type ModelProvider } from '../team/models/model.port';
+import { GetRunQuery, ListRunsQuery } from '../team/queries/run.queries';
+import { RunSupervisor } from '../team/run-supervisor';
+import type { RunSummary } from '../team/run-summary';
+import { LaunchRunDto } from '../team/http/launch-run.dto';
+import { describeEvent, describeRun } from './format';
+import { runBenchCommand, SUITES } from '../bench/bench-command';
+import { loadRunHistory } from '../team/run-history';
+import { contextOf, replayRun } from '../session-replay/replay';
+import { transcript } from '../session-replay/transcript';
+import { ResumeRunCommand } from '../session-replay/commands/resume-run.command';
+import { ForkRunCommand, validateOverrides, type ForkResult } from '../session-replay/commands/fork-run.command';
+import { AddApiKeyCommand, type AddedApiKey } from '../auth/keys/add-api-key.command';
+import { countStoredApiKeys } from '../auth/keys/count-stored-api-keys';
+import { API_KEYS_STREAM, foldApiKeys, InvalidApiKeyError, parseKeyRoles, validateKeyName } from '../auth/keys/api-key-events';
+import { ApproveReviewCommand, RejectReviewCommand, type DecisionResult } from '../review-gate/commands/decide-review.command';
+import { parseReviewId } from '../team/domain/review-id';
+import { RunsProjection } from '../team/runs.projection';
+import { createWriteStream, openSync } from 'node:fs';
+import { writeExport } from '../review-gate/decision-log/decision-export';
+import { InvalidDecisionFilterError, parseDecisionFilter } from '../review-gate/decision-log/decision-filter';
+import { DecisionLogService } from '../review-gate/decision-log/decision-log.providers';
+import { DECISION_OUTCOMES } from '../review-gate/decision-log/decision-record';
+import { ApproveToolCallCommand, RejectToolCallCommand, type ApprovalResult } from '../team/approvals/commands/decide-approval.command';
+import { parseApprovalId } from '../team/approvals/approval-id';
+
+/** A run that completed or waits for a human (review or tool approval) is a success for the CLI. */
+const WAITING_OR_DONE = new Set<string>(['completed', 'awaiting_review', 'awaiting_approval']);
+
+/** Exit codes: 0 success, 1 the run or command failed, 2 bad input, 3 not found, 4 conflict, 5 forbidden (self-review), 124 wait timed out. */
+export const EXIT = { ok: 0, failed: 1, usage: 2, notFound: 3, conflict: 4, forbidden: 5, timeout: 124 } as const;
+
+class CliError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode: number,
+  ) {
+    super(message);
+  }
+}
+
+function int(name: string, min: number, max: number) {
+  return (raw: string) => {
+    if (!/^\d+$/.test(raw)) throw new InvalidArgumentError(`${name} must be a whole number`);
+    const n = Number(raw);
+    if (n < min || n > max) throw new InvalidArgumentError(`${name} must be between ${min} and ${max}`);
+    return n;
+  };
+}
+
+/** The CLI acts as a local user: `TRIAD_USER` or the OS account, with every role. */
+function cliIdentity(as?: string): Identity {
+  const name = as ?? process.env.TRIAD_USER ?? safeUserName();
+  if (!/^[A-Za-z0-9_.@-]{1,64}$/.test(name)) throw new CliError(`'${name}' is not a valid user name`, EXIT.usage);
+  return { id: `user:${name}`, name, roles: ['admin'] as HumanRole[] };
+}
+
+function safeUserName(): string {
+  try {
+    return userInfo().username || 'cli';
+  } catch {
+    return 'cli';
+  }
+}
+
+async function withApp<T>(fn: (app: INestApplicationContext) => Promise<T>): Promise<T> {
+  const app = await NestFactory.createApplicationContext(AppModule, { logger: ['error', 'warn'] });
+  app.enableShutdownHooks();
+  try {
+    return await fn(app);
+  } finally {
+    await app.close();
+  }
+}
+
+function print(json: boolean, value: unknown, human: () => string): void {
+  process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${human()}\n`);
+}
+
+function providerLine(model: ModelProvider): string {
+  return model.name === 'offline'
+    ? 'model: offline — the built-in deterministic offline model (no network, no API key)'
+    : `model: ${model.name}`;
+}
+
+async function validateLaunch(body: unknown): Promise<LaunchRunDto> {
+  try {
+    return (await VALIDATION_PIPE.transform(body, { type: 'body', metatype: LaunchRunDto })) as LaunchRunDto;
+  } catch (err) {
+    if (err instanceof HttpException) {
+      const msg = (err.getResponse() as { message?: string | string[] }).message;
+      throw new CliError(Array.isArray(msg) ? msg.join('; ') : String(msg ?? err.message), EXIT.usage);
+    }
+    throw err;
+  }
+}
+
+/** Prints a run's events as the local driver appends them (for --follow). */
+function followRun(app: INestApplicationContext, runId: string, opts: { follow?: boolean; json?: boolean }) {
+  return app.get(LiveRunBus).of(runId).subscribe((item) => {
+    if (!opts.follow || item.kind !== 'events') return;
+    for (const e of item.events) {
+      if (opts.json) process.stdout.write(`${JSON.stringify(e)}\n`);
+      else {
+        const line = describeEvent(e);
+        if (line) process.stdout.write(`${line}\n`);
+      }
+    }
+  });
+}
+
+export function buildProgram(): Command {
+  const program = new Command();
+  program
+    .name('triad')
+    .description('Event-sourced orchestrator for teams of LLM agents (Architect, Executor, Reviewer).')
+    .showHelpAfterError()
+    .exitOverride();
+
+  program
+    .command('serve')
+    .description('serve the HTTP API (TRIAD_HOST:TRIAD_PORT) and drive runs')
+    .action(async () => {
+      const config = loadConfig();
+      // Keys come from TRIAD_API_KEYS and from the store (`triad keys add`); checked before the app
+      // starts, so a server that refuses to start has driven no run.
+      if (config.apiKeys.length === 0 && (await countStoredApiKeys(config)) === 0) {
+        throw new CliError('no API keys are configured: set TRIAD_API_KEYS=name:role+role:secret or add one with `triad keys add` (see README)', EXIT.usage);
+      }
+      const app = await createHttpApp();
+      await app.listen(config.port, config.host);
+      const model = app.get<ModelProvider>(MODEL_PROVIDER);
+      const summary = describeConfig(config);
+      process.stdout.write(
+        `triad listening on http://${config.host}:${config.port} — store ${summary.store}, data ${summary.dataDir}, ${providerLine(model)}\n`,
+      );
+      await new Promise<void>((resolve) => {
+        const stop = () => resolve();
+        process.once('SIGINT', stop);
+        process.once('SIGTERM', stop);
+      });
+      await app.close();
+    });
+
+  program
+    .command('run')
+    .description('launch a team run and drive it here until it ends or waits for a human review')
+    .argument('<goal>', 'what the team should achieve')
+    .option('-c, --criteria <criterion...>', 'acceptance criteria (one or more)')
+    .option('-f, --follow', 'show phases, turns, tool calls and usage as they happen')
+    .option('--max-iterations <n>', 'maximum executor/reviewer iterations', int('--max-iterations', 1, 50))
+    .option('--timeout-ms <ms>', 'run timeout in milliseconds', int('--timeout-ms', 1000, 7 * 24 * 3600 * 1000))
+    .option('--budget <tokens>', 'total token budget', int('--budget', 1, 1_000_000_000))
+    .option('--model <model>', 'model for every role')
+    .option('--no-human-gate', 'waive the human review gate (recorded in the run)')
+    .option('--idempotency-key <key>', 'launch at most once per key')
+    .option('--as <user>', 'launch as this user (default: TRIAD_USER or the OS account)')
+    .option('--json', 'print JSON lines')
+    .action(async (goal: string, opts) => {
+      const identity = cliIdentity(opts.as);
+      const body = await validateLaunch({
+        goal,
+        acceptanceCriteria: opts.criteria ?? [],
+        ...(opts.maxIterations !== undefined ? { maxIterations: opts.maxIterations } : {}),
+        ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
+        ...(opts.budget !== undefined ? { budget: { totalTokens: opts.budget } } : {}),
+        ...(opts.model ? { team: { architect: { model: opts.model }, executor: { model: opts.model }, reviewer: { model: opts.model } } } : {}),
+        ...(opts.humanGate === false ? { reviewPolicy: { humanGate: false } } : {}),
+        ...(opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey } : {}),
+      });
+      const exit = await withApp(async (app) => {
+        const model = app.get<ModelProvider>(MODEL_PROVIDER);
+        if (!opts.json) process.stderr.write(`${providerLine(model)}\n`);
+        const result = await app.get(CommandBus).execute<LaunchRunCommand, LaunchResult>(new LaunchRunCommand(instanceToPlain(body) as LaunchRunInput, identity, false));
+        if (!opts.json) process.stdout.write(`run ${result.runId} accepted at ${result.acceptedAt}\n`);
+        const live = followRun(app, result.runId, opts);
+        try {
+          await app.get(RunSupervisor).start(result.runId);
+        } finally {
+          live.unsubscribe();
+        }
+        const run = await app.get(QueryBus).execute<GetRunQuery, RunSummary>(new GetRunQuery(result.runId));
+        print(opts.json, run, () => `\n${describeRun(run)}`);
+        return WAITING_OR_DONE.has(run.status) ? EXIT.ok : EXIT.failed;
+      });
+      process.exitCode = exit;
+    });
+
+  const runs = program.command('runs').description('list, show, wait for and cancel runs');
+  runs
+    .command('list', { isDefault: true })
+    .option('--status <status>', 'only runs with this status')
+    .option('--limit <n>', 'at most this many', int('--limit', 1, 10000), 50)
+    .option('--json', 'print JSON')
+    .action(async (opts) => {
+      await withApp(async (app) => {
+        const list = await app.get(QueryBus).execute<ListRunsQuery, RunSummary[]>(new ListRunsQuery(opts.status as RunStatus | undefined, opts.limit));
+        print(opts.json, list, () =>
+          list.length === 0
+            ? 'no runs'
+            : list.map((r) => `${r.runId}  ${r.status.padEnd(15)} ${(r.terminationReason ?? '').padEnd(16)} ${r.startedAt}  ${r.goal.slice(0, 50)}`).join('\n'),
+        );
+      });
+    });
+  runs
+    .command('show')
+    .argument('<runId>')
+    .option('--json', 'print JSON')
+    .action(async (runId: string, opts) => {
+      await withApp(async (app) => {
+        const run = await app.get(QueryBus).execute<GetRunQuery, RunSummary>(new GetRunQuery(runId));
+        print(opts.json, run, () => describeRun(run));
+      });
+    });
+  runs
+    .command('wait')
+    .argument('<runId>')
+    .option('--timeout-ms <ms>', 'how long to wait', int('--timeout-ms', 0, 24 * 3600 * 1000), 30_000)
+    .option('--json', 'print JSON')
+    .action(async (runId: string, opts) => {
+      const exit = await withApp(async (app) => {
+        const deadline = Date.now() + opts.timeoutMs;
+        const queries = app.get(QueryBus);
+        let run = await queries.execute<GetRunQuery, RunSummary>(new GetRunQuery(runId));
+        while (!TERMINAL_STATUSES.has(run.status) && Date.now() < deadline) {
+          await new Promise((r) => setTimeout(r, 100));
+          run = await queries.execute<GetRunQuery, RunSummary>(new GetRunQuery(runId));
+        }
+        const ended = TERMINAL_STATUSES.has(run.status);
+        const status = !ended ? 'timeout' : run.status === 'completed' ? 'ok' : 'error';
+        print(opts.json, { status, runStatus: run.status, terminationReason: run.terminationReason, startedAt: run.startedAt, endedAt: run.endedAt }, () =>
+          `${status}: run ${runId} is ${run.status}${run.terminationReason ? ` (${run.terminationReason})` : ''}`,
+        );
+        return status === 'ok' ? EXIT.ok : status === 'timeout' ? EXIT.timeout : EXIT.failed;
+      });
+      process.exitCode = exit;
+    });
+  runs
+    .command('cancel')
+    .argument('<runId>')
+    .option('--reason <text>', 'why')
+    .option('--as <user>', 'cancel as this user')
+    .option('--json', 'print JSON')
+    .action(async (runId: string, opts) => {
+      await withApp(async (app) => {
+        const result = await app.get(CommandBus).execute(new CancelRunCommand(runId, cliIdentity(opts.as), opts.reason));
+        print(opts.json, result, () => `run ${runId} cancelled`);
+      });
+    });
+
+  const review = program.command('review').description('the human review gate: list pending reviews, approve or reject one');
+  const reviewReason = (raw: string): string => {
+    const reason = String(raw ?? '').trim();
+    if (reason === '' || reason.length > 4000) throw new CliError('--reason must be 1 to 4000 characters, not blank', EXIT.usage);
+    return reason;
+  };
+  review
+    .command('list', { isDefault: true })
+    .description('reviews waiting for a human decision')
+    .option('--json', 'print JSON')
+    .action(async (opts) => {
+      await withApp(async (app) => {
+        const projection = app.get(RunsProjection);
+        await projection.catchUp();
+        const pending = projection
+          .list({ status: 'awaiting_review' })
+          .filter((r) => r.pendingReview)
+          .map((r) => ({ ...r.pendingReview!, runId: r.runId, goal: r.goal, acceptanceCriteria: r.acceptanceCriteria, launchedBy: r.launchedBy }));
+        print(opts.json, pending, () =>
+          pending.length === 0
+            ? 'no pending reviews'
+            : pending.map((r) => `${r.reviewId}  iteration ${r.iteration}  launched by ${r.launchedBy}${r.escalated ? '  ESCALATED' : ''}  ${r.goal.slice(0, 50)}`).join('\n'),
+        );
+      });
+    });
+  review
+    .command('approve')
+    .description('approve the work: the run ends COMPLETED')
+    .argument('<reviewId>')
+    .requiredOption('--reason <text>', 'why (kept in the decision log)')
+    .option('--as <user>', 'decide as this user (default: TRIAD_USER or the OS account)')
+    .option('--json', 'print JSON')
+    .action(async (reviewId: string, opts) => {
+      const decider = { id: cliIdentity(opts.as).id, kind: 'human' as const };
+      const reason = reviewReason(opts.reason);
+      await withApp(async (app) => {
+        const result = await app.get(CommandBus).execute<ApproveReviewCommand, DecisionResult>(new ApproveReviewCommand(reviewId, decider, reason));
+        print(opts.json, result, () => `review ${reviewId} approved: the run is ${result.runStatus}`);
+      });
+    });
+  review
+    .command('reject')
+    .description('reject the work: back to the executor while iterations remain, else the run ends REJECTED')
+    .argument('<reviewId>')
+    .requiredOption('--reason <text>', 'why (sent to the executor, kept in the decision log)')
+    .option('--no-rework', 'end the run REJECTED at once instead of another iteration')
+    .option('--as <user>', 'decide as this user (default: TRIAD_USER or the OS account)')
+    .option('--json', 'print JSON')
+    .action(async (reviewId: string, opts) => {
+      const decider = { id: cliIdentity(opts.as).id, kind: 'human' as const };
+      const reason = reviewReason(opts.reason);
+      await withApp(async (app) => {
+        const result = await app.get(CommandBus).execute<RejectReviewCommand, DecisionResult>(new RejectReviewCommand(reviewId, decider, reason, opts.rework !== false));
+        if (result.runStatus !== 'executing') {
+          print(opts.json, result, () => `review ${reviewId} rejected: the run is ${result.runStatus}`);
+          return;
+        }
+        // Like `triad run`: this process drives the rework until the run ends or waits for review again.
+        const runId = parseReviewId(reviewId)!.runId;
+        if (!opts.json) process.stdout.write(`review ${reviewId} rejected: the executor reworks it\n`);
+        await app.get(RunSupervisor).start(runId);
+        const run = await app.get(QueryBus).execute<GetRunQuery, RunSummary>(new GetRunQuery(runId));
+        print(opts.json, { ...result, run }, () => describeRun(run));
+      });
+    });
+
+  const keys = program.command('keys').description('API keys kept in the event store (only their sha256 is stored)');
+  keys
+    .command('add')
+    .description('add a key (or replace the stored key of that name) and print its secret once')
+    .argument('<name>', 'the key holder: requests with it act as user:<name>')
+    .requiredOption('--roles <roles>', 'operator, reviewer, auditor, admin, joined by + or ,')
+    .option('--as <user>', 'record as added by this user (default: TRIAD_USER or the OS account)')
+    .option('--json', 'print JSON')
+    .action(async (name: string, opts) => {
+      const addedBy = cliIdentity(opts.as).id;
+      validateKeyName(name);
+      const roles = parseKeyRoles(opts.roles);
+      await withApp(async (app) => {
+        const added = await app.get(CommandBus).execute<AddApiKeyCommand, AddedApiKey>(new AddApiKeyCommand(name, roles, addedBy));
+        print(opts.json, added, () =>
+          `${added.replaced ? 'replaced' : 'added'} key '${added.name}' (${added.roles.join('+')})\nsecret (shown only now): ${added.secret}`,
+        );
+      });
+    });
+  keys
+    .command('list')
+    .description('stored keys: names and roles, never secrets')
+    .option('--json', 'print JSON')
+    .action(async (opts) => {
+      await withApp(async (app) => {
+        const state = foldApiKeys(await app.get<EventStore>(EVENT_STORE).readStream(API_KEYS_STREAM));
+        const list = [...state.keys.values()].map(({ name, roles, addedBy, at }) => ({ name, roles, addedBy, at }));
+        print(opts.json, list, () => (list.length === 0 ? 'no stored keys' : list.map((k) => `${k.name}  ${k.roles.join('+')}  added by ${k.addedBy} at ${k.at}`).join('\n')));
+      });
+    });
+
+  program
+    .command('replay')
+    .description("rebuild a run's context from its events and print a turn-by-turn transcript")
+    .argument('<runId>')
+    .option('--revision <n>', "stop at this revision of the run's stream", int('--revision', 0, Number.MAX_SAFE_INTEGER))
+    .option('--json', 'print the rebuilt context as JSON')
+    .action(async (runId: string, opts) => {
+      await withApp(async (app) => {
+        const store = app.get<EventStore>(EVENT_STORE);
+        const history = await loadRunHistory(store, runId, opts.revision);
+        if (history.length === 0) throw new CliError(`run ${runId} not found`, EXIT.notFound);
+        const { state, completeness } = replayRun(history, runId, opts.revision);
+        const context = contextOf(state, completeness);
+        print(opts.json, context, () => transcript(history, context, opts.revision));
+      });
+    });
+
+  program
+    .command('resume')
+    .description('resume a suspended or crashed run and drive it here')
+    .argument('<runId>')
+    .option('--follow', 'show events as they happen')
+    .option('--as <user>', 'act as this user')
+    .option('--json', 'print JSON')
+    .action(async (runId: string, opts) => {
+      process.exitCode = await withApp(async (app) => {
+        const live = followRun(app, runId, opts);
+        try {
+          await app.get(CommandBus).execute(new ResumeRunCommand(runId, cliIdentity(opts.as)));
+          await app.get(RunSupervisor).start(runId);
+        } finally {
+          live.unsubscribe();
+        }
+        const run = await app.get(QueryBus).execute<GetRunQuery, RunSummary>(new GetRunQuery(runId));
+        print(opts.json, run, () => `\n${describeRun(run)}`);
+        return WAITING_OR_DONE.has(run.status) ? EXIT.ok : EXIT.failed;
+      });
+    });
+
+  program
+    .command('fork')
+    .description('start a new run from run X at turn N, optionally with another model or prompt')
+    .argument('<runId>')
+    .requiredOption('--turn <n>', 'fork after this many model turns', int('--turn', 0, 10_000_000))
+    .option('--model <model>', 'model for every role of the fork')
+    .option('--role-model <role=model...>', 'model for one role, e.g. executor=claude-opus-4-5')
+    .option('--role-prompt <role=prompt...>', 'system prompt for one role')
+    .option('--follow', 'drive the fork here and show events as they happen')
+    .option('--as <user>', 'act as this user')
+    .option('--json', 'print JSON')
+    .action(async (runId: string, opts) => {
+      const team: Record<string, { model?: string; systemPrompt?: string }> = {};
+      const set = (role: string, key: 'model' | 'systemPrompt', value: string) => ((team[role] ??= {})[key] = value);
+      if (opts.model) for (const r of ['architect', 'executor', 'reviewer']) set(r, 'model', opts.model);
+      for (const pair of (opts.roleModel ?? []) as string[]) {
+        const i = pair.indexOf('=');
+        if (i <= 0) throw new CliError(`--role-model expects role=model, got '${pair}'`, EXIT.usage);
+        set(pair.slice(0, i), 'model', pair.slice(i + 1));
+      }
+      for (const pair of (opts.rolePrompt ?? []) as string[]) {
+        const i = pair.indexOf('=');
+        if (i <= 0) throw new CliError(`--role-prompt expects role=prompt, got '${pair}'`, EXIT.usage);
+        set(pair.slice(0, i), 'systemPrompt', pair.slice(i + 1));
+      }
+      process.exitCode = await withApp(async (app) => {
+        const overrides = validateOverrides(Object.keys(team).length ? { team } : undefined);
+        const result = await app.get(CommandBus).execute<ForkRunCommand, ForkResult>(new ForkRunCommand(runId, opts.turn, overrides, cliIdentity(opts.as)));
+        if (!opts.json) process.stdout.write(`fork ${result.runId} of ${runId} at turn ${opts.turn} (${result.workspaceNote})\n`);
+        const live = followRun(app, result.runId, opts);
+        try {
+          await app.get(RunSupervisor).start(result.runId);
+        } finally {
+          live.unsubscribe();
+        }
+        const run = await app.get(QueryBus).execute<GetRunQuery, RunSummary>(new GetRunQuery(result.runId));
+        print(opts.json, { ...result, run }, () => `\n${describeRun(run)}`);
+        return WAITING_OR_DONE.has(run.status) ? EXIT.ok : EXIT.failed;
+      });
+    });
+
+  const decisions = program.command('decisions').description('the tamper-evident decision log: list, verify, export');
+  const decisionFilter = (opts: { run?: string; decider?: string; outcome?: string; from?: string; to?: string }) => {
+    try {
+      return parseDecisionFilter({ runId: opts.run, decider: opts.decider, outcome: opts.outcome, from: opts.from, to: opts.to });
+    } catch (err) {
+      throw err instanceof InvalidDecisionFilterError ? new CliError(err.message, EXIT.usage) : err;
+    }
+  };
+  const withDecisionFilters = (cmd: Command) =>
+    cmd
+      .option('--run <runId>', 'only decisions of this run')
+      .option('--decider <identity>', 'only decisions by this decider (user:<name> or system)')
+      .addOption(new Option('--outcome <outcome>', 'only this outcome').choices(DECISION_OUTCOMES))
+      .option('--from <time>', 'decided at or after (ISO 8601 date or date-time with a zone)')
+      .option('--to <time>', 'decided at or before (ISO 8601 date or date-time with a zone)');
+  withDecisionFilters(decisions.command('list', { isDefault: true }).description('decisions in log order (seq)'))
+    .option('--limit <n>', 'at most this many', int('--limit', 1, 10_000_000), 1000)
+    .option('--json', 'print JSON')
+    .action(async (opts) => {
+      const filter = decisionFilter(opts);
+      await withApp(async (app) => {
+        const list = await app.get(DecisionLogService).list(filter, { limit: opts.limit });
+        print(opts.json, list, () =>
+          list.length === 0
+            ? 'no decisions'
+            : list
+                .map((d) => `#${d.seq}  ${d.decidedAt}  ${d.outcome.padEnd(9)} ${d.decider.padEnd(20)} ${d.reviewId}  ${d.reason.replace(/\s+/g, ' ').slice(0, 60)}`)
+                .join('\n'),
+        );
+      });
+    });
+  decisions
+    .command('verify')
+    .description('check the hash chain against the event store; exit 1 when a record was altered, removed, reordered or inserted')
+    .option('--json', 'print JSON')
+    .action(async (opts) => {
+      process.exitCode = await withApp(async (app) => {
+        const result = await app.get(DecisionLogService).verify();
+        const bad = result.firstBadRecord;
+        print(opts.json, result, () =>
+          bad
+            ? `decision log NOT intact: record ${bad.seq} (decision ${bad.decisionId ?? 'unknown'}) ${bad.problem}: ${bad.detail}\n${result.checked} record(s) before it verified`
+            : `decision log intact: ${result.checked} record(s) verified against the event store`,
+        );
+        return result.ok ? EXIT.ok : EXIT.failed;
+      });
+    });
+  withDecisionFilters(decisions.command('export').description('every decision as NDJSON (default) or CSV'))
+    .addOption(new Option('--format <format>', 'ndjson | csv').choices(['ndjson', 'csv']).default('ndjson'))
+    .option('--out <file>', 'write to this file (default: stdout)')
+    .action(async (opts) => {
+      const filter = decisionFilter(opts);
+      await withApp(async (app) => {
+        const records = await app.get(DecisionLogService).export(filter);
+        if (!opts.out) {
+          await writeExport(records, opts.format, process.stdout);
+          return;
+        }
+        // Opened here so a bad path fails at once, with its error.
+        const file = createWriteStream('', { fd: openSync(opts.out, 'w') });
+        const closed = new Promise<void>((resolve, reject) => file.once('close', resolve).once('error', reject));
+        closed.catch(() => undefined);
+        const n = await writeExport(records, opts.format, file);
+        file.end();
+        await closed;
+        process.stderr.write(`${n} decision(s) written to ${opts.out}\n`);
+      });
+    });
+
+  const approvals = program.command('approvals').description('risky tool calls waiting for a human: list, approve or reject one');
+  const approvalReason = (raw: string | undefined, required: boolean): string | undefined => {
+    const reason = String(raw ?? '').trim();
+    if ((required || raw !== undefined) && (reason === '' || reason.length > 4000)) throw new CliError('--reason must be 1 to 4000 characters, not blank', EXIT.usage);
+    return reason || undefined;
+  };
+  /** After a decision that frees the run: drive it here, like `triad review reject`, until it ends or waits again. */
+  const afterApprovalDecision = async (app: INestApplicationContext, result: ApprovalResult, json: boolean, verb: string) => {
+    if (result.runStatus === 'awaiting_approval' || TERMINAL_STATUSES.has(result.runStatus as RunStatus)) {
+      print(json, result, () => `approval ${result.approvalId} ${verb}: the run is ${result.runStatus}`);
+      return;
+    }
+    if (!json) process.stdout.write(`approval ${result.approvalId} ${verb}: the run continues\n`);
+    await app.get(RunSupervisor).start(result.runId);
+    const run = await app.get(QueryBus).execute<GetRunQuery, RunSummary>(new GetRunQuery(result.runId));
+    print(json, { ...result, run }, () => describeRun(run));
+  };
+  approvals
+    .command('list', { isDefault: true })
+    .description('tool calls waiting for a human decision')
+    .option('--run <runId>', 'only this run')
+    .option('--json', 'print JSON')
+    .action(async (opts) => {
+      await withApp(async (app) => {
+        const projection = app.get(RunsProjection);
+        await projection.catchUp();
+        const pending = projection
+          .list({ status: 'awaiting_approval' })
+          .filter((r) => !opts.run || r.runId === opts.run)
+          .flatMap((r) => (r.pendingApprovals ?? []).map((a) => ({ ...a, runId: r.runId, goal: r.goal, launchedBy: r.launchedBy })));
+        print(opts.json, pending, () =>
+          pending.length === 0
+            ? 'no tool calls waiting for approval'
+            : pending
+                .map((a) => `${a.approvalId}  ${a.role} #${a.turn}  ${a.tool} ${JSON.stringify(a.input).slice(0, 80)}  launched by ${a.launchedBy}${a.timeout ? `  (${a.timeout.policy} at ${a.timeout.dueAt})` : ''}`)
+                .join('\n'),
+        );
+      });
+    });
+  approvals
+    .command('approve')
+    .description('let the tool call run')
+    .argument('<approvalId>')
+    .option('--reason <text>', 'why (recorded in the run)')
+    .option('--as <user>', 'decide as this user (default: TRIAD_USER or the OS account)')
+    .option('--json', 'print JSON')
+    .action(async (approvalId: string, opts) => {
+      const approver = { id: cliIdentity(opts.as).id, kind: 'human' as const };
+      const reason = approvalReason(opts.reason, false) ?? 'approved';
+      if (!parseApprovalId(approvalId)) throw new CliError(`approval ${approvalId} not found`, EXIT.notFound);
+      await withApp(async (app) => {
+        const result = await app.get(CommandBus).execute<ApproveToolCallCommand, ApprovalResult>(new ApproveToolCallCommand(approvalId, approver, reason));
+        await afterApprovalDecision(app, result, opts.json, 'approved');
+      });
+    });
+  approvals
+    .command('reject')
+    .description('refuse the tool call: the agent is told "rejected by user: <reason>"')
+    .argument('<approvalId>')
+    .requiredOption('--reason <text>', 'why (sent to the agent, recorded in the run)')
+    .option('--as <user>', 'decide as this user (default: TRIAD_USER or the OS account)')
+    .option('--json', 'print JSON')
+    .action(async (approvalId: string, opts) => {
+      const approver = { id: cliIdentity(opts.as).id, kind: 'human' as const };
+      const reason = approvalReason(opts.reason, true)!;
+      if (!parseApprovalId(approvalId)) throw new CliError(`approval ${approvalId} not found`, EXIT.notFound);
+      await withApp(async (app) => {
+        const result = await app.get(CommandBus).execute<RejectToolCallCommand, ApprovalResult>(new RejectToolCallCommand(approvalId, approver, reason));
+        await afterApprovalDecision(app, result, opts.json, 'rejected');
+      });
+    });
+
+  program
+    .command('bench')
+    .description(`run benchmarks: ${Object.keys(SUITES).join(', ')} or all (docs/BENCHMARKS.md)`)
+    .argument('[suite]', `${Object.keys(SUITES).join(' | ')} | all`, 'all')
+    .allowUnknownOption(false)
+    .addOption(new Option('--runs <n>', 'repetitions per scenario (median reported)').argParser(int('--runs', 1, 100)))
+    .option('--turns <n>', 'turns for the turns/replay suites', int('--turns', 1, 10_000_000))
+    .option('--json', 'print one JSON line per suite')
+    .action(async (suite: string, opts) => {
+      process.exitCode = await runBenchCommand(suite, opts);
+    });
+
+  return program;
+}
+
+export function exitCodeOf(err: unknown): number {
+  if (err instanceof CliError) return err.exitCode;
+  if (err instanceof ConfigError || err instanceof InvalidLaunchError || err instanceof InvalidAppendError || err instanceof InvalidApiKeyError) return EXIT.usage;
+  if (err instanceof IdempotencyKeyConflictError || err instanceof EventIdConflictError) return EXIT.conflict;
+  if (err instanceof HttpException) {
+    const s = err.getStatus();
+    return s === 404 ? EXIT.notFound : s === 409 ? EXIT.conflict : s === 403 ? EXIT.forbidden : s < 500 ? EXIT.usage : EXIT.failed;
+  }
+  return EXIT.failed;
+}
+
+async function main(argv: string[]): Promise<void> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv);
+  } catch (err) {
+    const e = err as { code?: string; exitCode?: number; message?: string };
+    if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.code === 'commander.help') {
+      process.exitCode = 0;
+      return;
+    }
+    if (e.code?.startsWith('commander.')) {
+      process.exitCode = EXIT.usage;
+      return;
+    }
+    process.stderr.write(`triad: ${(err as Error).message}\n`);
+    process.exitCode = exitCodeOf(err);
+  }
+}
+
+if (require.main === module) {
+  void main(process.argv);
+}
+
+export { EVENT_STORE };
+export type { EventStore };

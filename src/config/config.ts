@@ -1,0 +1,135 @@
+import { resolve } from 'node:path';
+
+/**
+ * All configuration comes from the environment (SPEC §8), read and validated in this one place.
+ * Secrets are kept here and never logged: `describeConfig` prints a redacted view.
+ */
+
+export type StoreKind = 'sqlite' | 'postgres' | 'esdb' | 'memory';
+export type ModelKind = 'offline' | 'anthropic';
+
+export interface ApiKeyEntry {
+  name: string;
+  roles: string[];
+  secret: string;
+}
+
+export interface TriadConfig {
+  dataDir: string;
+  store: StoreKind;
+  pgUrl?: string;
+  esdbUrl?: string;
+  port: number;
+  host: string;
+  apiKeys: ApiKeyEntry[];
+  model: ModelKind;
+  anthropicApiKey?: string;
+  anthropicBaseUrl?: string;
+  /** PostgreSQL schema holding triad's tables (default `public`). */
+  pgSchema?: string;
+  /** Run leases: how long one lasts without a heartbeat. */
+  leaseTtlMs: number;
+  /** How often `triad serve` looks for runs to recover. */
+  recoveryIntervalMs: number;
+  /** How often review timeouts are checked. */
+  reviewTimerIntervalMs: number;
+  /** A checkpoint every N model turns (and at every phase boundary). */
+  checkpointEveryTurns: number;
+}
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+export const VALID_ROLES = ['operator', 'reviewer', 'auditor', 'admin'] as const;
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): TriadConfig {
+  const store = (env.TRIAD_STORE || 'sqlite') as StoreKind;
+  if (!['sqlite', 'postgres', 'esdb', 'memory'].includes(store)) {
+    throw new ConfigError(`TRIAD_STORE must be sqlite, postgres or esdb, got '${store}'`);
+  }
+  if (store === 'postgres' && !env.TRIAD_PG_URL) throw new ConfigError('TRIAD_STORE=postgres needs TRIAD_PG_URL');
+  if (store === 'esdb' && !env.TRIAD_ESDB_URL) throw new ConfigError('TRIAD_STORE=esdb needs TRIAD_ESDB_URL');
+  const port = env.TRIAD_PORT === undefined || env.TRIAD_PORT === '' ? 3000 : Number(env.TRIAD_PORT);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`TRIAD_PORT must be a port number, got '${env.TRIAD_PORT}'`);
+  const requested = env.TRIAD_MODEL;
+  if (requested !== undefined && requested !== '' && requested !== 'offline' && requested !== 'anthropic') {
+    throw new ConfigError(`TRIAD_MODEL must be offline or anthropic, got '${requested}'`);
+  }
+  const anthropicApiKey = env.ANTHROPIC_API_KEY || undefined;
+  if (requested === 'anthropic' && !anthropicApiKey) throw new ConfigError('TRIAD_MODEL=anthropic needs ANTHROPIC_API_KEY');
+  const model: ModelKind = requested === 'offline' || !anthropicApiKey ? 'offline' : 'anthropic';
+  return {
+    dataDir: resolve(env.TRIAD_DATA_DIR || './.triad'),
+    store,
+    pgUrl: env.TRIAD_PG_URL || undefined,
+    esdbUrl: env.TRIAD_ESDB_URL || undefined,
+    port,
+    host: env.TRIAD_HOST || '127.0.0.1',
+    apiKeys: parseApiKeys(env.TRIAD_API_KEYS ?? ''),
+    model,
+    anthropicApiKey,
+    anthropicBaseUrl: env.ANTHROPIC_BASE_URL || undefined,
+    pgSchema: env.TRIAD_PG_SCHEMA || undefined,
+    leaseTtlMs: intEnv(env, 'TRIAD_LEASE_TTL_MS', 15_000, 100),
+    recoveryIntervalMs: intEnv(env, 'TRIAD_RECOVERY_INTERVAL_MS', 5_000, 0),
+    reviewTimerIntervalMs: intEnv(env, 'TRIAD_REVIEW_TIMER_MS', 1_000, 0),
+    checkpointEveryTurns: intEnv(env, 'TRIAD_CHECKPOINT_EVERY_TURNS', 100, 1),
+  };
+}
+
+function intEnv(env: NodeJS.ProcessEnv, name: string, def: number, min: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return def;
+  if (!/^\d+$/.test(raw) || Number(raw) < min) throw new ConfigError(`${name} must be a whole number ≥ ${min}, got '${raw}'`);
+  return Number(raw);
+}
+
+/** `name:role+role:secret` entries separated by commas. */
+export function parseApiKeys(text: string): ApiKeyEntry[] {
+  const entries: ApiKeyEntry[] = [];
+  for (const raw of text.split(',').map((s) => s.trim()).filter(Boolean)) {
+    const first = raw.indexOf(':');
+    const second = raw.indexOf(':', first + 1);
+    if (first <= 0 || second <= first + 1 || second === raw.length - 1) {
+      throw new ConfigError(`TRIAD_API_KEYS entry ${entries.length + 1} is not name:role+role:secret`);
+    }
+    const name = raw.slice(0, first);
+    const roles = raw.slice(first + 1, second).split('+');
+    const secret = raw.slice(second + 1);
+    for (const r of roles) {
+      if (!(VALID_ROLES as readonly string[]).includes(r)) {
+        throw new ConfigError(`TRIAD_API_KEYS entry '${name}' has unknown role '${r}' (roles: ${VALID_ROLES.join(', ')})`);
+      }
+    }
+    if (!/^[A-Za-z0-9_.@-]{1,64}$/.test(name)) throw new ConfigError(`TRIAD_API_KEYS entry name '${name}' is not valid`);
+    if (secret.length < 8) throw new ConfigError(`TRIAD_API_KEYS entry '${name}' has a secret shorter than 8 characters`);
+    entries.push({ name, roles, secret });
+  }
+  return entries;
+}
+
+/** A view safe to print: no secrets, URLs without passwords. */
+export function describeConfig(c: TriadConfig): Record<string, unknown> {
+  return {
+    dataDir: c.dataDir,
+    store: c.store,
+    pgUrl: c.pgUrl ? redactUrl(c.pgUrl) : undefined,
+    esdbUrl: c.esdbUrl ? redactUrl(c.esdbUrl) : undefined,
+    port: c.port,
+    host: c.host,
+    apiKeys: c.apiKeys.map((k) => `${k.name}:${k.roles.join('+')}`),
+    model: c.model,
+    anthropicBaseUrl: c.anthropicBaseUrl,
+  };
+}
+
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '<unparseable url>';
+  }
+}

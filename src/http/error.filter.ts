@@ -1,0 +1,60 @@
+import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, HttpStatus, Logger } from '@nestjs/common';
+import type { Response } from 'express';
+import { EventIdConflictError, EventTooLargeError, InvalidAppendError, WrongExpectedRevisionError } from '../events/errors';
+import { IdempotencyKeyConflictError, InvalidLaunchError } from '../team/launch';
+
+/** Domain errors that map to a client error; anything else is a 500 with no detail. */
+const CLIENT_ERRORS: Array<[new (...args: never[]) => Error, number]> = [
+  [InvalidLaunchError, HttpStatus.BAD_REQUEST],
+  [InvalidAppendError, HttpStatus.BAD_REQUEST],
+  [EventTooLargeError, HttpStatus.BAD_REQUEST],
+  [IdempotencyKeyConflictError, HttpStatus.CONFLICT],
+  [EventIdConflictError, HttpStatus.CONFLICT],
+  [WrongExpectedRevisionError, HttpStatus.CONFLICT],
+];
+
+const REASON: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  409: 'Conflict',
+  413: 'Payload Too Large',
+  415: 'Unsupported Media Type',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
+};
+
+/** Every error leaves as JSON `{statusCode, error, message}` (SPEC §6). */
+@Catch()
+export class ErrorFilter implements ExceptionFilter {
+  private readonly logger = new Logger('HTTP');
+
+  static register(type: new (...args: never[]) => Error, status: number): void {
+    CLIENT_ERRORS.push([type, status]);
+  }
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const res = host.switchToHttp().getResponse<Response>();
+    const { statusCode, message } = this.describe(exception);
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    res.status(statusCode).json({ statusCode, error: REASON[statusCode] ?? 'Error', message });
+  }
+
+  private describe(exception: unknown): { statusCode: number; message: string | string[] } {
+    if (exception instanceof HttpException) {
+      const body = exception.getResponse();
+      const message = typeof body === 'string' ? body : ((body as { message?: string | string[] }).message ?? exception.message);
+      return { statusCode: exception.getStatus(), message };
+    }
+    for (const [type, status] of CLIENT_ERRORS) {
+      if (exception instanceof type) return { statusCode: status, message: exception.message };
+    }
+    this.logger.error(exception instanceof Error ? (exception.stack ?? exception.message) : String(exception));
+    return { statusCode: 500, message: 'internal error' };
+  }
+}

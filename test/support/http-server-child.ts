@@ -1,0 +1,105 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+
+/**
+ * The real HTTP app (`createHttpApp`, as `triad serve` builds it) in a child Node process, from the
+ * `dist/` build jest's globalSetup compiles: NestJS 12 ships ES modules only, which jest's CommonJS
+ * runtime cannot load on Node 20 (plain Node can). The child listens on an ephemeral port, reports
+ * it on stdout, and exits when the test process goes away (its stdin closes).
+ */
+
+export const BOOTSTRAP = resolve(__dirname, '..', '..', 'dist', 'http', 'bootstrap.js');
+
+const SERVER_SCRIPT = `
+const { createHttpApp } = require(process.env.E2E_BOOTSTRAP);
+(async () => {
+  const app = await createHttpApp({ logger: JSON.parse(process.env.E2E_LOG_LEVELS) });
+  await app.listen(0, '127.0.0.1');
+  process.stdout.write(JSON.stringify({ port: app.getHttpServer().address().port }) + '\\n');
+  process.stdin.on('end', () => process.exit(0));
+  process.stdin.resume();
+})().catch((err) => {
+  process.stderr.write(String((err && err.stack) || err) + '\\n');
+  process.exit(1);
+});
+`;
+
+export interface ServerChild {
+  /** e.g. `http://127.0.0.1:41234` */
+  url: string;
+  readonly stdout: string;
+  readonly stderr: string;
+  /** SIGTERM (the app closes its store), SIGKILL after `graceMs`. */
+  stop(): Promise<void>;
+}
+
+export interface SpawnOptions {
+  startTimeoutMs?: number;
+  /** How long SIGTERM may take before SIGKILL. */
+  graceMs?: number;
+  /** Nest log levels of the app; tests that read its `log` lines ask for them. */
+  logLevels?: Array<'error' | 'warn' | 'log'>;
+}
+
+export async function spawnHttpServer(env: NodeJS.ProcessEnv, options: SpawnOptions = {}): Promise<ServerChild> {
+  const { startTimeoutMs = 30_000, graceMs = 10_000, logLevels = ['error', 'warn'] } = options;
+  if (!existsSync(BOOTSTRAP)) throw new Error(`${BOOTSTRAP} is missing: build first (jest's globalSetup runs tsc -p tsconfig.build.json)`);
+  const child = spawn(process.execPath, ['-e', SERVER_SCRIPT], { env: { ...env, E2E_BOOTSTRAP: BOOTSTRAP, E2E_LOG_LEVELS: JSON.stringify(logLevels) }, stdio: ['pipe', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  let port: number;
+  try {
+    port = await new Promise<number>((resolvePort, reject) => {
+      const timer = setTimeout(() => reject(new Error(`the server did not start within ${startTimeoutMs} ms\n${stderr}`)), startTimeoutMs);
+      child.stdout!.on('data', () => {
+        const line = stdout.split('\n').find((l) => l.startsWith('{"port":'));
+        if (line) {
+          clearTimeout(timer);
+          resolvePort(JSON.parse(line).port as number);
+        }
+      });
+      child.once('exit', (code, signal) => {
+        clearTimeout(timer);
+        reject(new Error(`the server exited (${code ?? signal}) before listening\n${stderr}`));
+      });
+    });
+  } catch (err) {
+    await stopChild(child, graceMs);
+    throw err;
+  }
+  return {
+    url: `http://127.0.0.1:${port}`,
+    get stdout() {
+      return stdout;
+    },
+    get stderr() {
+      return stderr;
+    },
+    stop: () => stopChild(child, graceMs),
+  };
+}
+
+export async function stopChild(child: ChildProcess, graceMs: number): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolveExit) => child.once('exit', () => resolveExit()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  await exited;
+  clearTimeout(timer);
+  child.stdin?.destroy();
+}
+
+/** A response read whole: its JSON body when it has one. */
+export async function readReply<T>(res: Response): Promise<{ status: number; headers: Headers; body: T; text: string }> {
+  const text = await res.text();
+  let body: unknown;
+  try {
+    body = text === '' ? undefined : JSON.parse(text);
+  } catch {
+    body = undefined;
+  }
+  return { status: res.status, headers: res.headers, body: body as T, text };
+}
