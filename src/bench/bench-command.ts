@@ -1,0 +1,66 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../config/config';
+import { runDecisionsBench } from './decisions.bench';
+import { runDispatchBench } from './dispatch.bench';
+import { runReplayBench } from './replay.bench';
+import { runStoreBench } from './store.bench';
+import { runTurnsBench } from './turns.bench';
+
+export interface BenchCommandOptions {
+  runs?: number;
+  turns?: number;
+  json?: boolean;
+}
+
+type Suite = (opts: BenchCommandOptions, log: (line: string) => void, scratch: string) => Promise<unknown>;
+
+/** Benchmark suites by name; `all` runs every one. Each prints its machine, inputs and medians. */
+export const SUITES: Record<string, Suite> = {
+  store: async (opts, log, scratch) => {
+    const config = loadConfig();
+    const pgUrl = config.pgUrl ?? process.env.TRIAD_PG_URL;
+    return runStoreBench({ runs: opts.runs ?? 5, stores: pgUrl ? ['sqlite', 'postgres'] : ['sqlite'], pgUrl, dataDir: scratch, log });
+  },
+  turns: async (opts, log, scratch) => {
+    const config = loadConfig();
+    return runTurnsBench({
+      turns: opts.turns,
+      runs: opts.runs,
+      store: config.store,
+      pgUrl: config.pgUrl,
+      checkpointEveryTurns: config.checkpointEveryTurns,
+      dataDir: scratch,
+      log,
+    });
+  },
+  decisions: async (opts, log, scratch) => {
+    const config = loadConfig();
+    return runDecisionsBench({ runs: opts.runs, pgUrl: config.pgUrl, dataDir: scratch, log });
+  },
+  replay: async (opts, log, scratch) => runReplayBench({ turns: opts.turns, runs: opts.runs, dataDir: scratch, log }),
+  dispatch: async (opts, log, scratch) => runDispatchBench({ runs: opts.runs, dataDir: scratch, log }),
+};
+
+export async function runBenchCommand(suite: string, opts: BenchCommandOptions): Promise<number> {
+  const names = suite === 'all' ? Object.keys(SUITES) : [suite];
+  for (const name of names) {
+    if (!SUITES[name]) {
+      process.stderr.write(`triad: unknown benchmark suite '${name}' (suites: ${Object.keys(SUITES).join(', ')}, all)\n`);
+      return 2;
+    }
+  }
+  for (const name of names) {
+    const scratch = mkdtempSync(join(tmpdir(), `triad-bench-${name}-`));
+    // With --json, progress goes to stderr so stdout holds only the result line.
+    const log = (line: string) => (opts.json ? process.stderr : process.stdout).write(`${line}\n`);
+    try {
+      const result = await SUITES[name](opts, log, scratch);
+      if (opts.json) process.stdout.write(`${JSON.stringify({ suite: name, ...(result as object) })}\n`);
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,99 @@
+import Database from 'better-sqlite3';
+import { closeSync, fdatasyncSync, mkdirSync, openSync, rmSync, writeSync } from 'node:fs';
+import { cpus, platform, release, totalmem, arch } from 'node:os';
+import { join } from 'node:path';
+import { Client } from 'pg';
+
+/** Shared by the benchmarks: what machine a figure came from, and how fast its disk can sync. */
+
+export interface MachineInfo {
+  cpuModel: string;
+  cores: number;
+  totalMemoryGiB: number;
+  platform: string;
+  osRelease: string;
+  arch: string;
+  nodeVersion: string;
+}
+
+export function machineInfo(): MachineInfo {
+  const cpuList = cpus();
+  return {
+    cpuModel: cpuList[0]?.model.trim() ?? 'unknown',
+    cores: cpuList.length,
+    totalMemoryGiB: Math.round((totalmem() / 1024 ** 3) * 10) / 10,
+    platform: platform(),
+    osRelease: release(),
+    arch: arch(),
+    nodeVersion: process.version,
+  };
+}
+
+export interface FdatasyncRate {
+  /** Directory measured: the one the benchmark writes its databases to. */
+  dir: string;
+  syncsPerSecond: number;
+  bytesPerWrite: number;
+  durationMs: number;
+}
+
+/**
+ * The ceiling for durable single-event commits: a loop of a small write plus fdatasync on one
+ * file in `dir`, for about `durationMs`. A store that syncs once per commit cannot beat it.
+ */
+export function measureFdatasyncRate(dir: string, durationMs = 1000, bytesPerWrite = 512): FdatasyncRate {
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `fdatasync-probe-${process.pid}.bin`);
+  const fd = openSync(file, 'w');
+  const buffer = Buffer.alloc(bytesPerWrite, 0x61);
+  let syncs = 0;
+  const started = process.hrtime.bigint();
+  let elapsedMs = 0;
+  try {
+    while (elapsedMs < durationMs) {
+      writeSync(fd, buffer, 0, buffer.length, (syncs % 8) * bytesPerWrite);
+      fdatasyncSync(fd);
+      syncs++;
+      elapsedMs = Number(process.hrtime.bigint() - started) / 1e6;
+    }
+  } finally {
+    closeSync(fd);
+    rmSync(file, { force: true });
+  }
+  return { dir, syncsPerSecond: Math.round((syncs / elapsedMs) * 1000), bytesPerWrite, durationMs: Math.round(elapsedMs) };
+}
+
+export function sqliteVersion(): string {
+  const db = new Database(':memory:');
+  try {
+    return (db.prepare('SELECT sqlite_version() AS v').get() as { v: string }).v;
+  } finally {
+    db.close();
+  }
+}
+
+export async function postgresServerVersion(url: string): Promise<string> {
+  const client = new Client({ connectionString: url, connectionTimeoutMillis: 5000 });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ server_version: string }>('SHOW server_version');
+    return rows[0].server_version;
+  } finally {
+    await client.end();
+  }
+}
+
+export interface Summary {
+  median: number;
+  min: number;
+  max: number;
+  samples: number[];
+}
+
+/** Median with min and max of repeated runs; the median is what benchmarks report. */
+export function summarise(samples: number[]): Summary {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  const median = sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+  return { median: Math.round(median), min: Math.round(sorted[0]), max: Math.round(sorted[sorted.length - 1]), samples: samples.map(Math.round) };
+}

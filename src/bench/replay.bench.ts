@@ -1,0 +1,555 @@
+import { createHash } from 'node:crypto';
+import { mkdirSync, rmSync, statSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
+import { deserializeRunState, restoreCheckpoint, takeCheckpoint, type Checkpoint } from '../checkpoint/checkpoint';
+import { SqliteCheckpointStore } from '../checkpoint/checkpoint-stores';
+import type { NewEvent, RecordedEvent } from '../events/event-store.port';
+import { SqliteEventStore } from '../events/sqlite.event-store';
+import { canonicalJson, sha256Hex } from '../shared/canonical-json';
+import { agentLoopMachine } from '../team/domain/agent-loop.machine';
+import { pureTransition } from '../team/domain/pure-transition';
+import { nextAction } from '../team/domain/next-action';
+import { agentIdentity, toRunStreamId, type TeamRunEvent } from '../team/domain/run-events';
+import { foldRun, initialRunState, type RunState } from '../team/domain/run-state';
+import { teamRunMachine } from '../team/domain/team-run.machine';
+import { buildRunLaunched } from '../team/launch';
+import { ROLE_PROMPTS } from '../team/prompts';
+import { loadRunState } from '../team/run-driver';
+import { machineInfo, sqliteVersion, type MachineInfo } from './machine';
+
+/**
+ * Replay and checkpoints (`npm run bench -- replay`): how fast a run's context is rebuilt from its
+ * events, and how fast a run resumes from a checkpoint, as the history grows.
+ *
+ * For each history length (default 1,000, 10,000 and 100,000 executor turns) one run is written
+ * straight into a SQLite store — events built through the domain types, four per turn
+ * (ModelCallStarted, ModelCallCompleted with ~400 bytes of content, ToolCallRequested,
+ * ToolCallCompleted with a ~400-byte or short result), appended in batches of 1,000 — then:
+ *
+ * - full replay = `loadRunState` without checkpoints: read every event (SQLite rows, JSON.parse)
+ *   and fold it; split into read and fold, and the fold into the two xstate machines' transitions;
+ * - checkpoint resume = `loadRunState` with a checkpoint taken 10 turns before the end: load and
+ *   parse the checkpoint, verify its content hash, restore it, read and fold the 40-event tail;
+ *   split the same way, with the checkpoint's size;
+ * - the same resume with the conversation bounded to its last 64 messages, which is what a
+ *   compacted context would hold: the cost of everything in a checkpoint but the conversation.
+ *
+ * Medians of several repetitions. Figures and their reading: docs/BENCHMARKS.md.
+ */
+
+export interface ReplayBenchOptions {
+  /** One history length (`--turns`); default: 1,000, 10,000 and 100,000. */
+  turns?: number;
+  lengths?: number[];
+  /** Repetitions per length; the median is reported. Default 5 (3 at 100,000 turns and above). */
+  runs?: number;
+  /** Scratch directory: one database per length is created (and removed) under it. */
+  dataDir: string;
+  log: (line: string) => void;
+}
+
+export interface Stats {
+  median: number;
+  min: number;
+  max: number;
+  samples: number[];
+}
+
+export interface ReplayAtLength {
+  turns: number;
+  events: number;
+  /** Size of the SQLite database (events + the checkpoint). */
+  storeBytes: number;
+  buildMs: number;
+  replay: {
+    ms: Stats;
+    eventsPerSec: number;
+    /** Reading the rows from SQLite (no JSON parsing). */
+    readRowsMs: Stats;
+    /** JSON.parse of data and metadata, envelope building (what readStream adds to the rows). */
+    decodeMs: Stats;
+    /** foldRun over the decoded events. */
+    foldMs: Stats;
+    /** Of the fold: the team-run and agent-loop machines' transitions alone. */
+    machinesMs: Stats;
+    /** The same transitions made only for events a machine handles (what skipping the others would cost). */
+    machinesHandledOnlyMs: Stats;
+    foldEventsPerSec: number;
+  };
+  checkpoint: {
+    revision: number;
+    tailEvents: number;
+    /** JSON bytes of the stored checkpoint. */
+    bytes: number;
+    /** takeCheckpoint (serialise + hash) and the SQLite upsert. */
+    saveMs: Stats;
+    /** loadRunState with the checkpoint store: what a resuming driver pays. */
+    resumeMs: Stats;
+    /** Of the resume: SQLite select + JSON.parse of the body. */
+    loadParseMs: Stats;
+    /** canonical JSON + sha256 of the state (the content-hash check). */
+    verifyHashMs: Stats;
+    /** deserialise: machines resolved, maps rebuilt. */
+    restoreMs: Stats;
+    /** read and fold the events after the checkpoint. */
+    tailMs: Stats;
+    /** The same resume with the conversation bounded to its last 64 messages (a compacted context). */
+    boundedContext: { bytes: number; resumeMs: Stats };
+    /** The resumed state equals the full replay. */
+    equalsFullReplay: boolean;
+  };
+}
+
+export interface ReplayTarget {
+  name: string;
+  target: string;
+  measured: number;
+  unit: string;
+  met: boolean;
+}
+
+export interface ReplayBenchResult {
+  benchmark: 'replay';
+  startedAt: string;
+  durationMs: number;
+  /** Headline figures: the longest history measured. */
+  turns: number;
+  events: number;
+  replayMs: number;
+  eventsPerSec: number;
+  checkpointResumeMs: number;
+  checkpointBytes: number;
+  lengths: ReplayAtLength[];
+  targets: ReplayTarget[];
+  machine: MachineInfo & { sqliteVersion: string; loadAverage: number[] };
+  inputs: { lengths: number[]; runs: number; runsAtLargest: number; eventsPerTurn: number; modelContentBytes: number; toolOutputBytes: number; tailTurns: number; batchSize: number };
+}
+
+const TARGET_EVENTS_PER_SEC = 200_000;
+const TARGET_RESUME_MS = 20;
+const TAIL_TURNS = 10;
+const BATCH = 1000;
+const BOUNDED_MESSAGES = 64;
+
+const FILLER =
+  'The executor inspects the workspace, edits one file, runs the checks and notes what changed, ' +
+  'which assumption held and which did not, before it moves on to the next step of the plan. ';
+const text = (n: number) => FILLER.repeat(Math.ceil(n / FILLER.length)).slice(0, n);
+const SAY = text(100);
+const FILE_CONTENT = text(290);
+const READ_OUTPUT = text(400);
+const USAGE = { inputTokens: 1200, outputTokens: 110 };
+
+export async function runReplayBench(opts: ReplayBenchOptions): Promise<ReplayBenchResult> {
+  const started = Date.now();
+  const lengths = opts.turns !== undefined ? [positiveInt(opts.turns)] : (opts.lengths ?? [1_000, 10_000, 100_000]);
+  const machine = { ...machineInfo(), sqliteVersion: sqliteVersion(), loadAverage: loadavg().map((l) => Math.round(l * 100) / 100) };
+  const runsFor = (turns: number) => opts.runs ?? (turns >= 100_000 ? 3 : 5);
+  opts.log(
+    `machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.totalMemoryGiB} GiB, node ${machine.nodeVersion}, SQLite ${machine.sqliteVersion}, load ${machine.loadAverage.join(' ')}`,
+  );
+  opts.log(`inputs: histories of ${lengths.join(', ')} executor turns (4 events each), checkpoint ${TAIL_TURNS} turns before the end, medians of ${lengths.map(runsFor).join('/')} runs`);
+
+  // Warm-up: JIT the reader, the fold, the serialiser and the hash before anything is timed.
+  await measureLength(Math.min(500, lengths[0]), 2, join(opts.dataDir, 'warmup'), () => undefined);
+
+  const results: ReplayAtLength[] = [];
+  for (const turns of lengths) results.push(await measureLength(turns, runsFor(turns), join(opts.dataDir, `replay-${turns}`), opts.log));
+
+  const largest = results[results.length - 1];
+  const slowest = results.reduce((a, b) => (b.replay.eventsPerSec < a.replay.eventsPerSec ? b : a));
+  const worstResume = results.reduce((a, b) => (b.checkpoint.resumeMs.median > a.checkpoint.resumeMs.median ? b : a));
+  const targets: ReplayTarget[] = [
+    {
+      name: 'full replay (read + fold)',
+      target: `≥ ${TARGET_EVENTS_PER_SEC.toLocaleString('en')} events/s`,
+      measured: slowest.replay.eventsPerSec,
+      unit: `events/s (slowest length, ${slowest.turns} turns)`,
+      met: slowest.replay.eventsPerSec >= TARGET_EVENTS_PER_SEC,
+    },
+    {
+      name: 'fold alone',
+      target: `≥ ${TARGET_EVENTS_PER_SEC.toLocaleString('en')} events/s`,
+      measured: Math.min(...results.map((r) => r.replay.foldEventsPerSec)),
+      unit: 'events/s (slowest length)',
+      met: results.every((r) => r.replay.foldEventsPerSec >= TARGET_EVENTS_PER_SEC),
+    },
+    {
+      name: `resume from a checkpoint ${TAIL_TURNS} turns before the end`,
+      target: `≤ ${TARGET_RESUME_MS} ms at every length`,
+      measured: worstResume.checkpoint.resumeMs.median,
+      unit: `ms (worst length, ${worstResume.turns} turns)`,
+      met: results.every((r) => r.checkpoint.resumeMs.median <= TARGET_RESUME_MS),
+    },
+    {
+      name: `resume with a bounded (compacted) context of ${BOUNDED_MESSAGES} messages`,
+      target: `≤ ${TARGET_RESUME_MS} ms at every length`,
+      measured: Math.max(...results.map((r) => r.checkpoint.boundedContext.resumeMs.median)),
+      unit: 'ms (worst length)',
+      met: results.every((r) => r.checkpoint.boundedContext.resumeMs.median <= TARGET_RESUME_MS),
+    },
+  ];
+  for (const t of targets) opts.log(`target ${t.met ? 'MET' : 'MISSED'}: ${t.name} ${t.target}; measured ${t.measured} ${t.unit}`);
+
+  return {
+    benchmark: 'replay',
+    startedAt: new Date(started).toISOString(),
+    durationMs: Date.now() - started,
+    turns: largest.turns,
+    events: largest.events,
+    replayMs: largest.replay.ms.median,
+    eventsPerSec: largest.replay.eventsPerSec,
+    checkpointResumeMs: largest.checkpoint.resumeMs.median,
+    checkpointBytes: largest.checkpoint.bytes,
+    lengths: results,
+    targets,
+    machine,
+    inputs: {
+      lengths,
+      runs: runsFor(lengths[0]),
+      runsAtLargest: runsFor(largest.turns),
+      eventsPerTurn: 4,
+      modelContentBytes: SAY.length + FILE_CONTENT.length + 60,
+      toolOutputBytes: READ_OUTPUT.length,
+      tailTurns: TAIL_TURNS,
+      batchSize: BATCH,
+    },
+  };
+}
+
+async function measureLength(turns: number, runs: number, dir: string, log: (line: string) => void): Promise<ReplayAtLength> {
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, 'triad.db');
+  const store = new SqliteEventStore({ file });
+  const checkpoints = new SqliteCheckpointStore(store.db);
+  const runId = `run_replay_bench_${turns}`;
+  const stream = toRunStreamId(runId);
+  try {
+    const buildStarted = performance.now();
+    const events = await writeHistory(store, runId, turns);
+    const buildMs = performance.now() - buildStarted;
+
+    // The checkpoint: the fold up to 10 turns before the end.
+    const tailStart = events - TAIL_TURNS * 4;
+    const atCheckpoint = foldRun(await store.readStream(stream, { maxCount: tailStart }), initialRunState(runId));
+    const saveMs: number[] = [];
+    let checkpoint!: Checkpoint;
+    for (let i = 0; i < runs; i++) {
+      const t0 = performance.now();
+      checkpoint = takeCheckpoint(atCheckpoint, 'bench', new Date());
+      await checkpoints.save(checkpoint);
+      saveMs.push(performance.now() - t0);
+    }
+    const bytes = Buffer.byteLength(JSON.stringify(checkpoint));
+
+    const replayMs: number[] = [];
+    const readRowsMs: number[] = [];
+    const decodeMs: number[] = [];
+    const foldMs: number[] = [];
+    const machinesMs: number[] = [];
+    const machinesHandledOnlyMs: number[] = [];
+    const resumeMs: number[] = [];
+    const loadParseMs: number[] = [];
+    const verifyHashMs: number[] = [];
+    const restoreMs: number[] = [];
+    const tailMs: number[] = [];
+    let full!: RunState;
+    let resumed!: RunState;
+    const selectRows = store.db.prepare('SELECT id, stream_id, revision, position, type, data, metadata, recorded_at FROM events WHERE stream_id = ? ORDER BY revision');
+    const selectCheckpoint = store.db.prepare('SELECT body FROM checkpoints WHERE run_id = ?');
+    for (let i = 0; i < runs; i++) {
+      gc();
+      // Full replay, as a driver without a checkpoint does it.
+      let t0 = performance.now();
+      full = await loadRunState(store, runId);
+      replayMs.push(performance.now() - t0);
+      gc();
+      // The same, split: rows, decoding, fold, and of the fold the machines.
+      t0 = performance.now();
+      const rows = selectRows.all(stream) as { id: string; stream_id: string; revision: number; position: number; type: string; data: string; metadata: string; recorded_at: string }[];
+      readRowsMs.push(performance.now() - t0);
+      t0 = performance.now();
+      const decoded: RecordedEvent[] = rows.map((r) => ({
+        id: r.id,
+        streamId: r.stream_id,
+        revision: r.revision,
+        position: r.position,
+        type: r.type,
+        data: JSON.parse(r.data) as unknown,
+        metadata: JSON.parse(r.metadata) as RecordedEvent['metadata'],
+        recordedAt: r.recorded_at,
+      }));
+      decodeMs.push(performance.now() - t0);
+      t0 = performance.now();
+      foldRun(decoded, initialRunState(runId));
+      foldMs.push(performance.now() - t0);
+      machinesMs.push(machinesOnly(decoded, false));
+      machinesHandledOnlyMs.push(machinesOnly(decoded, true));
+      gc();
+
+      // Resume from the checkpoint, as a driver does it.
+      t0 = performance.now();
+      resumed = await loadRunState(store, runId, checkpoints);
+      resumeMs.push(performance.now() - t0);
+      // The same, split.
+      t0 = performance.now();
+      const cp = JSON.parse((selectCheckpoint.get(runId) as { body: string }).body) as Checkpoint;
+      loadParseMs.push(performance.now() - t0);
+      t0 = performance.now();
+      const hash = `sha256:${sha256Hex(JSON.stringify(cp.state))}`;
+      verifyHashMs.push(performance.now() - t0);
+      if (hash !== cp.contentHash) throw new Error('the benchmark checkpoint does not verify');
+      t0 = performance.now();
+      const restored = deserializeRunState(cp.state);
+      restoreMs.push(performance.now() - t0);
+      t0 = performance.now();
+      foldRun(await store.readStream(stream, { fromRevision: restored.revision + 1 }), restored);
+      tailMs.push(performance.now() - t0);
+    }
+    const equalsFullReplay = canonicalJson(takeCheckpoint(resumed, 'x', new Date(0)).state) === canonicalJson(takeCheckpoint(full, 'x', new Date(0)).state);
+    if (!equalsFullReplay) throw new Error(`resuming from the checkpoint did not give the full replay's state (${turns} turns)`);
+    const action = nextAction(full, Date.parse(full.launched!.launchedAt) + 1000);
+    if (action.kind !== 'callModel') throw new Error(`the generated history is not a run in progress (next action ${action.kind})`);
+
+    // The same resume with a bounded conversation: what a compacted context would checkpoint.
+    const bounded = boundedCheckpoint(atCheckpoint, runId);
+    const boundedStore = new SqliteCheckpointStore(store.db);
+    const boundedBytes = Buffer.byteLength(JSON.stringify(bounded));
+    const boundedResumeMs: number[] = [];
+    for (let i = 0; i < runs; i++) {
+      await boundedStore.save(bounded);
+      const t0 = performance.now();
+      const state = restoreCheckpoint((await boundedStore.latest(runId)) as Checkpoint);
+      foldRun(await store.readStream(stream, { fromRevision: state.revision + 1 }), state);
+      boundedResumeMs.push(performance.now() - t0);
+    }
+
+    const result: ReplayAtLength = {
+      turns,
+      events,
+      storeBytes: fileBytes(file),
+      buildMs: round(buildMs),
+      replay: {
+        ms: stats(replayMs),
+        eventsPerSec: Math.round(events / (median(replayMs) / 1000)),
+        readRowsMs: stats(readRowsMs),
+        decodeMs: stats(decodeMs),
+        foldMs: stats(foldMs),
+        machinesMs: stats(machinesMs),
+        machinesHandledOnlyMs: stats(machinesHandledOnlyMs),
+        foldEventsPerSec: Math.round(events / (median(foldMs) / 1000)),
+      },
+      checkpoint: {
+        revision: checkpoint.revision,
+        tailEvents: events - 1 - checkpoint.revision,
+        bytes,
+        saveMs: stats(saveMs),
+        resumeMs: stats(resumeMs),
+        loadParseMs: stats(loadParseMs),
+        verifyHashMs: stats(verifyHashMs),
+        restoreMs: stats(restoreMs),
+        tailMs: stats(tailMs),
+        boundedContext: { bytes: boundedBytes, resumeMs: stats(boundedResumeMs) },
+        equalsFullReplay,
+      },
+    };
+    const r = result.replay;
+    const c = result.checkpoint;
+    log(
+      `${turns} turns (${events} events, ${mib(result.storeBytes)} MiB store, built in ${Math.round(buildMs)} ms): full replay ${r.ms.median} ms = ` +
+        `${r.eventsPerSec.toLocaleString('en')} events/s (rows ${r.readRowsMs.median} + decode ${r.decodeMs.median} + fold ${r.foldMs.median} ms, ` +
+        `of which machines ${r.machinesMs.median} ms, ${r.machinesHandledOnlyMs.median} ms if only handled events went through them; ` +
+        `fold alone ${r.foldEventsPerSec.toLocaleString('en')} events/s)`,
+    );
+    log(
+      `${turns} turns: checkpoint ${mib(c.bytes)} MiB (save ${c.saveMs.median} ms); resume ${c.resumeMs.median} ms = load+parse ${c.loadParseMs.median} + ` +
+        `hash ${c.verifyHashMs.median} + restore ${c.restoreMs.median} + tail(${c.tailEvents} events) ${c.tailMs.median} ms; ` +
+        `bounded context (${BOUNDED_MESSAGES} messages, ${Math.round(c.boundedContext.bytes / 1024)} KiB): ${c.boundedContext.resumeMs.median} ms`,
+    );
+    return result;
+  } finally {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * One run's history through the domain types: launched, planned, then `turns` executor turns
+ * alternating a file write (the content in the tool input) and a file read (the content in the
+ * result), left in progress. Appended in batches of 1,000 events.
+ */
+async function writeHistory(store: SqliteEventStore, runId: string, turns: number): Promise<number> {
+  const stream = toRunStreamId(runId);
+  const t0 = Date.parse('2026-01-01T00:00:00.000Z');
+  const at = (i: number) => new Date(t0 + i * 10).toISOString();
+  const launched = buildRunLaunched(
+    {
+      goal: 'Refactor the workspace one file at a time',
+      acceptanceCriteria: ['file src/index.ts exists'],
+      team: { executor: { maxTurns: turns + 100 } },
+      budget: { totalTokens: 1e15 },
+      timeoutMs: 365 * 24 * 3600 * 1000,
+    },
+    { runId, launchedBy: 'user:bench', now: new Date(t0), provider: 'scripted', defaultModel: 'scripted' },
+  );
+  const id = (kind: string, n: number) => `${kind}_${createHash('sha256').update(`${runId}:${kind}:${n}`).digest('hex').slice(0, 24)}`;
+  const phase = (p: 'planning' | 'executing', role: 'architect' | 'executor', i: number): TeamRunEvent => ({
+    type: 'PhaseStarted',
+    data: { phase: p, role, iteration: 1, agent: agentIdentity(role, runId), system: ROLE_PROMPTS[role], tools: launched.team[role].tools, maxTurns: launched.team[role].maxTurns, at: at(i) },
+  });
+  const planUse = id('toolu', 0);
+  const head: TeamRunEvent[] = [
+    { type: 'RunLaunched', data: launched },
+    phase('planning', 'architect', 1),
+    { type: 'ModelCallStarted', data: { role: 'architect', turn: 1, callId: id('call', 0), model: 'scripted', toolResultIds: [], content: [{ type: 'text', text: 'Plan the work.' }], at: at(2) } },
+    {
+      type: 'ModelCallCompleted',
+      data: {
+        role: 'architect',
+        turn: 1,
+        callId: id('call', 0),
+        model: 'scripted',
+        content: [{ type: 'tool_use', id: planUse, name: 'submit_plan', input: { plan: 'One file per turn.', steps: ['edit'] } }],
+        stopReason: 'tool_use',
+        usage: USAGE,
+        costUsd: 0.001,
+        durationMs: 900,
+      },
+    },
+    { type: 'ToolCallCompleted', data: { role: 'architect', turn: 1, toolUseId: planUse, name: 'submit_plan', output: 'Submitted.', isError: false, durationMs: 0 } },
+    { type: 'PlanSubmitted', data: { toolUseId: planUse, plan: 'One file per turn.', steps: ['edit'], at: at(3) } },
+    phase('executing', 'executor', 4),
+  ];
+  const turnEvents = function* (): Generator<TeamRunEvent> {
+    let previous: string | undefined;
+    for (let turn = 1; turn <= turns; turn++) {
+      const callId = id('call', turn);
+      const useId = id('toolu', turn);
+      const path = `src/module-${turn % 97}.ts`;
+      const write = turn % 2 === 0;
+      const input = write ? { path, content: FILE_CONTENT } : { path };
+      yield {
+        type: 'ModelCallStarted',
+        data: {
+          role: 'executor',
+          turn,
+          callId,
+          model: 'scripted',
+          toolResultIds: previous ? [previous] : [],
+          content: turn === 1 ? [{ type: 'text', text: 'Goal:\nRefactor the workspace one file at a time' }] : [],
+          at: at(10 + turn),
+        },
+      };
+      yield {
+        type: 'ModelCallCompleted',
+        data: {
+          role: 'executor',
+          turn,
+          callId,
+          model: 'scripted',
+          content: [
+            { type: 'text', text: SAY },
+            { type: 'tool_use', id: useId, name: write ? 'write_file' : 'read_file', input },
+          ],
+          stopReason: 'tool_use',
+          usage: USAGE,
+          costUsd: 0.0053,
+          durationMs: 1400,
+        },
+      };
+      yield { type: 'ToolCallRequested', data: { role: 'executor', turn, toolUseId: useId, name: write ? 'write_file' : 'read_file', input, at: at(10 + turn) } };
+      yield {
+        type: 'ToolCallCompleted',
+        data: { role: 'executor', turn, toolUseId: useId, name: write ? 'write_file' : 'read_file', output: write ? `wrote ${FILE_CONTENT.length} bytes to "${path}"` : READ_OUTPUT, isError: false, durationMs: 2 },
+      };
+      previous = useId;
+    }
+  };
+  let revision = -1;
+  let batch: NewEvent[] = [];
+  const flush = async () => {
+    if (batch.length === 0) return;
+    const result = await store.append(stream, batch, { expectedRevision: revision < 0 ? 'no_stream' : revision });
+    revision = result.nextExpectedRevision;
+    batch = [];
+  };
+  let n = 0;
+  const push = async (e: TeamRunEvent) => {
+    const role = e.type === 'RunLaunched' ? undefined : (e.data as { role?: 'architect' | 'executor' }).role;
+    batch.push({ id: id('evt', n++), type: e.type, data: e.data, metadata: { runId, correlationId: runId, causationId: null, actor: role ? agentIdentity(role, runId) : 'system' } });
+    if (batch.length === BATCH) await flush();
+  };
+  for (const e of head) await push(e);
+  for (const e of turnEvents()) await push(e);
+  await flush();
+  return revision + 1;
+}
+
+const TEAM_EVENTS = new Set<string>(teamRunMachine.root.events);
+const LOOP_EVENTS = new Set<string>(agentLoopMachine.root.events);
+// The transition functions the fold uses.
+const teamStep = pureTransition(teamRunMachine);
+const loopStep = pureTransition(agentLoopMachine);
+
+/**
+ * The fold's two machine transitions alone, per event, as evolve makes them — or, with
+ * `handledOnly`, only for the events each machine has a transition for (the others leave it as it is).
+ */
+function machinesOnly(events: RecordedEvent[], handledOnly: boolean): number {
+  const state = initialRunState();
+  let team = state.team;
+  let loop: RunState['loop'];
+  const t0 = performance.now();
+  for (const e of events) {
+    const event = { type: e.type, data: e.data } as TeamRunEvent;
+    if (!handledOnly || TEAM_EVENTS.has(e.type)) team = teamStep(team, event);
+    if (e.type === 'PhaseStarted') loop = foldRun([e]).loop;
+    else if (loop && (!handledOnly || LOOP_EVENTS.has(e.type))) loop = loopStep(loop, event);
+  }
+  return performance.now() - t0;
+}
+
+/** A checkpoint of the same state whose conversations keep only their last messages. */
+function boundedCheckpoint(state: RunState, runId: string): Checkpoint {
+  const conversations = Object.fromEntries(
+    Object.entries(state.conversations).map(([role, c]) => [role, { ...c, messages: c.messages.slice(-BOUNDED_MESSAGES) }]),
+  ) as RunState['conversations'];
+  return takeCheckpoint({ ...state, runId, conversations }, 'bench-bounded', new Date());
+}
+
+function gc(): void {
+  (globalThis as { gc?: () => void }).gc?.();
+}
+
+function fileBytes(file: string): number {
+  let total = 0;
+  for (const f of [file, `${file}-wal`]) {
+    try {
+      total += statSync(f).size;
+    } catch {
+      // no WAL file
+    }
+  }
+  return total;
+}
+
+function stats(samples: number[]): Stats {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return { median: round(median(samples)), min: round(sorted[0]), max: round(sorted[sorted.length - 1]), samples: samples.map(round) };
+}
+
+function median(samples: number[]): number {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+const round = (n: number) => Math.round(n * 100) / 100;
+const mib = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10;
+
+function positiveInt(value: number): number {
+  if (!Number.isSafeInteger(value) || value < 1) throw new Error(`--turns must be a whole number ≥ 1, got ${value}`);
+  return value;
+}
