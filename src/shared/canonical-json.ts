@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /**
  * Canonical JSON: object keys sorted, no whitespace. Throws on values JSON cannot represent
@@ -6,7 +6,56 @@ import { createHash } from 'node:crypto';
  * so what is hashed or stored is exactly what is read back.
  */
 export function canonicalJson(value: unknown): string {
-  return serialise(value, new Set(), '$');
+  try {
+    return fast(value, []);
+  } catch {
+    // Walk again, naming where the value fails (the fast walk keeps no paths).
+    return serialise(value, new Set(), '$');
+  }
+}
+
+/**
+ * The hot path: the same output as `serialise`, building strings directly, with the objects on
+ * the current path in a stack (for cycles) instead of a Set and no path strings.
+ */
+function fast(value: unknown, stack: object[]): string {
+  if (value === null) return 'null';
+  switch (typeof value) {
+    case 'string':
+      return JSON.stringify(value);
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'number':
+      if (!Number.isFinite(value)) throw new TypeError('non-finite');
+      return JSON.stringify(value);
+    case 'object': {
+      if (stack.includes(value)) throw new TypeError('cycle');
+      stack.push(value);
+      let out: string;
+      if (Array.isArray(value)) {
+        out = '[';
+        for (let i = 0; i < value.length; i++) out += (i === 0 ? '' : ',') + fast(value[i], stack);
+        out += ']';
+      } else {
+        const proto = Object.getPrototypeOf(value);
+        if (proto !== null && Object.getPrototypeOf(proto) !== null) throw new TypeError('not plain');
+        const keys = Object.keys(value).sort();
+        out = '{';
+        let first = true;
+        for (const k of keys) {
+          const v = (value as Record<string, unknown>)[k];
+          if (v === undefined) continue;
+          out += (first ? '' : ',') + JSON.stringify(k) + ':' + fast(v, stack);
+          first = false;
+        }
+        out += '}';
+      }
+      stack.pop();
+      return out;
+    }
+    default:
+      throw new TypeError('not JSON');
+  }
 }
 
 function serialise(value: unknown, seen: Set<object>, path: string): string {
@@ -45,8 +94,9 @@ function serialise(value: unknown, seen: Set<object>, path: string): string {
   }
 }
 
+/** sha256 hex, one-shot (`crypto.hash`, Node ≥ 20.12): no Hash object per call. */
 export function sha256Hex(text: string | Buffer): string {
-  return createHash('sha256').update(text).digest('hex');
+  return hash('sha256', text, 'hex');
 }
 
 /** sha256 of the canonical JSON of a value. */

@@ -19,3 +19,16 @@ describe('uuidv7', () => {
     expect(b > a).toBe(true);
   });
 });
+
+describe('uuidv7 randomness', () => {
+  it('ids of different milliseconds differ in their random part, also across pool refills', () => {
+    const tails = new Set<string>();
+    for (let i = 0; i < 2_000; i++) tails.add(uuidv7(1_900_000_000_000 + i).slice(19));
+    expect(tails.size).toBe(2_000);
+  });
+
+  it('encodes large timestamps exactly (all 48 bits)', () => {
+    const ms = 0xfedc_ba98_7654;
+    expect(uuidv7(ms).replace(/-/g, '').slice(0, 12)).toBe('fedcba987654');
+  });
+});

@@ -53,7 +53,7 @@ export interface ModelRequest {
   model: string;
   system: string;
   messages: ChatMessage[];
-  tools: ToolSpec[];
+  tools: readonly ToolSpec[];
   maxTokens: number;
   signal?: AbortSignal;
   /** Streamed text as it arrives (published live; not stored — the completed response is). */

@@ -216,6 +216,7 @@ export class ToolRegistry {
   private readonly tools = new Map<string, ToolDefinition>();
   private readonly validators = new Map<string, ValidateFunction>();
   private readonly ajv = newAjv();
+  private readonly specCache = new Map<string, readonly ToolSpec[]>();
 
   constructor(tools: Iterable<ToolDefinition> = []) {
     for (const tool of tools) this.register(tool);
@@ -230,6 +231,7 @@ export class ToolRegistry {
     }
     this.validators.set(tool.name, this.ajv.compile(tool.inputSchema));
     this.tools.set(tool.name, tool);
+    this.specCache.clear();
     return this;
   }
 
@@ -246,14 +248,23 @@ export class ToolRegistry {
     return resolveFromCatalogue([...this.tools.values()], role, allowList);
   }
 
-  /** The tools offered to the model for a role: its allowed tools, then its submit tool. */
-  specsFor(role: RoleName, allowList?: readonly string[]): ToolSpec[] {
-    const specs = this.resolveRoleTools(role, allowList).map((name) => {
-      const tool = this.tools.get(name)!;
-      return { name: tool.name, description: tool.description, input_schema: structuredClone(tool.inputSchema) };
-    });
-    const submit = SUBMIT_TOOL_SPECS[role];
-    specs.push({ ...submit, input_schema: structuredClone(submit.input_schema) });
+  /**
+   * The tools offered to the model for a role: its allowed tools, then its submit tool. Built once
+   * per role and allow-list (every model call asks), and deeply frozen, since all callers share it.
+   */
+  specsFor(role: RoleName, allowList?: readonly string[]): readonly ToolSpec[] {
+    const key = `${role}\u0000${allowList === undefined ? '*' : allowList.join('\u0000')}`;
+    let specs = this.specCache.get(key);
+    if (!specs) {
+      const list: ToolSpec[] = this.resolveRoleTools(role, allowList).map((name) => {
+        const tool = this.tools.get(name)!;
+        return { name: tool.name, description: tool.description, input_schema: structuredClone(tool.inputSchema) };
+      });
+      const submit = SUBMIT_TOOL_SPECS[role];
+      list.push({ ...submit, input_schema: structuredClone(submit.input_schema) });
+      specs = deepFreeze(list);
+      this.specCache.set(key, specs);
+    }
     return specs;
   }
 
@@ -312,4 +323,12 @@ function describeErrors(errors: readonly ErrorObject[]): string {
     }
   });
   return [...new Set(messages)].join('; ');
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
 }

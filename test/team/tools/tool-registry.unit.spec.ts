@@ -102,10 +102,15 @@ describe('ToolRegistry.specsFor', () => {
     });
   });
 
-  it('hands out copies of the schemas', () => {
+  it('hands out one shared, frozen list per role and allow-list: nobody can change what the next call offers', () => {
     const spec = registry.specsFor('reviewer')[0]!;
-    (spec.input_schema as Record<string, unknown>)['type'] = 'mutated';
+    expect(() => {
+      (spec.input_schema as Record<string, unknown>)['type'] = 'mutated';
+    }).toThrow(TypeError);
     expect(registry.specsFor('reviewer')[0]!.input_schema['type']).toBe('object');
+    expect(registry.specsFor('reviewer')).toBe(registry.specsFor('reviewer'));
+    expect(registry.specsFor('executor', ['read_file'])).not.toBe(registry.specsFor('executor'));
+    expect(registry.specsFor('executor', ['read_file']).map((t) => t.name)).toEqual(['read_file', 'submit_work']);
   });
 });
 
