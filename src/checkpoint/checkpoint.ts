@@ -110,8 +110,7 @@ export function deserializeRunState(s: SerializedRunState): RunState {
  */
 export function takeCheckpoint(state: RunState, reason: string, now: Date): Checkpoint {
   const text = serializeRunStateText(state);
-  const serialized = JSON.parse(text) as SerializedRunState;
-  const checkpoint: Checkpoint = {
+  const header = {
     runId: state.runId,
     revision: state.revision,
     position: state.position,
@@ -119,8 +118,13 @@ export function takeCheckpoint(state: RunState, reason: string, now: Date): Chec
     contentHash: `sha256:${sha256Hex(text)}`,
     createdAt: now.toISOString(),
     reason,
-    state: serialized,
   };
+  // `state` is parsed from the text only if someone reads it: the SQL stores write the text as it is.
+  let parsed: SerializedRunState | undefined;
+  const checkpoint = Object.defineProperty(header, 'state', {
+    enumerable: true,
+    get: () => (parsed ??= JSON.parse(text) as SerializedRunState),
+  }) as Checkpoint;
   // Kept off the enumerable fields: stores write this text instead of serialising the state again.
   Object.defineProperty(checkpoint, STATE_TEXT, { value: text, enumerable: false });
   return checkpoint;
@@ -132,7 +136,7 @@ const STATE_TEXT = Symbol('stateText');
 export function checkpointJson(cp: Checkpoint): string {
   const text = (cp as Checkpoint & { [STATE_TEXT]?: string })[STATE_TEXT];
   if (text === undefined) return JSON.stringify(cp);
-  const { state: _state, ...header } = cp;
+  const header = { runId: cp.runId, revision: cp.revision, position: cp.position, schemaVersion: cp.schemaVersion, contentHash: cp.contentHash, createdAt: cp.createdAt, reason: cp.reason };
   return `${JSON.stringify(header).slice(0, -1)},"state":${text}}`;
 }
 
