@@ -4,6 +4,7 @@ import { breakerMessage, isTripped } from '../resilience/circuit-breaker';
 import {
   contextBudget,
   contextLimitOf,
+  DEFAULT_COMPACT_TO_PERCENT,
   DEFAULT_MARGIN_TOKENS,
   estimateTextTokens,
   estimateTokens,
@@ -212,18 +213,20 @@ function contextSettings(state: RunState, role: RoleName) {
   const policy = launched.contextWindow;
   const limit = contextLimitOf(model, policy);
   const budget = limit === undefined ? undefined : contextBudget(limit, estimateTextTokens(state.phase!.system), policy?.marginTokens ?? DEFAULT_MARGIN_TOKENS);
-  return { budget, keep: policy?.keepRecentMessages, summaryModel: summaryModelOf(model, policy) };
+  const compactTo = budget === undefined ? undefined : Math.floor((budget * (policy?.compactToPercent ?? DEFAULT_COMPACT_TO_PERCENT)) / 100);
+  return { budget, compactTo, keep: policy?.keepRecentMessages, summaryModel: summaryModelOf(model, policy) };
 }
 
 /** Compaction before a new call whose conversation (with its new user message) exceeds the budget. */
 function overBudgetCompaction(state: RunState, role: RoleName, turn: number, toolResultIds: string[], content: ContentBlock[]): NextAction | undefined {
-  const { budget, keep, summaryModel } = contextSettings(state, role);
-  if (budget === undefined) return undefined;
+  const { budget, compactTo, keep, summaryModel } = contextSettings(state, role);
+  if (budget === undefined || compactTo === undefined) return undefined;
   const upcoming: ChatMessage = newUserMessage(state, { toolResultIds, content } as unknown as ModelCallStartedData);
   const all = [...state.conversations[role].messages, upcoming];
   if (estimateTokens(all) <= budget) return undefined;
   // The upcoming message is last, so it is never in the archived range (which ends before it).
-  const plan = planCompaction(all, { budgetTokens: budget, keepRecentMessages: keep });
+  // Archive down to the target share of the budget, so that compactions are far apart.
+  const plan = planCompaction(all, { budgetTokens: compactTo, keepRecentMessages: keep });
   // Nothing left to archive: the call goes out as is, and a model that refuses it says so.
   if (!plan) return undefined;
   return { kind: 'compactContext', role, turn, reason: 'over_budget', plan, budgetTokens: budget, summaryModel };

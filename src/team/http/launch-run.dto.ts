@@ -83,6 +83,7 @@ export class ContextWindowDto {
   @IsOptional() @IsInt() @Min(100) @Max(100_000_000) limitTokens?: number;
   @IsOptional() @IsInt() @Min(0) @Max(100_000_000) marginTokens?: number;
   @IsOptional() @IsInt() @Min(1) @Max(1000) keepRecentMessages?: number;
+  @IsOptional() @IsInt() @Min(10) @Max(100) compactToPercent?: number;
   @IsOptional() @IsString() @IsNotEmpty() @MaxLength(200) summaryModel?: string;
 }
 

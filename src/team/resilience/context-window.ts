@@ -12,6 +12,8 @@ export const CHARS_PER_TOKEN = 4;
 export const IMAGE_TOKENS = 1000;
 export const DEFAULT_MARGIN_TOKENS = 20_000;
 export const DEFAULT_KEEP_RECENT_MESSAGES = 4;
+/** A compaction for being over budget keeps messages worth this share of the budget. */
+export const DEFAULT_COMPACT_TO_PERCENT = 50;
 /** Room kept for the summary message itself when planning. */
 export const SUMMARY_RESERVE_TOKENS = 1_000;
 export const SUMMARY_MAX_OUTPUT_TOKENS = 1_024;

@@ -68,6 +68,12 @@ export interface ContextWindowPolicy {
   marginTokens?: number;
   /** Messages never archived, counted from the end. Default 4. */
   keepRecentMessages?: number;
+  /**
+   * How far a compaction goes: the messages kept (the summary aside) fit this share of the budget.
+   * Default 50: the next compaction is half a context away, not one message away. 100 keeps as
+   * much as fits (and compacts again soon after).
+   */
+  compactToPercent?: number;
   /** Model that writes summaries; default claude-haiku-4-5 for Claude models, else the role's own model. */
   summaryModel?: string;
 }

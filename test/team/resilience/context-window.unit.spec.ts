@@ -9,6 +9,7 @@ import {
   isSummaryMessage,
   planCompaction,
   SUMMARY_HEADER,
+  SUMMARY_RESERVE_TOKENS,
   summaryModelOf,
   truncatedSummary,
 } from '../../../src/team/resilience/context-window';
@@ -108,9 +109,9 @@ describe('compaction planner', () => {
 });
 
 describe('compaction in the fold and the next action', () => {
-  const launched = (limitTokens: number): TeamRunEvent => {
+  const launched = (limitTokens: number, more: Record<string, number> = {}): TeamRunEvent => {
     const e = runLaunched();
-    (e.data as { contextWindow?: unknown }).contextWindow = { limitTokens, marginTokens: 0, keepRecentMessages: 4 };
+    (e.data as { contextWindow?: unknown }).contextWindow = { limitTokens, marginTokens: 0, keepRecentMessages: 4, ...more };
     return e;
   };
   const big = 'z'.repeat(2_000); // 500 tokens
@@ -119,13 +120,38 @@ describe('compaction in the fold and the next action', () => {
     modelCallCompleted('executor', n, [toolUse(`tu_${n}`, 'read_file', { path: `f${n}.txt` })]),
     toolCallCompleted('executor', n, `tu_${n}`, 'read_file', big),
   ];
-  const executing = (limit: number) => [launched(limit), phaseStarted('planning'), ...submitTurn('architect', 1, planSubmitted()), phaseStarted('executing')];
+  const executing = (limit: number, more: Record<string, number> = {}) => [launched(limit, more), phaseStarted('planning'), ...submitTurn('architect', 1, planSubmitted()), phaseStarted('executing')];
+  /** Tokens of the messages a plan keeps (the upcoming user message included), the summary aside. */
+  const keptTokens = (state: { conversations: { executor: { messages: ChatMessage[] } } }, toIndex: number, upcoming: number) =>
+    estimateTokens(state.conversations.executor.messages.slice(toIndex)) + upcoming;
 
   it('given a conversation over the budget, when the next call is due, then the next action compacts first', () => {
     given([...executing(2_500), ...[1, 2, 3, 4, 5, 6].flatMap(turn)]).then(({ next, state }) => {
       expect(next).toMatchObject({ kind: 'compactContext', role: 'executor', turn: 7, reason: 'over_budget', summaryModel: 'scripted', plan: { fromIndex: 0 } });
       const budget = 2_500 - Math.ceil(state.phase!.system.length / 4);
       expect((next as { budgetTokens: number }).budgetTokens).toBe(budget);
+    });
+  });
+
+  it('given a conversation over the budget, then the compaction keeps at most half the budget, so the next one is far away', () => {
+    const limit = 6_000;
+    given([...executing(limit), ...Array.from({ length: 14 }, (_, i) => i + 1).flatMap(turn)]).then(({ next, state }) => {
+      expect(next).toMatchObject({ kind: 'compactContext', reason: 'over_budget' });
+      const { plan, budgetTokens } = next as unknown as { plan: { toIndex: number; tokensAfter: number }; budgetTokens: number };
+      const upcoming = estimateMessageTokens(results('tu_14', big));
+      // What is kept, with room for the summary, fits half the budget; one more turn kept would not.
+      expect(keptTokens(state, plan.toIndex, upcoming) + SUMMARY_RESERVE_TOKENS).toBeLessThanOrEqual(budgetTokens / 2);
+      expect(keptTokens(state, plan.toIndex - 2, upcoming) + SUMMARY_RESERVE_TOKENS).toBeGreaterThan(budgetTokens / 2);
+    });
+  });
+
+  it('given compactToPercent 100, then the compaction keeps as much as fits the whole budget', () => {
+    const limit = 6_000;
+    given([...executing(limit, { compactToPercent: 100 }), ...Array.from({ length: 14 }, (_, i) => i + 1).flatMap(turn)]).then(({ next, state }) => {
+      const { plan, budgetTokens } = next as unknown as { plan: { toIndex: number }; budgetTokens: number };
+      const upcoming = estimateMessageTokens(results('tu_14', big));
+      expect(keptTokens(state, plan.toIndex, upcoming)).toBeGreaterThan(budgetTokens / 2);
+      expect(keptTokens(state, plan.toIndex, upcoming) + SUMMARY_RESERVE_TOKENS).toBeLessThanOrEqual(budgetTokens);
     });
   });
 
