@@ -11,7 +11,7 @@ import { charterVersion } from './domain/charter';
 import { reviewIdOf } from './domain/review-id';
 import { validateSubmission, type ToolRegistry } from './tools/tool-registry';
 import { workspaceDigest } from './tools/workspace-digest';
-import { loadRunHistory } from './run-history';
+import { foldRunHistory } from './run-history';
 import { restoreCheckpoint, takeCheckpoint } from '../checkpoint/checkpoint';
 import type { CheckpointStore } from '../checkpoint/checkpoint-store.port';
 import { approvalIdOf } from './approvals/approval-id';
@@ -96,14 +96,13 @@ export async function loadRunState(
         // history the store does not have: appends at its revision would conflict forever.
         const head = await store.streamRevision(toRunStreamId(runId));
         if (head === null || head < state.revision) throw new Error(`it is at revision ${state.revision}, past the stream's head (${head ?? 'no stream'})`);
-        const tail = await store.readStream(toRunStreamId(runId), { fromRevision: state.revision + 1 });
-        return foldRun(tail, state);
+        return await foldRunHistory(store, runId, state, { fromRevision: state.revision + 1 });
       } catch (err) {
         logger?.warn(`run ${runId}: checkpoint at revision ${found.revision} unusable (${(err as Error).message}); replaying all events`);
       }
     }
   }
-  return foldRun(await loadRunHistory(store, runId), initialRunState(runId));
+  return foldRunHistory(store, runId, initialRunState(runId));
 }
 
 /** A tool call in one turn's dispatch: what preflight decided, then what happened. */
