@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, rmSync, statSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
-import { deserializeRunState, restoreCheckpoint, takeCheckpoint, type Checkpoint } from '../checkpoint/checkpoint';
+import { deserializeRunState, takeCheckpoint, type Checkpoint } from '../checkpoint/checkpoint';
 import { SqliteCheckpointStore } from '../checkpoint/checkpoint-stores';
 import type { NewEvent, RecordedEvent } from '../events/event-store.port';
 import { SqliteEventStore } from '../events/sqlite.event-store';
@@ -11,7 +11,8 @@ import { agentLoopMachine } from '../team/domain/agent-loop.machine';
 import { pureTransition } from '../team/domain/pure-transition';
 import { nextAction } from '../team/domain/next-action';
 import { agentIdentity, toRunStreamId, type TeamRunEvent } from '../team/domain/run-events';
-import { foldRun, initialRunState, type RunState } from '../team/domain/run-state';
+import { evolve, foldRun, initialRunState, type RunState } from '../team/domain/run-state';
+import { contextBudget, DEFAULT_MARGIN_TOKENS, estimateMessageTokens, estimateTextTokens, estimateTokens } from '../team/resilience/context-window';
 import { teamRunMachine } from '../team/domain/team-run.machine';
 import { buildRunLaunched } from '../team/launch';
 import { ROLE_PROMPTS } from '../team/prompts';
@@ -58,6 +59,13 @@ export interface Stats {
 
 export interface ReplayAtLength {
   turns: number;
+  /** `unbounded`: no context limit, the conversation holds every turn; `window`: the executor's model has a context limit, and the history holds the compactions its driver made. */
+  history: 'unbounded' | 'window';
+  /** The context limit of the `window` history (tokens). */
+  contextLimitTokens: number | null;
+  compactions: number;
+  /** Messages in the executor's conversation at the end (what a checkpoint holds). */
+  conversationMessages: number;
   events: number;
   /** Size of the SQLite database (events + the checkpoint). */
   storeBytes: number;
@@ -94,8 +102,6 @@ export interface ReplayAtLength {
     restoreMs: Stats;
     /** read and fold the events after the checkpoint. */
     tailMs: Stats;
-    /** The same resume with the conversation bounded to its last 64 messages (a compacted context). */
-    boundedContext: { bytes: number; resumeMs: Stats };
     /** The resumed state equals the full replay. */
     equalsFullReplay: boolean;
   };
@@ -120,17 +126,19 @@ export interface ReplayBenchResult {
   eventsPerSec: number;
   checkpointResumeMs: number;
   checkpointBytes: number;
+  /** Both histories at each length: unbounded first, then with the context window. */
   lengths: ReplayAtLength[];
   targets: ReplayTarget[];
   machine: MachineInfo & { sqliteVersion: string; loadAverage: number[] };
-  inputs: { lengths: number[]; runs: number; runsAtLargest: number; eventsPerTurn: number; modelContentBytes: number; toolOutputBytes: number; tailTurns: number; batchSize: number };
+  inputs: { lengths: number[]; runs: number; runsAtLargest: number; eventsPerTurn: number; modelContentBytes: number; toolOutputBytes: number; tailTurns: number; batchSize: number; contextLimitTokens: number };
 }
 
 const TARGET_EVENTS_PER_SEC = 200_000;
 const TARGET_RESUME_MS = 20;
 const TAIL_TURNS = 10;
 const BATCH = 1000;
-const BOUNDED_MESSAGES = 64;
+/** The window history's context limit: a Claude model's. */
+const CONTEXT_LIMIT_TOKENS = 200_000;
 
 const FILLER =
   'The executor inspects the workspace, edits one file, runs the checks and notes what changed, ' +
@@ -149,23 +157,33 @@ export async function runReplayBench(opts: ReplayBenchOptions): Promise<ReplayBe
   opts.log(
     `machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.totalMemoryGiB} GiB, node ${machine.nodeVersion}, SQLite ${machine.sqliteVersion}, load ${machine.loadAverage.join(' ')}`,
   );
-  opts.log(`inputs: histories of ${lengths.join(', ')} executor turns (4 events each), checkpoint ${TAIL_TURNS} turns before the end, medians of ${lengths.map(runsFor).join('/')} runs`);
+  opts.log(
+    `inputs: histories of ${lengths.join(', ')} executor turns (4 events each), each twice: unbounded (no context limit) and with a ` +
+      `${CONTEXT_LIMIT_TOKENS.toLocaleString('en')}-token context window (compactions as the driver makes them); checkpoint ${TAIL_TURNS} turns before the end, ` +
+      `medians of ${lengths.map(runsFor).join('/')} runs`,
+  );
 
   // Warm-up: JIT the reader, the fold, the serialiser and the hash before anything is timed.
   await measureLength(Math.min(500, lengths[0]), 2, join(opts.dataDir, 'warmup'), () => undefined);
 
   const results: ReplayAtLength[] = [];
-  for (const turns of lengths) results.push(await measureLength(turns, runsFor(turns), join(opts.dataDir, `replay-${turns}`), opts.log));
+  for (const turns of lengths) {
+    results.push(await measureLength(turns, runsFor(turns), join(opts.dataDir, `replay-${turns}`), opts.log));
+    results.push(await measureLength(turns, runsFor(turns), join(opts.dataDir, `replay-window-${turns}`), opts.log, CONTEXT_LIMIT_TOKENS));
+  }
 
-  const largest = results[results.length - 1];
+  const unbounded = results.filter((r) => r.history === 'unbounded');
+  const windowed = results.filter((r) => r.history === 'window');
+  const largest = unbounded[unbounded.length - 1];
   const slowest = results.reduce((a, b) => (b.replay.eventsPerSec < a.replay.eventsPerSec ? b : a));
-  const worstResume = results.reduce((a, b) => (b.checkpoint.resumeMs.median > a.checkpoint.resumeMs.median ? b : a));
+  const worstResume = windowed.reduce((a, b) => (b.checkpoint.resumeMs.median > a.checkpoint.resumeMs.median ? b : a));
+  const worstUnbounded = unbounded.reduce((a, b) => (b.checkpoint.resumeMs.median > a.checkpoint.resumeMs.median ? b : a));
   const targets: ReplayTarget[] = [
     {
       name: 'full replay (read + fold)',
       target: `≥ ${TARGET_EVENTS_PER_SEC.toLocaleString('en')} events/s`,
       measured: slowest.replay.eventsPerSec,
-      unit: `events/s (slowest length, ${slowest.turns} turns)`,
+      unit: `events/s (slowest history: ${slowest.turns} turns, ${slowest.history})`,
       met: slowest.replay.eventsPerSec >= TARGET_EVENTS_PER_SEC,
     },
     {
@@ -176,18 +194,19 @@ export async function runReplayBench(opts: ReplayBenchOptions): Promise<ReplayBe
       met: results.every((r) => r.replay.foldEventsPerSec >= TARGET_EVENTS_PER_SEC),
     },
     {
-      name: `resume from a checkpoint ${TAIL_TURNS} turns before the end`,
+      name: `resume from a checkpoint ${TAIL_TURNS} turns before the end, context window of ${CONTEXT_LIMIT_TOKENS.toLocaleString('en')} tokens`,
       target: `≤ ${TARGET_RESUME_MS} ms at every length`,
       measured: worstResume.checkpoint.resumeMs.median,
       unit: `ms (worst length, ${worstResume.turns} turns)`,
-      met: results.every((r) => r.checkpoint.resumeMs.median <= TARGET_RESUME_MS),
+      met: windowed.every((r) => r.checkpoint.resumeMs.median <= TARGET_RESUME_MS),
     },
     {
-      name: `resume with a bounded (compacted) context of ${BOUNDED_MESSAGES} messages`,
+      // Informative: a conversation no model could be sent; the checkpoint holds all of it.
+      name: `resume from a checkpoint ${TAIL_TURNS} turns before the end, unbounded conversation`,
       target: `≤ ${TARGET_RESUME_MS} ms at every length`,
-      measured: Math.max(...results.map((r) => r.checkpoint.boundedContext.resumeMs.median)),
-      unit: 'ms (worst length)',
-      met: results.every((r) => r.checkpoint.boundedContext.resumeMs.median <= TARGET_RESUME_MS),
+      measured: worstUnbounded.checkpoint.resumeMs.median,
+      unit: `ms (worst length, ${worstUnbounded.turns} turns)`,
+      met: unbounded.every((r) => r.checkpoint.resumeMs.median <= TARGET_RESUME_MS),
     },
   ];
   for (const t of targets) opts.log(`target ${t.met ? 'MET' : 'MISSED'}: ${t.name} ${t.target}; measured ${t.measured} ${t.unit}`);
@@ -214,11 +233,12 @@ export async function runReplayBench(opts: ReplayBenchOptions): Promise<ReplayBe
       toolOutputBytes: READ_OUTPUT.length,
       tailTurns: TAIL_TURNS,
       batchSize: BATCH,
+      contextLimitTokens: CONTEXT_LIMIT_TOKENS,
     },
   };
 }
 
-async function measureLength(turns: number, runs: number, dir: string, log: (line: string) => void): Promise<ReplayAtLength> {
+async function measureLength(turns: number, runs: number, dir: string, log: (line: string) => void, contextLimitTokens?: number): Promise<ReplayAtLength> {
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   const file = join(dir, 'triad.db');
@@ -228,7 +248,7 @@ async function measureLength(turns: number, runs: number, dir: string, log: (lin
   const stream = toRunStreamId(runId);
   try {
     const buildStarted = performance.now();
-    const events = await writeHistory(store, runId, turns);
+    const { events, compactions } = await writeHistory(store, runId, turns, contextLimitTokens);
     const buildMs = performance.now() - buildStarted;
 
     // The checkpoint: the fold up to 10 turns before the end.
@@ -310,24 +330,20 @@ async function measureLength(turns: number, runs: number, dir: string, log: (lin
     }
     const equalsFullReplay = canonicalJson(takeCheckpoint(resumed, 'x', new Date(0)).state) === canonicalJson(takeCheckpoint(full, 'x', new Date(0)).state);
     if (!equalsFullReplay) throw new Error(`resuming from the checkpoint did not give the full replay's state (${turns} turns)`);
+    if (contextLimitTokens !== undefined) {
+      const budget = contextBudget(contextLimitTokens, estimateTextTokens(ROLE_PROMPTS.executor), DEFAULT_MARGIN_TOKENS);
+      const tokens = estimateTokens(full.conversations.executor.messages);
+      if (tokens > budget) throw new Error(`the window history's conversation (${tokens} tokens) does not fit its budget (${budget})`);
+    }
     const action = nextAction(full, Date.parse(full.launched!.launchedAt) + 1000);
     if (action.kind !== 'callModel') throw new Error(`the generated history is not a run in progress (next action ${action.kind})`);
 
-    // The same resume with a bounded conversation: what a compacted context would checkpoint.
-    const bounded = boundedCheckpoint(atCheckpoint, runId);
-    const boundedStore = new SqliteCheckpointStore(store.db);
-    const boundedBytes = Buffer.byteLength(JSON.stringify(bounded));
-    const boundedResumeMs: number[] = [];
-    for (let i = 0; i < runs; i++) {
-      await boundedStore.save(bounded);
-      const t0 = performance.now();
-      const state = restoreCheckpoint((await boundedStore.latest(runId)) as Checkpoint);
-      foldRun(await store.readStream(stream, { fromRevision: state.revision + 1 }), state);
-      boundedResumeMs.push(performance.now() - t0);
-    }
-
     const result: ReplayAtLength = {
       turns,
+      history: contextLimitTokens === undefined ? 'unbounded' : 'window',
+      contextLimitTokens: contextLimitTokens ?? null,
+      compactions,
+      conversationMessages: full.conversations.executor.messages.length,
       events,
       storeBytes: fileBytes(file),
       buildMs: round(buildMs),
@@ -351,22 +367,20 @@ async function measureLength(turns: number, runs: number, dir: string, log: (lin
         verifyHashMs: stats(verifyHashMs),
         restoreMs: stats(restoreMs),
         tailMs: stats(tailMs),
-        boundedContext: { bytes: boundedBytes, resumeMs: stats(boundedResumeMs) },
         equalsFullReplay,
       },
     };
     const r = result.replay;
     const c = result.checkpoint;
     log(
-      `${turns} turns (${events} events, ${mib(result.storeBytes)} MiB store, built in ${Math.round(buildMs)} ms): full replay ${r.ms.median} ms = ` +
+      `${turns} turns, ${result.history === 'window' ? `context window (${compactions} compactions)` : 'unbounded'} (${events} events, ${mib(result.storeBytes)} MiB store, built in ${Math.round(buildMs)} ms): full replay ${r.ms.median} ms = ` +
         `${r.eventsPerSec.toLocaleString('en')} events/s (rows ${r.readRowsMs.median} + decode ${r.decodeMs.median} + fold ${r.foldMs.median} ms, ` +
         `of which machines ${r.machinesMs.median} ms, ${r.machinesHandledOnlyMs.median} ms if only handled events went through them; ` +
         `fold alone ${r.foldEventsPerSec.toLocaleString('en')} events/s)`,
     );
     log(
-      `${turns} turns: checkpoint ${mib(c.bytes)} MiB (save ${c.saveMs.median} ms); resume ${c.resumeMs.median} ms = load+parse ${c.loadParseMs.median} + ` +
-        `hash ${c.verifyHashMs.median} + restore ${c.restoreMs.median} + tail(${c.tailEvents} events) ${c.tailMs.median} ms; ` +
-        `bounded context (${BOUNDED_MESSAGES} messages, ${Math.round(c.boundedContext.bytes / 1024)} KiB): ${c.boundedContext.resumeMs.median} ms`,
+      `${turns} turns, ${result.history}: ${result.conversationMessages} messages, checkpoint ${mib(c.bytes)} MiB (save ${c.saveMs.median} ms); resume ${c.resumeMs.median} ms = load+parse ${c.loadParseMs.median} + ` +
+        `hash ${c.verifyHashMs.median} + restore ${c.restoreMs.median} + tail(${c.tailEvents} events) ${c.tailMs.median} ms`,
     );
     return result;
   } finally {
@@ -380,7 +394,7 @@ async function measureLength(turns: number, runs: number, dir: string, log: (lin
  * alternating a file write (the content in the tool input) and a file read (the content in the
  * result), left in progress. Appended in batches of 1,000 events.
  */
-async function writeHistory(store: SqliteEventStore, runId: string, turns: number): Promise<number> {
+async function writeHistory(store: SqliteEventStore, runId: string, turns: number, contextLimitTokens?: number): Promise<{ events: number; compactions: number }> {
   const stream = toRunStreamId(runId);
   const t0 = Date.parse('2026-01-01T00:00:00.000Z');
   const at = (i: number) => new Date(t0 + i * 10).toISOString();
@@ -391,6 +405,7 @@ async function writeHistory(store: SqliteEventStore, runId: string, turns: numbe
       team: { executor: { maxTurns: turns + 100 } },
       budget: { totalTokens: 1e15 },
       timeoutMs: 365 * 24 * 3600 * 1000,
+      ...(contextLimitTokens !== undefined ? { contextWindow: { limitTokens: contextLimitTokens } } : {}),
     },
     { runId, launchedBy: 'user:bench', now: new Date(t0), provider: 'scripted', defaultModel: 'scripted' },
   );
@@ -422,11 +437,56 @@ async function writeHistory(store: SqliteEventStore, runId: string, turns: numbe
     { type: 'PlanSubmitted', data: { toolUseId: planUse, plan: 'One file per turn.', steps: ['edit'], at: at(3) } },
     phase('executing', 'executor', 4),
   ];
+  // With a context limit, the history is folded as it is written, and before each call the run's
+  // own next-action rules decide whether the executor's conversation must be compacted first — the
+  // ContextCompacted event a driver records (its summary written by the summarising model).
+  const folded = initialRunState(runId);
+  let revisionFolded = -1;
+  let compactions = 0;
+  let estimate = 0;
+  const budget = contextLimitTokens === undefined ? undefined : contextBudget(contextLimitTokens, estimateTextTokens(ROLE_PROMPTS.executor), DEFAULT_MARGIN_TOKENS);
+  const fold = (e: TeamRunEvent) => {
+    if (budget === undefined) return;
+    const conv = folded.conversations.executor;
+    const before = conv.messages.length;
+    evolve(folded, e, { revision: ++revisionFolded, position: 0 });
+    if (e.type === 'ContextCompacted') estimate = estimateTokens(conv.messages);
+    else for (let i = before; i < conv.messages.length; i++) estimate += estimateMessageTokens(conv.messages[i]);
+  };
+  const compactionBefore = (turn: number): TeamRunEvent | undefined => {
+    // The upcoming user message is small: the rules are asked only when the conversation is close.
+    if (budget === undefined || estimate < budget - 2_000) return undefined;
+    const action = nextAction(folded, Date.parse(at(10 + turn)));
+    if (action.kind !== 'compactContext') return undefined;
+    compactions++;
+    const summary = `${text(1200)} (${compactions})`;
+    return {
+      type: 'ContextCompacted',
+      data: {
+        role: 'executor',
+        turn,
+        fromIndex: action.plan.fromIndex,
+        toIndex: action.plan.toIndex,
+        summary,
+        method: 'model',
+        reason: action.reason,
+        model: action.summaryModel,
+        usage: { inputTokens: action.plan.tokensBefore, outputTokens: 300 },
+        costUsd: 0.01,
+        tokensBefore: action.plan.tokensBefore,
+        tokensAfter: action.plan.tokensAfter,
+        budgetTokens: action.budgetTokens,
+        at: at(10 + turn),
+      },
+    };
+  };
   const turnEvents = function* (): Generator<TeamRunEvent> {
     let previous: string | undefined;
     for (let turn = 1; turn <= turns; turn++) {
       const callId = id('call', turn);
       const useId = id('toolu', turn);
+      const compaction = compactionBefore(turn);
+      if (compaction) yield compaction;
       const path = `src/module-${turn % 97}.ts`;
       const write = turn % 2 === 0;
       const input = write ? { path, content: FILE_CONTENT } : { path };
@@ -477,6 +537,7 @@ async function writeHistory(store: SqliteEventStore, runId: string, turns: numbe
   };
   let n = 0;
   const push = async (e: TeamRunEvent) => {
+    fold(e);
     const role = e.type === 'RunLaunched' ? undefined : (e.data as { role?: 'architect' | 'executor' }).role;
     batch.push({ id: id('evt', n++), type: e.type, data: e.data, metadata: { runId, correlationId: runId, causationId: null, actor: role ? agentIdentity(role, runId) : 'system' } });
     if (batch.length === BATCH) await flush();
@@ -484,7 +545,7 @@ async function writeHistory(store: SqliteEventStore, runId: string, turns: numbe
   for (const e of head) await push(e);
   for (const e of turnEvents()) await push(e);
   await flush();
-  return revision + 1;
+  return { events: revision + 1, compactions };
 }
 
 const TEAM_EVENTS = new Set<string>(teamRunMachine.root.events);
@@ -509,14 +570,6 @@ function machinesOnly(events: RecordedEvent[], handledOnly: boolean): number {
     else if (loop && (!handledOnly || LOOP_EVENTS.has(e.type))) loop = loopStep(loop, event);
   }
   return performance.now() - t0;
-}
-
-/** A checkpoint of the same state whose conversations keep only their last messages. */
-function boundedCheckpoint(state: RunState, runId: string): Checkpoint {
-  const conversations = Object.fromEntries(
-    Object.entries(state.conversations).map(([role, c]) => [role, { ...c, messages: c.messages.slice(-BOUNDED_MESSAGES) }]),
-  ) as RunState['conversations'];
-  return takeCheckpoint({ ...state, runId, conversations }, 'bench-bounded', new Date());
 }
 
 function gc(): void {

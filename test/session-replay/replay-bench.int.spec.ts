@@ -25,6 +25,8 @@ it('prints one JSON line with events, replayMs, eventsPerSec and checkpointResum
     const result = JSON.parse(lines[0]);
     expect(result).toMatchObject({ suite: 'replay', benchmark: 'replay', turns: 60, events: 60 * 4 + 7 });
     for (const key of ['replayMs', 'eventsPerSec', 'checkpointResumeMs', 'checkpointBytes']) expect(result[key]).toBeGreaterThan(0);
+    // Each length twice: without a context limit, and with a model's context window.
+    expect(result.lengths.map((l: { history: string }) => l.history)).toEqual(['unbounded', 'window']);
     const [length] = result.lengths;
     expect(length.checkpoint).toMatchObject({ tailEvents: 40, equalsFullReplay: true });
     expect(result.targets.map((t: { name: string }) => t.name)).toEqual(expect.arrayContaining([expect.stringMatching(/full replay/), expect.stringMatching(/resume/)]));
