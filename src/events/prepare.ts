@@ -158,16 +158,35 @@ export interface StoredRow {
 }
 
 export function decodeRow(row: StoredRow, upcasters: UpcasterRegistry | undefined): RecordedEvent {
-  const metadata = JSON.parse(row.metadata) as EventMetadata;
-  const data = JSON.parse(row.data) as unknown;
-  const base = {
-    id: row.id,
-    streamId: row.stream_id,
-    revision: Number(row.revision),
-    position: Number(row.position),
-    recordedAt: row.recorded_at instanceof Date ? row.recorded_at.toISOString() : row.recorded_at,
-  };
-  if (!upcasters || upcasters.size === 0) return { ...base, type: row.type, data, metadata };
-  const up = upcasters.apply(row.type, data, metadata);
-  return { ...base, type: up.type, data: up.data, metadata: up.metadata };
+  return decodeFields(row.id, row.stream_id, row.revision, row.position, row.type, row.data, row.metadata, row.recorded_at, upcasters);
+}
+
+/** SQLite's raw rows: the columns of ROW_COLUMNS, in that order. */
+export type RawRow = [string, string, number, number, string, string, string, string];
+export const ROW_COLUMNS = 'id, stream_id, revision, position, type, data, metadata, recorded_at';
+
+export function decodeRawRow(r: RawRow, upcasters: UpcasterRegistry | undefined): RecordedEvent {
+  return decodeFields(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], upcasters);
+}
+
+/** One envelope per row, built in one object literal (this is on every replay's path). */
+function decodeFields(
+  id: string,
+  streamId: string,
+  revision: number | string,
+  position: number | string,
+  type: string,
+  dataText: string,
+  metadataText: string,
+  recordedAt: string | Date,
+  upcasters: UpcasterRegistry | undefined,
+): RecordedEvent {
+  const metadata = JSON.parse(metadataText) as EventMetadata;
+  const data = JSON.parse(dataText) as unknown;
+  const at = recordedAt instanceof Date ? recordedAt.toISOString() : recordedAt;
+  if (!upcasters || upcasters.size === 0) {
+    return { id, streamId, revision: Number(revision), position: Number(position), recordedAt: at, type, data, metadata };
+  }
+  const up = upcasters.apply(type, data, metadata);
+  return { id, streamId, revision: Number(revision), position: Number(position), recordedAt: at, type: up.type, data: up.data, metadata: up.metadata };
 }

@@ -19,14 +19,15 @@ import type { StoreOptions } from './in-memory.event-store';
 import { PositionNotifier } from './position-notifier';
 import {
   checkExpectedRevision,
-  decodeRow,
+  decodeRawRow,
   prepareEvents,
+  ROW_COLUMNS,
   resolveIdempotentAppend,
   validateExpectedRevision,
   validateStreamId,
   type PreparedEvent,
+  type RawRow,
   type StoredIdentity,
-  type StoredRow,
 } from './prepare';
 import { streamWindow } from './read-helpers';
 import { CatchUpSubscription } from './subscription';
@@ -105,12 +106,9 @@ export class SqliteEventStore implements EventStore {
       insert: this.db.prepare(
         'INSERT INTO events (id, stream_id, revision, type, data, metadata, content_hash, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
       ),
-      forwards: this.db.prepare(
-        'SELECT id, stream_id, revision, position, type, data, metadata, recorded_at FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision ASC LIMIT ?',
-      ),
-      backwards: this.db.prepare(
-        'SELECT id, stream_id, revision, position, type, data, metadata, recorded_at FROM events WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC LIMIT ?',
-      ),
+      // Raw rows (arrays): no row object per event before its envelope is built.
+      forwards: this.db.prepare(`SELECT ${ROW_COLUMNS} FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision ASC LIMIT ?`).raw(true),
+      backwards: this.db.prepare(`SELECT ${ROW_COLUMNS} FROM events WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`).raw(true),
       headPosition: this.db.prepare('SELECT COALESCE(MAX(position), 0) AS position FROM events'),
       loadCheckpoint: this.db.prepare('SELECT position FROM subscription_checkpoints WHERE name = ?'),
       saveCheckpoint: this.db.prepare(
@@ -214,8 +212,11 @@ export class SqliteEventStore implements EventStore {
     const w = streamWindow(options);
     if (w.maxCount === 0) return [];
     const stmt = w.direction === 'forwards' ? this.stmts.forwards : this.stmts.backwards;
-    const rows = stmt.all(streamId, w.from, Math.min(w.maxCount, Number.MAX_SAFE_INTEGER)) as StoredRow[];
-    return rows.map((r) => decodeRow(r, this.options.upcasters));
+    const rows = stmt.all(streamId, w.from, Math.min(w.maxCount, Number.MAX_SAFE_INTEGER)) as RawRow[];
+    const upcasters = this.options.upcasters;
+    const out = new Array<RecordedEvent>(rows.length);
+    for (let i = 0; i < rows.length; i++) out[i] = decodeRawRow(rows[i], upcasters);
+    return out;
   }
 
   async streamRevision(streamId: string): Promise<number | null> {
@@ -226,11 +227,14 @@ export class SqliteEventStore implements EventStore {
     const { sql, params } = readAllQuery(options.filter);
     let stmt = this.readAllCache.get(sql);
     if (!stmt) {
-      stmt = this.db.prepare(sql);
+      stmt = this.db.prepare(sql).raw(true);
       this.readAllCache.set(sql, stmt);
     }
-    const rows = stmt.all(options.after ?? 0, ...params, options.maxCount ?? -1) as StoredRow[];
-    return rows.map((r) => decodeRow(r, this.options.upcasters));
+    const rows = stmt.all(options.after ?? 0, ...params, options.maxCount ?? -1) as RawRow[];
+    const upcasters = this.options.upcasters;
+    const out = new Array<RecordedEvent>(rows.length);
+    for (let i = 0; i < rows.length; i++) out[i] = decodeRawRow(rows[i], upcasters);
+    return out;
   }
 
   async headPosition(): Promise<number> {
@@ -273,7 +277,7 @@ function readAllQuery(filter?: EventFilter): { sql: string; params: (string | nu
     for (const p of filter.streamPrefixes) params.push(p.length, p);
   }
   return {
-    sql: `SELECT id, stream_id, revision, position, type, data, metadata, recorded_at FROM events WHERE ${where.join(' AND ')} ORDER BY position ASC LIMIT ?`,
+    sql: `SELECT ${ROW_COLUMNS} FROM events WHERE ${where.join(' AND ')} ORDER BY position ASC LIMIT ?`,
     params,
   };
 }
