@@ -230,6 +230,9 @@ const benchTool: ToolDefinition = {
  * nothing. The script: the architect submits a plan at once, the executor calls the bench tool
  * until its turn `turnsOf(runId)` and then submits, the reviewer approves at once.
  */
+const MODEL_ID_PREFIX = randomBytes(6).toString('hex');
+let modelIdSeq = 0;
+
 class BenchModel implements ModelProvider {
   readonly name = 'scripted';
   calls = 0;
@@ -243,7 +246,8 @@ class BenchModel implements ModelProvider {
     this.calls++;
     if (this.latencyMs > 0) await delay(this.latencyMs, request.signal);
     if (request.signal?.aborted) throw new ModelError('aborted', 'model request aborted');
-    const id = `toolu_${randomBytes(12).toString('hex')}`;
+    // A counter, not randomBytes: a zero-cost model should cost nothing (unique per process and run).
+    const id = `toolu_${MODEL_ID_PREFIX}${(++modelIdSeq).toString(16).padStart(12, '0')}`;
     const extra = { id, model: 'scripted', usage: { ...USAGE } };
     switch (request.role) {
       case 'architect':
@@ -296,7 +300,7 @@ interface Footprint {
   freeBytes: number;
 }
 
-interface StoreHandle {
+export interface StoreHandle {
   store: EventStore;
   /** The run checkpoint store the supervisor would use next to this event store. */
   checkpoints: CheckpointStore;
@@ -305,7 +309,7 @@ interface StoreHandle {
   dispose(): Promise<void>;
 }
 
-async function openStore(kind: TurnsStoreKind | 'sqlite-nosync', opts: TurnsBenchOptions, tag: string): Promise<StoreHandle> {
+export async function openStore(kind: TurnsStoreKind | 'sqlite-nosync', opts: TurnsBenchOptions, tag: string): Promise<StoreHandle> {
   if (kind === 'memory') {
     const store = new InMemoryEventStore();
     return { store, checkpoints: createRunStores(store).checkpoints, footprint: async () => null, dispose: async () => undefined };
@@ -401,7 +405,7 @@ async function launchBenchRun(store: EventStore, runId: string, turns: number): 
 }
 
 /** How runs are driven: as the supervisor drives them (an owner claim, checkpoints every N turns). */
-interface Harness {
+export interface Harness {
   workspaceRoot: string;
   owner: string;
   checkpointEveryTurns: number;
@@ -430,7 +434,7 @@ function checkCompleted(state: RunState, turns: number): void {
 }
 
 /** Launches and drives one run of `turns` executor turns; times the drive. */
-async function timedRun(handle: StoreHandle, turns: number, h: Harness, withCheckpoints = h.checkpointEveryTurns > 0): Promise<{ runId: string; ms: number }> {
+export async function timedRun(handle: StoreHandle, turns: number, h: Harness, withCheckpoints = h.checkpointEveryTurns > 0): Promise<{ runId: string; ms: number }> {
   const runId = `run_bench_${randomBytes(8).toString('hex')}`;
   const model = new BenchModel(() => turns);
   const store = handle.store;

@@ -31,11 +31,11 @@ function observable(machine: AnyStateMachine, s: Record<string, unknown>): unkno
 function runBoth(machine: AnyStateMachine, input: unknown, events: Ev[]): void {
   const slow = pureTransition(machine, { interpreter: true });
   const fast = pureTransition(machine);
-  let a = initialTransition(machine, input as never)[0] as Record<string, unknown>;
+  let a = initialTransition(machine, input as never)[0] as unknown as Record<string, unknown>;
   let b = a;
   for (const [i, e] of events.entries()) {
-    a = slow(a as never, e as never) as Record<string, unknown>;
-    b = fast(b as never, e as never) as Record<string, unknown>;
+    a = slow(a as never, e as never) as unknown as Record<string, unknown>;
+    b = fast(b as never, e as never) as unknown as Record<string, unknown>;
     try {
       expect(observable(machine, b)).toEqual(observable(machine, a));
     } catch (err) {
