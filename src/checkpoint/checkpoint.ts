@@ -1,6 +1,7 @@
 import { sha256Hex } from '../shared/canonical-json';
 import { agentLoopMachine } from '../team/domain/agent-loop.machine';
 import type { RunState } from '../team/domain/run-state';
+import type { ChatMessage } from '../team/models/model.port';
 import { teamRunMachine } from '../team/domain/team-run.machine';
 
 /**
@@ -46,7 +47,6 @@ function serializeRunStateText(state: RunState): string {
       team: teamRunMachine.getPersistedSnapshot(state.team),
       loop: state.loop ? agentLoopMachine.getPersistedSnapshot(state.loop) : null,
       phase: state.phase ?? null,
-      conversations: state.conversations,
       usage: state.usage,
       lastToolUses: [...state.lastToolUses.values()],
       requestedTools: [...state.requestedTools.values()],
@@ -64,8 +64,42 @@ function serializeRunStateText(state: RunState): string {
       forkedFrom: state.forkedFrom ?? null,
       resilience: state.resilience,
       approvals: [...state.approvals.values()],
-    })
+    }).slice(0, -1) +
+    // The conversations last, their messages' text reused from earlier checkpoints.
+    `,"conversations":${conversationsJson(state.conversations)}}`
   );
+}
+
+/**
+ * The JSON text of a message list, as JSON.stringify writes it, reusing the text of the messages a
+ * previous checkpoint of the same list already wrote. A conversation only grows by push (the fold
+ * never changes a message; a compaction replaces the whole list), so the text of its first `count`
+ * messages stays valid while the list is the same array. This turns a checkpoint's cost from the
+ * whole conversation into the messages since the last one (the hash and the write remain linear).
+ */
+const messagesText = new WeakMap<readonly ChatMessage[], { count: number; text: string }>();
+
+function messagesJson(messages: readonly ChatMessage[]): string {
+  const cached = messagesText.get(messages);
+  let text = cached && cached.count <= messages.length ? cached.text : '';
+  let count = cached && cached.count <= messages.length ? cached.count : 0;
+  for (; count < messages.length; count++) text += (count === 0 ? '' : ',') + JSON.stringify(messages[count]);
+  messagesText.set(messages, { count, text });
+  return `[${text}]`;
+}
+
+/** Exactly `JSON.stringify(conversations)`, with each message list through `messagesJson`. */
+function conversationsJson(conversations: RunState['conversations']): string {
+  const parts: string[] = [];
+  for (const [role, conv] of Object.entries(conversations)) {
+    const fields: string[] = [];
+    for (const [key, value] of Object.entries(conv)) {
+      if (key === 'messages') fields.push(`"messages":${messagesJson(value as ChatMessage[])}`);
+      else if (value !== undefined) fields.push(`${JSON.stringify(key)}:${JSON.stringify(value)}`);
+    }
+    parts.push(`${JSON.stringify(role)}:{${fields.join(',')}}`);
+  }
+  return `{${parts.join(',')}}`;
 }
 
 export function deserializeRunState(s: SerializedRunState): RunState {
