@@ -7,58 +7,19 @@ import { hash } from 'node:crypto';
  */
 export function canonicalJson(value: unknown): string {
   try {
-    return fast(value, []);
-  } catch {
-    // Walk again, naming where the value fails (the fast walk keeps no paths).
-    return serialise(value, new Set(), '$');
+    return walk(value, [], undefined);
+  } catch (err) {
+    if (!(err instanceof TypeError)) throw err;
+    // Walk again, naming where the value fails: the first walk builds no path strings.
+    return walk(value, [], '$');
   }
 }
 
 /**
- * The hot path: the same output as `serialise`, building strings directly, with the objects on
- * the current path in a stack (for cycles) instead of a Set and no path strings.
+ * Strings are built directly; the objects on the current path are kept in a stack (for cycles).
+ * `path` is undefined on the hot path and only tracked when a failure must say where it is.
  */
-function fast(value: unknown, stack: object[]): string {
-  if (value === null) return 'null';
-  switch (typeof value) {
-    case 'string':
-      return JSON.stringify(value);
-    case 'boolean':
-      return value ? 'true' : 'false';
-    case 'number':
-      if (!Number.isFinite(value)) throw new TypeError('non-finite');
-      return JSON.stringify(value);
-    case 'object': {
-      if (stack.includes(value)) throw new TypeError('cycle');
-      stack.push(value);
-      let out: string;
-      if (Array.isArray(value)) {
-        out = '[';
-        for (let i = 0; i < value.length; i++) out += (i === 0 ? '' : ',') + fast(value[i], stack);
-        out += ']';
-      } else {
-        const proto = Object.getPrototypeOf(value);
-        if (proto !== null && Object.getPrototypeOf(proto) !== null) throw new TypeError('not plain');
-        const keys = Object.keys(value).sort();
-        out = '{';
-        let first = true;
-        for (const k of keys) {
-          const v = (value as Record<string, unknown>)[k];
-          if (v === undefined) continue;
-          out += (first ? '' : ',') + JSON.stringify(k) + ':' + fast(v, stack);
-          first = false;
-        }
-        out += '}';
-      }
-      stack.pop();
-      return out;
-    }
-    default:
-      throw new TypeError('not JSON');
-  }
-}
-
-function serialise(value: unknown, seen: Set<object>, path: string): string {
+function walk(value: unknown, stack: object[], path: string | undefined): string {
   if (value === null) return 'null';
   switch (typeof value) {
     case 'string':
@@ -69,25 +30,32 @@ function serialise(value: unknown, seen: Set<object>, path: string): string {
       if (!Number.isFinite(value)) throw new TypeError(`${path} is a non-finite number`);
       return JSON.stringify(value);
     case 'object': {
-      if (seen.has(value)) throw new TypeError(`${path} is a circular reference`);
-      seen.add(value);
-      try {
-        if (Array.isArray(value)) {
-          return `[${value.map((item, i) => serialise(item, seen, `${path}[${i}]`)).join(',')}]`;
-        }
+      if (stack.includes(value)) throw new TypeError(`${path} is a circular reference`);
+      let out: string;
+      if (Array.isArray(value)) {
+        stack.push(value);
+        out = '[';
+        for (let i = 0; i < value.length; i++) out += (i === 0 ? '' : ',') + walk(value[i], stack, path === undefined ? undefined : `${path}[${i}]`);
+        out += ']';
+      } else {
         // A plain object's prototype is (some realm's) Object.prototype, whose own prototype is null.
         const proto = Object.getPrototypeOf(value);
         if (proto !== null && Object.getPrototypeOf(proto) !== null) {
           throw new TypeError(`${path} is a ${proto?.constructor?.name ?? 'non-plain'} object, not plain JSON`);
         }
-        const entries = Object.keys(value)
-          .sort()
-          .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
-          .map((k) => `${JSON.stringify(k)}:${serialise((value as Record<string, unknown>)[k], seen, `${path}.${k}`)}`);
-        return `{${entries.join(',')}}`;
-      } finally {
-        seen.delete(value);
+        stack.push(value);
+        out = '{';
+        let first = true;
+        for (const k of Object.keys(value).sort()) {
+          const v = (value as Record<string, unknown>)[k];
+          if (v === undefined) continue;
+          out += (first ? '' : ',') + JSON.stringify(k) + ':' + walk(v, stack, path === undefined ? undefined : `${path}.${k}`);
+          first = false;
+        }
+        out += '}';
       }
+      stack.pop();
+      return out;
     }
     default:
       throw new TypeError(`${path} is of type ${typeof value}, which JSON cannot represent`);
