@@ -2,7 +2,7 @@ import { checkpointJson, restoreCheckpoint, takeCheckpoint, type Checkpoint } fr
 import type { TeamRunEvent } from '../../src/team/domain/run-events';
 import { evolve, foldRun, initialRunState, type RunState } from '../../src/team/domain/run-state';
 import { contextCompacted } from './checkpoint-text-support';
-import { modelCallCompleted, modelCallStarted, phaseStarted, planned, RUN_ID, text, toolCallCompleted, toolUse } from '../team/machines/given-when-then';
+import { fold, modelCallCompleted, modelCallStarted, phaseStarted, planned, RUN_ID, text, toolCallCompleted, toolUse } from '../team/machines/given-when-then';
 import { comparable } from './replay-support';
 
 // A checkpoint reuses the JSON text of the messages an earlier checkpoint of the same conversation
@@ -44,7 +44,7 @@ describe('checkpoint text', () => {
   });
 
   it('given a state restored from a checkpoint, then its next checkpoint is right too', () => {
-    const state = foldRun([...planned(), phaseStarted('executing'), ...turn(1), ...turn(2)], initialRunState(RUN_ID));
+    const state = fold([...planned(), phaseStarted('executing'), ...turn(1), ...turn(2)]);
     const restored = roundTrip(takeCheckpoint(state, 'turns', new Date(0)));
     let revision = restored.revision;
     for (const e of turn(3)) evolve(restored, e, { revision: ++revision, position: revision + 1 });
