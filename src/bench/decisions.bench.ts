@@ -6,10 +6,11 @@ import { Client } from 'pg';
 import { redactUrl } from '../config/config';
 import type { EventStore, NewEvent } from '../events/event-store.port';
 import { SqliteEventStore } from '../events/sqlite.event-store';
-import { expectationFrom, recordFrom, verifyChain, verifyChainAsync, type DecisionEvent } from '../review-gate/decision-log/chain';
-import { DecisionLog } from '../review-gate/decision-log/decision-log';
-import { DecisionLogProjection } from '../review-gate/decision-log/decision-log.projection';
+import { expectationFrom, InOrderCheck, recordFrom, verifyChain, verifyChainAsync, verifyInOrder, type DecisionEvent } from '../review-gate/decision-log/chain';
+import { DecisionLog, verifyPageSize } from '../review-gate/decision-log/decision-log';
+import { DECISION_EVENTS, DecisionLogProjection } from '../review-gate/decision-log/decision-log.projection';
 import type { DecisionRecord } from '../review-gate/decision-log/decision-record';
+import { BEFORE_FIRST_SEQ } from '../review-gate/decision-log/decision-record.repository';
 import { SqliteDecisionRecordRepository } from '../review-gate/decision-log/sqlite.decision-record.repository';
 import { charterVersion } from '../team/domain/charter';
 import { reviewIdOf } from '../team/domain/review-id';
@@ -23,10 +24,12 @@ import { machineInfo, measureFdatasyncRate, sqliteVersion, summarise, type Fdata
  * Decision log (`npm run bench -- decisions`):
  *
  * (a) verification over N records (default 100,000): records built with recordFrom in memory,
- *     verified chain-only and against the decision events (the store cross-check, as
- *     `GET /v1/decisions/verify` does); then the same decisions as events in a SQLite store,
+ *     verified chain-only, against the decision events with the complete check (expectation +
+ *     ChainVerifier) and with the in-order check (records and events side by side, as
+ *     `GET /v1/decisions/verify` does first); then the same decisions as events in a SQLite store,
  *     projected into the SQLite repository by the real projector, and verified end to end
- *     (DecisionLog.verify: store read + records read + both checks) and chain-only from SQLite;
+ *     (DecisionLog.verify: events and records read page by page, the in-order check), chain-only
+ *     from SQLite, and once with the last record altered (the in-order check, then the complete one);
  * (b) decisions per second through the API: runs launched with a review policy and brought to
  *     `awaiting_review` by appending their events directly (so the agents cost nothing), then
  *     N reviews approved over real HTTP by a few concurrent clients; median of the rounds.
@@ -74,18 +77,28 @@ export interface DecisionsBenchResult {
   memory: {
     buildRecordsPerSec: Summary;
     verifyChainOnlyRecordsPerSec: Summary;
-    /** The expectation (payload hash of every decision event) is built first and timed apart. */
+    /** The complete check; its expectation (payload hash of every decision event) is built first and timed apart. */
     verifyAgainstStoreRecordsPerSec: Summary;
     buildExpectationMs: Summary;
+    /** The in-order check (what DecisionLog.verify does first): each record against its event, side by side. */
+    verifyInOrderRecordsPerSec: Summary;
   };
   sqlite: {
     /** The projector appending records from the decision events (synchronous=OFF while loading). */
     projectRecordsPerSec: number;
-    /** DecisionLog.verify: reads the decision events and the records, checks chain and content. */
+    /** DecisionLog.verify: reads the decision events and the records, checks chain and content (the in-order check). */
     verifyEndToEndRecordsPerSec: Summary;
     verifyChainOnlyRecordsPerSec: Summary;
-    /** One more end-to-end pass with its steps timed apart. */
-    endToEndBreakdownMs: { readDecisionEvents: number; buildExpectation: number; readRecords: number; checkChainAndContent: number };
+    /**
+     * One more pass of the in-order check as DecisionLog.verify makes it (same pages, same order),
+     * with the time of each step added up apart.
+     */
+    endToEndBreakdownMs: { readDecisionEvents: number; readRecords: number; checkInOrder: number };
+    /**
+     * DecisionLog.verify with the last record altered (one run): the in-order check reads to the
+     * end before it finds it, then the complete check runs — the worst case.
+     */
+    verifyLastRecordAlteredMs: number;
   };
   api: ApiResult[];
   machine: MachineInfo & { sqliteVersion: string };
@@ -186,6 +199,48 @@ export async function seedRunAwaitingReview(store: EventStore, options: SeedRevi
   return { runId, reviewId: reviewIdOf(runId, 1) };
 }
 
+/**
+ * The steps of DecisionLog.verify's in-order check, timed apart: the same reads (pages of decision
+ * events through the store port and of records from the repository, alternately, of the size
+ * DecisionLog.verify uses on SQLite) and the same check, with each step's time added up on its own.
+ */
+async function inOrderBreakdown(store: SqliteEventStore, repo: SqliteDecisionRecordRepository, n: number): Promise<{ readDecisionEvents: number; readRecords: number; checkInOrder: number }> {
+  const page = verifyPageSize(store.kind);
+  const upTo = await store.headPosition();
+  const check = new InOrderCheck(upTo);
+  let [eventsMs, recordsMs, checkMs] = [0, 0, 0];
+  let records: DecisionRecord[] = [];
+  let r = 0;
+  let afterSeq = BEFORE_FIRST_SEQ;
+  const nextRecords = async () => {
+    const t = process.hrtime.bigint();
+    records = await repo.list({}, { afterSeq, limit: page });
+    recordsMs += since(t);
+    r = 0;
+    if (records.length > 0) afterSeq = records[records.length - 1].seq;
+  };
+  await nextRecords();
+  for (let after = 0; ; ) {
+    let t = process.hrtime.bigint();
+    const events = await store.readAll({ after, maxCount: page, filter: DECISION_EVENTS });
+    eventsMs += since(t);
+    t = process.hrtime.bigint();
+    for (const e of events) {
+      if (r === records.length) {
+        checkMs += since(t);
+        await nextRecords();
+        t = process.hrtime.bigint();
+      }
+      if (!check.pair(e, records[r++])) throw new Error(`in-order check failed at record ${r}`);
+    }
+    checkMs += since(t);
+    if (events.length < page) break;
+    after = events[events.length - 1].position;
+  }
+  if (check.result().checked !== n) throw new Error(`in-order check: ${JSON.stringify(check.result())}`);
+  return { readDecisionEvents: Math.round(eventsMs), readRecords: Math.round(recordsMs), checkInOrder: Math.round(checkMs) };
+}
+
 async function verifyPart(n: number, runs: number, dataDir: string, log: (line: string) => void) {
   log(`(a) verification over ${n.toLocaleString('en-US')} records`);
   const events = Array.from({ length: n }, (_, i) => syntheticDecision(i + 1, i + 1));
@@ -193,6 +248,7 @@ async function verifyPart(n: number, runs: number, dataDir: string, log: (line: 
   const chainOnly: number[] = [];
   const againstStore: number[] = [];
   const expectationMs: number[] = [];
+  const inOrder: number[] = [];
   let records: DecisionRecord[] = [];
   for (let r = 0; r < runs; r++) {
     let t = process.hrtime.bigint();
@@ -209,17 +265,22 @@ async function verifyPart(n: number, runs: number, dataDir: string, log: (line: 
     t = process.hrtime.bigint();
     const b = verifyChain(records, expectation);
     againstStore.push(perSec(n, since(t)));
-    if (!a.ok || !b.ok || b.checked !== n) throw new Error(`in-memory verification failed: ${JSON.stringify(b)}`);
+    t = process.hrtime.bigint();
+    const c = verifyInOrder(events, records);
+    inOrder.push(perSec(n, since(t)));
+    if (!a.ok || !b.ok || b.checked !== n || !c?.ok || c.checked !== n) throw new Error(`in-memory verification failed: ${JSON.stringify([b, c])}`);
   }
   const memory = {
     buildRecordsPerSec: summarise(build),
     verifyChainOnlyRecordsPerSec: summarise(chainOnly),
     verifyAgainstStoreRecordsPerSec: summarise(againstStore),
     buildExpectationMs: summarise(expectationMs),
+    verifyInOrderRecordsPerSec: summarise(inOrder),
   };
   log(
     `  memory: build ${memory.buildRecordsPerSec.median.toLocaleString('en-US')} records/s; verify chain-only ${memory.verifyChainOnlyRecordsPerSec.median.toLocaleString('en-US')} records/s, ` +
-      `against the store ${memory.verifyAgainstStoreRecordsPerSec.median.toLocaleString('en-US')} records/s (+ ${memory.buildExpectationMs.median} ms to build the expectation)`,
+      `against the store: complete check ${memory.verifyAgainstStoreRecordsPerSec.median.toLocaleString('en-US')} records/s (+ ${memory.buildExpectationMs.median} ms to build the expectation), ` +
+      `in-order check ${memory.verifyInOrderRecordsPerSec.median.toLocaleString('en-US')} records/s`,
   );
 
   const dir = join(dataDir, 'verify');
@@ -255,44 +316,32 @@ async function verifyPart(n: number, runs: number, dataDir: string, log: (line: 
       sqliteChainOnly.push(perSec(n, since(t)));
       if (!c.ok) throw new Error(`SQLite chain verification failed: ${JSON.stringify(c)}`);
     }
-    // Where the end-to-end time goes: the same steps DecisionLog.verify takes, timed apart.
+    // Where the end-to-end time goes: the in-order check as DecisionLog.verify makes it (pages of
+    // events and records read alternately), each step's time added up apart.
+    const breakdown = await inOrderBreakdown(store, repo, n);
+    // The worst case for the fallback: the last record altered, found at the end of the in-order
+    // pass; the complete check then runs from the start to name it.
+    const lastRecord = store.db.prepare('SELECT reason FROM decision_records WHERE seq = ?').get(n) as { reason: string };
+    store.db.prepare('UPDATE decision_records SET reason = ? WHERE seq = ?').run(`${lastRecord.reason}!`, n);
     t = process.hrtime.bigint();
-    const decided: DecisionEvent[] = [];
-    for (let after = 0; ; ) {
-      const page = await store.readAll({ after, maxCount: 1000, filter: { types: ['ReviewDecided'] } });
-      decided.push(...page);
-      if (page.length < 1000) break;
-      after = page[page.length - 1].position;
-    }
-    const readEventsMs = since(t);
-    t = process.hrtime.bigint();
-    const expectation = expectationFrom(decided);
-    const expectationMs = since(t);
-    t = process.hrtime.bigint();
-    const stored: DecisionRecord[] = [];
-    for await (const rec of repo.iterate()) stored.push(rec);
-    const readRecordsMs = since(t);
-    t = process.hrtime.bigint();
-    const checked = verifyChain(stored, expectation);
-    const checkMs = since(t);
-    if (!checked.ok) throw new Error(`SQLite verification failed: ${JSON.stringify(checked)}`);
+    const altered = await decisionLog.verify();
+    const verifyLastRecordAlteredMs = Math.round(since(t));
+    store.db.prepare('UPDATE decision_records SET reason = ? WHERE seq = ?').run(lastRecord.reason, n);
+    if (altered.ok || altered.firstBadRecord?.seq !== n || altered.firstBadRecord.problem !== 'altered') throw new Error(`the altered record was not found: ${JSON.stringify(altered)}`);
     const sqlite = {
       projectRecordsPerSec,
       verifyEndToEndRecordsPerSec: summarise(endToEnd),
       verifyChainOnlyRecordsPerSec: summarise(sqliteChainOnly),
-      endToEndBreakdownMs: {
-        readDecisionEvents: Math.round(readEventsMs),
-        buildExpectation: Math.round(expectationMs),
-        readRecords: Math.round(readRecordsMs),
-        checkChainAndContent: Math.round(checkMs),
-      },
+      endToEndBreakdownMs: breakdown,
+      verifyLastRecordAlteredMs,
     };
     log(
       `  sqlite: verify end to end (events + records, chain + content) ${sqlite.verifyEndToEndRecordsPerSec.median.toLocaleString('en-US')} records/s; ` +
         `chain-only from SQLite ${sqlite.verifyChainOnlyRecordsPerSec.median.toLocaleString('en-US')} records/s`,
     );
     const b = sqlite.endToEndBreakdownMs;
-    log(`  sqlite: end to end, step by step: read decision events ${b.readDecisionEvents} ms, expectation ${b.buildExpectation} ms, read records ${b.readRecords} ms, check ${b.checkChainAndContent} ms`);
+    log(`  sqlite: end to end, step by step: read decision events ${b.readDecisionEvents} ms, read records ${b.readRecords} ms, in-order check ${b.checkInOrder} ms`);
+    log(`  sqlite: verify with the last record altered (in-order pass, then the complete check): ${verifyLastRecordAlteredMs} ms`);
     return { memory, sqlite };
   } finally {
     await store.close();

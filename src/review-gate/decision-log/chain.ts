@@ -29,15 +29,19 @@ export class NotADecisionEventError extends Error {
   override readonly name = 'NotADecisionEventError';
 }
 
+/** The run of a decision event: from its stream `run-<runId>`, else its metadata, else its review id. */
+function runIdOf(event: DecisionEvent, d: ReviewDecidedData): string {
+  return event.streamId.startsWith(RUN_STREAM_PREFIX)
+    ? event.streamId.slice(RUN_STREAM_PREFIX.length)
+    : (event.metadata?.runId ?? parseReviewId(d.reviewId)?.runId ?? '');
+}
+
 export function payloadOf(event: DecisionEvent): DecisionPayload {
   if (event.type !== DECISION_EVENT_TYPE) throw new NotADecisionEventError(`a decision record is made from a ${DECISION_EVENT_TYPE} event, not ${event.type}`);
   const d = event.data as ReviewDecidedData;
-  const runId = event.streamId.startsWith(RUN_STREAM_PREFIX)
-    ? event.streamId.slice(RUN_STREAM_PREFIX.length)
-    : (event.metadata?.runId ?? parseReviewId(d.reviewId)?.runId ?? '');
   return {
     decisionId: d.decisionId,
-    runId,
+    runId: runIdOf(event, d),
     reviewId: d.reviewId,
     iteration: d.iteration,
     executor: d.executor,
@@ -105,10 +109,28 @@ function canonicalOf(keys: readonly string[]): (value: object) => string {
   };
 }
 
+/**
+ * Strings JSON.stringify writes as they are between quotes: no quote, backslash, control character
+ * or surrogate (a lone one is escaped; a pair is left to JSON.stringify too). Testing for them is
+ * about twice as fast as JSON.stringify, and nearly every string of a record is such a string.
+ */
+const PLAIN = /^[^"\\\u0000-\u001f\ud800-\udfff]*$/;
+
+const quote = (s: string): string => (PLAIN.test(s) ? `"${s}"` : JSON.stringify(s));
+
 function encode(v: unknown): string {
-  if (typeof v === 'string') return JSON.stringify(v);
-  if (typeof v === 'number' && Number.isFinite(v)) return JSON.stringify(v);
-  if (Array.isArray(v) && v.every((x) => typeof x === 'string')) return `[${v.map((x) => JSON.stringify(x)).join(',')}]`;
+  if (typeof v === 'string') return quote(v);
+  // A finite number's JSON text is its string form (-0 included: both are "0").
+  if (typeof v === 'number' && Number.isFinite(v)) return `${v}`;
+  if (Array.isArray(v)) {
+    let out = '[';
+    for (let i = 0; i < v.length; i++) {
+      const x: unknown = v[i];
+      if (typeof x !== 'string') return canonicalJson(v);
+      out += i === 0 ? quote(x) : `,${quote(x)}`;
+    }
+    return `${out}]`;
+  }
   return canonicalJson(v);
 }
 
@@ -139,17 +161,45 @@ function payloadAndContentJson(r: DecisionRecordContent): [string, string] {
 }
 
 /**
+ * The canonical JSON of a record's content (what `hashRecord` hashes) when every field holds its
+ * usual type — strings, finite numbers, an array of strings, no policy or a string — and no
+ * string but the criteria needs escaping (one test over all of them); else undefined (then
+ * `contentJson` encodes it field by field). A fixed template, no walk over the keys: this is most of
+ * the in-order check's own cost, and of building records.
+ */
+function usualContentJson(r: DecisionRecordContent): string | undefined {
+  const { acceptanceCriteria: criteria, iteration, position, seq, policy } = r;
+  const strings = [r.artifactHash, r.charterVersion, r.decidedAt, r.decider, r.deciderKind, r.decisionId, r.executor, r.outcome, r.prevHash, r.reason, r.reviewId, r.runId];
+  for (const v of strings) if (typeof v !== 'string') return undefined;
+  if (policy !== undefined && typeof policy !== 'string') return undefined;
+  if (!Number.isFinite(iteration) || !Number.isFinite(position) || !Number.isFinite(seq) || !Array.isArray(criteria)) return undefined;
+  let list = '';
+  for (let i = 0; i < criteria.length; i++) {
+    const c: unknown = criteria[i];
+    if (typeof c !== 'string') return undefined;
+    list += i === 0 ? quote(c) : `,${quote(c)}`;
+  }
+  if (!PLAIN.test(strings.join('') + (policy ?? ''))) return undefined;
+  return (
+    `{"acceptanceCriteria":[${list}],"artifactHash":"${r.artifactHash}","charterVersion":"${r.charterVersion}","decidedAt":"${r.decidedAt}",` +
+    `"decider":"${r.decider}","deciderKind":"${r.deciderKind}","decisionId":"${r.decisionId}","executor":"${r.executor}","iteration":${iteration},` +
+    `"outcome":"${r.outcome}"${policy === undefined ? '' : `,"policy":"${policy}"`},"position":${position},"prevHash":"${r.prevHash}",` +
+    `"reason":"${r.reason}","reviewId":"${r.reviewId}","runId":"${r.runId}","seq":${seq}}`
+  );
+}
+
+/**
  * sha256 (hex) of the canonical JSON of a record's content: every field but `hash`, prevHash
  * included. Fields outside the record's schema are not part of the content (so a whole record
  * may be passed).
  */
 export function hashRecord(content: DecisionRecordContent): string {
-  return sha256(contentJson(content));
+  return sha256(usualContentJson(content) ?? contentJson(content));
 }
 
 /** The canonical JSON text `hashRecord` hashes (for tests and tools that re-hash independently). */
 export function canonicalContent(content: DecisionRecordContent): string {
-  return contentJson(content);
+  return usualContentJson(content) ?? contentJson(content);
 }
 
 /** Hash of what a decision says (no seq, no links): the same for a record and for its event. */
@@ -391,4 +441,141 @@ export async function verifyChainAsync(records: AsyncIterable<DecisionRecord> | 
     if (verifier.done) break;
   }
   return verifier.finish();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The in-order check: the fast path of verification against the store
+
+/**
+ * Whether two field values have the same canonical JSON — for the values a record holds when
+ * nobody tampered with it (a string, a finite number, an array of strings, absent). Anything
+ * else answers false: the in-order check then gives up and the complete check decides.
+ */
+function sameValue(a: unknown, b: unknown): boolean {
+  if (typeof a === 'string') return a === b;
+  // 0 and -0 are equal here, and both are "0" in JSON; NaN and ±Infinity have no JSON.
+  if (typeof a === 'number') return a === b && Number.isFinite(a);
+  if (a === undefined) return b === undefined;
+  if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x: unknown = a[i];
+    if (typeof x !== 'string' || x !== b[i]) return false;
+  }
+  return true;
+}
+
+/** sameValue(runId, runIdOf(event)), without cutting the run id out of the stream id. */
+function sameRunId(runId: unknown, e: DecisionEvent, d: ReviewDecidedData): boolean {
+  const stream = e.streamId;
+  if (!stream.startsWith(RUN_STREAM_PREFIX)) return sameValue(runId, runIdOf(e, d));
+  return typeof runId === 'string' && stream.length === RUN_STREAM_PREFIX.length + runId.length && stream.endsWith(runId);
+}
+
+/**
+ * The in-order check, the fast path of verification against the store. When the log is intact,
+ * record `s` is made from the `s`-th decision event (in global order), so the two sequences can be
+ * walked side by side: one record, one event, no expectation to build. A record passes when it
+ * says what its event says — compared field by field, which is exactly equality of the two
+ * payloads' canonical JSON (the complete check compares their hashes) — carries seq `s`, links to
+ * the hash of record `s-1` and hashes to its own `hash` (one sha256 per record).
+ *
+ * It only ever concludes that the log is intact. At the first record that does not pass (or an
+ * event without a record, or a record the complete check would not leave out), `pair`/`beyond`
+ * answer false and the caller runs the complete check (`ChainVerifier` with the store's
+ * expectation), which names the first bad record and classifies it. When every pair passes,
+ * `result()` is what the complete check would answer: `{ok: true, checked: <decision events>}`.
+ *
+ * Memory: the set of the decision ids seen (a decision id twice among the events changes what the
+ * complete check expects; the set also tells the records appended while verifying, which are left
+ * out, from records of known decisions, which are not).
+ */
+export class InOrderCheck {
+  private checked = 0;
+  private prevHash = GENESIS_PREV_HASH;
+  private prevPosition = Number.NEGATIVE_INFINITY;
+  private readonly ids = new Set<string>();
+
+  /** `upToPosition` as in ChainExpectation: the store position the decision events are read up to. */
+  constructor(private readonly upToPosition?: number) {}
+
+  /**
+   * The next decision event (in global order, at or before `upToPosition`) and the next record (in
+   * seq order). False when the record is not exactly the one that event must have made here.
+   */
+  pair(event: DecisionEvent, record: DecisionRecord): boolean {
+    try {
+      return this.tryPair(event, record);
+    } catch {
+      // Whatever cannot be read here is for the complete check to name.
+      return false;
+    }
+  }
+
+  /**
+   * A record after the last decision event: true when the complete check leaves it out (a record of
+   * a decision made after `upToPosition`, appended while verifying).
+   */
+  beyond(record: DecisionRecord): boolean {
+    try {
+      const upTo = this.upToPosition;
+      return upTo !== undefined && record.position > upTo && !this.ids.has(record.decisionId);
+    } catch {
+      return false;
+    }
+  }
+
+  /** Valid once every decision event has been paired and every other record was `beyond`. */
+  result(): ChainVerification {
+    return { ok: true, checked: this.checked };
+  }
+
+  private tryPair(e: DecisionEvent, r: DecisionRecord): boolean {
+    const s = this.checked + 1;
+    const position = e.position;
+    // The complete check orders the events by position; here they must come in that order.
+    if (e.type !== DECISION_EVENT_TYPE || typeof position !== 'number' || !Number.isFinite(position) || !(position > this.prevPosition)) return false;
+    if (this.upToPosition !== undefined && position > this.upToPosition) return false;
+    const d = e.data as ReviewDecidedData;
+    const id = d.decisionId;
+    if (typeof id !== 'string' || r.decisionId !== id || this.ids.has(id)) return false;
+    if (r.seq !== s || r.prevHash !== this.prevHash || r.position !== position) return false;
+    // payloadOf copies the criteria with a spread: for an array that is the same elements.
+    if (!Array.isArray(d.acceptanceCriteria)) return false;
+    const same =
+      sameRunId(r.runId, e, d) &&
+      sameValue(r.reviewId, d.reviewId) &&
+      sameValue(r.iteration, d.iteration) &&
+      sameValue(r.executor, d.executor) &&
+      sameValue(r.decider, d.decider) &&
+      sameValue(r.deciderKind, d.deciderKind) &&
+      sameValue(r.outcome, d.outcome) &&
+      sameValue(r.reason, d.reason) &&
+      sameValue(r.policy, d.policy) &&
+      sameValue(r.acceptanceCriteria, d.acceptanceCriteria) &&
+      sameValue(r.artifactHash, d.artifactHash) &&
+      sameValue(r.charterVersion, d.charterVersion) &&
+      sameValue(r.decidedAt, d.at);
+    if (!same || typeof r.hash !== 'string' || hashRecord(r) !== r.hash) return false;
+    this.ids.add(id);
+    this.prevHash = r.hash;
+    this.prevPosition = position;
+    this.checked = s;
+    return true;
+  }
+}
+
+/**
+ * The in-order check over whole sequences: `verifyChain(records, expectationFrom(events,
+ * upToPosition))` when that is ok, else undefined (the complete check must decide).
+ */
+export function verifyInOrder(events: Iterable<DecisionEvent>, records: Iterable<DecisionRecord>, upToPosition?: number): ChainVerification | undefined {
+  const check = new InOrderCheck(upToPosition);
+  const stored = records[Symbol.iterator]();
+  for (const e of events) {
+    if (upToPosition !== undefined && e.position > upToPosition) continue;
+    const next = stored.next();
+    if (next.done || !check.pair(e, next.value)) return undefined;
+  }
+  for (let next = stored.next(); !next.done; next = stored.next()) if (!check.beyond(next.value)) return undefined;
+  return check.result();
 }

@@ -1,10 +1,25 @@
 import type { EventStore } from '../../events/event-store.port';
-import { expectedDecision, verifyChainAsync, type ChainVerification, type ExpectedDecision } from './chain';
+import { expectedDecision, InOrderCheck, verifyChainAsync, type ChainVerification, type ExpectedDecision } from './chain';
 import type { DecisionFilter, DecisionRecord } from './decision-record';
-import type { DecisionRecordRepository } from './decision-record.repository';
+import { BEFORE_FIRST_SEQ, type DecisionRecordRepository } from './decision-record.repository';
 import { DECISION_EVENTS, type DecisionLogProjection } from './decision-log.projection';
 
-const EVENT_PAGE = 1000;
+export interface DecisionLogOptions {
+  /** Decision events read per page when verifying (default: verifyPageSize). */
+  eventPageSize?: number;
+  /** Records read per page by the in-order check (default: verifyPageSize). */
+  recordPageSize?: number;
+}
+
+/**
+ * Pages of 250 from an in-process store (SQLite, memory): a page costs no round trip, and small
+ * pages keep what survives each young-generation GC small (on SQLite, 100–250 measured up to ~10 %
+ * faster than 1000, within a noisy machine's spread). Pages of 1000 over the network (PostgreSQL),
+ * where each page is a round trip.
+ */
+export function verifyPageSize(storeKind: string): number {
+  return storeKind === 'sqlite' || storeKind === 'memory' ? 250 : 1000;
+}
 
 /**
  * Reading and verifying the decision log. Every read first waits for the projector to reach the
@@ -12,11 +27,18 @@ const EVENT_PAGE = 1000;
  * the CLI both use it.
  */
 export class DecisionLog {
+  private readonly eventPage: number;
+  private readonly recordPage: number;
+
   constructor(
     private readonly store: EventStore,
     private readonly repo: DecisionRecordRepository,
     private readonly projection: DecisionLogProjection,
-  ) {}
+    options: DecisionLogOptions = {},
+  ) {
+    this.eventPage = options.eventPageSize ?? verifyPageSize(store.kind);
+    this.recordPage = options.recordPageSize ?? verifyPageSize(store.kind);
+  }
 
   async list(filter: DecisionFilter = {}, page: { afterSeq?: number; limit?: number } = {}): Promise<DecisionRecord[]> {
     await this.projection.catchUp();
@@ -33,23 +55,78 @@ export class DecisionLog {
    * Verifies the chain and cross-checks it with the store: every decision event up to the
    * projector's position must have exactly its record, in order, with its content. Removing the
    * last records leaves a valid chain; the count of decision events is what reveals it.
+   *
+   * Two passes at most. The in-order check walks the decision events and the records side by side
+   * (record `s` against the `s`-th event, one hash per record, memory flat but for the set of
+   * decision ids); it concludes only that the log is intact. At the first thing it cannot
+   * vouch for, the complete check runs from the start — the expectation of every decision event,
+   * then ChainVerifier — and names and classifies the first bad record.
    */
   async verify(): Promise<ChainVerification> {
+    const upTo = await this.verifiedUpTo();
+    return (await this.verifyInOrder(upTo)) ?? (await this.verifyComplete(upTo));
+  }
+
+  /**
+   * The store position verification reads the decision events up to. Records appended after
+   * this point (newer decisions) are left out; a record claiming a position the store has not
+   * reached is checked, and found to be of no decision event.
+   */
+  private async verifiedUpTo(): Promise<number> {
     const caughtUp = await this.projection.catchUp();
-    // Records appended after this point (newer decisions) are left out; a record claiming a
-    // position the store has not reached is checked, and found to be of no decision event.
     const last = await this.repo.last();
-    const upTo = Math.max(caughtUp, typeof last?.position === 'number' ? last.position : 0);
+    return Math.max(caughtUp, typeof last?.position === 'number' ? last.position : 0);
+  }
+
+  /** The in-order check (see InOrderCheck): the result when the log is intact, else undefined. */
+  private async verifyInOrder(upTo: number): Promise<ChainVerification | undefined> {
+    const check = new InOrderCheck(upTo);
+    let records: DecisionRecord[] = [];
+    let r = 0;
+    let afterSeq = BEFORE_FIRST_SEQ;
+    let lastPage = false;
+    // The records page by page, as repo.iterate() reads them (after the last seq of the page before).
+    const nextPage = async (): Promise<void> => {
+      records = await this.repo.list({}, { afterSeq, limit: this.recordPage });
+      r = 0;
+      lastPage = records.length < this.recordPage;
+      if (!lastPage) afterSeq = records[records.length - 1].seq;
+    };
+    await nextPage();
+    for (let after = 0; ; ) {
+      const page = await this.store.readAll({ after, maxCount: this.eventPage, filter: DECISION_EVENTS });
+      for (const e of page) {
+        if (e.position > upTo) break;
+        if (r === records.length) {
+          if (lastPage) return undefined;
+          await nextPage();
+          if (records.length === 0) return undefined;
+        }
+        if (!check.pair(e, records[r++])) return undefined;
+      }
+      if (page.length < this.eventPage || page[page.length - 1].position >= upTo) break;
+      after = page[page.length - 1].position;
+    }
+    // Records left over must all be of decisions after upTo (appended while verifying).
+    for (;;) {
+      while (r < records.length) if (!check.beyond(records[r++])) return undefined;
+      if (lastPage) return check.result();
+      await nextPage();
+    }
+  }
+
+  /** The complete check: the expectation of every decision event, then ChainVerifier over the records. */
+  private async verifyComplete(upTo: number): Promise<ChainVerification> {
     const byDecisionId = new Map<string, ExpectedDecision>();
     let after = 0;
     for (;;) {
-      const page = await this.store.readAll({ after, maxCount: EVENT_PAGE, filter: DECISION_EVENTS });
+      const page = await this.store.readAll({ after, maxCount: this.eventPage, filter: DECISION_EVENTS });
       for (const e of page) {
         if (e.position > upTo) break;
         const [id, expected] = expectedDecision(e);
         byDecisionId.set(id, expected);
       }
-      if (page.length < EVENT_PAGE || page[page.length - 1].position >= upTo) break;
+      if (page.length < this.eventPage || page[page.length - 1].position >= upTo) break;
       after = page[page.length - 1].position;
     }
     return verifyChainAsync(this.repo.iterate(), { count: byDecisionId.size, byDecisionId, upToPosition: upTo });

@@ -66,27 +66,76 @@ function parseJsonOr(text: unknown): unknown {
 }
 
 export function recordOfRow(row: DecisionRow): DecisionRecord {
-  const record = {
-    seq: bigint(row.seq),
-    decisionId: row.decision_id,
-    runId: row.run_id,
-    reviewId: row.review_id,
-    iteration: row.iteration,
-    executor: row.executor,
-    decider: row.decider,
-    deciderKind: row.decider_kind,
-    outcome: row.outcome,
-    reason: row.reason,
-    policy: row.policy === null ? undefined : row.policy,
-    acceptanceCriteria: parseJsonOr(row.acceptance_criteria),
-    artifactHash: row.artifact_hash,
-    charterVersion: row.charter_version,
-    decidedAt: row.decided_at,
-    position: bigint(row.position),
-    prevHash: row.prev_hash,
-    hash: row.hash,
-  } as unknown as DecisionRecord;
+  return recordOf(
+    row.seq,
+    row.decision_id,
+    row.run_id,
+    row.review_id,
+    row.iteration,
+    row.executor,
+    row.decider,
+    row.decider_kind,
+    row.outcome,
+    row.reason,
+    row.policy,
+    row.acceptance_criteria,
+    row.artifact_hash,
+    row.charter_version,
+    row.decided_at,
+    row.position,
+    row.prev_hash,
+    row.hash,
+  );
+}
+
+/**
+ * A row read as an array of column values, in DECISION_COLUMNS order (better-sqlite3's raw mode:
+ * no object with named keys built per row), mapped exactly as recordOfRow maps a row object.
+ */
+export function recordOfValues(v: readonly unknown[]): DecisionRecord {
+  return recordOf(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13], v[14], v[15], v[16], v[17]);
+}
+
+function recordOf(
+  seq: unknown,
+  decisionId: unknown,
+  runId: unknown,
+  reviewId: unknown,
+  iteration: unknown,
+  executor: unknown,
+  decider: unknown,
+  deciderKind: unknown,
+  outcome: unknown,
+  reason: unknown,
+  policy: unknown,
+  acceptanceCriteria: unknown,
+  artifactHash: unknown,
+  charterVersion: unknown,
+  decidedAt: unknown,
+  position: unknown,
+  prevHash: unknown,
+  hash: unknown,
+): DecisionRecord {
   // An absent policy stays an undefined property (one object shape for every row); JSON and the
   // canonical form both leave it out.
-  return record;
+  return {
+    seq: bigint(seq),
+    decisionId,
+    runId,
+    reviewId,
+    iteration,
+    executor,
+    decider,
+    deciderKind,
+    outcome,
+    reason,
+    policy: policy === null ? undefined : policy,
+    acceptanceCriteria: parseJsonOr(acceptanceCriteria),
+    artifactHash,
+    charterVersion,
+    decidedAt,
+    position: bigint(position),
+    prevHash,
+    hash,
+  } as unknown as DecisionRecord;
 }
