@@ -309,6 +309,8 @@ export class ChainVerifier {
   private bad?: BadRecord;
   private hunt?: Hunt;
   private readonly seen = new Set<string>();
+  /** The first record left out as newer than the expectation (see push). */
+  private late?: { slot: number; record: DecisionRecord };
   private readonly order?: string[];
   private idx = 0;
 
@@ -334,7 +336,16 @@ export class ChainVerifier {
     }
     try {
       const upTo = this.expected?.upToPosition;
-      if (upTo !== undefined && record.position > upTo && !this.expected?.byDecisionId?.has(record.decisionId)) return;
+      if (upTo !== undefined && record.position > upTo && !this.expected?.byDecisionId?.has(record.decisionId)) {
+        // A decision made while verifying: left out, but only at the end of the log. Records of
+        // known decisions after it mean it was put in the middle, where no new record can be.
+        this.late ??= { slot: this.slot, record };
+        return;
+      }
+      if (this.late) {
+        const { slot, record: late } = this.late;
+        return this.fail(slot, typeof late.decisionId === 'string' ? late.decisionId : null, 'inserted', `it claims position ${late.position}, past the verified head, but records of earlier decisions follow it`);
+      }
       if (this.order) this.checkAgainstStore(record);
       else this.checkChain(record);
     } catch (err) {

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import {
   canonicalContent,
+  expectationFrom,
   contentOf,
   hashRecord,
   NotADecisionEventError,
@@ -325,5 +326,28 @@ describe('property: against the store, every removal, swap and insertion is name
         expect(verifyChain(records, expected)).toMatchObject({ ok: false, checked: k, firstBadRecord: { seq: k + 1, decisionId: 'forged', problem: 'inserted' } });
       }),
     );
+  });
+});
+
+describe('records claiming a position past the verified head', () => {
+  const N = 6;
+  const events = decisionEvents(N);
+  const expectation = expectationFrom(events, events[N - 1].position);
+
+  it('given a forged record with a far-future position in the middle of the log, then it is found as inserted, even with the chain intact around it', () => {
+    const records = chainOf(events);
+    const forged = { ...records[2], decisionId: 'forged-decision', position: events[N - 1].position + 1_000_000 };
+    // The forged record is put in at seq 3 without touching the links of the others.
+    const tampered = [...records.slice(0, 2), forged, ...records.slice(2)];
+    expect(verifyChain(tampered, expectation)).toEqual({
+      ok: false,
+      checked: 2,
+      firstBadRecord: { seq: 3, decisionId: 'forged-decision', problem: 'inserted', detail: expect.stringMatching(/past the verified head/) },
+    });
+  });
+
+  it('given such records only at the end of the log (decisions made while verifying), then they are left out', () => {
+    const more = decisionEvents(N + 2);
+    expect(verifyChain(chainOf(more), expectationFrom(more, more[N - 1].position))).toEqual({ ok: true, checked: N });
   });
 });
