@@ -13,7 +13,7 @@ import {
 } from '../../../src/review-gate/decision-log/chain';
 import { DecisionLog } from '../../../src/review-gate/decision-log/decision-log';
 import type { DecisionLogProjection } from '../../../src/review-gate/decision-log/decision-log.projection';
-import type { DecisionRecord } from '../../../src/review-gate/decision-log/decision-record';
+import { DECISION_RECORD_FIELDS, type DecisionRecord } from '../../../src/review-gate/decision-log/decision-record';
 import { iterateByPages, type DecisionRecordRepository } from '../../../src/review-gate/decision-log/decision-record.repository';
 import { canonicalJson, sha256Hex } from '../../../src/shared/canonical-json';
 import { chainOf, decisionEvent, rechain } from './fixtures';
@@ -25,26 +25,8 @@ import { chainOf, decisionEvent, rechain } from './fixtures';
  * intact logs and for logs tampered in any of the ways below.
  */
 
-const CONTENT_KEYS = [
-  'decisionId',
-  'runId',
-  'reviewId',
-  'iteration',
-  'executor',
-  'decider',
-  'deciderKind',
-  'outcome',
-  'reason',
-  'policy',
-  'acceptanceCriteria',
-  'artifactHash',
-  'charterVersion',
-  'decidedAt',
-  'position',
-  'seq',
-  'prevHash',
-  'hash',
-] as const;
+/** Every field of a record (the tampering below may change any of them). */
+const CONTENT_KEYS = DECISION_RECORD_FIELDS;
 
 /** Decision events of every shape the projector meets: run streams, other streams, timeouts (policy). */
 const arbEvents: fc.Arbitrary<DecisionEvent[]> = fc
