@@ -167,5 +167,7 @@ export class RunSupervisor implements OnApplicationShutdown {
         }
       }),
     );
+    // The last checkpoints are saved: a store with a connection of its own can let go of it.
+    await this.checkpoints.close().catch(() => undefined);
   }
 }
