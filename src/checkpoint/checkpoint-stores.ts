@@ -1,4 +1,5 @@
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { openUnsyncedConnection } from '../shared/sqlite-side-connection';
 import type { Pool } from 'pg';
 import { LazyPgTable } from '../shared/postgres-tables';
 import { checkpointJson, type Checkpoint } from './checkpoint';
@@ -42,12 +43,9 @@ function parse(text: string): Checkpoint | { corrupt: string } {
 
 /**
  * SQLite: a `checkpoints` table in the events database, the latest checkpoint per run (a newer
- * revision replaces an older one; an older one never replaces a newer).
- *
- * Written through a connection of its own with `synchronous=OFF`: a checkpoint is an optimisation
- * (losing the latest to a power cut only means a longer replay), so saving one costs no fsync on
- * the event loop — with many runs reaching a phase boundary at once, one fsync each added up to
- * tens of milliseconds of lag. The next durable append's fsync makes it durable anyway (one WAL).
+ * revision replaces an older one; an older one never replaces a newer). Written through a
+ * connection without fsync (`openUnsyncedConnection`): losing the latest checkpoint to a power cut
+ * only means a longer replay.
  */
 export class SqliteCheckpointStore implements CheckpointStore {
   private readonly upsert;
@@ -55,12 +53,8 @@ export class SqliteCheckpointStore implements CheckpointStore {
   private readonly own?: Database.Database;
 
   constructor(shared: Database.Database) {
-    let db = shared;
-    if (!shared.memory && shared.pragma('journal_mode', { simple: true }) === 'wal') {
-      db = this.own = new Database(shared.name);
-      db.pragma('busy_timeout = 10000');
-      db.pragma('synchronous = OFF');
-    }
+    this.own = openUnsyncedConnection(shared);
+    const db = this.own ?? shared;
     db.exec(`CREATE TABLE IF NOT EXISTS checkpoints (
       run_id TEXT PRIMARY KEY,
       revision INTEGER NOT NULL,
