@@ -4,6 +4,7 @@ import { parseReviewId } from '../../team/domain/review-id';
 import { RUN_STREAM_PREFIX, type ReviewDecidedData } from '../../team/domain/run-events';
 import {
   DECISION_EVENT_TYPE,
+  DECISION_RECORD_FIELDS,
   GENESIS_PREV_HASH,
   type DecisionPayload,
   type DecisionRecord,
@@ -68,24 +69,12 @@ export function recordFrom(event: DecisionEvent, prev: DecisionRecord | null | u
   return { ...content, hash: hashRecord(content) };
 }
 
-const PAYLOAD_KEYS = [
-  'decisionId',
-  'runId',
-  'reviewId',
-  'iteration',
-  'executor',
-  'decider',
-  'deciderKind',
-  'outcome',
-  'reason',
-  'policy',
-  'acceptanceCriteria',
-  'artifactHash',
-  'charterVersion',
-  'decidedAt',
-  'position',
-] as const satisfies ReadonlyArray<keyof DecisionPayload>;
-const CONTENT_KEYS = [...PAYLOAD_KEYS, 'seq', 'prevHash'] as const satisfies ReadonlyArray<keyof DecisionRecordContent>;
+/** What a decision says: every field of its record but its place in the chain and its hash. */
+const PAYLOAD_KEYS: ReadonlyArray<keyof DecisionPayload> = DECISION_RECORD_FIELDS.filter(
+  (k): k is keyof DecisionPayload & (typeof DECISION_RECORD_FIELDS)[number] => k !== 'seq' && k !== 'prevHash' && k !== 'hash',
+);
+/** What a record's hash covers: every field but the hash. */
+const CONTENT_KEYS: ReadonlyArray<keyof DecisionRecordContent> = DECISION_RECORD_FIELDS.filter((k): k is Exclude<typeof k, 'hash'> => k !== 'hash');
 
 /**
  * canonicalJson of exactly the given keys of an object: keys sorted, undefined values left out,
