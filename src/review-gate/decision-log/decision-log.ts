@@ -1,4 +1,4 @@
-import type { EventStore } from '../../events/event-store.port';
+import type { EventStore, RecordedEvent } from '../../events/event-store.port';
 import { expectedDecision, InOrderCheck, verifyChainAsync, type ChainVerification, type ExpectedDecision } from './chain';
 import type { DecisionFilter, DecisionRecord } from './decision-record';
 import { BEFORE_FIRST_SEQ, type DecisionRecordRepository } from './decision-record.repository';
@@ -93,10 +93,8 @@ export class DecisionLog {
       if (!lastPage) afterSeq = records[records.length - 1].seq;
     };
     await nextPage();
-    for (let after = 0; ; ) {
-      const page = await this.store.readAll({ after, maxCount: this.eventPage, filter: DECISION_EVENTS });
+    for await (const page of this.decisionEventPages(upTo)) {
       for (const e of page) {
-        if (e.position > upTo) break;
         if (r === records.length) {
           if (lastPage) return undefined;
           await nextPage();
@@ -104,8 +102,6 @@ export class DecisionLog {
         }
         if (!check.pair(e, records[r++])) return undefined;
       }
-      if (page.length < this.eventPage || page[page.length - 1].position >= upTo) break;
-      after = page[page.length - 1].position;
     }
     // Records left over must all be of decisions after upTo (appended while verifying).
     for (;;) {
@@ -118,17 +114,23 @@ export class DecisionLog {
   /** The complete check: the expectation of every decision event, then ChainVerifier over the records. */
   private async verifyComplete(upTo: number): Promise<ChainVerification> {
     const byDecisionId = new Map<string, ExpectedDecision>();
-    let after = 0;
-    for (;;) {
-      const page = await this.store.readAll({ after, maxCount: this.eventPage, filter: DECISION_EVENTS });
+    for await (const page of this.decisionEventPages(upTo)) {
       for (const e of page) {
-        if (e.position > upTo) break;
         const [id, expected] = expectedDecision(e);
         byDecisionId.set(id, expected);
       }
-      if (page.length < this.eventPage || page[page.length - 1].position >= upTo) break;
-      after = page[page.length - 1].position;
     }
     return verifyChainAsync(this.repo.iterate(), { count: byDecisionId.size, byDecisionId, upToPosition: upTo });
+  }
+
+  /** The store's decision events up to position `upTo`, a page at a time (pages, not events: one await per page). */
+  private async *decisionEventPages(upTo: number): AsyncGenerator<RecordedEvent[]> {
+    for (let after = 0; ; ) {
+      const page = await this.store.readAll({ after, maxCount: this.eventPage, filter: DECISION_EVENTS });
+      const within = page.length > 0 && page[page.length - 1].position > upTo ? page.filter((e) => e.position <= upTo) : page;
+      if (within.length > 0) yield within;
+      if (page.length < this.eventPage || page[page.length - 1].position >= upTo) return;
+      after = page[page.length - 1].position;
+    }
   }
 }
