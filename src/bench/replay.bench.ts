@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, rmSync, statSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
-import { deserializeRunState, takeCheckpoint, type Checkpoint } from '../checkpoint/checkpoint';
+import { checkpointJson, deserializeRunState, takeCheckpoint, type Checkpoint } from '../checkpoint/checkpoint';
 import { SqliteCheckpointStore } from '../checkpoint/checkpoint-stores';
 import type { NewEvent, RecordedEvent } from '../events/event-store.port';
 import { SqliteEventStore } from '../events/sqlite.event-store';
@@ -262,7 +262,7 @@ async function measureLength(turns: number, runs: number, dir: string, log: (lin
       await checkpoints.save(checkpoint);
       saveMs.push(performance.now() - t0);
     }
-    const bytes = Buffer.byteLength(JSON.stringify(checkpoint));
+    const bytes = Buffer.byteLength(checkpointJson(checkpoint)); // what the store wrote
 
     const replayMs: number[] = [];
     const readRowsMs: number[] = [];
