@@ -23,7 +23,7 @@ import { machineInfo, type MachineInfo } from './machine';
  * (a) the dispatch alone: preflight (schema validation), execute, results in the model's order;
  * (b) the whole tool step of a real RunDriver, from the append of the model's response to the
  *     append of the ToolCallCompleted batch (preflight, execute, one commit append and its fold),
- *     on the in-memory store and on SQLite (WAL, synchronous=FULL: the commit is one fsync).
+ *     on the in-memory store and on SQLite (WAL; each append waits for its fdatasync).
  *
  * Target: the three-pass tool step within 1.3× the slowest tool (26 ms for 20 ms tools).
  */

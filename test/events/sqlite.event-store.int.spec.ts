@@ -1,5 +1,7 @@
+import fs from 'node:fs';
 import { join } from 'node:path';
 import { SqliteEventStore } from '../../src/events/sqlite.event-store';
+import { DurabilityError } from '../../src/events/wal-sync';
 import { tempDir } from '../support/temp-dir';
 import { eventStoreContract } from './event-store.contract';
 
@@ -14,12 +16,12 @@ eventStoreContract('sqlite', () => {
 });
 
 describe('sqlite store specifics', () => {
-  it('runs in WAL mode with synchronous=FULL and records its schema version', async () => {
+  it('runs in WAL mode, commits with synchronous=NORMAL (the group sync makes them durable) and records its schema version', async () => {
     const dir = tempDir();
     const store = new SqliteEventStore({ file: join(dir.path, 'x', 'triad.db') });
     try {
       expect(store.db.pragma('journal_mode', { simple: true })).toBe('wal');
-      expect(store.db.pragma('synchronous', { simple: true })).toBe(2);
+      expect(store.db.pragma('synchronous', { simple: true })).toBe(1);
       expect(store.db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get()).toEqual({ v: 1 });
     } finally {
       await store.close();
@@ -35,5 +37,101 @@ describe('sqlite store specifics', () => {
     await store.close();
     expect(() => new SqliteEventStore({ file })).toThrow(/newer than this triad/);
     dir.remove();
+  });
+
+  describe('acknowledged only once durable', () => {
+    let held: Array<{ fd: number; done: (err: NodeJS.ErrnoException | null) => void }>;
+    let spy: jest.SpyInstance;
+    beforeEach(() => {
+      held = [];
+      spy = jest.spyOn(fs, 'fdatasync').mockImplementation(((fd: number, done: (err: NodeJS.ErrnoException | null) => void) => {
+        held.push({ fd, done });
+      }) as typeof fs.fdatasync);
+    });
+    afterEach(() => spy.mockRestore());
+
+    const ticks = async (n = 5) => {
+      for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r));
+    };
+
+    it('given an append committed, when its fdatasync of the WAL has not completed, then it is neither answered nor notified', async () => {
+      const dir = tempDir();
+      const file = join(dir.path, 'triad.db');
+      const store = new SqliteEventStore({ file });
+      try {
+        let answered = false;
+        const append = store.append('run-a', [{ type: 'Noted', data: { n: 1 } }]).then((r) => ((answered = true), r));
+        const woken = store.waitForEvents(0, 10_000).then(() => 'woken');
+        await ticks();
+        expect(held).toHaveLength(1);
+        expect(fs.fstatSync(held[0].fd).ino).toBe(fs.statSync(`${file}-wal`).ino);
+        expect(answered).toBe(false);
+        const notified = await Promise.race([woken, new Promise((r) => setTimeout(() => r('not yet'), 50))]);
+        expect(notified).toBe('not yet');
+        held[0].done(null);
+        await expect(append).resolves.toEqual({ nextExpectedRevision: 0, position: 1 });
+        await expect(woken).resolves.toBe('woken');
+        expect((await store.readAll()).map((e) => e.type)).toEqual(['Noted']);
+      } finally {
+        held.forEach((h) => h.done(null));
+        await store.close();
+        dir.remove();
+      }
+    });
+
+    it('given appends arriving while a sync runs, then they share the next sync', async () => {
+      const dir = tempDir();
+      const store = new SqliteEventStore({ file: join(dir.path, 'triad.db') });
+      try {
+        const first = store.append('run-a', [{ type: 'Noted', data: { n: 1 } }]);
+        await ticks();
+        const later = [store.append('run-b', [{ type: 'Noted', data: { n: 2 } }])];
+        await ticks();
+        later.push(store.append('run-c', [{ type: 'Noted', data: { n: 3 } }]));
+        await ticks();
+        expect(held).toHaveLength(1);
+        held[0].done(null);
+        await first;
+        await ticks();
+        expect(held).toHaveLength(2);
+        held[1].done(null);
+        expect((await Promise.all(later)).map((r) => r.position)).toEqual([2, 3]);
+      } finally {
+        await store.close();
+        dir.remove();
+      }
+    });
+
+    it('given the fdatasync fails, then the append fails and the store refuses later appends', async () => {
+      const dir = tempDir();
+      const store = new SqliteEventStore({ file: join(dir.path, 'triad.db') });
+      try {
+        const append = store.append('run-a', [{ type: 'Noted', data: { n: 1 } }]);
+        await ticks();
+        held[0].done(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
+        await expect(append).rejects.toBeInstanceOf(DurabilityError);
+        await expect(store.append('run-b', [{ type: 'Noted', data: { n: 2 } }])).rejects.toThrow(/restart triad/);
+        expect(held).toHaveLength(1);
+      } finally {
+        await store.close();
+        dir.remove();
+      }
+    });
+
+    it('given a conflicting append in the batch, then it is refused at once and the others wait for the sync', async () => {
+      const dir = tempDir();
+      const store = new SqliteEventStore({ file: join(dir.path, 'triad.db') });
+      try {
+        const ok = store.append('run-a', [{ type: 'Noted', data: { n: 1 } }], { expectedRevision: 'no_stream' });
+        const conflict = store.append('run-b', [{ type: 'Noted', data: { n: 2 } }], { expectedRevision: 3 });
+        await expect(conflict).rejects.toThrow(/wrong expected revision/);
+        expect(held).toHaveLength(1);
+        held[0].done(null);
+        await expect(ok).resolves.toEqual({ nextExpectedRevision: 0, position: 1 });
+      } finally {
+        await store.close();
+        dir.remove();
+      }
+    });
   });
 });

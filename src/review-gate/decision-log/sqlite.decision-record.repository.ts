@@ -51,12 +51,11 @@ const COLUMNS = DECISION_COLUMNS.join(', ');
  * connection. Appends run in BEGIN IMMEDIATE transactions (the check that the record is the next
  * one and the insert are atomic, also against other processes sharing the file).
  *
- * Durability: records are a projection of the events, so by default an append commits with
- * synchronous=NORMAL (no fsync of its own; the WAL is synced by the next event append or
- * checkpoint, and WAL order keeps what survives a crash a prefix). A crash can lose only the last
- * records, and the projector writes them again from the events, since it resumes after the last
- * record that survived. The events themselves keep synchronous=FULL: the setting is switched for
- * the append's own commit only, synchronously, so no other write on the connection sees it.
+ * Durability: records are a projection of the events, so an append commits with the
+ * connection's synchronous=NORMAL and waits for no fsync of its own: the WAL is synced by the
+ * event store's next group sync or checkpoint, and WAL order keeps what survives a crash a
+ * prefix. A power cut can lose only the last records, and the projector writes them again from
+ * the events, since it resumes after the last record that survived.
  */
 export class SqliteDecisionRecordRepository implements DecisionRecordRepository {
   readonly kind = 'sqlite';
@@ -64,10 +63,7 @@ export class SqliteDecisionRecordRepository implements DecisionRecordRepository 
   private readonly appendTx;
   private readonly listCache = new Map<string, Database.Statement>();
 
-  constructor(
-    private readonly db: Database.Database,
-    private readonly options: { fsyncEachRecord?: boolean } = {},
-  ) {
+  constructor(private readonly db: Database.Database) {
     this.migrate();
     this.stmts = {
       byId: db.prepare(`SELECT ${COLUMNS} FROM decision_records WHERE decision_id = ?`),
@@ -102,15 +98,7 @@ export class SqliteDecisionRecordRepository implements DecisionRecordRepository 
   }
 
   async append(record: DecisionRecord): Promise<AppendRecordResult> {
-    const synchronous = this.db.pragma('synchronous', { simple: true }) as number;
-    // 2 = FULL, 3 = EXTRA: relax to NORMAL (1) for this commit only.
-    const relax = !this.options.fsyncEachRecord && synchronous > 1;
-    if (relax) this.db.pragma('synchronous = NORMAL');
-    try {
-      return this.appendTx.immediate(record);
-    } finally {
-      if (relax) this.db.pragma(`synchronous = ${synchronous}`);
-    }
+    return this.appendTx.immediate(record);
   }
 
   async get(decisionId: string): Promise<DecisionRecord | null> {

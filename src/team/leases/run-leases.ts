@@ -49,6 +49,11 @@ export class InMemoryRunLeases implements RunLeases {
   async close(): Promise<void> {}
 }
 
+/**
+ * Leases in the events file, on the store's connection (synchronous=NORMAL): taking or renewing
+ * one waits for no fsync. A power cut can only lose the latest renewals, and a lease is time-bound
+ * anyway; what fences a driver is its DriverClaimed event, which is durable like every append.
+ */
 export class SqliteRunLeases implements RunLeases {
   private readonly acquire;
   private readonly renewStmt;

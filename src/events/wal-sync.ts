@@ -1,0 +1,97 @@
+import { closeSync, fdatasync, openSync } from 'node:fs';
+
+/** The store could not make committed writes durable: it refuses every further write until restarted. */
+export class DurabilityError extends Error {
+  override readonly name = 'DurabilityError';
+}
+
+type SyncFn = (fd: number, callback: (err: NodeJS.ErrnoException | null) => void) => void;
+
+interface Waiter {
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * Group commit for a SQLite WAL database whose connections commit with `synchronous=NORMAL`
+ * (no fsync inside the commit): `sync()` resolves once everything written to the WAL file before
+ * the call is on disk. One fdatasync runs at a time, on libuv's thread pool, so the event loop
+ * never waits for the disk; callers that arrive while it runs share the next one. fsync on Linux
+ * flushes the file, not a descriptor's own writes, so syncing our descriptor covers the frames
+ * SQLite wrote through its own.
+ *
+ * After a failed fdatasync the kernel may already have dropped the dirty pages, so retrying could
+ * report success for data that is gone: the first failure is kept and every later call fails
+ * with it, as PostgreSQL does; only a restart (which replays the WAL from disk) recovers.
+ */
+export class WalSync {
+  private fd: number | undefined;
+  private inFlight = false;
+  private next: Waiter[] = [];
+  private idle: Array<() => void> = [];
+  private failed: DurabilityError | undefined;
+  private closed = false;
+  /** fdatasyncs completed: how many commits shared one is a group commit's measure. */
+  syncs = 0;
+
+  constructor(
+    private readonly walFile: string,
+    private readonly syncFn: SyncFn = fdatasync,
+  ) {}
+
+  get failure(): DurabilityError | undefined {
+    return this.failed;
+  }
+
+  /** Resolves once every WAL write made before this call is durable. */
+  sync(): Promise<void> {
+    if (this.failed) return Promise.reject(this.failed);
+    if (this.closed) return Promise.reject(new DurabilityError('the event store is closed'));
+    return new Promise<void>((resolve, reject) => {
+      this.next.push({ resolve, reject });
+      if (!this.inFlight) this.start();
+    });
+  }
+
+  /** Waits for the syncs in flight and queued, then releases the file. Writes after this are synced by SQLite's own close. */
+  async close(): Promise<void> {
+    if (this.inFlight) await new Promise<void>((resolve) => this.idle.push(resolve));
+    this.closed = true;
+    if (this.fd !== undefined) {
+      closeSync(this.fd);
+      this.fd = undefined;
+    }
+  }
+
+  private start(): void {
+    const waiters = this.next;
+    this.next = [];
+    let fd: number;
+    try {
+      // Opened on first use: SQLite creates the WAL file with its first write. It stays the same
+      // file while a connection holds the database open (SQLite removes it only at the last close).
+      fd = this.fd ??= openSync(this.walFile, 'r+');
+    } catch (err) {
+      this.fail(waiters, err as Error);
+      return;
+    }
+    this.inFlight = true;
+    this.syncFn(fd, (err) => {
+      this.inFlight = false;
+      if (err) {
+        this.fail(waiters, err);
+        return;
+      }
+      this.syncs++;
+      for (const w of waiters) w.resolve();
+      if (this.next.length > 0) this.start();
+      else for (const done of this.idle.splice(0)) done();
+    });
+  }
+
+  private fail(waiters: Waiter[], cause: Error): void {
+    this.failed ??= new DurabilityError(`the event store could not make its writes durable (fdatasync of ${this.walFile}: ${cause.message}); restart triad`);
+    for (const w of [...waiters, ...this.next.splice(0)]) w.reject(this.failed);
+    for (const done of this.idle.splice(0)) done();
+  }
+}
