@@ -21,6 +21,7 @@ import { toolUseResponse } from '../team/models/scripted.model';
 import { DEFAULT_CHECKPOINT_EVERY_TURNS, RunDriver } from '../team/run-driver';
 import { createRunStores } from '../team/run-stores.factory';
 import { ToolRegistry } from '../team/tools/tool-registry';
+import { processFairShare } from '../team/fair-share';
 import type { ToolDefinition } from '../team/tools/tool.port';
 import { machineInfo, measureFdatasyncRate, sqliteVersion, summarise, type FdatasyncRate, type MachineInfo, type Summary } from './machine';
 
@@ -32,9 +33,9 @@ import { machineInfo, measureFdatasyncRate, sqliteVersion, summarise, type Fdata
  * store. Runs are driven as the supervisor drives them: an owner claim, and a checkpoint every
  * `checkpointEveryTurns` turns (TRIAD_CHECKPOINT_EVERY_TURNS) and at phase boundaries.
  *
- * (a) one run of N turns on the configured store, durably (SQLite: WAL + synchronous=FULL), and
+ * (a) one run of N turns on the configured store, durably (SQLite: every append fdatasynced), and
  *     the same run on the in-memory store (orchestration overhead without any I/O); to split the
- *     cost, both again without checkpoints, and on SQLite with synchronous=OFF;
+ *     cost, both again without checkpoints, and on SQLite without the fdatasync;
  * (b) many concurrent runs with a simulated model latency, on the configured store, watching the
  *     event loop's lag and memory per run;
  * (c) the bytes stored per turn at several conversation lengths (they must stay flat).
@@ -135,7 +136,7 @@ export interface TurnsBenchResult {
     usPerTurn: Summary;
     /** The same in-memory run without checkpoints: what checkpointing costs per turn is the difference (null: checkpoints off). */
     withoutCheckpointsUsPerTurn: Summary | null;
-    /** Without checkpoints, on SQLite with synchronous=OFF: SQLite's own work without the fsync (SQLite only). */
+    /** Without checkpoints, on SQLite without the fdatasync: SQLite's own work apart from the disk's sync (SQLite only). */
     sqliteNoSyncWithoutCheckpointsUsPerTurn: Summary | null;
   };
   concurrency: {
@@ -318,8 +319,7 @@ export async function openStore(kind: TurnsStoreKind | 'sqlite-nosync', opts: Tu
     const dir = join(opts.dataDir, `turns-bench-${process.pid}-${tag}`);
     rmSync(dir, { recursive: true, force: true });
     const file = join(dir, 'triad.db');
-    const store = new SqliteEventStore({ file });
-    if (kind === 'sqlite-nosync') store.db.pragma('synchronous = OFF');
+    const store = new SqliteEventStore({ file, durable: kind !== 'sqlite-nosync' });
     const size = (f: string) => (existsSync(f) ? statSync(f).size : 0);
     return {
       store,
@@ -422,6 +422,7 @@ function newDriver(runId: string, store: EventStore, model: ModelProvider, h: Ha
     owner: h.owner,
     checkpoints,
     checkpointEveryTurns: h.checkpointEveryTurns,
+    fairShare: processFairShare,
   });
 }
 
@@ -492,7 +493,7 @@ export async function runTurnsBench(opts: TurnsBenchOptions): Promise<TurnsBench
 
   // (a) one run of N turns, driven as the supervisor drives it (checkpoints included): durably, and
   // on the in-memory store. To split the cost (in the first `splitRuns` repetitions): both again
-  // without checkpoints, and (SQLite) without checkpoints and with synchronous=OFF. Interleaved per
+  // without checkpoints, and (SQLite) without checkpoints and without the fdatasync. Interleaved per
   // repetition, so noise hits them all alike.
   const withCp = checkpointEveryTurns > 0;
   const splitRuns = Math.min(runs, 3);
@@ -538,7 +539,7 @@ export async function runTurnsBench(opts: TurnsBenchOptions): Promise<TurnsBench
         (split && withCp ? ` (${perSec(durableNoCpMs[r])} without checkpoints)` : '') +
         `; in-memory ${Math.round(memoryUs[r])} us/turn` +
         (split && withCp ? ` (${Math.round(memoryNoCpUs[r])} without checkpoints)` : '') +
-        (split && kind === 'sqlite' ? `; SQLite synchronous=OFF, no checkpoints ${Math.round(noSyncNoCpUs[r])} us/turn` : ''),
+        (split && kind === 'sqlite' ? `; SQLite without fdatasync, no checkpoints ${Math.round(noSyncNoCpUs[r])} us/turn` : ''),
     );
   }
   const fdatasyncAfter = measureFdatasyncRate(opts.dataDir, opts.fdatasyncMs ?? 1000);
@@ -580,7 +581,7 @@ export async function runTurnsBench(opts: TurnsBenchOptions): Promise<TurnsBench
     store: kind,
     durable: {
       store: kind,
-      durability: kind === 'sqlite' ? 'WAL, synchronous=FULL (one fsync per append)' : kind === 'postgres' ? 'PostgreSQL commit' : 'none (in-memory)',
+      durability: kind === 'sqlite' ? 'WAL; every append fdatasynced before it is acknowledged (group sync off the event loop)' : kind === 'postgres' ? 'PostgreSQL commit' : 'none (in-memory)',
       turnsPerSec: summarise(turnsPerSecSamples),
       ms: durableSummary,
       runsCompleted: durableMs.length,
@@ -815,7 +816,7 @@ function formatTable(r: TurnsBenchResult): string[] {
     ...(r.overhead.withoutCheckpointsUsPerTurn ? [[`  without checkpoints`, range(r.overhead.withoutCheckpointsUsPerTurn)]] : []),
   ];
   if (r.overhead.sqliteNoSyncWithoutCheckpointsUsPerTurn) {
-    rows.push([`same run, SQLite synchronous=OFF, no checkpoints: us/turn`, range(r.overhead.sqliteNoSyncWithoutCheckpointsUsPerTurn)]);
+    rows.push([`same run, SQLite without fdatasync, no checkpoints: us/turn`, range(r.overhead.sqliteNoSyncWithoutCheckpointsUsPerTurn)]);
   }
   rows.push(
     [`${c.runs} concurrent runs x ${c.turnsPerRun} turns, ${c.latencyMs} ms model: wall ms`, `${fmt(c.wallMs)} (latency floor ${fmt(c.latencyFloorMs)})`],

@@ -21,6 +21,7 @@ import { DEFAULT_RETRY_POLICY, requiresApproval, type RetryPolicy } from './resi
 import { executionSegments, runSegments, type DispatchMode } from './resilience/tool-dispatch';
 import type { ToolDefinition, ToolOutcome } from './tools/tool.port';
 import type { ModelCallFailedData, ToolApprovalDecidedData } from './domain/run-events';
+import type { FairShare } from './fair-share';
 
 export interface Clock {
   now(): number;
@@ -66,6 +67,8 @@ export interface RunDriverDeps {
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
   /** Commit repeatable tools' results with the next model call (default) or at once (false). */
   deferRepeatableToolResults?: boolean;
+  /** Time-slicing shared with the other drivers of this process (the supervisor's: `processFairShare`). */
+  fairShare?: FairShare;
 }
 
 // A checkpoint holds the whole folded state, so its cost grows with the conversation: every 100
@@ -172,6 +175,7 @@ export class RunDriver {
 
   /** Drives the run until it ends, waits for a human, or the driver is stopped. */
   async drive(): Promise<RunState> {
+    await this.deps.fairShare?.turn();
     this.state = await loadRunState(this.deps.store, this.runId, this.deps.checkpoints, this.deps.logger);
     if (!this.state.launched) throw new Error(`run ${this.runId} does not exist`);
     await this.claim();
@@ -473,6 +477,7 @@ export class RunDriver {
         clearTimeout(timer);
         this.abort.signal.removeEventListener('abort', stopOnRunAbort);
       }
+      await this.deps.fairShare?.turn();
       await this.append([
         ...pending,
         {
@@ -804,6 +809,7 @@ export class RunDriver {
       }
       throw err;
     }
+    await this.deps.fairShare?.turn();
     const all: TeamRunEvent[] = [...deferred.map((d) => ({ type: d.type, data: d.data }) as TeamRunEvent), ...events];
     const first = result.nextExpectedRevision - all.length + 1;
     const firstPosition = result.position - all.length + 1;

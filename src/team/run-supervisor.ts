@@ -10,6 +10,7 @@ import { CLOCK, ID_GENERATOR } from '../shared/system';
 import { RUN_LEASES, type RunLeases } from './leases/run-leases';
 import { LiveRunBus } from './live-run-bus';
 import { MODEL_PROVIDER, type ModelProvider } from './models/model.port';
+import { processFairShare } from './fair-share';
 import { RunDriver, type Clock, type IdGenerator, type RetryPolicy } from './run-driver';
 import type { RunState } from './domain/run-state';
 import { TOOL_REGISTRY } from './tokens';
@@ -99,6 +100,7 @@ export class RunSupervisor implements OnApplicationShutdown {
       checkpoints: this.checkpoints,
       checkpointEveryTurns: this.options.checkpointEveryTurns,
       logger: this.logger,
+      fairShare: processFairShare,
     });
     const done = (async () => {
       let leased = false;
