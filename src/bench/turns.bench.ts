@@ -126,6 +126,8 @@ export interface TurnsBenchResult {
     /** Store appends per turn and the rate the disk's fdatasync allows at that many (SQLite only). */
     appendsPerTurn: number;
     fsyncCeilingTurnsPerSec: number | null;
+    /** Mean duration of the WAL's fdatasync (on the thread pool, request to callback) per durable run, in µs (SQLite only). */
+    walSyncUs: Summary | null;
     walBytesBeforeCheckpoint: number | null;
     /** SQLite pages by table after the run (dbstat). */
     storeBreakdown: { eventsBytes: number; eventsBytesPerTurn: number; checkpointsBytes: number; otherBytes: number; freeBytes: number } | null;
@@ -502,6 +504,8 @@ export async function runTurnsBench(opts: TurnsBenchOptions): Promise<TurnsBench
   const memoryUs: number[] = [];
   const memoryNoCpUs: number[] = [];
   const noSyncNoCpUs: number[] = [];
+  /** Mean duration of the WAL's group fdatasync in each durable SQLite run (checkpoints included). */
+  const walSyncUs: number[] = [];
   let footprint = null as Footprint | null;
   let rowBytes = 0;
   const usPerTurn = (ms: number) => (ms * 1000) / turns;
@@ -511,6 +515,7 @@ export async function runTurnsBench(opts: TurnsBenchOptions): Promise<TurnsBench
     const handle = await openStore(storeKind, opts, tag);
     try {
       const { runId, ms } = await timedRun(handle, turns, harness, checkpoints);
+      if (storeKind === 'sqlite' && checkpoints === withCp && handle.store instanceof SqliteEventStore) walSyncUs.push(handle.store.syncStats().meanSyncUs);
       if (measure) {
         rowBytes = await rowBytesOf(handle.store, runId);
         footprint = await handle.footprint();
@@ -588,6 +593,7 @@ export async function runTurnsBench(opts: TurnsBenchOptions): Promise<TurnsBench
       withoutCheckpointsTurnsPerSec: durableNoCpMs.length > 0 ? summarise(durableNoCpMs.map((m) => (turns * 1000) / m)) : null,
       appendsPerTurn,
       fsyncCeilingTurnsPerSec: kind === 'sqlite' ? Math.round(Math.min(fdatasync.syncsPerSecond, fdatasyncAfter.syncsPerSecond) / appendsPerTurn) : null,
+      walSyncUs: walSyncUs.length > 0 ? summarise(walSyncUs) : null,
       walBytesBeforeCheckpoint: footprint?.walBytesBeforeCheckpoint ?? null,
       storeBreakdown: footprint
         ? {
@@ -801,6 +807,7 @@ function formatTable(r: TurnsBenchResult): string[] {
     ...(r.durable.withoutCheckpointsTurnsPerSec ? [[`  without checkpoints: turns/s`, range(r.durable.withoutCheckpointsTurnsPerSec)]] : []),
     [`  seconds`, `${r.seconds.toFixed(3)} (${(r.durable.ms.min / 1000).toFixed(3)}-${(r.durable.ms.max / 1000).toFixed(3)})`],
     [`  store appends per turn / fdatasync ceiling`, `${r.durable.appendsPerTurn} / ${r.durable.fsyncCeilingTurnsPerSec === null ? 'n/a' : `${fmt(r.durable.fsyncCeilingTurnsPerSec)} turns/s`}`],
+    ...(r.durable.walSyncUs ? [[`  WAL fdatasync in the run, mean us (thread pool)`, range(r.durable.walSyncUs)] as [string, string]] : []),
     [`  store bytes${r.store === 'sqlite' ? ' (db file after WAL checkpoint)' : ' (event JSON)'} / per turn`, `${fmt(r.storeBytes)} / ${fmt(r.bytesPerTurn)}`],
     [`  event JSON bytes / per turn`, `${fmt(r.rowBytes)} / ${fmt(r.rowBytesPerTurn)}`],
     ...(r.durable.storeBreakdown

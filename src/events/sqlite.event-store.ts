@@ -31,7 +31,6 @@ import {
 } from './prepare';
 import { streamWindow } from './read-helpers';
 import { CatchUpSubscription } from './subscription';
-import { WalCheckpointer } from './wal-checkpointer';
 import { WalSync } from './wal-sync';
 
 /**
@@ -99,7 +98,6 @@ export class SqliteEventStore implements EventStore {
   private pending: PendingAppend[] = [];
   private flushScheduled = false;
   private readonly wal: WalSync;
-  private readonly checkpointer: WalCheckpointer;
 
   constructor(private readonly options: SqliteStoreOptions) {
     if (!options.file || options.file === ':memory:') throw new Error('the SQLite store needs a file path');
@@ -113,12 +111,6 @@ export class SqliteEventStore implements EventStore {
     this.db.pragma('foreign_keys = ON');
     this.migrate();
     this.wal = new WalSync(`${options.file}-wal`);
-    // WAL checkpoints run on a worker thread, not inside whichever commit crosses 1,000 pages; if
-    // the worker cannot run, SQLite's automatic ones take over again.
-    this.db.pragma('wal_autocheckpoint = 0');
-    this.checkpointer = new WalCheckpointer(options.file, () => {
-      if (this.db.open) this.db.pragma('wal_autocheckpoint = 1000');
-    });
     this.stmts = {
       head: this.db.prepare('SELECT MAX(revision) AS revision FROM events WHERE stream_id = ?'),
       byId: this.db.prepare('SELECT id, stream_id, revision, position, content_hash FROM events WHERE id = ?'),
@@ -247,6 +239,12 @@ export class SqliteEventStore implements EventStore {
     );
   }
 
+  /** The group sync's counters: fdatasyncs of the WAL completed and their mean duration. */
+  syncStats(): { syncs: number; meanSyncUs: number } {
+    const { syncs, syncMs } = this.wal;
+    return { syncs, meanSyncUs: syncs === 0 ? 0 : Math.round((syncMs * 1000) / syncs) };
+  }
+
   async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
     validateStreamId(streamId);
     const w = streamWindow(options);
@@ -300,7 +298,6 @@ export class SqliteEventStore implements EventStore {
 
   async close(): Promise<void> {
     if (this.pending.length > 0) this.flush();
-    await this.checkpointer.stop();
     // Appends already committed are answered once their sync completes.
     await this.wal.close();
     this.notifier.releaseAll();

@@ -1,4 +1,5 @@
 import { closeSync, fdatasync, openSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
 
 /** The store could not make committed writes durable: it refuses every further write until restarted. */
 export class DurabilityError extends Error {
@@ -33,6 +34,8 @@ export class WalSync {
   private closed = false;
   /** fdatasyncs completed: how many commits shared one is a group commit's measure. */
   syncs = 0;
+  /** Their total duration, from the request to the thread pool to its callback (ms). */
+  syncMs = 0;
 
   constructor(
     private readonly walFile: string,
@@ -76,8 +79,10 @@ export class WalSync {
       return;
     }
     this.inFlight = true;
+    const started = performance.now();
     this.syncFn(fd, (err) => {
       this.inFlight = false;
+      this.syncMs += performance.now() - started;
       if (err) {
         this.fail(waiters, err);
         return;

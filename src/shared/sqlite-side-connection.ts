@@ -12,7 +12,5 @@ export function openUnsyncedConnection(shared: Database.Database): Database.Data
   const db = new Database(shared.name);
   db.pragma('busy_timeout = 10000');
   db.pragma('synchronous = OFF');
-  // The event store's checkpointer thread copies the WAL: never inside this connection's commits.
-  db.pragma('wal_autocheckpoint = 0');
   return db;
 }
