@@ -44,7 +44,7 @@ describe('FairShare: time-slicing run drivers on one event loop', () => {
   });
 
   it('given a released step that then waits for I/O, then the next waiters are released anyway', async () => {
-    let now = 0;
+    const now = 0;
     const share = new FairShare(4, () => now);
     let ioDone!: () => void;
     const io = new Promise<void>((r) => (ioDone = r));
