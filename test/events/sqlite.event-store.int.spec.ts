@@ -134,4 +134,62 @@ describe('sqlite store specifics', () => {
       }
     });
   });
+
+  describe('reads', () => {
+    let dir: ReturnType<typeof tempDir>;
+    let store: SqliteEventStore;
+    beforeEach(() => {
+      dir = tempDir();
+      store = new SqliteEventStore({ file: join(dir.path, 'triad.db') });
+    });
+    afterEach(async () => {
+      await store.close();
+      dir.remove();
+    });
+
+    it('given 300 events on two streams, when reading across page boundaries in both directions and with limits, then every event comes once, in order', async () => {
+      for (let i = 0; i < 300; i += 30) {
+        await store.append('run-a', Array.from({ length: 20 }, (_, k) => ({ type: k % 2 ? 'Odd' : 'Even', data: { i: i + k } })));
+        await store.append('run-b', Array.from({ length: 10 }, (_, k) => ({ type: 'Other', data: { i: i + 20 + k } })));
+      }
+      const a = await store.readStream('run-a');
+      expect(a.map((e) => e.revision)).toEqual(Array.from({ length: 200 }, (_, i) => i));
+      expect((await store.readStream('run-a', { fromRevision: 127, maxCount: 3 })).map((e) => e.revision)).toEqual([127, 128, 129]);
+      const back = await store.readStream('run-a', { direction: 'backwards', fromRevision: 199, maxCount: 150 });
+      expect(back.map((e) => e.revision)).toEqual(Array.from({ length: 150 }, (_, i) => 199 - i));
+      expect((await store.readStream('run-a', { direction: 'backwards' })).map((e) => e.revision)).toEqual(Array.from({ length: 200 }, (_, i) => 199 - i));
+      const all = await store.readAll();
+      expect(all.map((e) => e.position)).toEqual(Array.from({ length: 300 }, (_, i) => i + 1));
+      expect((await store.readAll({ after: 50, maxCount: 150 })).map((e) => e.position)).toEqual(Array.from({ length: 150 }, (_, i) => 51 + i));
+      const odd = await store.readAll({ filter: { types: ['Odd'] } });
+      expect(odd).toHaveLength(100);
+      expect(odd.every((e) => e.type === 'Odd' && e.streamId === 'run-a')).toBe(true);
+      expect((await store.readAll({ filter: { streamPrefixes: ['run-b'] } })).map((e) => (e.data as { i: number }).i)).toEqual(
+        all.filter((e) => e.streamId === 'run-b').map((e) => (e.data as { i: number }).i),
+      );
+      // Exactly the stored JSON.
+      const rows = store.db.prepare('SELECT data FROM events ORDER BY position').pluck().all() as string[];
+      expect(all.map((e) => e.data)).toEqual(rows.map((t) => JSON.parse(t)));
+    });
+
+    it('given stream ids and types with quotes, backslashes, control characters and non-ASCII text, then they read back exactly', async () => {
+      const stream = 'run-"quoted" \\back\\slash é 😀';
+      const type = 'Type "with" \\ and \t tab\u0001';
+      await store.append(stream, [{ type, data: { text: 'line\nbreak "q" \\ é 😀 \u2028' }, metadata: { correlationId: 'c', actor: 'user:"x"' } }]);
+      const [e] = await store.readStream(stream);
+      expect(e.streamId).toBe(stream);
+      expect(e.type).toBe(type);
+      expect(e.data).toEqual({ text: 'line\nbreak "q" \\ é 😀 \u2028' });
+      expect(e.metadata.actor).toBe('user:"x"');
+      expect((await store.readAll())[0]).toEqual(e);
+    });
+
+    it('given a stored row whose JSON is broken, then the read fails with the parse error', async () => {
+      await store.append('run-a', [{ type: 'Ok', data: { n: 1 } }, { type: 'Broken', data: { n: 2 } }]);
+      store.db.prepare(`UPDATE events SET data = '{"n": 2' WHERE type = 'Broken'`).run();
+      await expect(store.readStream('run-a')).rejects.toThrow(SyntaxError);
+      await expect(store.readAll()).rejects.toThrow(SyntaxError);
+      expect(await store.readStream('run-a', { maxCount: 1 })).toHaveLength(1);
+    });
+  });
 });
