@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, realpathSync } from 'node:fs';
 import { dirname } from 'node:path';
 import {
   DEFAULT_MAX_EVENT_BYTES,
@@ -104,13 +104,25 @@ export class SqliteEventStore implements EventStore {
     mkdirSync(dirname(options.file), { recursive: true });
     this.maxEventBytes = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
     this.db = new Database(options.file);
-    this.db.pragma('journal_mode = WAL');
+    const mode = this.db.pragma('journal_mode = WAL', { simple: true });
+    if (mode !== 'wal') {
+      this.db.close();
+      throw new Error(`SQLite could not put ${options.file} in WAL mode (journal_mode is ${String(mode)}); the embedded store needs a filesystem that supports it`);
+    }
     // No fsync inside a commit: WalSync makes commits durable before they are acknowledged.
     this.db.pragma('synchronous = NORMAL');
     this.db.pragma('busy_timeout = 10000');
     this.db.pragma('foreign_keys = ON');
     this.migrate();
-    this.wal = new WalSync(`${options.file}-wal`);
+    // SQLite names the WAL after the database's resolved path (symlinks followed); opened now, so a
+    // WAL that cannot be synced fails at startup, not at the first append.
+    this.wal = new WalSync(`${realpathSync(options.file)}-wal`);
+    try {
+      this.wal.open();
+    } catch (err) {
+      this.db.close();
+      throw err;
+    }
     this.stmts = {
       head: this.db.prepare('SELECT MAX(revision) AS revision FROM events WHERE stream_id = ?'),
       byId: this.db.prepare('SELECT id, stream_id, revision, position, content_hash FROM events WHERE id = ?'),
@@ -181,7 +193,8 @@ export class SqliteEventStore implements EventStore {
    * transaction — each in its own savepoint, so one append's conflict does not touch the others —
    * and acknowledged after the fdatasync that follows the commit. That fdatasync runs off the
    * event loop and is shared by every batch committed while the one before it ran, so many
-   * concurrent runs share syncs and the main thread never waits for the disk.
+   * concurrent runs share syncs and the main thread does not wait for each commit's fsync (SQLite's
+   * own WAL checkpoints, every 1,000 pages, still sync inside the commit that triggers them).
    */
   async append(streamId: string, events: NewEvent[], options: AppendOptions = {}): Promise<AppendResult> {
     validateStreamId(streamId);
@@ -202,6 +215,12 @@ export class SqliteEventStore implements EventStore {
     this.flushScheduled = false;
     const batch = this.pending.splice(0);
     if (batch.length === 0) return;
+    const failure = this.wal.failure;
+    if (failure) {
+      // Queued before the sync failed: refused like every append after it, and not written.
+      for (const item of batch) item.reject(failure);
+      return;
+    }
     const outcomes: Array<{ ok: true; result: AppendResult & { fresh?: boolean } } | { ok: false; error: unknown }> = [];
     try {
       this.batchTx.immediate(batch, outcomes);
@@ -275,7 +294,10 @@ export class SqliteEventStore implements EventStore {
     return out;
   }
 
+  /** Fails once the store cannot make writes durable, so health checks report it. */
   async headPosition(): Promise<number> {
+    const failure = this.wal.failure;
+    if (failure) throw failure;
     return (this.stmts.headPosition.get() as { position: number }).position;
   }
 

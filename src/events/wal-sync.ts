@@ -56,10 +56,21 @@ export class WalSync {
     });
   }
 
-  /** Waits for the syncs in flight and queued, then releases the file. Writes after this are synced by SQLite's own close. */
+  /**
+   * Opens the WAL file now, so that a missing or unreadable one fails at startup rather than at the
+   * first append. Otherwise the first sync opens it.
+   */
+  open(): void {
+    this.fd ??= openSync(this.walFile, 'r+');
+  }
+
+  /**
+   * Refuses new syncs, waits for the one in flight and those queued behind it, then releases the
+   * file. What is committed after this is not synced here: the owner closes its connections next.
+   */
   async close(): Promise<void> {
-    if (this.inFlight) await new Promise<void>((resolve) => this.idle.push(resolve));
     this.closed = true;
+    while (this.inFlight) await new Promise<void>((resolve) => this.idle.push(resolve));
     if (this.fd !== undefined) {
       closeSync(this.fd);
       this.fd = undefined;
@@ -80,7 +91,7 @@ export class WalSync {
     }
     this.inFlight = true;
     const started = performance.now();
-    this.syncFn(fd, (err) => {
+    const done = (err: NodeJS.ErrnoException | null) => {
       this.inFlight = false;
       this.syncMs += performance.now() - started;
       if (err) {
@@ -89,9 +100,15 @@ export class WalSync {
       }
       this.syncs++;
       for (const w of waiters) w.resolve();
+      // Queued waiters get their sync even while closing: they committed before close was called.
       if (this.next.length > 0) this.start();
-      else for (const done of this.idle.splice(0)) done();
-    });
+      else for (const wake of this.idle.splice(0)) wake();
+    };
+    try {
+      this.syncFn(fd, done);
+    } catch (err) {
+      done(err as NodeJS.ErrnoException);
+    }
   }
 
   private fail(waiters: Waiter[], cause: Error): void {

@@ -1,6 +1,7 @@
 import { Controller, Get, Header, Inject, ServiceUnavailableException } from '@nestjs/common';
 import { Public } from '../auth/auth.guard';
 import { EVENT_STORE, type EventStore } from '../events/event-store.port';
+import { DurabilityError } from '../events/wal-sync';
 import { MODEL_PROVIDER, type ModelProvider } from '../team/models/model.port';
 import { RunSupervisor } from '../team/run-supervisor';
 import { RunsProjection } from '../team/runs.projection';
@@ -21,8 +22,9 @@ export class HealthController {
     try {
       const head = await this.store.headPosition();
       return { status: 'ok', store: this.store.kind, model: this.model.name, offlineModel: this.model.name === 'offline', headPosition: head };
-    } catch {
-      throw new ServiceUnavailableException('the event store is not reachable');
+    } catch (err) {
+      // A store that can no longer make writes durable says why (and that a restart is needed).
+      throw new ServiceUnavailableException(err instanceof DurabilityError ? err.message : 'the event store is not reachable');
     }
   }
 

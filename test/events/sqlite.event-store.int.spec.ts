@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import { join } from 'node:path';
 import { SqliteEventStore } from '../../src/events/sqlite.event-store';
 import { DurabilityError } from '../../src/events/wal-sync';
+import { openUnsyncedConnection } from '../../src/shared/sqlite-side-connection';
 import { tempDir } from '../support/temp-dir';
 import { eventStoreContract } from './event-store.contract';
 
@@ -37,6 +38,38 @@ describe('sqlite store specifics', () => {
     await store.close();
     expect(() => new SqliteEventStore({ file })).toThrow(/newer than this triad/);
     dir.remove();
+  });
+
+  it('given the database path is a symlink, then the store syncs the WAL SQLite writes, next to the real file', async () => {
+    const dir = tempDir();
+    fs.mkdirSync(join(dir.path, 'real'));
+    const real = join(dir.path, 'real', 'triad.db');
+    await new SqliteEventStore({ file: real }).close();
+    const link = join(dir.path, 'link.db');
+    fs.symlinkSync(real, link);
+    const store = new SqliteEventStore({ file: link });
+    try {
+      await expect(store.append('run-a', [{ type: 'Noted', data: {} }])).resolves.toMatchObject({ position: 1 });
+      expect(store.syncStats().syncs).toBe(1);
+      expect(fs.existsSync(`${real}-wal`)).toBe(true);
+    } finally {
+      await store.close();
+      dir.remove();
+    }
+  });
+
+  it('the connection for run checkpoints commits without fsync but never copies the WAL unsynced', async () => {
+    const dir = tempDir();
+    const store = new SqliteEventStore({ file: join(dir.path, 'triad.db') });
+    const side = openUnsyncedConnection(store.db)!;
+    try {
+      expect(side.pragma('synchronous', { simple: true })).toBe(1);
+      expect(side.pragma('wal_autocheckpoint', { simple: true })).toBe(0);
+    } finally {
+      side.close();
+      await store.close();
+      dir.remove();
+    }
   });
 
   describe('acknowledged only once durable', () => {
@@ -103,9 +136,13 @@ describe('sqlite store specifics', () => {
       later.push(store.append('run-c', [{ type: 'Noted', data: { n: 3 } }]));
       await ticks();
       expect(held).toHaveLength(1);
+      let laterAnswered = 0;
+      later.forEach((p) => p.then(() => laterAnswered++));
       held[0].done(null);
       await first;
       await ticks();
+      // Committed after the first sync had started: they wait for the second one.
+      expect(laterAnswered).toBe(0);
       expect(held).toHaveLength(2);
       held[1].done(null);
       expect((await Promise.all(later)).map((r) => r.position)).toEqual([2, 3]);
@@ -120,10 +157,54 @@ describe('sqlite store specifics', () => {
       expect(held).toHaveLength(1);
     });
 
+    it('given appends queued before a sync fails, then they are refused without being written', async () => {
+      const first = store.append('run-a', [{ type: 'Noted', data: { n: 1 } }]);
+      await ticks();
+      // Queued (its flush is scheduled) while the first sync is still running; then that sync fails.
+      const queued = store.append('run-b', [{ type: 'Noted', data: { n: 2 } }]);
+      held[0].done(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
+      await expect(first).rejects.toBeInstanceOf(DurabilityError);
+      await expect(queued).rejects.toBeInstanceOf(DurabilityError);
+      expect(store.db.prepare('SELECT stream_id FROM events').pluck().all()).toEqual(['run-a']);
+      await expect(store.headPosition()).rejects.toThrow(/restart triad/);
+    });
+
+    it('given an append whose sync is in flight, when the store closes, then close waits for it and the append is answered', async () => {
+      const append = store.append('run-a', [{ type: 'Noted', data: { n: 1 } }]);
+      await ticks();
+      let closed = false;
+      const closing = store.close().then(() => (closed = true));
+      await ticks();
+      expect(closed).toBe(false);
+      held[0].done(null);
+      await expect(append).resolves.toEqual({ nextExpectedRevision: 0, position: 1 });
+      await closing;
+      await expect(store.append('run-a', [{ type: 'Noted', data: { n: 2 } }])).rejects.toThrow();
+    });
+
+    it('given the WAL truncated by a checkpoint, then the next append syncs the same WAL file', async () => {
+      const first = store.append('run-a', [{ type: 'Noted', data: { n: 1 } }]);
+      await ticks();
+      held[0].done(null);
+      await first;
+      store.db.pragma('wal_checkpoint(TRUNCATE)');
+      expect(fs.statSync(`${file}-wal`).size).toBe(0);
+      const second = store.append('run-a', [{ type: 'Noted', data: { n: 2 } }]);
+      await ticks();
+      expect(held).toHaveLength(2);
+      expect(fs.fstatSync(held[1].fd).ino).toBe(fs.statSync(`${file}-wal`).ino);
+      expect(fs.statSync(`${file}-wal`).size).toBeGreaterThan(0);
+      held[1].done(null);
+      await second;
+    });
+
     it('given a conflicting append in the batch, then it is refused at once and the others wait for the sync', async () => {
-      const ok = store.append('run-a', [{ type: 'Noted', data: { n: 1 } }], { expectedRevision: 'no_stream' });
+      let okAnswered = false;
+      const ok = store.append('run-a', [{ type: 'Noted', data: { n: 1 } }], { expectedRevision: 'no_stream' }).then((r) => ((okAnswered = true), r));
       const conflict = store.append('run-b', [{ type: 'Noted', data: { n: 2 } }], { expectedRevision: 3 });
       await expect(conflict).rejects.toThrow(/wrong expected revision/);
+      await ticks();
+      expect(okAnswered).toBe(false);
       expect(held).toHaveLength(1);
       held[0].done(null);
       await expect(ok).resolves.toEqual({ nextExpectedRevision: 0, position: 1 });

@@ -83,6 +83,29 @@ describe('WalSync: group fdatasync of the WAL', () => {
     await expect(sync.sync()).rejects.toThrow(/closed/);
   });
 
+  it('given the sync call itself throws, then its callers fail instead of waiting forever', async () => {
+    const sync = new WalSync(wal, () => {
+      throw new Error('EBADF: bad file descriptor');
+    });
+    await expect(sync.sync()).rejects.toThrow(/EBADF/);
+    await expect(sync.close()).resolves.toBeUndefined();
+  });
+
+  it('given syncs queued behind one in flight, when closing, then close waits for them all and refuses new ones', async () => {
+    const disk = heldSync();
+    const sync = new WalSync(wal, disk.fn);
+    const first = sync.sync();
+    const queued = sync.sync();
+    const closing = sync.close();
+    await expect(sync.sync()).rejects.toThrow(/closed/);
+    disk.calls[0].done(null);
+    await first;
+    await settled();
+    expect(disk.calls).toHaveLength(2);
+    disk.calls[1].done(null);
+    await Promise.all([queued, closing]);
+  });
+
   it('given no WAL file, then the sync fails with the reason', async () => {
     const sync = new WalSync(join(dir.path, 'missing-wal'), heldSync().fn);
     await expect(sync.sync()).rejects.toThrow(/ENOENT/);
