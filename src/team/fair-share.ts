@@ -11,10 +11,14 @@ export const DEFAULT_SLICE_MS = 4;
  * requests, SSE clients, lease heartbeats and the disk's callbacks wait.
  *
  * A driver passes `turn()` before each step. Within the current slice, with nobody waiting, it
- * goes on at once (a lone run never waits); otherwise it queues, and a slice — started from
- * `setImmediate`, so the loop has polled in between — releases the queue in order until the
- * slice's time is spent. A released step that ends in I/O does not block the queue: the next
- * waiter is released as soon as the step yields.
+ * goes on at once; otherwise it queues, and a slice — started from `setImmediate`, so the loop has
+ * polled in between — releases the queue in order until the slice's time is spent (checked
+ * between steps, so a slice ends after the step that crosses it). A lone run waits one
+ * `setImmediate` when its slice has run out or lapsed during I/O. A released step that ends in I/O
+ * does not block the queue: the next waiter is released as soon as the step yields.
+ *
+ * It runs on `setImmediate`, `queueMicrotask` and `performance.now()`: a test with fake timers
+ * must not pass it to a driver.
  */
 export class FairShare {
   private readonly queue: Array<() => void> = [];

@@ -178,6 +178,8 @@ export class RunDriver {
     await this.deps.fairShare?.turn();
     this.state = await loadRunState(this.deps.store, this.runId, this.deps.checkpoints, this.deps.logger);
     if (!this.state.launched) throw new Error(`run ${this.runId} does not exist`);
+    // Stopped while waiting for its turn (cancel, shutdown, lost lease): no claim.
+    if (this.abort.signal.aborted) return this.state;
     await this.claim();
     while (!this.abort.signal.aborted) {
       const action = nextAction(this.state, this.deps.clock.now());
@@ -477,6 +479,8 @@ export class RunDriver {
         clearTimeout(timer);
         this.abort.signal.removeEventListener('abort', stopOnRunAbort);
       }
+      const durationMs = this.deps.clock.now() - started;
+      // Recorded even if the driver is stopped meanwhile: a recorded response is never asked for again.
       await this.deps.fairShare?.turn();
       await this.append([
         ...pending,
@@ -491,7 +495,7 @@ export class RunDriver {
             stopReason: response.stopReason,
             usage: response.usage,
             costUsd: costOf(response.model, response.usage),
-            durationMs: this.deps.clock.now() - started,
+            durationMs,
           },
         },
       ]);
@@ -809,7 +813,6 @@ export class RunDriver {
       }
       throw err;
     }
-    await this.deps.fairShare?.turn();
     const all: TeamRunEvent[] = [...deferred.map((d) => ({ type: d.type, data: d.data }) as TeamRunEvent), ...events];
     const first = result.nextExpectedRevision - all.length + 1;
     const firstPosition = result.position - all.length + 1;
@@ -832,6 +835,8 @@ export class RunDriver {
       }
     });
     if (recorded.length > 0) this.deps.observer!.onEvents!(this.runId, recorded);
+    // Folded and published: let the other runs the same sync acknowledged take their turn.
+    await this.deps.fairShare?.turn();
     if (this.deps.checkpoints) {
       const every = this.deps.checkpointEveryTurns ?? DEFAULT_CHECKPOINT_EVERY_TURNS;
       const phaseBoundary = all.some((e) => e.type === 'PhaseStarted' || e.type === 'IterationStarted' || e.type === 'ReviewOpened');

@@ -1,3 +1,4 @@
+import type { FairShare } from '../../../src/team/fair-share';
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import type { RecordedEvent } from '../../../src/events/event-store.port';
@@ -22,6 +23,8 @@ export interface HarnessOptions {
   observer?: RunObserver;
   clock?: Clock;
   runId?: string;
+  owner?: string;
+  fairShare?: Pick<FairShare, 'turn'>;
 }
 
 export interface Harness {
@@ -59,6 +62,8 @@ export async function startRun(options: HarnessOptions): Promise<Harness> {
     retry: options.retry ?? FAST_RETRY,
     sleep: options.sleep,
     observer: options.observer,
+    owner: options.owner,
+    fairShare: options.fairShare as FairShare | undefined,
   });
   const events = () => store.readStream(toRunStreamId(runId));
   return {
