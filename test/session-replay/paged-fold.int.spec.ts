@@ -2,7 +2,7 @@ import { InMemoryEventStore } from '../../src/events/in-memory.event-store';
 import { toRunStreamId, type RunForkedData, type TeamRunEvent } from '../../src/team/domain/run-events';
 import { foldRun, initialRunState } from '../../src/team/domain/run-state';
 import { loadRunState } from '../../src/team/run-driver';
-import { FOLD_PAGE_EVENTS, loadRunHistory } from '../../src/team/run-history';
+import { FOLD_PAGE_EVENTS } from '../../src/team/run-history';
 import { modelCallCompleted, modelCallStarted, phaseStarted, planned, RUN_ID, toolCallCompleted, toolCallRequested, toolUse, text } from '../team/machines/given-when-then';
 import { stateJson } from './replay-support';
 
@@ -60,7 +60,8 @@ describe('folding a long history page by page', () => {
     const nextTurn = parentState.usage.executor.turns + 1;
     await appendAll(store, 'run_fork', [{ type: 'RunForked', data: forked }, ...executorTurns(nextTurn, nextTurn + 2)]);
     const loaded = await loadRunState(store, 'run_fork');
-    const expected = foldRun(await loadRunHistory(store, 'run_fork'), initialRunState('run_fork'));
+    // The parent up to the fork point, then the fork's own stream: read directly, not paged.
+    const expected = foldRun([...parentEvents, ...(await store.readStream(toRunStreamId('run_fork')))], initialRunState('run_fork'));
     expect(loaded.runId).toBe('run_fork');
     expect(stateJson(loaded)).toBe(stateJson(expected));
   });
