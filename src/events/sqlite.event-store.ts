@@ -240,16 +240,13 @@ export class SqliteEventStore implements EventStore {
       written.push({ item, result: { nextExpectedRevision: o.result.nextExpectedRevision, position: o.result.position } });
     });
     if (written.length === 0) return;
-    if (this.options.durable === false) {
+    const acknowledge = () => {
       for (const w of written) w.item.resolve(w.result);
       if (head > 0) this.notifier.notify(head);
-      return;
-    }
+    };
+    if (this.options.durable === false) return acknowledge();
     this.wal.sync().then(
-      () => {
-        for (const w of written) w.item.resolve(w.result);
-        if (head > 0) this.notifier.notify(head);
-      },
+      acknowledge,
       (err: unknown) => {
         // Committed but not known to be on disk: the callers are told it failed, and the store
         // refuses writes until restarted (which replays the WAL from what reached the disk).
