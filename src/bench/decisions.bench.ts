@@ -6,11 +6,10 @@ import { Client } from 'pg';
 import { redactUrl } from '../config/config';
 import type { EventStore, NewEvent } from '../events/event-store.port';
 import { SqliteEventStore } from '../events/sqlite.event-store';
-import { expectationFrom, InOrderCheck, recordFrom, verifyChain, verifyChainAsync, verifyInOrder, type DecisionEvent } from '../review-gate/decision-log/chain';
-import { DecisionLog, verifyPageSize } from '../review-gate/decision-log/decision-log';
-import { DECISION_EVENTS, DecisionLogProjection } from '../review-gate/decision-log/decision-log.projection';
+import { expectationFrom, recordFrom, verifyChain, verifyChainAsync, verifyInOrder, type DecisionEvent } from '../review-gate/decision-log/chain';
+import { DecisionLog } from '../review-gate/decision-log/decision-log';
+import { DecisionLogProjection } from '../review-gate/decision-log/decision-log.projection';
 import type { DecisionRecord } from '../review-gate/decision-log/decision-record';
-import { BEFORE_FIRST_SEQ } from '../review-gate/decision-log/decision-record.repository';
 import { SqliteDecisionRecordRepository } from '../review-gate/decision-log/sqlite.decision-record.repository';
 import { charterVersion } from '../team/domain/charter';
 import { reviewIdOf } from '../team/domain/review-id';
@@ -90,8 +89,8 @@ export interface DecisionsBenchResult {
     verifyEndToEndRecordsPerSec: Summary;
     verifyChainOnlyRecordsPerSec: Summary;
     /**
-     * One more pass of the in-order check as DecisionLog.verify makes it (same pages, same order),
-     * with the time of each step added up apart.
+     * One more DecisionLog.verify, with the time spent reading decision events (store readAll) and
+     * records (repository list) added up apart; `checkInOrder` is the rest.
      */
     endToEndBreakdownMs: { readDecisionEvents: number; readRecords: number; checkInOrder: number };
     /**
@@ -200,45 +199,40 @@ export async function seedRunAwaitingReview(store: EventStore, options: SeedRevi
 }
 
 /**
- * The steps of DecisionLog.verify's in-order check, timed apart: the same reads (pages of decision
- * events through the store port and of records from the repository, alternately, of the size
- * DecisionLog.verify uses on SQLite) and the same check, with each step's time added up on its own.
+ * Where DecisionLog.verify's time goes on an intact log: one more verify, through a store whose
+ * readAll and a repository whose list are timed; the in-order check (and the catch-up wait) is
+ * the rest.
  */
-async function inOrderBreakdown(store: SqliteEventStore, repo: SqliteDecisionRecordRepository, n: number): Promise<{ readDecisionEvents: number; readRecords: number; checkInOrder: number }> {
-  const page = verifyPageSize(store.kind);
-  const upTo = await store.headPosition();
-  const check = new InOrderCheck(upTo);
-  let [eventsMs, recordsMs, checkMs] = [0, 0, 0];
-  let records: DecisionRecord[] = [];
-  let r = 0;
-  let afterSeq = BEFORE_FIRST_SEQ;
-  const nextRecords = async () => {
+async function verifyBreakdown(
+  store: SqliteEventStore,
+  repo: SqliteDecisionRecordRepository,
+  projection: DecisionLogProjection,
+  n: number,
+): Promise<{ readDecisionEvents: number; readRecords: number; checkInOrder: number }> {
+  let [eventsMs, recordsMs] = [0, 0];
+  const timedStore = Object.create(store) as SqliteEventStore;
+  timedStore.readAll = async (options) => {
     const t = process.hrtime.bigint();
-    records = await repo.list({}, { afterSeq, limit: page });
-    recordsMs += since(t);
-    r = 0;
-    if (records.length > 0) afterSeq = records[records.length - 1].seq;
-  };
-  await nextRecords();
-  for (let after = 0; ; ) {
-    let t = process.hrtime.bigint();
-    const events = await store.readAll({ after, maxCount: page, filter: DECISION_EVENTS });
-    eventsMs += since(t);
-    t = process.hrtime.bigint();
-    for (const e of events) {
-      if (r === records.length) {
-        checkMs += since(t);
-        await nextRecords();
-        t = process.hrtime.bigint();
-      }
-      if (!check.pair(e, records[r++])) throw new Error(`in-order check failed at record ${r}`);
+    try {
+      return await store.readAll(options);
+    } finally {
+      eventsMs += since(t);
     }
-    checkMs += since(t);
-    if (events.length < page) break;
-    after = events[events.length - 1].position;
-  }
-  if (check.result().checked !== n) throw new Error(`in-order check: ${JSON.stringify(check.result())}`);
-  return { readDecisionEvents: Math.round(eventsMs), readRecords: Math.round(recordsMs), checkInOrder: Math.round(checkMs) };
+  };
+  const timedRepo = Object.create(repo) as SqliteDecisionRecordRepository;
+  timedRepo.list = async (filter, page) => {
+    const t = process.hrtime.bigint();
+    try {
+      return await repo.list(filter, page);
+    } finally {
+      recordsMs += since(t);
+    }
+  };
+  const t = process.hrtime.bigint();
+  const result = await new DecisionLog(timedStore, timedRepo, projection).verify();
+  const totalMs = since(t);
+  if (!result.ok || result.checked !== n) throw new Error(`verification failed: ${JSON.stringify(result)}`);
+  return { readDecisionEvents: Math.round(eventsMs), readRecords: Math.round(recordsMs), checkInOrder: Math.round(totalMs - eventsMs - recordsMs) };
 }
 
 async function verifyPart(n: number, runs: number, dataDir: string, log: (line: string) => void) {
@@ -313,9 +307,8 @@ async function verifyPart(n: number, runs: number, dataDir: string, log: (line: 
       sqliteChainOnly.push(perSec(n, since(t)));
       if (!c.ok) throw new Error(`SQLite chain verification failed: ${JSON.stringify(c)}`);
     }
-    // Where the end-to-end time goes: the in-order check as DecisionLog.verify makes it (pages of
-    // events and records read alternately), each step's time added up apart.
-    const breakdown = await inOrderBreakdown(store, repo, n);
+    // Where the end-to-end time goes: reads of events and of records, and the check.
+    const breakdown = await verifyBreakdown(store, repo, projection, n);
     // The worst case for the fallback: the last record altered, found at the end of the in-order
     // pass; the complete check then runs from the start to name it.
     const lastRecord = store.db.prepare('SELECT reason FROM decision_records WHERE seq = ?').get(n) as { reason: string };

@@ -17,7 +17,7 @@ export interface DecisionLogOptions {
  * faster than 1000, within a noisy machine's spread). Pages of 1000 over the network (PostgreSQL),
  * where each page is a round trip.
  */
-export function verifyPageSize(storeKind: string): number {
+function verifyPageSize(storeKind: string): number {
   return storeKind === 'sqlite' || storeKind === 'memory' ? 250 : 1000;
 }
 
