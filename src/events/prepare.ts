@@ -169,6 +169,39 @@ export function decodeRawRow(r: RawRow, upcasters: UpcasterRegistry | undefined)
   return decodeFields(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], upcasters);
 }
 
+/** SQLite's raw rows of one stream (whose id the reader already has): STREAM_ROW_COLUMNS, in order. */
+export type RawStreamRow = [string, number, number, string, string, string, string];
+export const STREAM_ROW_COLUMNS = 'id, revision, position, type, data, metadata, recorded_at';
+
+export function decodeRawStreamRow(streamId: string, r: RawStreamRow, upcasters: UpcasterRegistry | undefined): RecordedEvent {
+  return decodeFields(r[0], streamId, r[1], r[2], r[3], r[4], r[5], r[6], upcasters);
+}
+
+/**
+ * The metadata of consecutive events is mostly the same text (one actor, correlation and run, one
+ * schema version for a whole turn or phase): the last text decoded is remembered, and an event
+ * carrying the same text gets the same object. It is frozen, so sharing it cannot leak a change
+ * from one event to another.
+ */
+let lastMetadataText: string | undefined;
+let lastMetadata: EventMetadata | undefined;
+
+function decodeMetadata(text: string): EventMetadata {
+  if (text === lastMetadataText) return lastMetadata!;
+  const metadata = deepFreeze(JSON.parse(text) as EventMetadata);
+  lastMetadataText = text;
+  lastMetadata = metadata;
+  return metadata;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}
+
 /** One envelope per row, built in one object literal (this is on every replay's path). */
 function decodeFields(
   id: string,
@@ -181,7 +214,7 @@ function decodeFields(
   recordedAt: string | Date,
   upcasters: UpcasterRegistry | undefined,
 ): RecordedEvent {
-  const metadata = JSON.parse(metadataText) as EventMetadata;
+  const metadata = decodeMetadata(metadataText);
   const data = JSON.parse(dataText) as unknown;
   const at = recordedAt instanceof Date ? recordedAt.toISOString() : recordedAt;
   if (!upcasters || upcasters.size === 0) {

@@ -20,13 +20,16 @@ import { PositionNotifier } from './position-notifier';
 import {
   checkExpectedRevision,
   decodeRawRow,
+  decodeRawStreamRow,
   prepareEvents,
   ROW_COLUMNS,
+  STREAM_ROW_COLUMNS,
   resolveIdempotentAppend,
   validateExpectedRevision,
   validateStreamId,
   type PreparedEvent,
   type RawRow,
+  type RawStreamRow,
   type StoredIdentity,
 } from './prepare';
 import { streamWindow } from './read-helpers';
@@ -130,8 +133,8 @@ export class SqliteEventStore implements EventStore {
         'INSERT INTO events (id, stream_id, revision, type, data, metadata, content_hash, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
       ),
       // Raw rows (arrays): no row object per event before its envelope is built.
-      forwards: this.db.prepare(`SELECT ${ROW_COLUMNS} FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision ASC LIMIT ?`).raw(true),
-      backwards: this.db.prepare(`SELECT ${ROW_COLUMNS} FROM events WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`).raw(true),
+      forwards: this.db.prepare(`SELECT ${STREAM_ROW_COLUMNS} FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision ASC LIMIT ?`).raw(true),
+      backwards: this.db.prepare(`SELECT ${STREAM_ROW_COLUMNS} FROM events WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`).raw(true),
       headPosition: this.db.prepare('SELECT COALESCE(MAX(position), 0) AS position FROM events'),
       loadCheckpoint: this.db.prepare('SELECT position FROM subscription_checkpoints WHERE name = ?'),
       saveCheckpoint: this.db.prepare(
@@ -266,10 +269,10 @@ export class SqliteEventStore implements EventStore {
     const w = streamWindow(options);
     if (w.maxCount === 0) return [];
     const stmt = w.direction === 'forwards' ? this.stmts.forwards : this.stmts.backwards;
-    const rows = stmt.all(streamId, w.from, Math.min(w.maxCount, Number.MAX_SAFE_INTEGER)) as RawRow[];
+    const rows = stmt.all(streamId, w.from, Math.min(w.maxCount, Number.MAX_SAFE_INTEGER)) as RawStreamRow[];
     const upcasters = this.options.upcasters;
     const out = new Array<RecordedEvent>(rows.length);
-    for (let i = 0; i < rows.length; i++) out[i] = decodeRawRow(rows[i], upcasters);
+    for (let i = 0; i < rows.length; i++) out[i] = decodeRawStreamRow(streamId, rows[i], upcasters);
     return out;
   }
 

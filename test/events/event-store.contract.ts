@@ -307,6 +307,24 @@ export function eventStoreContract(name: string, makeHarness: () => ContractHarn
         expect((await store.readAll({ maxCount: 2 })).length).toBe(2);
       });
 
+      it('events read with the same metadata do not share changes to it', async () => {
+        const metadata = { correlationId: 'c-1', causationId: null, actor: 'user:ann', schemaVersion: 1, trace: { span: 's-1' } };
+        await store.append('m-1', [ev('A', {}, { metadata }), ev('B', {}, { metadata })]);
+        for (const read of [await store.readStream('m-1'), await store.readAll({ filter: { streamPrefixes: ['m-'] } })]) {
+          const [first, second] = read;
+          expect(second.metadata).toEqual(first.metadata);
+          // A reader that changes what it read (or is stopped from doing so) cannot change another event.
+          try {
+            first.metadata.actor = 'user:mallory';
+            (first.metadata.trace as { span: string }).span = 's-2';
+          } catch {
+            // frozen: the change is refused
+          }
+          expect(second.metadata).toMatchObject({ actor: 'user:ann', trace: { span: 's-1' } });
+          expect((await store.readStream('m-1'))[1].metadata).toMatchObject({ actor: 'user:ann', trace: { span: 's-1' } });
+        }
+      });
+
       it('a prefix with LIKE wildcards matches literally', async () => {
         await store.append('a%b_c', [ev('X')]);
         await store.append('aXbYc', [ev('Y')]);

@@ -1,4 +1,4 @@
-import type { AnyStateMachine, EventFromLogic, SnapshotFrom } from 'xstate';
+import { initialTransition, type AnyStateMachine, type EventFromLogic, type SnapshotFrom } from 'xstate';
 
 /**
  * An exact, fast transition function for flat machines — what triad's machines are: one level of
@@ -32,8 +32,10 @@ interface Transition {
 
 interface StateInfo {
   key: string;
-  /** The xstate node, for `_nodes`. */
+  /** The xstate node. */
   node: unknown;
+  /** `_nodes` of a snapshot in this state (the root and the node; never mutated, so shared). */
+  nodes: unknown[];
   final: boolean;
   tags: string[];
   on: Map<string, Transition[]>;
@@ -88,7 +90,7 @@ function compile<M extends AnyStateMachine>(machine: M): FlatTransition<M> {
   for (const [key, node] of Object.entries(root.states)) {
     check(node.type === 'atomic' || node.type === 'final', `state ${key} is ${node.type}`);
     check(plain(node), `state ${key} has entry/exit actions, invocations or delays`);
-    states.set(node, { key, node, final: node.type === 'final', tags: [...node.tags], on: new Map(), always: [] });
+    states.set(node, { key, node, nodes: [root, node], final: node.type === 'final', tags: [...node.tags], on: new Map(), always: [] });
   }
   check(states.size > 0, 'no states');
 
@@ -134,6 +136,9 @@ function compile<M extends AnyStateMachine>(machine: M): FlatTransition<M> {
     info.always = (node.always ?? []).map(transitionOf);
   }
   const byKey = new Map([...states.values()].map((s) => [s.key, s]));
+  // Snapshots are built field by field: this xstate must build them with exactly those fields.
+  const fields = Object.keys((initialTransition as (m: AnyStateMachine) => [object, unknown])(machine)[0]);
+  check(fields.length === SNAPSHOT_FIELDS.length && fields.every((f, i) => f === SNAPSHOT_FIELDS[i]), `xstate snapshots have the fields ${fields.join(', ')}`);
 
   const enabled = (list: Transition[] | undefined, context: unknown, event: unknown): Transition | undefined => {
     if (!list) return undefined;
@@ -183,13 +188,50 @@ function compile<M extends AnyStateMachine>(machine: M): FlatTransition<M> {
       changed = true;
     }
     if (!changed) return snapshot;
-    return {
-      ...(snapshot as object),
-      status: state.final ? 'done' : snap.status,
+    // Every field named, in xstate's order: one object shape for all snapshots (a spread of the
+    // previous snapshot cost more than the rest of the step).
+    const o = snapshot as unknown as MachineSnapshotFields;
+    const next: MachineSnapshotFields = {
+      status: state.final ? 'done' : o.status,
+      output: o.output,
+      error: o.error,
+      machine: o.machine,
       context,
-      _nodes: [root, state.node],
+      _nodes: state.nodes,
       value: state.key,
       tags: new Set(state.tags),
-    } as unknown as SnapshotFrom<M>;
+      children: o.children,
+      historyValue: o.historyValue,
+      matches: o.matches,
+      hasTag: o.hasTag,
+      can: o.can,
+      getMeta: o.getMeta,
+      toJSON: o.toJSON,
+    };
+    return next as unknown as SnapshotFrom<M>;
   };
 }
+
+/** The fields of an xstate 5 machine snapshot (`createMachineSnapshot`), in its order. */
+interface MachineSnapshotFields {
+  status: string;
+  output: unknown;
+  error: unknown;
+  machine: unknown;
+  context: unknown;
+  _nodes: unknown[];
+  value: string;
+  tags: Set<string>;
+  children: unknown;
+  historyValue: unknown;
+  matches: unknown;
+  hasTag: unknown;
+  can: unknown;
+  getMeta: unknown;
+  toJSON: unknown;
+}
+
+const SNAPSHOT_FIELDS: readonly string[] = [
+  'status', 'output', 'error', 'machine', 'context', '_nodes', 'value', 'tags',
+  'children', 'historyValue', 'matches', 'hasTag', 'can', 'getMeta', 'toJSON',
+] satisfies (keyof MachineSnapshotFields)[];

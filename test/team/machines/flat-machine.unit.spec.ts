@@ -6,13 +6,15 @@ import { pureTransition } from '../../../src/team/domain/pure-transition';
 import { teamRunMachine } from '../../../src/team/domain/team-run.machine';
 
 // The fast path must be indistinguishable from xstate's interpreter: given the same start and the
-// same random events, every snapshot along the way has the same value, context, status, tags,
-// active nodes and persisted form.
+// same random events, every snapshot along the way has the same fields, value, context, status,
+// tags, active nodes and persisted form.
 
 type Ev = { type: string; data: Record<string, unknown> };
 
 function observable(machine: AnyStateMachine, s: Record<string, unknown>): unknown {
   return {
+    // The same fields in the same order: the fast path names them one by one.
+    fields: Object.keys(s),
     value: s.value,
     context: s.context,
     status: s.status,
