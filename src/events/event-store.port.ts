@@ -65,6 +65,17 @@ export interface ReadStreamOptions {
   maxCount?: number;
 }
 
+export interface ReadStreamPagesOptions {
+  /** Inclusive. Default 0. */
+  fromRevision?: number;
+  /** Inclusive. Default: the end of the stream. */
+  toRevision?: number;
+  /** Events per page. Default 2,000. */
+  pageSize?: number;
+}
+
+export const DEFAULT_PAGE_EVENTS = 2_000;
+
 export interface EventFilter {
   /** Only events whose stream id starts with one of these prefixes. */
   streamPrefixes?: string[];
@@ -108,6 +119,12 @@ export interface EventStore {
   readonly kind: string;
   append(streamId: string, events: NewEvent[], options?: AppendOptions): Promise<AppendResult>;
   readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
+  /**
+   * A stream read forwards a page at a time, for folds over long histories: every page but the
+   * last is full, and only one page need be decoded at a time. An adapter may read the next page
+   * while the caller works on the current one.
+   */
+  readStreamPages(streamId: string, options?: ReadStreamPagesOptions): AsyncIterable<RecordedEvent[]>;
   /** The last revision of a stream, or null when it does not exist. */
   streamRevision(streamId: string): Promise<number | null>;
   readAll(options?: ReadAllOptions): Promise<RecordedEvent[]>;

@@ -6,6 +6,7 @@ import {
   type NewEvent,
   type ReadAllOptions,
   type ReadStreamOptions,
+  type ReadStreamPagesOptions,
   type RecordedEvent,
   type SubscribeOptions,
   type Subscription,
@@ -20,7 +21,7 @@ import {
   validateStreamId,
   type StoredRow,
 } from './prepare';
-import { matchesFilter, pageStream } from './read-helpers';
+import { matchesFilter, pageStream, pagesByReadStream } from './read-helpers';
 import { CatchUpSubscription } from './subscription';
 import type { UpcasterRegistry } from './upcasting';
 
@@ -88,6 +89,10 @@ export class InMemoryEventStore implements EventStore {
     validateStreamId(streamId);
     const stream = this.streams.get(streamId) ?? [];
     return pageStream(stream, options).map((r) => decodeRow(r, this.options.upcasters));
+  }
+
+  readStreamPages(streamId: string, options?: ReadStreamPagesOptions): AsyncIterable<RecordedEvent[]> {
+    return pagesByReadStream(this, streamId, options);
   }
 
   async streamRevision(streamId: string): Promise<number | null> {

@@ -12,6 +12,7 @@ import {
   type NewEvent,
   type ReadAllOptions,
   type ReadStreamOptions,
+  type ReadStreamPagesOptions,
   type RecordedEvent,
   type SubscribeOptions,
   type Subscription,
@@ -29,7 +30,7 @@ import {
   type StoredIdentity,
   type StoredRow,
 } from './prepare';
-import { streamWindow } from './read-helpers';
+import { pagesByReadStream, streamWindow } from './read-helpers';
 import { CatchUpSubscription } from './subscription';
 
 /**
@@ -346,6 +347,10 @@ export class PostgresEventStore implements EventStore {
     const limit = w.maxCount >= Number.MAX_SAFE_INTEGER ? null : w.maxCount;
     const { rows } = await this.pool.query<StoredRow>(forwards ? this.sql.forwards : this.sql.backwards, [streamId, w.from, limit]);
     return rows.map((r) => decodeRow(r, this.options.upcasters));
+  }
+
+  readStreamPages(streamId: string, options?: ReadStreamPagesOptions): AsyncIterable<RecordedEvent[]> {
+    return pagesByReadStream(this, streamId, options);
   }
 
   async streamRevision(streamId: string): Promise<number | null> {

@@ -177,6 +177,32 @@ export function decodeRawStreamRow(streamId: string, r: RawStreamRow, upcasters:
   return decodeFields(r[0], streamId, r[1], r[2], r[3], r[4], r[5], r[6], upcasters);
 }
 
+/** A page as the read-ahead thread sends it (see `SqliteReadAhead`). */
+interface PageText {
+  m: EventMetadata[];
+  r: [id: string, revision: number, position: number, type: string, recordedAt: string, data: unknown, metadata: number][];
+}
+
+/** Decodes a page of one stream sent by the read-ahead thread: one parse for the whole page. */
+export function decodeStreamPage(streamId: string, text: string, upcasters: UpcasterRegistry | undefined): RecordedEvent[] {
+  const page = JSON.parse(text) as PageText;
+  // Shared by the page's events that carry the same text, like decodeMetadata's, hence frozen.
+  for (const m of page.m) deepFreeze(m);
+  const out = new Array<RecordedEvent>(page.r.length);
+  const upcast = upcasters !== undefined && upcasters.size > 0;
+  for (let i = 0; i < out.length; i++) {
+    const [id, revision, position, type, recordedAt, data, m] = page.r[i];
+    const metadata = page.m[m];
+    if (!upcast) {
+      out[i] = { id, streamId, revision, position, recordedAt, type, data, metadata };
+      continue;
+    }
+    const up = upcasters.apply(type, data, metadata);
+    out[i] = { id, streamId, revision, position, recordedAt, type: up.type, data: up.data, metadata: up.metadata };
+  }
+  return out;
+}
+
 /**
  * The metadata of consecutive events is mostly the same text (one actor, correlation and run, one
  * schema version for a whole turn or phase): the last text decoded is remembered, and an event

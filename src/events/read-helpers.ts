@@ -1,4 +1,4 @@
-import type { EventFilter, ReadStreamOptions } from './event-store.port';
+import { DEFAULT_PAGE_EVENTS, type EventFilter, type EventStore, type ReadStreamOptions, type ReadStreamPagesOptions, type RecordedEvent } from './event-store.port';
 import { InvalidAppendError } from './errors';
 
 export function matchesFilter(streamId: string, type: string, filter?: EventFilter): boolean {
@@ -35,4 +35,44 @@ export function pageStream<T>(stream: T[], options: ReadStreamOptions): T[] {
   const out: T[] = [];
   for (let i = start; i >= 0 && out.length < w.maxCount; i--) out.push(stream[i]);
   return out;
+}
+
+export interface PagesWindow {
+  from: number;
+  /** Inclusive; undefined for the end of the stream. */
+  to?: number;
+  pageSize: number;
+}
+
+/** Normalises paged-read options; rejects nonsense such as a page of no events. */
+export function pagesWindow(options: ReadStreamPagesOptions): PagesWindow {
+  const from = options.fromRevision ?? 0;
+  if (!Number.isSafeInteger(from) || from < 0) throw new InvalidAppendError('fromRevision must be a non-negative integer');
+  const to = options.toRevision;
+  if (to !== undefined && (!Number.isSafeInteger(to) || to < -1)) throw new InvalidAppendError('toRevision must be an integer of -1 or more');
+  const pageSize = options.pageSize ?? DEFAULT_PAGE_EVENTS;
+  if (!Number.isSafeInteger(pageSize) || pageSize < 1) throw new InvalidAppendError('pageSize must be a positive integer');
+  return { from, to, pageSize };
+}
+
+/** Events still to read from `at` for a page, given the window (0 when the window is done). */
+export function pageCount(w: PagesWindow, at: number): number {
+  return w.to === undefined ? w.pageSize : Math.max(0, Math.min(w.pageSize, w.to + 1 - at));
+}
+
+/** `readStreamPages` on top of `readStream`: one read per page, as the caller pulls. */
+export async function* pagesByReadStream(
+  store: Pick<EventStore, 'readStream'>,
+  streamId: string,
+  options: ReadStreamPagesOptions = {},
+): AsyncGenerator<RecordedEvent[]> {
+  const w = pagesWindow(options);
+  for (let at = w.from; ; ) {
+    const count = pageCount(w, at);
+    if (count === 0) return;
+    const page = await store.readStream(streamId, { fromRevision: at, maxCount: count });
+    if (page.length > 0) yield page;
+    if (page.length < count) return;
+    at += page.length;
+  }
 }

@@ -11,6 +11,7 @@ import {
   type NewEvent,
   type ReadAllOptions,
   type ReadStreamOptions,
+  type ReadStreamPagesOptions,
   type RecordedEvent,
   type SubscribeOptions,
   type Subscription,
@@ -21,6 +22,7 @@ import {
   checkExpectedRevision,
   decodeRawRow,
   decodeRawStreamRow,
+  decodeStreamPage,
   prepareEvents,
   ROW_COLUMNS,
   STREAM_ROW_COLUMNS,
@@ -32,7 +34,8 @@ import {
   type RawStreamRow,
   type StoredIdentity,
 } from './prepare';
-import { streamWindow } from './read-helpers';
+import { pageCount, pagesWindow, streamWindow } from './read-helpers';
+import { SqliteReadAhead } from './sqlite-read-ahead';
 import { CatchUpSubscription } from './subscription';
 import { WalSync } from './wal-sync';
 
@@ -79,6 +82,11 @@ export interface SqliteStoreOptions extends StoreOptions {
    * or an OS crash. Only for measuring SQLite's own work apart from the disk (`npm run bench`).
    */
   durable?: boolean;
+  /**
+   * false: long stream reads (`readStreamPages`) stay on this connection, without the read-ahead
+   * thread. Default true.
+   */
+  readAhead?: boolean;
 }
 
 /**
@@ -89,6 +97,11 @@ export interface SqliteStoreOptions extends StoreOptions {
  * several processes sharing the file; positions are the rowid, so the global order is commit
  * order and has no gaps.
  */
+/** Pages a long stream read keeps asked of the read-ahead thread. */
+const READ_AHEAD_PAGES = 2;
+/** Reads of fewer pages than this (from the stream's head when it is read) stay on the store's connection. */
+const READ_AHEAD_MIN_PAGES = 4;
+
 export class SqliteEventStore implements EventStore {
   readonly kind = 'sqlite';
   readonly db: Database.Database;
@@ -101,6 +114,9 @@ export class SqliteEventStore implements EventStore {
   private pending: PendingAppend[] = [];
   private flushScheduled = false;
   private readonly wal: WalSync;
+  private readonly readAhead: SqliteReadAhead;
+  private pagesReadAhead = 0;
+  private readAheadWaitMs = 0;
 
   constructor(private readonly options: SqliteStoreOptions) {
     if (!options.file || options.file === ':memory:') throw new Error('the SQLite store needs a file path');
@@ -126,6 +142,7 @@ export class SqliteEventStore implements EventStore {
       this.db.close();
       throw err;
     }
+    this.readAhead = new SqliteReadAhead(realpathSync(options.file), require.resolve('better-sqlite3'));
     this.stmts = {
       head: this.db.prepare('SELECT MAX(revision) AS revision FROM events WHERE stream_id = ?'),
       byId: this.db.prepare('SELECT id, stream_id, revision, position, content_hash FROM events WHERE id = ?'),
@@ -276,6 +293,84 @@ export class SqliteEventStore implements EventStore {
     return out;
   }
 
+  /**
+   * Pages of one stream, the next ones read ahead on a second connection (`SqliteReadAhead`) while
+   * the caller works on the current one, when the read spans READ_AHEAD_MIN_PAGES pages or more.
+   * The first page, and every page until the read-ahead thread has started, is read here; so is
+   * any page the thread fails to read.
+   */
+  async *readStreamPages(streamId: string, options: ReadStreamPagesOptions = {}): AsyncGenerator<RecordedEvent[]> {
+    validateStreamId(streamId);
+    const w = pagesWindow(options);
+    // Pages asked of the thread, in order; `next` is the first revision not asked for yet.
+    const ahead: { from: number; count: number; text: Promise<string> }[] = [];
+    let next = w.from;
+    // Short reads stay here: a page or two gains less from the thread than its messages cost.
+    const last = w.to ?? (this.stmts.head.get(streamId) as { revision: number | null }).revision ?? -1;
+    const useThread = last + 1 - w.from >= READ_AHEAD_MIN_PAGES * w.pageSize;
+    try {
+      for (let at = w.from; ; ) {
+        const count = pageCount(w, at);
+        if (count === 0) return;
+        const asked = ahead.shift();
+        let page: RecordedEvent[];
+        if (asked) {
+          const waitStarted = performance.now();
+          const text = await asked.text.catch(() => undefined);
+          this.readAheadWaitMs += performance.now() - waitStarted;
+          if (text === undefined) page = this.readPage(streamId, asked.from, asked.count);
+          else {
+            this.pagesReadAhead++;
+            page = decodeStreamPage(streamId, text, this.options.upcasters);
+          }
+        } else page = this.readPage(streamId, at, count);
+        if (next < at + count) next = at + count;
+        if (useThread && page.length === count) {
+          // Keep the thread READ_AHEAD_PAGES ahead (past the end it reads an empty page: one query).
+          if (!this.readAhead.available) {
+            if (this.options.readAhead !== false) this.readAhead.start();
+          } else {
+            for (let c = pageCount(w, next); ahead.length < READ_AHEAD_PAGES && c > 0; c = pageCount(w, next)) {
+              ahead.push({ from: next, count: c, text: this.readAhead.read(streamId, next, c) });
+              next += c;
+            }
+          }
+        }
+        if (page.length > 0) yield page;
+        if (page.length < count) return;
+        at += page.length;
+      }
+    } finally {
+      // Pages read ahead that nobody will take.
+      for (const a of ahead) a.text.catch(() => undefined);
+    }
+  }
+
+  /**
+   * Starts the read-ahead thread now rather than at the first long read; resolves once it can take
+   * reads (true) or failed to open the store (false, and reads stay on this connection).
+   */
+  startReadAhead(): Promise<boolean> {
+    if (this.options.readAhead === false) return Promise.resolve(false);
+    return this.readAhead.whenStarted();
+  }
+
+  /**
+   * Pages of `readStreamPages` served by the read-ahead thread so far, and the time readers spent
+   * waiting for them (the thread not being ahead).
+   */
+  readAheadStats(): { pages: number; waitMs: number } {
+    return { pages: this.pagesReadAhead, waitMs: this.readAheadWaitMs };
+  }
+
+  private readPage(streamId: string, from: number, count: number): RecordedEvent[] {
+    const rows = this.stmts.forwards.all(streamId, from, count) as RawStreamRow[];
+    const upcasters = this.options.upcasters;
+    const out = new Array<RecordedEvent>(rows.length);
+    for (let i = 0; i < rows.length; i++) out[i] = decodeRawStreamRow(streamId, rows[i], upcasters);
+    return out;
+  }
+
   async streamRevision(streamId: string): Promise<number | null> {
     return (this.stmts.head.get(streamId) as { revision: number | null }).revision;
   }
@@ -322,6 +417,7 @@ export class SqliteEventStore implements EventStore {
     if (this.pending.length > 0) this.flush();
     // Appends already committed are answered once their sync completes.
     await this.wal.close();
+    await this.readAhead.close();
     this.notifier.releaseAll();
     if (this.db.open) this.db.close();
   }

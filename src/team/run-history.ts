@@ -1,9 +1,9 @@
-import type { EventStore, RecordedEvent } from '../events/event-store.port';
+import { DEFAULT_PAGE_EVENTS, type EventStore, type RecordedEvent } from '../events/event-store.port';
 import { toRunStreamId, type RunForkedData } from './domain/run-events';
 import { foldRun, type RunState } from './domain/run-state';
 
 /** Events read per page when folding a stream: memory stays flat however long the run. */
-export const FOLD_PAGE_EVENTS = 2_000;
+export const FOLD_PAGE_EVENTS = DEFAULT_PAGE_EVENTS;
 
 /**
  * A run's history a page at a time: its own stream from `fromRevision` up to `upToRevision`
@@ -16,19 +16,15 @@ export async function* runHistoryPages(
   runId: string,
   options: { fromRevision?: number; upToRevision?: number } = {},
 ): AsyncGenerator<RecordedEvent[]> {
-  const stream = toRunStreamId(runId);
   const start = options.fromRevision ?? 0;
-  for (let from = start; ; ) {
-    const count = options.upToRevision === undefined ? FOLD_PAGE_EVENTS : Math.min(FOLD_PAGE_EVENTS, options.upToRevision + 1 - from);
-    if (count <= 0) return;
-    const page = await store.readStream(stream, { fromRevision: from, maxCount: count });
-    if (from === 0 && start === 0 && page.length > 0 && page[0].type === 'RunForked') {
+  let first = true;
+  for await (const page of store.readStreamPages(toRunStreamId(runId), { fromRevision: start, toRevision: options.upToRevision, pageSize: FOLD_PAGE_EVENTS })) {
+    if (first && start === 0 && page[0].type === 'RunForked') {
       const parent = (page[0].data as RunForkedData).parent;
       yield* runHistoryPages(store, parent.runId, { upToRevision: parent.revision });
     }
-    if (page.length > 0) yield page;
-    if (page.length < count) return;
-    from += page.length;
+    first = false;
+    yield page;
   }
 }
 

@@ -307,6 +307,31 @@ export function eventStoreContract(name: string, makeHarness: () => ContractHarn
         expect((await store.readAll({ maxCount: 2 })).length).toBe(2);
       });
 
+      it('reads a stream in pages: full pages but the last, the same events as readStream, within the revisions asked', async () => {
+        const pagesOf = async (streamId: string, o?: Parameters<EventStore['readStreamPages']>[1]) => {
+          const pages: RecordedEvent[][] = [];
+          for await (const page of store.readStreamPages(streamId, o)) pages.push(page);
+          return pages;
+        };
+        await store.append('p-1', Array.from({ length: 11 }, (_, i) => ev('P', { i })));
+        const pages = await pagesOf('p-1', { pageSize: 4 });
+        expect(pages.map((p) => p.length)).toEqual([4, 4, 3]);
+        expect(pages.flat()).toEqual(await store.readStream('p-1'));
+        expect((await pagesOf('p-1', { pageSize: 4, fromRevision: 3, toRevision: 9 })).map((p) => p.map((e) => e.revision))).toEqual([
+          [3, 4, 5, 6],
+          [7, 8, 9],
+        ]);
+        expect((await pagesOf('p-1', { pageSize: 11 })).map((p) => p.length)).toEqual([11]);
+        expect((await pagesOf('p-1')).flat().length).toBe(11);
+        expect(await pagesOf('p-1', { fromRevision: 11 })).toEqual([]);
+        expect(await pagesOf('p-1', { fromRevision: 5, toRevision: 4 })).toEqual([]);
+        expect(await pagesOf('p-1', { toRevision: -1 })).toEqual([]);
+        expect(await pagesOf('missing')).toEqual([]);
+        for (const bad of [{ pageSize: 0 }, { pageSize: 1.5 }, { fromRevision: -1 }, { toRevision: -2 }]) {
+          await expect(pagesOf('p-1', bad)).rejects.toThrow(InvalidAppendError);
+        }
+      });
+
       it('events read with the same metadata do not share changes to it', async () => {
         const metadata = { correlationId: 'c-1', causationId: null, actor: 'user:ann', schemaVersion: 1, trace: { span: 's-1' } };
         await store.append('m-1', [ev('A', {}, { metadata }), ev('B', {}, { metadata })]);

@@ -1,6 +1,11 @@
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import { join } from 'node:path';
+import type { Worker } from 'node:worker_threads';
+import type { RecordedEvent } from '../../src/events/event-store.port';
+import { SqliteReadAhead } from '../../src/events/sqlite-read-ahead';
 import { SqliteEventStore } from '../../src/events/sqlite.event-store';
+import { UpcasterRegistry } from '../../src/events/upcasting';
 import { DurabilityError } from '../../src/events/wal-sync';
 import { openUnsyncedConnection } from '../../src/shared/sqlite-side-connection';
 import { tempDir } from '../support/temp-dir';
@@ -268,4 +273,136 @@ describe('sqlite store specifics', () => {
       expect(await store.readStream('run-a', { maxCount: 1 })).toHaveLength(1);
     });
   });
+
+  describe('read-ahead thread for long stream reads', () => {
+    let dir: ReturnType<typeof tempDir>;
+    let file: string;
+    let store: SqliteEventStore;
+    const pagesOf = async (s: SqliteEventStore, streamId: string, pageSize: number) => {
+      const pages: RecordedEvent[][] = [];
+      for await (const page of s.readStreamPages(streamId, { pageSize })) pages.push(page);
+      return pages;
+    };
+    beforeEach(() => {
+      dir = tempDir();
+      file = join(dir.path, 'triad.db');
+      store = new SqliteEventStore({ file });
+    });
+    afterEach(async () => {
+      await store.close();
+      dir.remove();
+    });
+
+    it('given a stream of many pages with awkward text and changing metadata, when read in pages through the thread, then the events are exactly those of readStream', async () => {
+      const stream = 'run-"q" \\ é 😀';
+      for (let b = 0; b < 10; b++) {
+        await store.append(
+          stream,
+          Array.from({ length: 50 }, (_, k) => ({
+            type: k % 3 ? 'Plain' : 'Type "odd" \t\u0001',
+            data: { i: b * 50 + k, text: 'line\nbreak "q" \\ é 😀 \u2028', nested: [{ a: null, b: true, n: -1.5e-7 }] },
+            // Runs of one metadata text, and texts that come back after others.
+            metadata: { correlationId: `c-${Math.floor(k / 7) % 3}`, actor: k % 2 ? 'user:"x"' : 'system', causationId: null },
+          })),
+        );
+        await store.append('run-other', [{ type: 'Other', data: { b } }]);
+      }
+      expect(await store.startReadAhead()).toBe(true);
+      const pages = await pagesOf(store, stream, 64);
+      expect(store.readAheadStats().pages).toBeGreaterThan(0);
+      expect(pages.map((p) => p.length)).toEqual([...Array.from({ length: 7 }, () => 64), 52]);
+      expect(pages.flat()).toEqual(await store.readStream(stream));
+    });
+
+    it('given upcasters, then pages read by the thread are upcast like any read', async () => {
+      const upcasters = new UpcasterRegistry().register({ type: 'Old', fromVersion: 1, upcast: (d) => ({ type: 'New', data: { ...(d as object), upcast: true } }) });
+      const s = new SqliteEventStore({ file, upcasters });
+      try {
+        await s.append('run-u', Array.from({ length: 300 }, (_, i) => ({ type: i % 2 ? 'Old' : 'Kept', data: { i } })));
+        expect(await s.startReadAhead()).toBe(true);
+        const events = (await pagesOf(s, 'run-u', 40)).flat();
+        expect(s.readAheadStats().pages).toBeGreaterThan(0);
+        expect(events).toEqual(await s.readStream('run-u'));
+        expect(events[1]).toMatchObject({ type: 'New', data: { i: 1, upcast: true }, metadata: { schemaVersion: 2 } });
+      } finally {
+        await s.close();
+      }
+    });
+
+    it('given a broken row on a page the thread reads, then the read fails with the parse error', async () => {
+      await store.append('run-a', Array.from({ length: 100 }, (_, i) => ({ type: 'Ok', data: { i } })));
+      store.db.prepare(`UPDATE events SET data = '{"i": 90' WHERE revision = 90`).run();
+      expect(await store.startReadAhead()).toBe(true);
+      await expect(pagesOf(store, 'run-a', 10)).rejects.toThrow(SyntaxError);
+      expect(store.readAheadStats().pages).toBeGreaterThan(0);
+    });
+
+    it('given the thread dies in the middle of a read, then the pages it owed are read on the store connection and nothing is lost', async () => {
+      await store.append('run-a', Array.from({ length: 200 }, (_, i) => ({ type: 'Ok', data: { i } })));
+      expect(await store.startReadAhead()).toBe(true);
+      const worker = (store as unknown as { readAhead: { worker: Worker } }).readAhead.worker;
+      const seen: number[] = [];
+      for await (const page of store.readStreamPages('run-a', { pageSize: 20 })) {
+        seen.push(...page.map((e) => e.revision));
+        if (seen.length === 40) await worker.terminate();
+      }
+      expect(seen).toEqual(Array.from({ length: 200 }, (_, i) => i));
+    });
+
+    it('given a read of fewer than four pages, then it stays on the store connection; from four pages on, the thread serves all but the first', async () => {
+      await store.append('run-a', Array.from({ length: 120 }, (_, i) => ({ type: 'Ok', data: { i } })));
+      expect(await store.startReadAhead()).toBe(true);
+      expect((await pagesOf(store, 'run-a', 40)).flat()).toHaveLength(120);
+      expect(store.readAheadStats().pages).toBe(0);
+      expect((await pagesOf(store, 'run-a', 30)).flat()).toEqual(await store.readStream('run-a'));
+      // Pages 2 to 4, and the empty page after them that ends the read.
+      expect(store.readAheadStats().pages).toBe(4);
+    });
+
+    it('given readAhead: false, then long reads stay on the store connection', async () => {
+      const s = new SqliteEventStore({ file, readAhead: false });
+      try {
+        await s.append('run-a', Array.from({ length: 300 }, (_, i) => ({ type: 'Ok', data: { i } })));
+        expect(await s.startReadAhead()).toBe(false);
+        expect((await pagesOf(s, 'run-a', 20)).flat()).toEqual(await s.readStream('run-a'));
+        expect(s.readAheadStats().pages).toBe(0);
+      } finally {
+        await s.close();
+      }
+    });
+
+    it('given the thread cannot open the store, then it reports so and reads stay on the store connection', async () => {
+      const broken = new SqliteReadAhead(file, join(dir.path, 'no-such-driver.js'));
+      expect(await broken.whenStarted()).toBe(false);
+      await expect(broken.read('run-a', 0, 10)).rejects.toThrow('not available');
+      await broken.close();
+      const missing = new SqliteReadAhead(join(dir.path, 'missing.db'), require.resolve('better-sqlite3'));
+      expect(await missing.whenStarted()).toBe(false);
+      await missing.close();
+      // A thread that dies before it can say anything.
+      const crashing = join(dir.path, 'crashing-driver.js');
+      fs.writeFileSync(crashing, 'process.exit(3);\n');
+      const crashed = new SqliteReadAhead(file, crashing);
+      expect(await crashed.whenStarted()).toBe(false);
+      await crashed.close();
+    });
+
+    it('given a process reading a long stream without closing the store, then it waits for the thread pages it needs and then exits on its own', async () => {
+      await store.append('run-a', Array.from({ length: 5000 }, (_, i) => ({ type: 'Ok', data: { i, pad: 'p'.repeat(100) } })));
+      const script = `
+        const { SqliteEventStore } = require(${JSON.stringify(join(__dirname, '..', '..', 'dist', 'events', 'sqlite.event-store.js'))});
+        (async () => {
+          const store = new SqliteEventStore({ file: ${JSON.stringify(file)} });
+          await store.startReadAhead();
+          let n = 0;
+          for await (const page of store.readStreamPages('run-a', { pageSize: 500 })) n += page.length;
+          console.log(JSON.stringify({ n, ahead: store.readAheadStats().pages }));
+        })();`;
+      const out = execFileSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 30_000 });
+      const result = JSON.parse(out.trim()) as { n: number; ahead: number };
+      expect(result.n).toBe(5000);
+      expect(result.ahead).toBeGreaterThan(0);
+    });
+  });
 });
+
