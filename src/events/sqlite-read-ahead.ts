@@ -10,9 +10,11 @@ import { Worker } from 'node:worker_threads';
  *
  *     {"m":[<metadata>, …],"r":[[id, revision, position, type, recordedAt, <data>, <index into m>], …]}
  *
- * SQLite writes each row as one text, its envelope quoted by `json_quote` and the stored data
- * spliced in as it is (it is canonical JSON already); the page names each distinct metadata text
- * once (a run's events carry a handful).
+ * SQLite writes each row as one text, the stored data spliced in as it is (it is canonical JSON
+ * already) and the type quoted by `json_quote` (ids and recording times are written by the store
+ * in forms that need no escaping); the page names each distinct metadata text once (a run's
+ * events carry a handful). A page whose text does not parse is read again on the caller's
+ * connection, so a row the thread could not encode makes the read slower, never different.
  *
  * Nothing depends on the thread: until it is ready, after it fails, or for a one-page read, pages
  * are read on the caller's connection exactly as before. Events are immutable once committed, so
@@ -153,7 +155,8 @@ function open() {
   const db = new Database(workerData.file, { readonly: true, fileMustExist: true });
   db.pragma('busy_timeout = 10000');
   return db.prepare(
-    "SELECT '[' || json_quote(id) || ',' || revision || ',' || position || ',' || json_quote(type) || ',' || json_quote(recorded_at) || ',' || data || ',', metadata" +
+    // Event ids ([A-Za-z0-9_.:-]) and recording times (ISO 8601) need no escaping; types may.
+    "SELECT '[\\"' || id || '\\",' || revision || ',' || position || ',' || json_quote(type) || ',\\"' || recorded_at || '\\",' || data || ',', metadata" +
     ' FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision ASC LIMIT ?',
   ).raw(true);
 }

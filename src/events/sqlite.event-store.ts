@@ -36,6 +36,7 @@ import {
 } from './prepare';
 import { pageCount, pagesWindow, streamWindow } from './read-helpers';
 import { SqliteReadAhead } from './sqlite-read-ahead';
+import type { UpcasterRegistry } from './upcasting';
 import { CatchUpSubscription } from './subscription';
 import { WalSync } from './wal-sync';
 
@@ -97,6 +98,16 @@ export interface SqliteStoreOptions extends StoreOptions {
  * several processes sharing the file; positions are the rowid, so the global order is commit
  * order and has no gaps.
  */
+/** A page from the read-ahead thread, or undefined when its text does not parse (read it here). */
+function decodePageText(streamId: string, text: string, upcasters: UpcasterRegistry | undefined): RecordedEvent[] | undefined {
+  try {
+    return decodeStreamPage(streamId, text, upcasters);
+  } catch (err) {
+    if (err instanceof SyntaxError) return undefined;
+    throw err;
+  }
+}
+
 /** Pages a long stream read keeps asked of the read-ahead thread. */
 const READ_AHEAD_PAGES = 2;
 /** Reads of fewer pages than this (from the stream's head when it is read) stay on the store's connection. */
@@ -318,10 +329,11 @@ export class SqliteEventStore implements EventStore {
           const waitStarted = performance.now();
           const text = await asked.text.catch(() => undefined);
           this.readAheadWaitMs += performance.now() - waitStarted;
-          if (text === undefined) page = this.readPage(streamId, asked.from, asked.count);
+          const decoded = text === undefined ? undefined : decodePageText(streamId, text, this.options.upcasters);
+          if (decoded === undefined) page = this.readPage(streamId, asked.from, asked.count);
           else {
             this.pagesReadAhead++;
-            page = decodeStreamPage(streamId, text, this.options.upcasters);
+            page = decoded;
           }
         } else page = this.readPage(streamId, at, count);
         if (next < at + count) next = at + count;

@@ -337,6 +337,17 @@ describe('sqlite store specifics', () => {
       expect(store.readAheadStats().pages).toBeGreaterThan(0);
     });
 
+    it('given a stored id the thread does not escape (written around the store), then that page is read again here and comes back exactly', async () => {
+      await store.append('run-a', Array.from({ length: 100 }, (_, i) => ({ type: 'Ok', data: { i } })));
+      store.db.prepare(`UPDATE events SET id = 'odd"id\\' WHERE revision = 55`).run();
+      expect(await store.startReadAhead()).toBe(true);
+      const events = (await pagesOf(store, 'run-a', 10)).flat();
+      expect(events).toEqual(await store.readStream('run-a'));
+      expect(events[55].id).toBe('odd"id\\');
+      // Pages 2-10 and the empty one after them, less the page holding the odd id.
+      expect(store.readAheadStats().pages).toBe(9);
+    });
+
     it('given the thread dies in the middle of a read, then the pages it owed are read on the store connection and nothing is lost', async () => {
       await store.append('run-a', Array.from({ length: 200 }, (_, i) => ({ type: 'Ok', data: { i } })));
       expect(await store.startReadAhead()).toBe(true);

@@ -138,8 +138,12 @@ export function initialRunState(runId = ''): RunState {
   };
 }
 
-/** Folds one event into the state (mutating it) and returns it. */
-export function evolve(state: RunState, event: TeamRunEvent, meta: { revision: number; position: number }): RunState {
+/**
+ * Folds one event into the state (mutating it) and returns it. `outOfWindow`: a ModelCallCompleted
+ * whose tool calls will have left the stagnation window before anyone reads it (see `foldRun`);
+ * its fingerprints are not computed.
+ */
+export function evolve(state: RunState, event: TeamRunEvent, meta: { revision: number; position: number }, outOfWindow = false): RunState {
   state.revision = meta.revision;
   state.position = meta.position;
   // The team machine sees every event; unknown ones leave it as it is.
@@ -188,9 +192,10 @@ export function evolve(state: RunState, event: TeamRunEvent, meta: { revision: n
       const r = state.resilience;
       r.breaker = { ...CLOSED_BREAKER };
       r.compactBeforeRetry = undefined;
-      const calls = d.content.filter((b): b is ToolUseBlock => b.type === 'tool_use');
-      const windowSize = state.launched?.stagnation?.windowSize ?? DEFAULT_STAGNATION_POLICY.windowSize;
-      r.stagnation = { ...r.stagnation, ...recordTurn(r.stagnation, calls, windowSize) };
+      if (!outOfWindow) {
+        const calls = d.content.filter((b): b is ToolUseBlock => b.type === 'tool_use');
+        r.stagnation = { ...r.stagnation, ...recordTurn(r.stagnation, calls, stagnationWindowSize(state)) };
+      }
       break;
     }
     case 'ModelCallFailed': {
@@ -351,6 +356,41 @@ export function foldRun(
   events: Iterable<{ type: string; data: unknown; revision: number; position: number }>,
   state: RunState = initialRunState(),
 ): RunState {
-  for (const e of events) evolve(state, e as unknown as TeamRunEvent, e);
+  const list = Array.isArray(events) ? (events as RecordedLike[]) : [...events];
+  const skip = turnsOutOfWindow(list, state);
+  for (let i = 0; i < list.length; i++) evolve(state, list[i] as unknown as TeamRunEvent, list[i], skip?.[i] === true);
   return state;
+}
+
+type RecordedLike = { type: string; data: unknown; revision: number; position: number };
+
+function stagnationWindowSize(state: RunState): number {
+  return state.launched?.stagnation?.windowSize ?? DEFAULT_STAGNATION_POLICY.windowSize;
+}
+
+/**
+ * The tool-bearing turns of a list whose fingerprints cannot be in the stagnation window once the
+ * whole list is folded: nothing reads the window in the middle of a fold, and the window keeps the
+ * last `windowSize` calls and turns of a phase, so a turn followed in the list by `windowSize`
+ * tool-bearing turns (each with at least one call), or by a PhaseStarted or StagnationWarned (which
+ * empty the window), is gone by the end. Skipping them leaves exactly the same state and saves a
+ * canonical JSON and a sha256 per tool call on all but the last few turns of a replay.
+ */
+function turnsOutOfWindow(list: RecordedLike[], state: RunState): boolean[] | undefined {
+  let launched = state.launched;
+  if (!launched && list.length > 0 && list[0].type === 'RunLaunched') launched = list[0].data as RunLaunchedData;
+  if (!launched) return undefined;
+  const keep = Math.max(1, launched.stagnation?.windowSize ?? DEFAULT_STAGNATION_POLICY.windowSize);
+  let skip: boolean[] | undefined;
+  let later = 0;
+  let emptied = false;
+  for (let i = list.length - 1; i >= 0; i--) {
+    const e = list[i];
+    if (e.type === 'PhaseStarted' || e.type === 'StagnationWarned') emptied = true;
+    else if (e.type === 'ModelCallCompleted' && (e.data as { content: AssistantBlock[] }).content.some((b) => b.type === 'tool_use')) {
+      if (emptied || later >= keep) (skip ??= new Array<boolean>(list.length).fill(false))[i] = true;
+      later++;
+    }
+  }
+  return skip;
 }
