@@ -177,18 +177,37 @@ export function decodeRawStreamRow(streamId: string, r: RawStreamRow, upcasters:
   return decodeFields(r[0], streamId, r[1], r[2], r[3], r[4], r[5], r[6], upcasters);
 }
 
-/** A page as the read-ahead thread sends it (see `SqliteReadAhead`). */
+/** A page as the read-ahead thread sends it (see `SqliteReadAhead`): `n` rows, `k` metadata texts. */
 interface PageText {
+  n: number;
+  k: number;
   m: EventMetadata[];
   r: [id: string, revision: number, position: number, type: string, recordedAt: string, data: unknown, metadata: number][];
 }
 
-/** Decodes a page of one stream sent by the read-ahead thread: one parse for the whole page. */
-export function decodeStreamPage(streamId: string, text: string, upcasters: UpcasterRegistry | undefined): RecordedEvent[] {
+/**
+ * Decodes a page of one stream sent by the read-ahead thread, starting at revision `from`: one
+ * parse for the whole page. Undefined when the text parses to something else than the rows the
+ * thread read: the stored data and metadata are spliced in as they are, so a value that is not
+ * one JSON value (a row written around the store) adds or moves elements, which the counts, the
+ * seven fields of each row and its revision show. The caller then reads the page itself.
+ */
+export function decodeStreamPage(
+  streamId: string,
+  text: string,
+  upcasters: UpcasterRegistry | undefined,
+  from: number,
+): RecordedEvent[] | undefined {
   const page = JSON.parse(text) as PageText;
+  if (!Array.isArray(page.r) || !Array.isArray(page.m) || page.r.length !== page.n || page.m.length !== page.k) return undefined;
+  const out = new Array<RecordedEvent>(page.r.length);
+  for (let i = 0; i < out.length; i++) {
+    const row = page.r[i];
+    if (!Array.isArray(row) || row.length !== 7 || row[1] !== from + i || !(row[6] >= 0 && row[6] < page.k && Number.isInteger(row[6]))) return undefined;
+    if (typeof row[0] !== 'string' || typeof row[3] !== 'string' || typeof row[4] !== 'string' || typeof row[2] !== 'number') return undefined;
+  }
   // Shared by the page's events that carry the same text, like decodeMetadata's, hence frozen.
   for (const m of page.m) deepFreeze(m);
-  const out = new Array<RecordedEvent>(page.r.length);
   const upcast = upcasters !== undefined && upcasters.size > 0;
   for (let i = 0; i < out.length; i++) {
     const [id, revision, position, type, recordedAt, data, m] = page.r[i];

@@ -8,13 +8,14 @@ import { Worker } from 'node:worker_threads';
  * the two are independent. On its own thread the read overlaps the fold, and what crosses between
  * the threads is one string per page, which the caller decodes with one `JSON.parse`:
  *
- *     {"m":[<metadata>, …],"r":[[id, revision, position, type, recordedAt, <data>, <index into m>], …]}
+ *     {"n":<rows>,"k":<metadata texts>,"m":[<metadata>, …],"r":[[id, revision, position, type, recordedAt, <data>, <index into m>], …]}
  *
- * SQLite writes each row as one text, the stored data spliced in as it is (it is canonical JSON
- * already) and the type quoted by `json_quote` (ids and recording times are written by the store
- * in forms that need no escaping); the page names each distinct metadata text once (a run's
- * events carry a handful). A page whose text does not parse is read again on the caller's
- * connection, so a row the thread could not encode makes the read slower, never different.
+ * SQLite writes each row as one text: its text columns quoted by `json_quote`, the stored data
+ * spliced in as it is (it is canonical JSON already); the page names each distinct metadata text
+ * once (a run's events carry a handful). A page whose text does not parse, or parses to other
+ * rows than the thread read (`decodeStreamPage` checks the counts, each row's fields and
+ * revision), is read again on the caller's connection: a row the thread could not encode makes the
+ * read slower, never different.
  *
  * Nothing depends on the thread: until it is ready, after it fails, or for a one-page read, pages
  * are read on the caller's connection exactly as before. Events are immutable once committed, so
@@ -155,8 +156,10 @@ function open() {
   const db = new Database(workerData.file, { readonly: true, fileMustExist: true });
   db.pragma('busy_timeout = 10000');
   return db.prepare(
-    // Event ids ([A-Za-z0-9_.:-]) and recording times (ISO 8601) need no escaping; types may.
-    "SELECT '[\\"' || id || '\\",' || revision || ',' || position || ',' || json_quote(type) || ',\\"' || recorded_at || '\\",' || data || ',', metadata" +
+    // Every text column is quoted, even those the store writes in forms that need no escaping (ids,
+    // ISO times): a row written around the store must read the same here as on the store's own
+    // connection. data and metadata are JSON as stored; the caller checks each row's shape.
+    "SELECT '[' || json_quote(id) || ',' || revision || ',' || position || ',' || json_quote(type) || ',' || json_quote(recorded_at) || ',' || data || ',', metadata" +
     ' FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision ASC LIMIT ?',
   ).raw(true);
 }
@@ -190,7 +193,7 @@ if (page) {
         }
         parts[i] = r[0] + last + ']';
       }
-      parentPort.postMessage({ id, text: '{"m":[' + metadata.join(',') + '],"r":[' + parts.join(',') + ']}' });
+      parentPort.postMessage({ id, text: '{"n":' + rows.length + ',"k":' + metadata.length + ',"m":[' + metadata.join(',') + '],"r":[' + parts.join(',') + ']}' });
     } catch (err) {
       parentPort.postMessage({ id, error: String((err && err.message) || err) });
     }

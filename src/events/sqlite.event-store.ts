@@ -90,18 +90,10 @@ export interface SqliteStoreOptions extends StoreOptions {
   readAhead?: boolean;
 }
 
-/**
- * Embedded adapter: one SQLite file in WAL mode. An append is acknowledged only once it is on
- * disk (it survives `kill -9` and a power cut): commits run with synchronous=NORMAL, and a group
- * fdatasync of the WAL off the event loop (`WalSync`) makes them durable before their callers
- * hear back. Appends run in BEGIN IMMEDIATE transactions, which also serialises writers from
- * several processes sharing the file; positions are the rowid, so the global order is commit
- * order and has no gaps.
- */
-/** A page from the read-ahead thread, or undefined when its text does not parse (read it here). */
-function decodePageText(streamId: string, text: string, upcasters: UpcasterRegistry | undefined): RecordedEvent[] | undefined {
+/** A page from the read-ahead thread, or undefined when its text is not that page's rows (read it here). */
+function decodePageText(streamId: string, text: string, upcasters: UpcasterRegistry | undefined, from: number): RecordedEvent[] | undefined {
   try {
-    return decodeStreamPage(streamId, text, upcasters);
+    return decodeStreamPage(streamId, text, upcasters, from);
   } catch (err) {
     if (err instanceof SyntaxError) return undefined;
     throw err;
@@ -113,6 +105,14 @@ const READ_AHEAD_PAGES = 2;
 /** Reads of fewer pages than this (from the stream's head when it is read) stay on the store's connection. */
 const READ_AHEAD_MIN_PAGES = 4;
 
+/**
+ * Embedded adapter: one SQLite file in WAL mode. An append is acknowledged only once it is on
+ * disk (it survives `kill -9` and a power cut): commits run with synchronous=NORMAL, and a group
+ * fdatasync of the WAL off the event loop (`WalSync`) makes them durable before their callers
+ * hear back. Appends run in BEGIN IMMEDIATE transactions, which also serialises writers from
+ * several processes sharing the file; positions are the rowid, so the global order is commit
+ * order and has no gaps.
+ */
 export class SqliteEventStore implements EventStore {
   readonly kind = 'sqlite';
   readonly db: Database.Database;
@@ -329,7 +329,7 @@ export class SqliteEventStore implements EventStore {
           const waitStarted = performance.now();
           const text = await asked.text.catch(() => undefined);
           this.readAheadWaitMs += performance.now() - waitStarted;
-          const decoded = text === undefined ? undefined : decodePageText(streamId, text, this.options.upcasters);
+          const decoded = text === undefined ? undefined : decodePageText(streamId, text, this.options.upcasters, asked.from);
           if (decoded === undefined) page = this.readPage(streamId, asked.from, asked.count);
           else {
             this.pagesReadAhead++;
@@ -343,7 +343,11 @@ export class SqliteEventStore implements EventStore {
             if (this.options.readAhead !== false) this.readAhead.start();
           } else {
             for (let c = pageCount(w, next); ahead.length < READ_AHEAD_PAGES && c > 0; c = pageCount(w, next)) {
-              ahead.push({ from: next, count: c, text: this.readAhead.read(streamId, next, c) });
+              const text = this.readAhead.read(streamId, next, c);
+              // Handled now: the caller may hold this generator while the store closes or the
+              // thread dies, and a rejection nobody has caught yet would end the process.
+              text.catch(() => undefined);
+              ahead.push({ from: next, count: c, text });
               next += c;
             }
           }
@@ -353,8 +357,8 @@ export class SqliteEventStore implements EventStore {
         at += page.length;
       }
     } finally {
-      // Pages read ahead that nobody will take.
-      for (const a of ahead) a.text.catch(() => undefined);
+      // Pages read ahead that nobody will take: their rejections are handled already.
+      ahead.length = 0;
     }
   }
 

@@ -337,15 +337,38 @@ describe('sqlite store specifics', () => {
       expect(store.readAheadStats().pages).toBeGreaterThan(0);
     });
 
-    it('given a stored id the thread does not escape (written around the store), then that page is read again here and comes back exactly', async () => {
+    it('given stored ids and times with quotes, backslashes and escape-like text (written around the store), then the thread reads them exactly', async () => {
       await store.append('run-a', Array.from({ length: 100 }, (_, i) => ({ type: 'Ok', data: { i } })));
       store.db.prepare(`UPDATE events SET id = 'odd"id\\' WHERE revision = 55`).run();
+      // Text that JSON would read as an escape if it were pasted in unquoted.
+      store.db.prepare(`UPDATE events SET id = 'x\\u0041', recorded_at = 'when "now"' WHERE revision = 77`).run();
       expect(await store.startReadAhead()).toBe(true);
       const events = (await pagesOf(store, 'run-a', 10)).flat();
       expect(events).toEqual(await store.readStream('run-a'));
       expect(events[55].id).toBe('odd"id\\');
-      // Pages 2-10 and the empty one after them, less the page holding the odd id.
-      expect(store.readAheadStats().pages).toBe(9);
+      expect(events[77]).toMatchObject({ id: 'x\\u0041', recordedAt: 'when "now"' });
+      // Pages 2-10 and the empty one after them, all from the thread.
+      expect(store.readAheadStats().pages).toBe(10);
+    });
+
+    it.each([
+      ['data holding two values', `UPDATE events SET data = '{"i": 35}, {"j": 1}' WHERE revision = 35`],
+      ['data that closes its row and opens another', `UPDATE events SET data = '{"i": 35}, 0], ["forged", 36, 37, "Ok", "t", {"i": 36}' WHERE revision = 35`],
+      ['metadata holding two values', `UPDATE events SET metadata = '{"a": 1}, {"b": 2}' WHERE revision = 35`],
+    ])('given a stored row with %s, which the page text would parse around, then the thread page is not taken and the read fails like readStream', async (_, update) => {
+      await store.append('run-a', Array.from({ length: 100 }, (_, i) => ({ type: 'Ok', data: { i } })));
+      store.db.prepare(update).run();
+      await expect(store.readStream('run-a')).rejects.toThrow(SyntaxError);
+      expect(await store.startReadAhead()).toBe(true);
+      const seen: number[] = [];
+      await expect(
+        (async () => {
+          for await (const page of store.readStreamPages('run-a', { pageSize: 10 })) seen.push(...page.map((e) => e.revision));
+        })(),
+      ).rejects.toThrow(SyntaxError);
+      // Pages 2 and 3 came from the thread; page 4 (revisions 30-39) was read again here and failed.
+      expect(seen).toEqual(Array.from({ length: 30 }, (_, i) => i));
+      expect(store.readAheadStats().pages).toBe(2);
     });
 
     it('given the thread dies in the middle of a read, then the pages it owed are read on the store connection and nothing is lost', async () => {
@@ -413,6 +436,24 @@ describe('sqlite store specifics', () => {
       const result = JSON.parse(out.trim()) as { n: number; ahead: number };
       expect(result.n).toBe(5000);
       expect(result.ahead).toBeGreaterThan(0);
+    });
+
+    it('given a read left waiting by its caller, when the store closes, then the pages the thread owed it do not end the process', async () => {
+      await store.append('run-a', Array.from({ length: 5000 }, (_, i) => ({ type: 'Ok', data: { i } })));
+      const script = `
+        const { SqliteEventStore } = require(${JSON.stringify(join(__dirname, '..', '..', 'dist', 'events', 'sqlite.event-store.js'))});
+        (async () => {
+          const store = new SqliteEventStore({ file: ${JSON.stringify(file)} });
+          await store.startReadAhead();
+          const pages = store.readStreamPages('run-a', { pageSize: 500 });
+          const first = await pages.next();
+          // The caller is busy elsewhere (a slow client, say) while the daemon shuts down.
+          await store.close();
+          await new Promise((resolve) => setTimeout(resolve, 200));
+          console.log(JSON.stringify({ first: first.value.length }));
+        })();`;
+      const out = execFileSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 30_000 });
+      expect(JSON.parse(out.trim())).toEqual({ first: 500 });
     });
   });
 });
