@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-require-imports -- plain Node script run from dist/ */
 // A triad process for the crash, takeover and shutdown tests: the real AppModule (store, leases,
 // checkpoints, supervisor, recovery) built with @nestjs/testing so that the model can be replaced,
 // run from dist/ by plain Node (jest's module runtime cannot load NestJS's ES modules).

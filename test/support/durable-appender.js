@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-require-imports -- plain Node script run from dist/ */
 // Child process for the kill -9 durability test: opens the configured store, appends in an endless
 // loop and prints one line per acknowledged event (its id) only after append() resolved, so every
 // printed id must survive the process being killed at any instant.

@@ -1,4 +1,3 @@
-/* eslint-disable @typescript-eslint/no-require-imports -- plain Node script run from dist/ */
 // Child process for the multi-process PostgreSQL test: appends to streams shared with other
 // processes, retrying on expected-revision conflicts, and prints each acknowledged event id.
 // Plain JS over dist/ so it runs without ts-jest.
