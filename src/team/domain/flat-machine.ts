@@ -90,7 +90,7 @@ function compile<M extends AnyStateMachine>(machine: M): FlatTransition<M> {
   for (const [key, node] of Object.entries(root.states)) {
     check(node.type === 'atomic' || node.type === 'final', `state ${key} is ${node.type}`);
     check(plain(node), `state ${key} has entry/exit actions, invocations or delays`);
-    states.set(node, { key, node, nodes: [root, node], final: node.type === 'final', tags: [...node.tags], on: new Map(), always: [] });
+    states.set(node, { key, node, nodes: [root, node], final: node.type === 'final', tags: [...root.tags, ...node.tags], on: new Map(), always: [] });
   }
   check(states.size > 0, 'no states');
 

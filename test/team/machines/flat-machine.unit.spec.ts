@@ -123,4 +123,19 @@ describe('flat machines: the fast transition equals xstate', () => {
     const wildcard = createMachine({ initial: 'a', states: { a: { on: { '*': 'b' } }, b: {} } });
     for (const m of [nested, withEntry, wildcard]) expect(compileFlatMachine(m)).toBeUndefined();
   });
+
+  it('given tags on the root and on states, then every snapshot has the tags of both, as xstate gives them', async () => {
+    const { createMachine } = await import('xstate');
+    const tagged = createMachine({
+      tags: ['team', 'shared'],
+      initial: 'a',
+      states: { a: { tags: ['shared', 'first'], on: { GO: 'b' } }, b: { on: { BACK: 'a', END: 'c' } }, c: { type: 'final', tags: ['done'] } },
+    });
+    expect(compileFlatMachine(tagged)).toBeDefined();
+    const events = ['GO', 'BACK', 'GO', 'END', 'GO'].map((type) => ({ type, data: {} }));
+    runBoth(tagged, undefined, events);
+    const fast = pureTransition(tagged);
+    const atB = fast(initialTransition(tagged)[0], { type: 'GO' });
+    expect([...atB.tags].sort()).toEqual(['shared', 'team']);
+  });
 });
