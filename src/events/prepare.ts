@@ -200,17 +200,15 @@ export function decodeStreamPage(
 ): RecordedEvent[] | undefined {
   const page = JSON.parse(text) as PageText;
   if (!Array.isArray(page.r) || !Array.isArray(page.m) || page.r.length !== page.n || page.m.length !== page.k) return undefined;
+  // Shared by the page's events that carry the same text, like decodeMetadata's, hence frozen.
+  for (const m of page.m) deepFreeze(m);
   const out = new Array<RecordedEvent>(page.r.length);
+  const upcast = upcasters !== undefined && upcasters.size > 0;
   for (let i = 0; i < out.length; i++) {
     const row = page.r[i];
     if (!Array.isArray(row) || row.length !== 7 || row[1] !== from + i || !(row[6] >= 0 && row[6] < page.k && Number.isInteger(row[6]))) return undefined;
     if (typeof row[0] !== 'string' || typeof row[3] !== 'string' || typeof row[4] !== 'string' || typeof row[2] !== 'number') return undefined;
-  }
-  // Shared by the page's events that carry the same text, like decodeMetadata's, hence frozen.
-  for (const m of page.m) deepFreeze(m);
-  const upcast = upcasters !== undefined && upcasters.size > 0;
-  for (let i = 0; i < out.length; i++) {
-    const [id, revision, position, type, recordedAt, data, m] = page.r[i];
+    const [id, revision, position, type, recordedAt, data, m] = row;
     const metadata = page.m[m];
     if (!upcast) {
       out[i] = { id, streamId, revision, position, recordedAt, type, data, metadata };

@@ -313,52 +313,46 @@ export class SqliteEventStore implements EventStore {
   async *readStreamPages(streamId: string, options: ReadStreamPagesOptions = {}): AsyncGenerator<RecordedEvent[]> {
     validateStreamId(streamId);
     const w = pagesWindow(options);
-    // Pages asked of the thread, in order; `next` is the first revision not asked for yet.
-    const ahead: { from: number; count: number; text: Promise<string> }[] = [];
+    // Pages asked of the thread, in order (undefined: the thread failed them); `next` is the first
+    // revision not asked for yet.
+    const ahead: { from: number; count: number; text: Promise<string | undefined> }[] = [];
     let next = w.from;
     // Short reads stay here: a page or two gains less from the thread than its messages cost.
     const last = w.to ?? (this.stmts.head.get(streamId) as { revision: number | null }).revision ?? -1;
     const useThread = last + 1 - w.from >= READ_AHEAD_MIN_PAGES * w.pageSize;
-    try {
-      for (let at = w.from; ; ) {
-        const count = pageCount(w, at);
-        if (count === 0) return;
-        const asked = ahead.shift();
-        let page: RecordedEvent[];
-        if (asked) {
-          const waitStarted = performance.now();
-          const text = await asked.text.catch(() => undefined);
-          this.readAheadWaitMs += performance.now() - waitStarted;
-          const decoded = text === undefined ? undefined : decodePageText(streamId, text, this.options.upcasters, asked.from);
-          if (decoded === undefined) page = this.readPage(streamId, asked.from, asked.count);
-          else {
-            this.pagesReadAhead++;
-            page = decoded;
-          }
-        } else page = this.readPage(streamId, at, count);
-        if (next < at + count) next = at + count;
-        if (useThread && page.length === count) {
-          // Keep the thread READ_AHEAD_PAGES ahead (past the end it reads an empty page: one query).
-          if (!this.readAhead.available) {
-            if (this.options.readAhead !== false) this.readAhead.start();
-          } else {
-            for (let c = pageCount(w, next); ahead.length < READ_AHEAD_PAGES && c > 0; c = pageCount(w, next)) {
-              const text = this.readAhead.read(streamId, next, c);
-              // Handled now: the caller may hold this generator while the store closes or the
-              // thread dies, and a rejection nobody has caught yet would end the process.
-              text.catch(() => undefined);
-              ahead.push({ from: next, count: c, text });
-              next += c;
-            }
+    for (let at = w.from; ; ) {
+      const count = pageCount(w, at);
+      if (count === 0) return;
+      const asked = ahead.shift();
+      let page: RecordedEvent[];
+      if (asked) {
+        const waitStarted = performance.now();
+        const text = await asked.text;
+        this.readAheadWaitMs += performance.now() - waitStarted;
+        const decoded = text === undefined ? undefined : decodePageText(streamId, text, this.options.upcasters, asked.from);
+        if (decoded === undefined) page = this.readPage(streamId, asked.from, asked.count);
+        else {
+          this.pagesReadAhead++;
+          page = decoded;
+        }
+      } else page = this.readPage(streamId, at, count);
+      if (next < at + count) next = at + count;
+      if (useThread && page.length === count) {
+        // Keep the thread READ_AHEAD_PAGES ahead (past the end it reads an empty page: one query).
+        if (!this.readAhead.available) {
+          if (this.options.readAhead !== false) this.readAhead.start();
+        } else {
+          for (let c = pageCount(w, next); ahead.length < READ_AHEAD_PAGES && c > 0; c = pageCount(w, next)) {
+            // Handled when asked: the caller may hold this generator while the store closes or
+            // the thread dies, and a rejection nobody has caught yet would end the process.
+            ahead.push({ from: next, count: c, text: this.readAhead.read(streamId, next, c).catch(() => undefined) });
+            next += c;
           }
         }
-        if (page.length > 0) yield page;
-        if (page.length < count) return;
-        at += page.length;
       }
-    } finally {
-      // Pages read ahead that nobody will take: their rejections are handled already.
-      ahead.length = 0;
+      if (page.length > 0) yield page;
+      if (page.length < count) return;
+      at += page.length;
     }
   }
 
