@@ -29,7 +29,7 @@ describe('CLI arguments and TRIAD_USER must be well-formed text', () => {
   const dataDir = join(dir.path, 'data');
 
   it.each([
-    ['an argument that is not UTF-8', `exec "$NODE" "$CLI" review approve rev_x_1 --reason "$(printf 'caf\\351')"`, 'triad: argument 4 is not valid UTF-8\n'],
+    ['an argument that is not UTF-8', `exec "$NODE" "$CLI" review approve rev_x_1 --reason "$(printf 'caf\\351')"`, 'triad: argument 5 is not valid UTF-8\n'],
     ['TRIAD_USER that is not UTF-8', `TRIAD_USER="$(printf 'b\\351b')" exec "$NODE" "$CLI" review list`, 'triad: TRIAD_USER is not valid UTF-8\n'],
   ])('%s: exit 2, one line, nothing opened', async (_label, script, line) => {
     const res = await shell(script, { TRIAD_DATA_DIR: dataDir });
