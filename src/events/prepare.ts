@@ -91,7 +91,7 @@ export function prepareEvents(events: unknown, maxEventBytes: number): PreparedE
     } catch (err) {
       throw new InvalidAppendError(`event ${index} (${raw.type}) is not serialisable: ${(err as Error).message}`);
     }
-    if (MAYBE_ILL_FORMED.test(data) || MAYBE_ILL_FORMED.test(meta)) refuseIllFormed(index, raw.type, raw.data, metadata);
+    if (maybeIllFormed(data) || maybeIllFormed(meta)) refuseIllFormed(index, raw.type, raw.data, metadata);
     const bytes = Buffer.byteLength(data) + Buffer.byteLength(meta);
     if (bytes > maxEventBytes) throw new EventTooLargeError(raw.type, bytes, maxEventBytes);
     return { id, type: raw.type, data, metadata: meta, contentHash: sha256Hex(`${raw.type}\n${data}\n${meta}`) };
@@ -101,10 +101,15 @@ export function prepareEvents(events: unknown, maxEventBytes: number): PreparedE
 /**
  * Canonical JSON escapes a NUL as `\u0000` and an unpaired surrogate as `\udXXX` (lower case;
  * paired surrogates stay as they are), so one test over each serialised text finds every string
- * that may break the well-formed-text rule, keys included: the hot path costs one regex scan.
+ * that may break the well-formed-text rule, keys included: the hot path costs one substring scan
+ * (`includes` is several times faster than the regex, which only runs where a `\u` escape is).
  * A hit may be an escaped backslash followed by `u0000` as text; the walk decides.
  */
 const MAYBE_ILL_FORMED = /\\u(?:0000|d[89a-f])/;
+
+function maybeIllFormed(json: string): boolean {
+  return json.includes('\\u') && MAYBE_ILL_FORMED.test(json);
+}
 
 function refuseIllFormed(index: number, type: string, data: unknown, metadata: EventMetadata): void {
   const found = findIllFormedText(data, 'data') ?? findIllFormedText(metadata, 'metadata');
