@@ -42,6 +42,7 @@ import { DecisionLogService } from '../review-gate/decision-log/decision-log.pro
 import { DECISION_OUTCOMES } from '../review-gate/decision-log/decision-record';
 import { ApproveToolCallCommand, RejectToolCallCommand, type ApprovalResult } from '../team/approvals/commands/decide-approval.command';
 import { parseApprovalId } from '../team/approvals/approval-id';
+import { illFormedCliInput } from './well-formed-args';
 
 /** A run that completed or waits for a human (review or tool approval) is a success for the CLI. */
 const WAITING_OR_DONE = new Set<string>(['completed', 'awaiting_review', 'awaiting_approval']);
@@ -612,6 +613,12 @@ export function exitCodeOf(err: unknown): number {
 }
 
 async function main(argv: string[]): Promise<void> {
+  const illFormed = illFormedCliInput(argv);
+  if (illFormed !== undefined) {
+    process.stderr.write(`triad: ${illFormed}\n`);
+    process.exitCode = EXIT.usage;
+    return;
+  }
   const program = buildProgram();
   try {
     await program.parseAsync(argv);

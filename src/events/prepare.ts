@@ -3,6 +3,7 @@ import { canonicalJson, sha256Hex } from '../shared/canonical-json';
 import type { AppendResult, EventMetadata, ExpectedRevision, NewEvent, RecordedEvent } from './event-store.port';
 import { EventIdConflictError, EventTooLargeError, InvalidAppendError, WrongExpectedRevisionError } from './errors';
 import type { UpcasterRegistry } from './upcasting';
+import { describeIllFormed, findIllFormedText, isWellFormedText } from '../shared/text';
 
 /**
  * Validation, serialisation and idempotency rules shared by every adapter, so that they differ
@@ -28,6 +29,7 @@ export function validateStreamId(streamId: unknown): string {
   }
   if (streamId.length > STREAM_ID_MAX) throw new InvalidAppendError(`stream id is longer than ${STREAM_ID_MAX} characters`);
   if (/[\u0000-\u001f\u007f]/.test(streamId)) throw new InvalidAppendError('stream id contains control characters');
+  if (!isWellFormedText(streamId)) throw new InvalidAppendError(`stream id ${describeIllFormed(streamId)}`);
   if (streamId.startsWith('$')) throw new InvalidAppendError("stream ids starting with '$' are reserved");
   return streamId;
 }
@@ -66,6 +68,7 @@ export function prepareEvents(events: unknown, maxEventBytes: number): PreparedE
     if (typeof raw.type !== 'string' || raw.type.length === 0 || raw.type.length > TYPE_MAX) {
       throw new InvalidAppendError(`event ${index} needs a type of 1-${TYPE_MAX} characters`);
     }
+    if (!isWellFormedText(raw.type)) throw new InvalidAppendError(`event ${index} has a type that ${describeIllFormed(raw.type)}`);
     if (raw.data === undefined) throw new InvalidAppendError(`event ${index} (${raw.type}) has no data`);
     if (raw.metadata !== undefined && (raw.metadata === null || typeof raw.metadata !== 'object' || Array.isArray(raw.metadata))) {
       throw new InvalidAppendError(`event ${index} (${raw.type}) metadata must be an object`);
@@ -88,10 +91,31 @@ export function prepareEvents(events: unknown, maxEventBytes: number): PreparedE
     } catch (err) {
       throw new InvalidAppendError(`event ${index} (${raw.type}) is not serialisable: ${(err as Error).message}`);
     }
+    if (maybeIllFormed(data) || maybeIllFormed(meta)) refuseIllFormed(index, raw.type, raw.data, metadata);
     const bytes = Buffer.byteLength(data) + Buffer.byteLength(meta);
     if (bytes > maxEventBytes) throw new EventTooLargeError(raw.type, bytes, maxEventBytes);
     return { id, type: raw.type, data, metadata: meta, contentHash: sha256Hex(`${raw.type}\n${data}\n${meta}`) };
   });
+}
+
+/**
+ * Canonical JSON escapes a NUL as `\u0000` and an unpaired surrogate as `\udXXX` (lower case;
+ * paired surrogates stay as they are), so one test over each serialised text finds every string
+ * that may break the well-formed-text rule, keys included: the hot path costs one substring scan
+ * (`includes` is several times faster than the regex, which only runs where a `\u` escape is).
+ * A hit may be an escaped backslash followed by `u0000` as text; the walk decides.
+ */
+const MAYBE_ILL_FORMED = /\\u(?:0000|d[89a-f])/;
+
+function maybeIllFormed(json: string): boolean {
+  return json.includes('\\u') && MAYBE_ILL_FORMED.test(json);
+}
+
+function refuseIllFormed(index: number, type: string, data: unknown, metadata: EventMetadata): void {
+  const found = findIllFormedText(data, 'data') ?? findIllFormedText(metadata, 'metadata');
+  if (found) {
+    throw new InvalidAppendError(`event ${index} (${type}): ${found.path} ${found.problem}; text in events must be well-formed Unicode without NUL`);
+  }
 }
 
 /** Checks an expected revision against the stream's current last revision (null: no stream). */

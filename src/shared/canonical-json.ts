@@ -4,6 +4,14 @@ import { hash } from 'node:crypto';
  * Canonical JSON: object keys sorted, no whitespace. Throws on values JSON cannot represent
  * faithfully (undefined, functions, symbols, bigint, non-finite numbers, cycles, non-plain objects),
  * so what is hashed or stored is exactly what is read back.
+ *
+ * It is RFC 8785 (JCS) for every value it accepts whose strings are well-formed: keys sorted by
+ * UTF-16 code units (`Array.prototype.sort`'s default order), numbers as ECMAScript serialises
+ * them, strings escaped as `JSON.stringify` escapes them (JCS's own definition), no whitespace.
+ * One case lies outside JCS, whose input must be I-JSON: a string with an unpaired surrogate is
+ * written with `JSON.stringify`'s `\udXXX` escape instead of being refused. The event store
+ * refuses such strings before they are serialised (src/events/prepare.ts), so no stored text or
+ * hash depends on it. Property-tested against a reference in test/shared/canonical-json.unit.spec.ts.
  */
 export function canonicalJson(value: unknown): string {
   try {

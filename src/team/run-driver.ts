@@ -22,6 +22,7 @@ import { executionSegments, runSegments, type DispatchMode } from './resilience/
 import type { ToolDefinition, ToolOutcome } from './tools/tool.port';
 import type { ModelCallFailedData, ToolApprovalDecidedData } from './domain/run-events';
 import type { FairShare } from './fair-share';
+import { encodeMachineText } from '../shared/text';
 
 export interface Clock {
   now(): number;
@@ -675,7 +676,7 @@ export class RunDriver {
           try {
             p.outcome = await this.deps.tools.invoke(p.call, role, allowed, context(signal));
           } catch (err) {
-            p.outcome = { isError: true, output: `tool ${p.call.name} failed: ${(err as Error).message}` };
+            p.outcome = { isError: true, output: `tool ${p.call.name} failed: ${encodeMachineText(String((err as Error).message))}` };
           }
           p.durationMs = this.deps.clock.now() - started;
         },

@@ -262,6 +262,12 @@ export function eventStoreContract(name: string, makeHarness: () => ContractHarn
         ['bad event id', () => store.append('s', [{ id: 'has space', type: 'A', data: {} }]), InvalidAppendError],
         ['bad schema version', () => store.append('s', [ev('A', {}, { metadata: { schemaVersion: 0 } })]), InvalidAppendError],
         ['oversized event', () => store.append('s', [ev('A', { blob: 'x'.repeat(1024 * 1024 + 1) })]), EventTooLargeError],
+        ['NUL in data', () => store.append('s', [ev('A', { reason: 'a\u0000b' })]), InvalidAppendError],
+        ['lone high surrogate in data', () => store.append('s', [ev('A', { list: ['ok', 'x\ud800'] })]), InvalidAppendError],
+        ['lone low surrogate in a data key', () => store.append('s', [ev('A', { ['\udc00']: 1 })]), InvalidAppendError],
+        ['NUL in metadata', () => store.append('s', [ev('A', {}, { metadata: { actor: 'user:a\u0000' } })]), InvalidAppendError],
+        ['lone surrogate in the type', () => store.append('s', [ev('A\ud800')]), InvalidAppendError],
+        ['lone surrogate in the stream id', () => store.append('s\udfff', [ev('A')]), InvalidAppendError],
       ];
       it.each(cases)('%s', async (_label, act, errorType) => {
         await store.append('keep', [ev('Keep')]);
@@ -274,6 +280,16 @@ export function eventStoreContract(name: string, makeHarness: () => ContractHarn
         await expect(store.append('s', [ev('A'), ev('B', { n: BigInt(2) })])).rejects.toBeInstanceOf(InvalidAppendError);
         await expect(store.append('s', [ev('A'), ev('B', { blob: 'y'.repeat(1024 * 1024) })])).rejects.toBeInstanceOf(EventTooLargeError);
         expect(await store.headPosition()).toBe(0);
+      });
+
+      it('ill-formed text is refused naming the JSON path; escaped look-alikes and astral text are stored as they are', async () => {
+        await expect(store.append('s', [ev('A', { team: { tools: ['x', 'y\u0000'] } })])).rejects.toThrow(/data\.team\.tools\[1\] holds a NUL character/);
+        await expect(store.append('s', [ev('A', {}, { metadata: { note: '\ud83d' } })])).rejects.toThrow(/metadata\.note holds an unpaired UTF-16 surrogate/);
+        const fine = { text: '\\u0000 and \\ud800 as text, 😀, \u241b, \u0001' };
+        await store.append('s', [ev('A', fine, { metadata: { note: '\\\\u0000' } })]);
+        const [read] = await store.readStream('s');
+        expect(read.data).toEqual(fine);
+        expect(read.metadata.note).toBe('\\\\u0000');
       });
 
       it('the size limit is configurable', async () => {

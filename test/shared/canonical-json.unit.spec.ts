@@ -45,6 +45,29 @@ describe('canonicalJson', () => {
   });
 });
 
+describe('canonicalJson is RFC 8785 (JCS) for well-formed input', () => {
+  it('serialises the RFC example as the RFC does (numbers, string escapes, literals, key order)', () => {
+    const input = JSON.parse(
+      '{"numbers": [333333333.33333329, 1E30, 4.50, 2e-3, 0.000000000000000000000000001],' +
+        ' "string": "\\u20ac$\\u000F\\u000aA\'\\u0042\\u0022\\u005c\\\\\\"\\/", "literals": [null, true, false]}',
+    );
+    expect(canonicalJson(input)).toBe(
+      '{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],"string":"€$\\u000f\\nA\'B\\"\\\\\\\\\\"/"}',
+    );
+  });
+
+  it('sorts keys by UTF-16 code units, as the RFC\'s sorting example does', () => {
+    const keys = ['\u20ac', '\r', '\ufb33', '1', '\ud83d\ude00', '\u0080', '\u00f6'];
+    const text = canonicalJson(Object.fromEntries(keys.map((k) => [k, 0])));
+    // Compared as text: a parsed object would list the integer-like key first again.
+    expect(text).toBe(`{${['\r', '1', '\u0080', '\u00f6', '\u20ac', '\ud83d\ude00', '\ufb33'].map((k) => `${JSON.stringify(k)}:0`).join(',')}}`);
+  });
+
+  it('outside JCS (not I-JSON): an unpaired surrogate gets JSON.stringify\'s escape; the event store refuses it before', () => {
+    expect(canonicalJson({ s: 'a\ud800' })).toBe('{"s":"a\\ud800"}');
+  });
+});
+
 describe('sha256Hex', () => {
   it('is the sha256 digest of the text, in hex', () => {
     fc.assert(fc.property(fc.string({ unit: 'binary' }), (s) => expect(sha256Hex(s)).toBe(createHash('sha256').update(s).digest('hex'))));

@@ -17,6 +17,7 @@ import {
   type StopReason,
   type Usage,
 } from './model.port';
+import { encodeMachineText, toMachineText } from '../../shared/text';
 
 export interface AnthropicProviderOptions {
   apiKey: string;
@@ -95,7 +96,8 @@ export class AnthropicModelProvider implements ModelProvider {
 
   private toModelError(error: unknown, state: { aborted: boolean; timedOut: boolean }): ModelError {
     const mapped = mapError(error, state, this.timeoutMs);
-    const message = redact(mapped.message, this.apiKey);
+    // An error's text comes from the server: machine text, like its answers.
+    const message = encodeMachineText(redact(mapped.message, this.apiKey));
     if (message === mapped.message) return mapped;
     return new ModelError(mapped.kind, message, mapped.details);
   }
@@ -246,7 +248,8 @@ class StreamAccumulator {
       if (block.type === 'text' && block.text !== '') content.push({ type: 'text', text: block.text });
       if (block.type === 'tool_use') content.push({ type: 'tool_use', id: block.id, name: block.name, input: block.input });
     }
-    return { model: this.model, content, stopReason: this.stopReason ?? 'end_turn', usage: { ...this.usage } };
+    // Model text enters the domain as machine text (NUL and lone surrogates escaped, losslessly).
+    return toMachineText({ model: this.model, content, stopReason: this.stopReason ?? 'end_turn', usage: { ...this.usage } });
   }
 
   private applyUsage(usage: {

@@ -9,6 +9,7 @@ import {
   type ModelResponse,
   type RoleName,
 } from './model.port';
+import { toMachineText } from '../../shared/text';
 
 /**
  * The built-in offline model: plays the three roles with real tool calls, without a network.
@@ -73,12 +74,12 @@ export class OfflineModelProvider implements ModelProvider {
       }
     }
     const inputChars = request.system.length + JSON.stringify(request.messages).length + JSON.stringify(request.tools).length;
-    return {
+    return toMachineText({
       model: OFFLINE_MODEL_ID,
       content,
       stopReason: content.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn',
       usage: { inputTokens: Math.ceil(inputChars / 4), outputTokens: Math.ceil(JSON.stringify(content).length / 4) },
-    };
+    });
   }
 }
 

@@ -6,6 +6,7 @@ import {
   type ModelResponse,
   type Usage,
 } from './model.port';
+import { toMachineText } from '../../shared/text';
 
 /**
  * A model that answers from a script, for tests and benchmarks. A step is a response, or an error
@@ -56,7 +57,8 @@ export class ScriptedModelProvider implements ModelProvider {
 
     const step = await this.stepFor(request, callIndex);
     if (step instanceof Error) throw step;
-    const response = structuredClone(step);
+    // As every provider answers: strings in machine text (a copy; the script is not changed).
+    const response = toMachineText(step);
     for (const block of response.content) {
       if (block.type === 'text') streamText(block.text, onTextDelta);
     }

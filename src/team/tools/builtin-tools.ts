@@ -4,6 +4,7 @@ import { constants as fsConstants, promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { ToolContext, ToolDefinition, ToolOutcome } from './tool.port';
+import { encodeMachineBytes } from '../../shared/text';
 import { errnoCode, resolveInWorkspace, toWorkspacePath, WorkspaceEscapeError } from './workspace';
 
 /**
@@ -164,21 +165,22 @@ async function readLines(
     }
   }
 
-  const text = Buffer.concat(taken).toString('utf8');
+  // Machine text (src/shared/text.ts): bytes that are not UTF-8 are kept as escapes, not replaced.
+  const text = encodeMachineBytes(Buffer.concat(taken));
   if (cappedAt) {
     const where = cappedAt.cut ? `line ${cappedAt.line} was cut` : `shown through line ${cappedAt.line - 1}`;
-    return ok(`${text}\n[truncated at ${formatBytes(maxBytes)}: ${where}; continue with offset=${cappedAt.line}]`);
+    return okText(`${text}\n[truncated at ${formatBytes(maxBytes)}: ${where}; continue with offset=${cappedAt.line}]`);
   }
   if (taken.length === 0) {
-    if (size === 0 || position === 0) return ok('(empty file)');
+    if (size === 0 || position === 0) return okText('(empty file)');
     const lines = lastByte === 10 ? line - 1 : line;
-    return ok(`(nothing at offset ${offset}: the file has ${lines} line${lines === 1 ? '' : 's'})`);
+    return okText(`(nothing at offset ${offset}: the file has ${lines} line${lines === 1 ? '' : 's'})`);
   }
   if (stoppedAtLimit) {
     const note = `[showing lines ${offset}-${endLine - 1}; the file continues — use offset=${endLine} to read on]`;
-    return ok(`${text}${text.endsWith('\n') ? '' : '\n'}${note}`);
+    return okText(`${text}${text.endsWith('\n') ? '' : '\n'}${note}`);
   }
-  return ok(text);
+  return okText(text);
 }
 
 /** The largest prefix length ≤ max that does not split a UTF-8 sequence. */
@@ -681,14 +683,14 @@ function runCommand(command: string, cwd: string, timeoutMs: number, maxOutput: 
       const text = output.text();
       const body = text === '' ? '(no output)' : text.endsWith('\n') ? text.slice(0, -1) : text;
       if (stopped === 'timeout') {
-        finish(fail(`${body}\n[timed out after ${formatDuration(timeoutMs)}; the command and every process it started were killed]`));
+        finish(asMachineText(fail(`${body}\n[timed out after ${formatDuration(timeoutMs)}; the command and every process it started were killed]`)));
       } else if (stopped === 'cancelled') {
-        finish(fail(`${body}\n[cancelled; the command and every process it started were killed]`));
+        finish(asMachineText(fail(`${body}\n[cancelled; the command and every process it started were killed]`)));
       } else if (exit?.signal) {
-        finish(fail(`${body}\n[killed by signal ${exit.signal}]`));
+        finish(asMachineText(fail(`${body}\n[killed by signal ${exit.signal}]`)));
       } else {
         const code = exit?.code ?? -1;
-        finish({ output: `${body}\n[exit code ${code}]`, isError: code !== 0 });
+        finish({ output: `${body}\n[exit code ${code}]`, isError: code !== 0, machineText: true });
       }
     };
 
@@ -764,9 +766,10 @@ class HeadTailBuffer {
     }
   }
 
+  /** Machine text (src/shared/text.ts): NUL and bytes that are not UTF-8 are kept as escapes. */
   text(): string {
-    const head = Buffer.concat(this.head).toString('utf8');
-    const tail = Buffer.concat(this.tail).toString('utf8');
+    const head = encodeMachineBytes(Buffer.concat(this.head));
+    const tail = encodeMachineBytes(Buffer.concat(this.tail));
     if (this.omitted === 0) return head + tail;
     return `${head}\n[… ${this.omitted} bytes of output omitted …]\n${tail}`;
   }
@@ -777,6 +780,15 @@ class HeadTailBuffer {
 
 function ok(output: string): ToolOutcome {
   return { output, isError: false };
+}
+
+/** An output already in machine text (its parts from bytes encoded, the rest plain ASCII notes). */
+function okText(output: string): ToolOutcome {
+  return { output, isError: false, machineText: true };
+}
+
+function asMachineText(outcome: ToolOutcome): ToolOutcome {
+  return { ...outcome, machineText: true };
 }
 
 function fail(output: string): ToolOutcome {

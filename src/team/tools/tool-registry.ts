@@ -2,6 +2,7 @@ import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import type { RoleName, ToolSpec, ToolUseBlock } from '../models/model.port';
 import { createBuiltinTools } from './builtin-tools';
 import type { ToolContext, ToolDefinition, ToolOutcome } from './tool.port';
+import { encodeMachineText, fromMachineText } from '../../shared/text';
 
 /**
  * Which tools each role may use, input validation, and dispatch. Architect and reviewer only ever
@@ -293,8 +294,11 @@ export class ToolRegistry {
     const problems = this.validate(call.name, call.input);
     if (problems !== undefined) return { isError: true, output: `invalid input for ${call.name}: ${problems}` };
     if (context.signal.aborted) return { isError: true, output: `${call.name} was not run: the turn was cancelled` };
-    // The tool gets its own copy: the recorded tool_use block must stay as the model sent it.
-    return tool.execute(structuredClone(call.input), context);
+    // The tool gets its own copy of the input, decoded from machine text (the recorded tool_use
+    // block stays as it is), and its output enters the domain as machine text: this is where tool
+    // text crosses into the events (see "Text in events" in docs/EVENTS.md).
+    const outcome = await tool.execute(fromMachineText(call.input), context);
+    return { output: outcome.machineText ? outcome.output : encodeMachineText(outcome.output), isError: outcome.isError };
   }
 }
 

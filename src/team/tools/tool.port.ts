@@ -11,6 +11,11 @@ export interface ToolContext {
 export interface ToolOutcome {
   output: string;
   isError: boolean;
+  /**
+   * The output is machine text already (built with `encodeMachineBytes`/`encodeMachineText` of
+   * src/shared/text.ts, e.g. from a file's bytes). Otherwise the registry converts it.
+   */
+  machineText?: boolean;
 }
 
 export interface ToolDefinition {

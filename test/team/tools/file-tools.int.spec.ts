@@ -42,6 +42,7 @@ describe('built-in file tools', () => {
       await expect(run('read_file', { path: 'src/main.ts' })).resolves.toEqual({
         isError: false,
         output: 'export const greeting = "hello";\nconsole.log(greeting);\n',
+        machineText: true,
       });
     });
 
@@ -49,7 +50,7 @@ describe('built-in file tools', () => {
       writeFileSync(join(ws, 'lines.txt'), 'one\ntwo\nthree\nfour\n');
       const window = await run('read_file', { path: 'lines.txt', offset: 2, limit: 2 });
       expect(window.output).toBe('two\nthree\n[showing lines 2-3; the file continues — use offset=4 to read on]');
-      await expect(run('read_file', { path: 'lines.txt', offset: 4 })).resolves.toEqual({ isError: false, output: 'four\n' });
+      await expect(run('read_file', { path: 'lines.txt', offset: 4 })).resolves.toEqual({ isError: false, output: 'four\n', machineText: true });
       const past = await run('read_file', { path: 'lines.txt', offset: 9 });
       expect(past.output).toContain('the file has 4 lines');
     });
@@ -80,7 +81,7 @@ describe('built-in file tools', () => {
       expect(binary.isError).toBe(true);
       expect(binary.output).toContain('binary');
       writeFileSync(join(ws, 'empty.txt'), '');
-      await expect(run('read_file', { path: 'empty.txt' })).resolves.toEqual({ isError: false, output: '(empty file)' });
+      await expect(run('read_file', { path: 'empty.txt' })).resolves.toEqual({ isError: false, output: '(empty file)', machineText: true });
     });
 
     it('refuses paths that leave the workspace', async () => {

@@ -20,7 +20,7 @@ describe('run_command', () => {
   it('runs in the workspace and reports output and exit code', async () => {
     writeFileSync(join(ws.path, 'data.txt'), 'from the workspace\n');
     const outcome = await run({ command: 'pwd; cat data.txt' });
-    expect(outcome).toEqual({ isError: false, output: `${ws.path}\nfrom the workspace\n[exit code 0]` });
+    expect(outcome).toEqual({ isError: false, output: `${ws.path}\nfrom the workspace\n[exit code 0]`, machineText: true });
   });
 
   it('interleaves stdout and stderr and reports a non-zero exit as an error', async () => {
@@ -32,7 +32,7 @@ describe('run_command', () => {
   });
 
   it('says when there is no output', async () => {
-    await expect(run({ command: 'true' })).resolves.toEqual({ isError: false, output: '(no output)\n[exit code 0]' });
+    await expect(run({ command: 'true' })).resolves.toEqual({ isError: false, output: '(no output)\n[exit code 0]', machineText: true });
   });
 
   it('kills the whole process group on timeout', async () => {

@@ -1,0 +1,43 @@
+import { isUtf8 } from 'node:buffer';
+import type { IncomingMessage } from 'node:http';
+import { type ArgumentMetadata, BadRequestException, type PipeTransform } from '@nestjs/common';
+import { findIllFormedText } from '../shared/text';
+
+/**
+ * Human input must be well-formed text (see "Text in events" in docs/EVENTS.md): a request whose
+ * body is not UTF-8, or whose body, query or path values hold a NUL or an unpaired surrogate, is
+ * refused with 400 naming the field, before any handler runs, so nothing is written.
+ */
+
+/**
+ * body-parser's `verify` hook: it sees the raw bytes, which decoding would otherwise turn into
+ * U+FFFD without a trace. The error's status is body-parser's answer (its default is 403).
+ */
+function refuseInvalidUtf8(_req: IncomingMessage, _res: unknown, body: Buffer): void {
+  if (!isUtf8(body)) throw Object.assign(new Error('the request body is not valid UTF-8'), { status: 400, expose: true, type: 'entity.verify.failed' });
+}
+
+/**
+ * JSON body-parser options with the UTF-8 check added. Nest's types reserve `verify` because Nest
+ * sets it itself when the app is created with `rawBody: true`; this app is not, so options pass
+ * through to body-parser as given.
+ */
+export function withUtf8Check<T extends object>(options: T): T {
+  return { ...options, verify: refuseInvalidUtf8 } as T;
+}
+
+const WHERE: Partial<Record<ArgumentMetadata['type'], string>> = { body: '', query: 'query parameter ', param: 'path parameter ' };
+
+/** A global pipe: every `@Body()`, `@Query()` and `@Param()` value, walked once. */
+export class WellFormedInputPipe implements PipeTransform {
+  transform(value: unknown, metadata: ArgumentMetadata): unknown {
+    const where = WHERE[metadata.type];
+    if (where === undefined) return value;
+    const found = findIllFormedText(value, metadata.data ?? '');
+    if (found) {
+      const field = found.path === '' ? (metadata.type === 'body' ? 'the request body' : 'a value') : found.path;
+      throw new BadRequestException(`${where}${field} ${found.problem}; text must be well-formed Unicode without NUL`);
+    }
+    return value;
+  }
+}
