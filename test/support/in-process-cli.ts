@@ -78,9 +78,12 @@ export async function runCliInProcess(args: string[], env: NodeJS.ProcessEnv, op
   return { code: reply.code, stdout: reply.stdout, stderr: reply.stderr };
 }
 
-/** Ends the worker (afterAll); the next call would start another. */
+/** Ends the worker; the next call would start another. */
 export async function stopInProcessCli(): Promise<void> {
   const w = worker;
   worker = undefined;
   if (w) await w.terminate();
 }
+
+// Every test file that imports this ends its worker when it is done.
+if (typeof afterAll === 'function') afterAll(stopInProcessCli);
