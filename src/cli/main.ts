@@ -173,7 +173,8 @@ export function buildProgram(output: CliOutput = new CliOutput(processIo()), jso
       if (config.apiKeys.length === 0 && (await countStoredApiKeys(config)) === 0) {
         throw new CliError('no API keys are configured: set TRIAD_API_KEYS=name:role+role:secret or add one with `triad keys add` (see README)', EXIT.usage);
       }
-      const app = await createHttpApp();
+      // Its request and lifecycle logs go to stderr: stdout says where it listens.
+      const app = await createHttpApp({ logger: new CliLogger(output.io.stderr, ['error', 'warn', 'log']) });
       await app.listen(config.port, config.host);
       const model = app.get<ModelProvider>(MODEL_PROVIDER);
       const summary = describeConfig(config);
