@@ -23,6 +23,7 @@ import { RunSupervisor } from '../team/run-supervisor';
 import type { RunSummary } from '../team/run-summary';
 import { LaunchRunDto } from '../team/http/launch-run.dto';
 import { describeEvent, describeRun } from './format';
+import { CliLogger, CliOutput, packageVersion, processIo, type CliIo } from './cli-io';
 import { runBenchCommand, SUITES } from '../bench/bench-command';
 import { loadRunHistory } from '../team/run-history';
 import { contextOf, replayRun } from '../session-replay/replay';
@@ -46,9 +47,14 @@ import { illFormedCliInput } from './well-formed-args';
 
 /** A run that completed or waits for a human (review or tool approval) is a success for the CLI. */
 const WAITING_OR_DONE = new Set<string>(['completed', 'awaiting_review', 'awaiting_approval']);
+const WAITING_FOR_A_HUMAN = new Set<string>(['awaiting_review', 'awaiting_approval']);
 
-/** Exit codes: 0 success, 1 the run or command failed, 2 bad input, 3 not found, 4 conflict, 5 forbidden (self-review), 124 wait timed out. */
-export const EXIT = { ok: 0, failed: 1, usage: 2, notFound: 3, conflict: 4, forbidden: 5, timeout: 124 } as const;
+/**
+ * Exit codes: 0 success, 1 the run or command failed (or the store cannot be opened), 2 bad input or
+ * configuration, 3 not found, 4 conflict, 5 forbidden (self-review), 124 wait timed out, 141 stdout
+ * was closed by its reader (as a process ended by SIGPIPE reports in a shell).
+ */
+export const EXIT = { ok: 0, failed: 1, usage: 2, notFound: 3, conflict: 4, forbidden: 5, timeout: 124, brokenPipe: 141 } as const;
 
 class CliError extends Error {
   constructor(
@@ -83,18 +89,32 @@ function safeUserName(): string {
   }
 }
 
-async function withApp<T>(fn: (app: INestApplicationContext) => Promise<T>): Promise<T> {
-  const app = await NestFactory.createApplicationContext(AppModule, { logger: ['error', 'warn'] });
+/**
+ * The app for one command. Configuration is checked first (exit 2 with its message); an app that
+ * cannot start (the store cannot be opened or reached) is exit 1 with one line. When stdout goes
+ * away mid-command the app is closed at once, which suspends the runs driven here through the same
+ * path as SIGTERM, so `triad resume` or recovery continues them.
+ */
+async function withAppContext<T>(output: CliOutput, json: boolean, fn: (app: INestApplicationContext) => Promise<T>): Promise<T> {
+  const config = loadConfig();
+  const logger = new CliLogger(output.io.stderr, json ? [] : ['error', 'warn']);
+  let app: INestApplicationContext;
+  try {
+    app = await NestFactory.createApplicationContext(AppModule, { logger, abortOnError: false });
+  } catch (err) {
+    if (err instanceof ConfigError) throw err;
+    throw new CliError(`cannot open the ${config.store} store: ${(err as Error).message}`, EXIT.failed);
+  }
   app.enableShutdownHooks();
+  let closing: Promise<void> | undefined;
+  const close = () => (closing ??= app.close());
+  const unwatch = output.onStdoutClosed(() => void close().catch(() => undefined));
   try {
     return await fn(app);
   } finally {
-    await app.close();
+    unwatch();
+    await close();
   }
-}
-
-function print(json: boolean, value: unknown, human: () => string): void {
-  process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${human()}\n`);
 }
 
 function providerLine(model: ModelProvider): string {
@@ -116,25 +136,32 @@ async function validateLaunch(body: unknown): Promise<LaunchRunDto> {
 }
 
 /** Prints a run's events as the local driver appends them (for --follow). */
-function followRun(app: INestApplicationContext, runId: string, opts: { follow?: boolean; json?: boolean }) {
+function followRun(output: CliOutput, app: INestApplicationContext, runId: string, opts: { follow?: boolean; json?: boolean }) {
   return app.get(LiveRunBus).of(runId).subscribe((item) => {
     if (!opts.follow || item.kind !== 'events') return;
     for (const e of item.events) {
-      if (opts.json) process.stdout.write(`${JSON.stringify(e)}\n`);
+      if (opts.json) output.out(`${JSON.stringify(e)}\n`);
       else {
         const line = describeEvent(e);
-        if (line) process.stdout.write(`${line}\n`);
+        if (line) output.out(`${line}\n`);
       }
     }
   });
 }
 
-export function buildProgram(): Command {
+/** Commander's messages (unknown command, missing argument...) as one `triad: ...` line. */
+const oneLine = (message: string) => `triad: ${message.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ').trim()}\n`;
+
+export function buildProgram(output: CliOutput = new CliOutput(processIo()), json = false): Command {
+  const withApp = <T>(fn: (app: INestApplicationContext) => Promise<T>) => withAppContext(output, json, fn);
+  const print = (asJson: boolean, value: unknown, human: () => string) => output.out(asJson ? `${JSON.stringify(value)}\n` : `${human()}\n`);
   const program = new Command();
   program
     .name('triad')
     .description('Event-sourced orchestrator for teams of LLM agents (Architect, Executor, Reviewer).')
-    .showHelpAfterError()
+    .version(packageVersion(), '-V, --version', 'print the version')
+    .configureOutput({ writeOut: (s) => output.out(s), writeErr: (s) => output.err(s), outputError: (s, write) => write(oneLine(s)) })
+    .allowExcessArguments(false)
     .exitOverride();
 
   program
@@ -147,11 +174,12 @@ export function buildProgram(): Command {
       if (config.apiKeys.length === 0 && (await countStoredApiKeys(config)) === 0) {
         throw new CliError('no API keys are configured: set TRIAD_API_KEYS=name:role+role:secret or add one with `triad keys add` (see README)', EXIT.usage);
       }
-      const app = await createHttpApp();
+      // Its request and lifecycle logs go to stderr: stdout says where it listens.
+      const app = await createHttpApp({ logger: new CliLogger(output.io.stderr, ['error', 'warn', 'log']) });
       await app.listen(config.port, config.host);
       const model = app.get<ModelProvider>(MODEL_PROVIDER);
       const summary = describeConfig(config);
-      process.stdout.write(
+      output.out(
         `triad listening on http://${config.host}:${config.port} — store ${summary.store}, data ${summary.dataDir}, ${providerLine(model)}\n`,
       );
       await new Promise<void>((resolve) => {
@@ -190,10 +218,10 @@ export function buildProgram(): Command {
       });
       const exit = await withApp(async (app) => {
         const model = app.get<ModelProvider>(MODEL_PROVIDER);
-        if (!opts.json) process.stderr.write(`${providerLine(model)}\n`);
+        if (!opts.json) output.err(`${providerLine(model)}\n`);
         const result = await app.get(CommandBus).execute<LaunchRunCommand, LaunchResult>(new LaunchRunCommand(instanceToPlain(body) as LaunchRunInput, identity, false));
-        if (!opts.json) process.stdout.write(`run ${result.runId} accepted at ${result.acceptedAt}\n`);
-        const live = followRun(app, result.runId, opts);
+        if (!opts.json) output.out(`run ${result.runId} accepted at ${result.acceptedAt}\n`);
+        const live = followRun(output, app, result.runId, opts);
         try {
           await app.get(RunSupervisor).start(result.runId);
         } finally {
@@ -241,17 +269,19 @@ export function buildProgram(): Command {
       const exit = await withApp(async (app) => {
         const deadline = Date.now() + opts.timeoutMs;
         const queries = app.get(QueryBus);
+        const settled = (r: RunSummary) => TERMINAL_STATUSES.has(r.status) || WAITING_FOR_A_HUMAN.has(r.status);
         let run = await queries.execute<GetRunQuery, RunSummary>(new GetRunQuery(runId));
-        while (!TERMINAL_STATUSES.has(run.status) && Date.now() < deadline) {
+        while (!settled(run) && Date.now() < deadline) {
           await new Promise((r) => setTimeout(r, 100));
           run = await queries.execute<GetRunQuery, RunSummary>(new GetRunQuery(runId));
         }
-        const ended = TERMINAL_STATUSES.has(run.status);
-        const status = !ended ? 'timeout' : run.status === 'completed' ? 'ok' : 'error';
-        print(opts.json, { status, runStatus: run.status, terminationReason: run.terminationReason, startedAt: run.startedAt, endedAt: run.endedAt }, () =>
+        // Waiting for a human is as far as a run gets on its own: a success, like `triad run`.
+        const status = WAITING_FOR_A_HUMAN.has(run.status) ? 'waiting' : !TERMINAL_STATUSES.has(run.status) ? 'timeout' : run.status === 'completed' ? 'ok' : 'error';
+        const endedAt = status === 'waiting' ? null : run.endedAt;
+        print(opts.json, { status, runStatus: run.status, terminationReason: run.terminationReason, startedAt: run.startedAt, endedAt }, () =>
           `${status}: run ${runId} is ${run.status}${run.terminationReason ? ` (${run.terminationReason})` : ''}`,
         );
-        return status === 'ok' ? EXIT.ok : status === 'timeout' ? EXIT.timeout : EXIT.failed;
+        return status === 'ok' || status === 'waiting' ? EXIT.ok : status === 'timeout' ? EXIT.timeout : EXIT.failed;
       });
       process.exitCode = exit;
     });
@@ -327,7 +357,7 @@ export function buildProgram(): Command {
         }
         // Like `triad run`: this process drives the rework until the run ends or waits for review again.
         const runId = parseReviewId(reviewId)!.runId;
-        if (!opts.json) process.stdout.write(`review ${reviewId} rejected: the executor reworks it\n`);
+        if (!opts.json) output.out(`review ${reviewId} rejected: the executor reworks it\n`);
         await app.get(RunSupervisor).start(runId);
         const run = await app.get(QueryBus).execute<GetRunQuery, RunSummary>(new GetRunQuery(runId));
         print(opts.json, { ...result, run }, () => describeRun(run));
@@ -391,7 +421,7 @@ export function buildProgram(): Command {
     .option('--json', 'print JSON')
     .action(async (runId: string, opts) => {
       process.exitCode = await withApp(async (app) => {
-        const live = followRun(app, runId, opts);
+        const live = followRun(output, app, runId, opts);
         try {
           await app.get(CommandBus).execute(new ResumeRunCommand(runId, cliIdentity(opts.as)));
           await app.get(RunSupervisor).start(runId);
@@ -432,8 +462,8 @@ export function buildProgram(): Command {
       process.exitCode = await withApp(async (app) => {
         const overrides = validateOverrides(Object.keys(team).length ? { team } : undefined);
         const result = await app.get(CommandBus).execute<ForkRunCommand, ForkResult>(new ForkRunCommand(runId, opts.turn, overrides, cliIdentity(opts.as)));
-        if (!opts.json) process.stdout.write(`fork ${result.runId} of ${runId} at turn ${opts.turn} (${result.workspaceNote})\n`);
-        const live = followRun(app, result.runId, opts);
+        if (!opts.json) output.out(`fork ${result.runId} of ${runId} at turn ${opts.turn} (${result.workspaceNote})\n`);
+        const live = followRun(output, app, result.runId, opts);
         try {
           await app.get(RunSupervisor).start(result.runId);
         } finally {
@@ -500,7 +530,7 @@ export function buildProgram(): Command {
       await withApp(async (app) => {
         const records = await app.get(DecisionLogService).export(filter);
         if (!opts.out) {
-          await writeExport(records, opts.format, process.stdout);
+          await writeExport(records, opts.format, output.io.stdout);
           return;
         }
         // Opened here so a bad path fails at once, with its error.
@@ -510,7 +540,7 @@ export function buildProgram(): Command {
         const n = await writeExport(records, opts.format, file);
         file.end();
         await closed;
-        process.stderr.write(`${n} decision(s) written to ${opts.out}\n`);
+        output.err(`${n} decision(s) written to ${opts.out}\n`);
       });
     });
 
@@ -526,7 +556,7 @@ export function buildProgram(): Command {
       print(json, result, () => `approval ${result.approvalId} ${verb}: the run is ${result.runStatus}`);
       return;
     }
-    if (!json) process.stdout.write(`approval ${result.approvalId} ${verb}: the run continues\n`);
+    if (!json) output.out(`approval ${result.approvalId} ${verb}: the run continues\n`);
     await app.get(RunSupervisor).start(result.runId);
     const run = await app.get(QueryBus).execute<GetRunQuery, RunSummary>(new GetRunQuery(result.runId));
     print(json, { ...result, run }, () => describeRun(run));
@@ -598,6 +628,7 @@ export function buildProgram(): Command {
       process.exitCode = await runBenchCommand(suite, opts);
     });
 
+  refuseUnknownSubcommands(program);
   return program;
 }
 
@@ -612,33 +643,65 @@ export function exitCodeOf(err: unknown): number {
   return EXIT.failed;
 }
 
-async function main(argv: string[]): Promise<void> {
-  const illFormed = illFormedCliInput(argv);
-  if (illFormed !== undefined) {
-    process.stderr.write(`triad: ${illFormed}\n`);
-    process.exitCode = EXIT.usage;
-    return;
-  }
-  const program = buildProgram();
+/**
+ * `triad <argv>` as one call: what the installed program runs, and what tests run in-process with
+ * streams and an environment of their own. Resolves to the exit code. Calls must not overlap in
+ * one thread: the environment and `process.exitCode` (how commands report) are the thread's.
+ */
+export async function runCli(argv: string[], io: CliIo = processIo()): Promise<number> {
+  const saved = { env: process.env, exitCode: process.exitCode };
+  if (io.env) process.env = io.env;
+  process.exitCode = undefined;
+  const output = new CliOutput(io);
   try {
-    await program.parseAsync(argv);
+    const illFormed = illFormedCliInput(['node', 'triad', ...argv]);
+    if (illFormed !== undefined) {
+      output.err(`triad: ${illFormed}\n`);
+      return EXIT.usage;
+    }
+    await buildProgram(output, argv.includes('--json')).parseAsync(argv, { from: 'user' });
+    return output.stdoutClosed ? EXIT.brokenPipe : Number(process.exitCode ?? EXIT.ok);
   } catch (err) {
-    const e = err as { code?: string; exitCode?: number; message?: string };
-    if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.code === 'commander.help') {
-      process.exitCode = 0;
-      return;
-    }
-    if (e.code?.startsWith('commander.')) {
-      process.exitCode = EXIT.usage;
-      return;
-    }
-    process.stderr.write(`triad: ${(err as Error).message}\n`);
-    process.exitCode = exitCodeOf(err);
+    // The reader went away: nothing more to say to anyone.
+    if (output.stdoutClosed) return EXIT.brokenPipe;
+    const e = err as { code?: string; exitCode?: number };
+    if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.code === 'commander.help') return EXIT.ok;
+    // Commander has printed its one line already.
+    if (e.code?.startsWith('commander.')) return EXIT.usage;
+    output.err(`triad: ${(err as Error).message.split('\n')[0]}\n`);
+    return exitCodeOf(err);
+  } finally {
+    output.dispose();
+    process.env = saved.env;
+    process.exitCode = saved.exitCode;
   }
 }
 
+/**
+ * `triad runs cancle <id>` must not run `runs list` (the group's default): a word that names no
+ * subcommand is refused, exit 2, at every level.
+ */
+function refuseUnknownSubcommands(cmd: Command, path: string[] = []): void {
+  for (const sub of cmd.commands) refuseUnknownSubcommands(sub, [...path, sub.name()]);
+  if (cmd.commands.length === 0 || path.length === 0) return;
+  cmd.hook('preSubcommand', (group, sub) => {
+    const word = group.args[0];
+    if (word !== undefined && !word.startsWith('-') && word !== sub.name() && !sub.aliases().includes(word)) {
+      const known = group.commands.map((c) => c.name()).join(', ');
+      throw new CliError(`unknown command 'triad ${path.join(' ')} ${word}' (one of: ${known})`, EXIT.usage);
+    }
+  });
+}
+
 if (require.main === module) {
-  void main(process.argv);
+  // The raw bytes of the arguments are only readable for the real process (see well-formed-args).
+  const illFormed = illFormedCliInput(process.argv);
+  if (illFormed !== undefined) {
+    process.stderr.write(`triad: ${illFormed}\n`);
+    process.exitCode = EXIT.usage;
+  } else {
+    void runCli(process.argv.slice(2)).then((code) => (process.exitCode = code));
+  }
 }
 
 export { EVENT_STORE };

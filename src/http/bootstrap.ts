@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { type INestApplication, type LogLevel, ValidationPipe } from '@nestjs/common';
+import { type INestApplication, type LoggerService, type LogLevel, ValidationPipe } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { AppModule } from '../app.module';
@@ -19,7 +19,7 @@ export const VALIDATION_PIPE = new ValidationPipe({
 });
 
 /** The HTTP app, configured the same way for `triad serve` and for e2e tests. */
-export async function createHttpApp(options: { logger?: LogLevel[] | false } = {}): Promise<INestApplication> {
+export async function createHttpApp(options: { logger?: LogLevel[] | false | LoggerService } = {}): Promise<INestApplication> {
   const app = await NestFactory.create<NestExpressApplication>(AppModule, { logger: options.logger ?? ['error', 'warn', 'log'] });
   app.useBodyParser('json', withUtf8Check({ limit: '2mb' }));
   app.useGlobalPipes(new WellFormedInputPipe(), VALIDATION_PIPE);

@@ -6,10 +6,17 @@ export class InvalidForkError extends Error {
 }
 
 /**
+ * What a human is asked or decides about. They name the run they were asked on (review and approval
+ * ids carry its id), so a fork never inherits them past its fork point: it reaches the gate again and
+ * asks for itself. Otherwise a fork at the last turn would wait on its parent's review for ever.
+ */
+const HUMAN_GATE_EVENTS = new Set(['ReviewOpened', 'ReviewDecided', 'ToolApprovalRequested', 'ToolApprovalDecided']);
+
+/**
  * Where "turn N" of a run is: right after the Nth model turn and its tool results, before the next
- * model call starts (or, past the last turn, before the run ended or was suspended). Returned as the
- * stream and revision of the last event of the fork's inherited history — which may be an ancestor's
- * event when the run is itself a fork.
+ * model call starts or a human is asked anything (or, past the last turn, before the run ended or
+ * was suspended). Returned as the stream and revision of the last event of the fork's inherited
+ * history — which may be an ancestor's event when the run is itself a fork.
  */
 export function forkPoint(history: RecordedEvent[], turn: number): { index: number; runId: string; revision: number; turns: number } {
   if (!Number.isSafeInteger(turn) || turn < 0) throw new InvalidForkError('turn must be a non-negative integer');
@@ -17,7 +24,7 @@ export function forkPoint(history: RecordedEvent[], turn: number): { index: numb
   let index = -1;
   for (let i = 0; i < history.length; i++) {
     const e = history[i];
-    if (e.type === 'ModelCallStarted' && completed >= turn) break;
+    if ((e.type === 'ModelCallStarted' || HUMAN_GATE_EVENTS.has(e.type)) && completed >= turn) break;
     if (e.type === 'RunEnded' || e.type === 'RunSuspended') break;
     if (e.type === 'ModelCallCompleted') completed++;
     index = i;

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SqliteEventStore } from '../../src/events/sqlite.event-store';
@@ -6,8 +5,9 @@ import type { RecordedEvent } from '../../src/events/event-store.port';
 import type { ModelCallStartedData, RunForkedData, ToolCallRequestedData } from '../../src/team/domain/run-events';
 import { loadRunHistory } from '../../src/team/run-history';
 import { contextOf, replayRun, type RunContext } from '../../src/session-replay/replay';
+import { runCliInProcess, type CliResult } from '../support/in-process-cli';
 import { tempDir } from '../support/temp-dir';
-import { CLI, jsonLines, killHard, runEvents, spawnChild, statusOf, terminate, waitFor, type Child, type ModelCallLine } from '../recovery/crash-support';
+import { jsonLines, killHard, runEvents, spawnChild, statusOf, terminate, waitFor, type Child, type ModelCallLine } from '../recovery/crash-support';
 
 // Session replay over HTTP and the CLI against a real app (SQLite, offline model behind a
 // recording wrapper that logs every request's model): GET /v1/runs/:id/context, and fork at turn N.
@@ -45,16 +45,9 @@ async function expectedContext(runId: string, revision?: number): Promise<RunCon
   return JSON.parse(JSON.stringify(contextOf(state, completeness))) as RunContext;
 }
 
-function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const proc = spawn(process.execPath, [CLI, ...args], {
-    env: { ...process.env, TRIAD_DATA_DIR: dataDir, TRIAD_STORE: 'sqlite', TRIAD_MODEL: 'offline', TRIAD_USER: 'forker', ANTHROPIC_API_KEY: '' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  proc.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-  proc.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-  return new Promise((resolve) => proc.once('exit', (code) => resolve({ code, stdout, stderr })));
+/** `triad <args>` in-process (test/support/in-process-cli.ts). */
+function cli(args: string[]): Promise<CliResult> {
+  return runCliInProcess(args, { ...process.env, TRIAD_DATA_DIR: dataDir, TRIAD_STORE: 'sqlite', TRIAD_MODEL: 'offline', TRIAD_USER: 'forker', ANTHROPIC_API_KEY: '' });
 }
 
 /** The turn (model calls completed) right after the executor's first file write has its result. */

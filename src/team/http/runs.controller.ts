@@ -70,11 +70,14 @@ export class RunsController {
   async wait(@Param('id') id: string, @Query('timeoutMs') timeoutMs?: string) {
     const limit = parseIntParam('timeoutMs', timeoutMs, 30_000, 0, 600_000);
     const deadline = Date.now() + limit;
+    const waitsForAHuman = (r: RunSummary) => r.status === 'awaiting_review' || r.status === 'awaiting_approval';
     let run: RunSummary = await this.queries.execute(new GetRunQuery(id));
-    while (!TERMINAL_STATUSES.has(run.status) && Date.now() < deadline) {
+    while (!TERMINAL_STATUSES.has(run.status) && !waitsForAHuman(run) && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, Math.min(50, Math.max(1, deadline - Date.now()))));
       run = await this.queries.execute(new GetRunQuery(id));
     }
+    // A run waiting for a human goes no further on its own: answered at once.
+    if (waitsForAHuman(run)) return { status: 'waiting', runStatus: run.status, startedAt: run.startedAt, endedAt: null };
     const ended = TERMINAL_STATUSES.has(run.status);
     return {
       status: !ended ? 'timeout' : run.status === 'completed' ? 'ok' : 'error',
@@ -99,6 +102,14 @@ export class RunsController {
     const lastEventId = req.headers['last-event-id'];
     if (typeof lastEventId === 'string' && lastEventId !== '') from = parseIntParam('Last-Event-ID', lastEventId, 0, 0, Number.MAX_SAFE_INTEGER) + 1;
     await this.streamEvents(id, stream, from, req, res);
+  }
+
+  /** Whether the run's stream already ends with its terminal RunEnded, below revision `from`. */
+  private async endedBefore(stream: string, from: number): Promise<boolean> {
+    const head = await this.store.streamRevision(stream);
+    if (head === null || head >= from) return false;
+    const [last] = await this.store.readStream(stream, { fromRevision: head, maxCount: 1 });
+    return last?.type === 'RunEnded' && TERMINAL_STATUSES.has((last.data as { status: RunStatus }).status);
   }
 
   private async streamEvents(runId: string, stream: string, from: number, req: Request, res: Response): Promise<void> {
@@ -129,6 +140,8 @@ export class RunsController {
         if (page.length < 1000) break;
         next = page[page.length - 1].revision + 1;
       }
+      // Resumed at or past the end of an ended run (an EventSource reconnecting after the last id).
+      ended ||= await this.endedBefore(stream, from);
       if (position === 0 && from > 0) {
         const [prev] = await this.store.readStream(stream, { fromRevision: from - 1, maxCount: 1 });
         position = prev?.position ?? 0;

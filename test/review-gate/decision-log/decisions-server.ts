@@ -1,12 +1,12 @@
-import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { readReply, spawnHttpServer } from '../../support/http-server-child';
+import { runCliInProcess } from '../../support/in-process-cli';
 
 /**
  * The real app (dist/, built by jest's globalSetup) in a child process, over real HTTP, on SQLite
  * or PostgreSQL as its environment says — like test/support/e2e-app.ts, which is SQLite-only.
  * NestJS 12 is ESM-only and jest's CommonJS runtime cannot load it, so the app never runs in the
- * test process; the CLI is spawned the same way.
+ * test process; the CLI runs in-process (test/support/in-process-cli.ts).
  */
 
 const ROOT = resolve(__dirname, '..', '..', '..');
@@ -81,22 +81,7 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs `triad <args>` (dist/cli/main.js) to its end. */
+/** Runs `triad <args>` (dist/cli/main.js) to its end, in-process (test/support/in-process-cli.ts). */
 export function runCli(args: string[], env: Record<string, string>, timeoutMs = 60_000): Promise<CliResult> {
-  return new Promise((resolveRun, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout!.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-    child.stderr!.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`triad ${args.join(' ')} did not finish within ${timeoutMs} ms\n${stderr}`));
-    }, timeoutMs);
-    child.once('error', reject);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolveRun({ code, stdout, stderr });
-    });
-  });
+  return runCliInProcess(args, childEnv(env), { timeoutMs });
 }

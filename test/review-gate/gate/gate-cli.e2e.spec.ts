@@ -7,7 +7,8 @@ import type { RunSummary } from '../../../src/team/run-summary';
 import { tempDir } from '../../support/temp-dir';
 import { CLI, freePort, httpRequest, lastJson, runCli, sleep, triadEnv } from './gate-support';
 
-// The review gate and API keys through the compiled CLI (`node dist/cli/main.js`), as an operator
+// The review gate and API keys through the compiled CLI (dist/cli/main.js, run in-process; `triad
+// serve` runs in a process of its own, stopped with SIGTERM as an operator does), as an operator
 // uses them. Exit codes: 0 ok, 2 bad input, 3 not found, 4 conflict, 5 forbidden (self-review).
 
 jest.setTimeout(180_000);

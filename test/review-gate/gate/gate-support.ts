@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
@@ -12,6 +11,7 @@ import { launchRun, type LaunchRunInput } from '../../../src/team/launch';
 import { OFFLINE_MODEL_ID } from '../../../src/team/models/offline.model';
 import { readReply, spawnHttpServer } from '../../support/http-server-child';
 import { PG_URL } from '../../support/pg';
+import { runCliInProcess, type CliResult } from '../../support/in-process-cli';
 
 /**
  * Support for the review gate's e2e tests: the real app (`createHttpApp`, as `triad serve` builds
@@ -169,31 +169,13 @@ export const decisionsIn = (events: RecordedEvent[]) => events.filter((e) => e.t
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 // ---------------------------------------------------------------------------------------------
-// The compiled CLI
+// The compiled CLI, run in-process
 
-export interface CliResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+export type { CliResult };
 
+/** `triad <args>` in-process (test/support/in-process-cli.ts), with the environment of a triad process. */
 export function runCli(args: string[], env: Record<string, string | undefined>, timeoutMs = 60_000): Promise<CliResult> {
-  return new Promise((resolveRun, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: triadEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`triad ${args.join(' ')} did not finish in ${timeoutMs} ms\n${stderr}`));
-    }, timeoutMs);
-    child.once('error', reject);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      resolveRun({ code, stdout, stderr });
-    });
-  });
+  return runCliInProcess(args, triadEnv(env), { timeoutMs });
 }
 
 /** The last JSON line a `--json` command printed. */

@@ -1,10 +1,9 @@
-import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { startFakeMessagesApi, toolUseStep, type FakeMessagesApi } from '../../support/fake-messages-api';
+import { runCliInProcess } from '../../support/in-process-cli';
 import { tempDir } from '../../support/temp-dir';
-import { appEnv, CLI, startApp, waitForRun, type AppServer, type Loose } from './approvals-app';
+import { appEnv, startApp, waitForRun, type AppServer, type Loose } from './approvals-app';
 
 // Tool approvals over real HTTP: the app in a child process, its runs driven by the real SDK
 // against the fake Messages API. run_command (risk high) waits at the gate by default.
@@ -137,13 +136,13 @@ describe('tool approvals over HTTP', () => {
   it('the CLI lists and approves; it drives the run on until it waits for the review', async () => {
     const { runId, approvalId } = await launchCommandRun('echo cli > cli.txt');
     const env = appEnv(dataDir(), api.url, API_KEY);
-    const run = promisify(execFile);
-    const listed = await run(process.execPath, [CLI, 'approvals', 'list', '--json'], { env });
+    const listed = await runCliInProcess(['approvals', 'list', '--json'], env);
     expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({ approvalId, runId, tool: 'run_command' })]);
-    const self = await run(process.execPath, [CLI, 'approvals', 'approve', approvalId, '--as', 'ann'], { env }).catch((e: { code: number; stderr: string }) => e);
-    expect((self as { code: number }).code).toBe(5);
+    const self = await runCliInProcess(['approvals', 'approve', approvalId, '--as', 'ann'], env);
+    expect(self.code).toBe(5);
     // The server drives the run once decided (its supervisor starts it); the CLI waits with it.
-    const approved = await run(process.execPath, [CLI, 'approvals', 'approve', approvalId, '--as', 'bob', '--reason', 'ok', '--json'], { env });
+    const approved = await runCliInProcess(['approvals', 'approve', approvalId, '--as', 'bob', '--reason', 'ok', '--json'], env);
+    expect(approved.code).toBe(0);
     expect(JSON.parse(approved.stdout)).toMatchObject({ approvalId, runId, outcome: 'approved' });
     await waitForRun(server, runId, (r) => r.status === 'awaiting_review');
     expect(readFileSync(join(dataDir(), 'workspaces', runId, 'cli.txt'), 'utf8')).toBe('cli\n');

@@ -1,0 +1,139 @@
+import { join } from 'node:path';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { SqliteEventStore } from '../../src/events/sqlite.event-store';
+import type { RunSummary } from '../../src/team/run-summary';
+import { runCliInProcess, stopInProcessCli, type CliResult } from '../support/in-process-cli';
+import { tempDir } from '../support/temp-dir';
+
+// The CLI as a tool: exit codes, one-line errors, what goes to stdout and stderr, and a run whose
+// reader went away. The compiled program runs in-process (test/support/in-process-cli.ts) against a
+// real SQLite store and the offline model.
+
+jest.setTimeout(120_000);
+
+const dir = tempDir('triad-cli-');
+const dataDir = join(dir.path, 'data');
+const ONE_ITERATION = ['Write the letter A', '--criteria', 'file a.txt contains "A"'];
+
+function env(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
+  const base: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('TRIAD_') && !k.startsWith('ANTHROPIC_')) base[k] = v;
+  const out: NodeJS.ProcessEnv = { ...base, TRIAD_DATA_DIR: dataDir, TRIAD_STORE: 'sqlite', TRIAD_MODEL: 'offline', TRIAD_USER: 'ann' };
+  for (const [k, v] of Object.entries(extra)) {
+    if (v === undefined) delete out[k];
+    else out[k] = v;
+  }
+  return out;
+}
+
+const triad = (args: string[], extra: Record<string, string | undefined> = {}, stdoutCloseAfterLines?: number) =>
+  runCliInProcess(args, env(extra), { stdoutCloseAfterLines });
+
+/** One line on stderr, no stack trace, no colour. */
+function expectOneLineError(r: CliResult, code: number, pattern: RegExp): void {
+  expect({ code: r.code, stdout: r.stdout }).toEqual({ code, stdout: '' });
+  expect(r.stderr).toMatch(/^triad: [^\n]+\n$/);
+  expect(r.stderr).toMatch(pattern);
+  expect(r.stderr).not.toMatch(/\u001b\[|\n\s+at /);
+}
+
+async function show(runId: string): Promise<RunSummary> {
+  const r = await triad(['runs', 'show', runId, '--json']);
+  expect(r.code).toBe(0);
+  return JSON.parse(r.stdout) as RunSummary;
+}
+
+afterAll(async () => {
+  await stopInProcessCli();
+  dir.remove();
+});
+
+describe('usage', () => {
+  it('an unknown subcommand exits 2 with one line and runs nothing (not the group default)', async () => {
+    for (const args of [['runs', 'cancle', 'run_x'], ['review', 'aprove', 'rev_x', '--reason', 'ok'], ['decisions', 'verfy'], ['approvals', 'aprove', 'x'], ['keys', 'ad', 'x'], ['nope']]) {
+      const r = await triad(args);
+      expectOneLineError(r, 2, /unknown command/);
+    }
+    const r = await triad(['runs', 'cancle', 'run_x']);
+    expect(r.stderr).toBe("triad: unknown command 'triad runs cancle' (one of: list, show, wait, cancel)\n");
+    // The defaults still answer when named or implied.
+    expect((await triad(['runs', '--json'])).stdout).toBe('[]\n');
+    expect((await triad(['runs', 'list', '--json'])).stdout).toBe('[]\n');
+  });
+
+  it('--version prints the package version', async () => {
+    const { version } = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string };
+    expect(await triad(['--version'])).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
+  });
+});
+
+describe('configuration and store errors', () => {
+  it('a configuration error exits 2 with `triad: <message>`', async () => {
+    expectOneLineError(await triad(['runs', 'list'], { TRIAD_STORE: 'bogus' }), 2, /TRIAD_STORE must be sqlite, postgres or esdb, got 'bogus'/);
+    expectOneLineError(await triad(['runs', 'list', '--json'], { TRIAD_STORE: 'postgres', TRIAD_PG_URL: undefined }), 2, /TRIAD_STORE=postgres needs TRIAD_PG_URL/);
+    expectOneLineError(await triad(['review', 'list'], { TRIAD_PORT: 'eighty' }), 2, /TRIAD_PORT must be a port number/);
+  });
+
+  it('a store that cannot be opened or reached exits 1 with one line', async () => {
+    const notADir = join(dir.path, 'a-file');
+    writeFileSync(notADir, 'x');
+    expectOneLineError(await triad(['runs', 'list'], { TRIAD_DATA_DIR: join(notADir, 'data') }), 1, /^triad: cannot open the sqlite store: ENOTDIR/);
+    // Nothing listens on port 1.
+    expectOneLineError(
+      await triad(['runs', 'list', '--json'], { TRIAD_STORE: 'postgres', TRIAD_PG_URL: 'postgres://postgres@127.0.0.1:1/test' }),
+      1,
+      /^triad: cannot open the postgres store: .*ECONNREFUSED/,
+    );
+  });
+});
+
+describe('logs', () => {
+  // A store of its own: a stored key with a malformed hash, which every app start warns about.
+  const logs = { TRIAD_DATA_DIR: join(dir.path, 'logs-data') };
+  beforeAll(async () => {
+    const store = new SqliteEventStore({ file: join(logs.TRIAD_DATA_DIR, 'triad.db') });
+    await store.append('apikeys', [{ type: 'ApiKeyAdded', data: { name: 'broken', roles: ['operator'], secretHash: 'abcd', addedBy: 'user:ann', at: new Date().toISOString() } }], { expectedRevision: 'any' });
+    await store.close();
+  });
+
+  it('go to stderr, uncoloured when stderr is not a terminal', async () => {
+    const r = await triad(['keys', 'list'], logs);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^broken {2}operator {2}added by user:ann at \S+\n$/);
+    expect(r.stderr).toMatch(/^triad WARN \[StoredApiKeys\] stored API key 'broken' \(revision 0\) has no valid sha256 hash; ignored\n$/);
+  });
+
+  it('never reach --json output, which is exactly the JSON', async () => {
+    const r = await triad(['keys', 'list', '--json'], logs);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual([expect.objectContaining({ name: 'broken', roles: ['operator'] })]);
+    expect(r.stdout.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toBe('');
+  });
+});
+
+describe('runs wait and a closed stdout', () => {
+  let runId: string;
+
+  it('`run --follow` whose reader goes away: exit 141, quietly, and the run is suspended, then resumes', async () => {
+    const r = await triad(['run', ...ONE_ITERATION, '--follow'], {}, 2);
+    expect(r.code).toBe(141);
+    expect(r.stderr).not.toMatch(/triad: |Error/);
+    runId = /^run (run_\S+) accepted/.exec(r.stdout)![1];
+    // Recorded through the shutdown path: suspended, not left in a working phase with no driver.
+    expect((await show(runId)).status).toBe('suspended');
+
+    const resumed = await triad(['resume', runId, '--json']);
+    expect(resumed.code).toBe(0);
+    expect(JSON.parse(resumed.stdout.trim().split('\n').pop()!)).toMatchObject({ runId, status: 'awaiting_review' });
+  });
+
+  it('`runs wait` on a run waiting for a human: exit 0 at once with the status, not at its timeout', async () => {
+    // A timeout beyond the test's own: only an answer at once passes.
+    const human = await triad(['runs', 'wait', runId, '--timeout-ms', '3600000']);
+    expect(human).toEqual({ code: 0, stdout: `waiting: run ${runId} is awaiting_review\n`, stderr: '' });
+    const json = await triad(['runs', 'wait', runId, '--timeout-ms', '3600000', '--json']);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toEqual({ status: 'waiting', runStatus: 'awaiting_review', startedAt: expect.any(String), endedAt: null });
+  });
+});

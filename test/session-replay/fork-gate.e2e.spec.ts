@@ -1,0 +1,101 @@
+import type { RecordedEvent } from '../../src/events/event-store.port';
+import type { RunSummary } from '../../src/team/run-summary';
+import { startE2eApp, type E2eApp } from '../support/e2e-app';
+import { runCliInProcess, stopInProcessCli } from '../support/in-process-cli';
+
+// A fork at any turn, the last included, is a run that can go on: the parent's review (or tool
+// approval) is not inherited, so the fork reaches the gate again and opens a review of its own.
+// Over HTTP and through the CLI, against the real app (SQLite, offline model).
+
+jest.setTimeout(120_000);
+
+let e2e: E2eApp;
+
+beforeAll(async () => {
+  e2e = await startE2eApp();
+});
+afterAll(async () => {
+  await stopInProcessCli();
+  await e2e?.close();
+});
+
+const launchBody = { goal: 'Write the letter A', acceptanceCriteria: ['file a.txt contains "A"'] };
+
+async function runUntil(runId: string, check: (run: RunSummary) => boolean, what: string, withinMs = 30_000): Promise<RunSummary> {
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    const res = await e2e.request<RunSummary>('GET', `/v1/runs/${runId}`);
+    if (res.status === 200 && check(res.body)) return res.body;
+    if (Date.now() > deadline) throw new Error(`run ${runId} did not reach ${what}: ${res.status} ${res.text}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** A run at its human gate, and how many model turns it took. */
+async function runAtGate(): Promise<{ runId: string; turns: number; reviewId: string }> {
+  const launched = await e2e.request<{ runId: string }>('POST', '/v1/runs', { body: launchBody });
+  expect(launched.status).toBe(202);
+  const runId = launched.body.runId;
+  const run = await runUntil(runId, (r) => r.status === 'awaiting_review', 'awaiting_review');
+  const events = (await e2e.request<{ events: RecordedEvent[] }>('GET', `/v1/runs/${runId}/events`)).body.events;
+  return { runId, turns: events.filter((e) => e.type === 'ModelCallCompleted').length, reviewId: run.pendingReview!.reviewId };
+}
+
+async function runCount(): Promise<number> {
+  return (await e2e.request<{ runs: RunSummary[] }>('GET', '/v1/runs?limit=1000')).body.runs.length;
+}
+
+/** The fork reaches a review of its own, which a reviewer decides: it completes. */
+async function expectOwnReviewThatCompletes(forkId: string, parentReviewId: string): Promise<void> {
+  const fork = await runUntil(forkId, (r) => r.status === 'awaiting_review' && r.pendingReview !== undefined, 'a review of its own');
+  expect(fork.pendingReview!.reviewId).toBe(`rev_${forkId}_1`);
+  expect(fork.pendingReview!.reviewId).not.toBe(parentReviewId);
+  const pending = (await e2e.request<{ reviews: Array<{ reviewId: string }> }>('GET', '/v1/reviews', { as: 'reviewer' })).body.reviews.map((r) => r.reviewId);
+  expect(pending).toContain(fork.pendingReview!.reviewId);
+  const approved = await e2e.request('POST', `/v1/reviews/${fork.pendingReview!.reviewId}/approve`, { as: 'reviewer', body: { reason: 'the fork did it' } });
+  expect(approved.status).toBe(200);
+  await runUntil(forkId, (r) => r.status === 'completed', 'completed');
+}
+
+describe('fork at the last turn', () => {
+  it('over HTTP, of a run waiting at its review: the fork opens and completes a review of its own; the parent still waits on its own', async () => {
+    const parent = await runAtGate();
+    const res = await e2e.request<{ runId: string; forkedFrom: { turn: number } }>('POST', `/v1/runs/${parent.runId}/fork`, { body: { turn: parent.turns } });
+    expect(res.status).toBe(202);
+    expect(res.body.forkedFrom.turn).toBe(parent.turns);
+    await expectOwnReviewThatCompletes(res.body.runId, parent.reviewId);
+    expect((await runUntil(parent.runId, () => true, 'read')).pendingReview?.reviewId).toBe(parent.reviewId);
+  });
+
+  it('over HTTP, of a run whose review was decided (completed): the fork still goes on to a review of its own', async () => {
+    const parent = await runAtGate();
+    expect((await e2e.request('POST', `/v1/reviews/${parent.reviewId}/approve`, { as: 'reviewer', body: { reason: 'fine' } })).status).toBe(200);
+    await runUntil(parent.runId, (r) => r.status === 'completed', 'completed');
+    const res = await e2e.request<{ runId: string }>('POST', `/v1/runs/${parent.runId}/fork`, { body: { turn: parent.turns } });
+    expect(res.status).toBe(202);
+    await expectOwnReviewThatCompletes(res.body.runId, parent.reviewId);
+  });
+
+  it('with the CLI: `triad fork --turn <last>` drives the fork to a review of its own, exit 0', async () => {
+    const parent = await runAtGate();
+    const env: NodeJS.ProcessEnv = { ...process.env, TRIAD_DATA_DIR: e2e.dataDir, TRIAD_STORE: 'sqlite', TRIAD_MODEL: 'offline', TRIAD_USER: 'ops', ANTHROPIC_API_KEY: '' };
+    const r = await runCliInProcess(['fork', parent.runId, '--turn', String(parent.turns), '--json'], env);
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.stdout) as { runId: string; run: RunSummary };
+    expect(out.run).toMatchObject({ runId: out.runId, status: 'awaiting_review', pendingReview: { reviewId: `rev_${out.runId}_1` } });
+    await expectOwnReviewThatCompletes(out.runId, parent.reviewId);
+  });
+});
+
+describe('fork input', () => {
+  it('turn must be a JSON integer: true, "3", 1.5 and a missing turn are 400 and fork nothing', async () => {
+    const parent = await runAtGate();
+    const before = await runCount();
+    for (const body of [{ turn: true }, { turn: '3' }, { turn: 1.5 }, { turn: -1 }, {}, { turn: null }]) {
+      const res = await e2e.request<{ statusCode: number; message: unknown }>('POST', `/v1/runs/${parent.runId}/fork`, { body });
+      expect({ body, status: res.status }).toEqual({ body, status: 400 });
+      expect(res.body.statusCode).toBe(400);
+    }
+    expect(await runCount()).toBe(before);
+  });
+});
