@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { mkdirSync, realpathSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { classifyStoreError } from './errors';
 import {
   DEFAULT_MAX_EVENT_BYTES,
   type AppendOptions,
@@ -256,8 +257,10 @@ export class SqliteEventStore implements EventStore {
     try {
       this.batchTx.immediate(batch, outcomes);
     } catch (err) {
-      // The commit itself failed (disk full, I/O error): nothing of the batch was written.
-      for (const item of batch) item.reject(err);
+      // The commit itself failed (disk full, I/O error, the file locked by another writer past
+      // busy_timeout): nothing of the batch was written. A busy file is StoreUnavailableError.
+      const error = classifyStoreError(err);
+      for (const item of batch) item.reject(error);
       return;
     }
     // A conflict wrote nothing: it is answered at once. Everything else (fresh appends, and

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { EVENT_STORE, type EventStore } from '../events/event-store.port';
-import { WrongExpectedRevisionError } from '../events/errors';
+import { isStoreUnavailable, WrongExpectedRevisionError } from '../events/errors';
+import { OutageBackoff } from '../events/store-retry';
 import { CLOCK } from '../shared/system';
 import { TERMINAL_STATUSES, toRunStreamId } from './domain/run-events';
 import type { Clock } from './run-driver';
@@ -19,6 +20,7 @@ export class RecoveryService implements OnApplicationShutdown {
   private readonly logger = new Logger(RecoveryService.name);
   private timer?: NodeJS.Timeout;
   private scanning = false;
+  private readonly outage = new OutageBackoff();
 
   constructor(
     private readonly runs: RunsProjection,
@@ -39,7 +41,8 @@ export class RecoveryService implements OnApplicationShutdown {
 
   /** One pass; returns the runs this process started driving. */
   async scan(): Promise<string[]> {
-    if (this.scanning) return [];
+    // While the store does not answer, scans back off rather than fail at every interval.
+    if (this.scanning || this.outage.waiting) return [];
     this.scanning = true;
     const started: string[] = [];
     try {
@@ -52,8 +55,10 @@ export class RecoveryService implements OnApplicationShutdown {
         started.push(run.runId);
       }
       if (started.length > 0) this.logger.log(`recovery: driving ${started.length} run(s): ${started.join(', ')}`);
+      if (this.outage.succeeded()) this.logger.log('recovery scans succeed again');
     } catch (err) {
-      this.logger.error(`recovery scan failed: ${(err as Error).message}`);
+      if (!isStoreUnavailable(err)) this.logger.error(`recovery scan failed: ${(err as Error).message}`);
+      else if (this.outage.failed()) this.logger.warn('recovery paused: the event store is not reachable');
     } finally {
       this.scanning = false;
     }
