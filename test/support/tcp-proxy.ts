@@ -7,19 +7,18 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
  * network failure between triad and PostgreSQL — the server itself keeps running.
  */
 export class TcpProxy {
-  private cutting = false;
-
   private constructor(
     private readonly server: Server,
     readonly port: number,
     private readonly sockets: Set<Socket>,
+    private readonly line: { cut: boolean },
   ) {}
 
   static async start(target: { host: string; port: number }): Promise<TcpProxy> {
     const sockets = new Set<Socket>();
-    let proxy: TcpProxy | undefined;
+    const line = { cut: false };
     const server = createServer((client) => {
-      if (!proxy || proxy.cutting) {
+      if (line.cut) {
         client.resetAndDestroy();
         return;
       }
@@ -40,18 +39,17 @@ export class TcpProxy {
     });
     const address = server.address();
     if (!address || typeof address === 'string') throw new Error('the proxy has no port');
-    proxy = new TcpProxy(server, address.port, sockets);
-    return proxy;
+    return new TcpProxy(server, address.port, sockets, line);
   }
 
   /** Resets every open connection and every new one until `restore()`. */
   cut(): void {
-    this.cutting = true;
+    this.line.cut = true;
     for (const s of this.sockets) s.resetAndDestroy();
   }
 
   restore(): void {
-    this.cutting = false;
+    this.line.cut = false;
   }
 
   get openConnections(): number {
