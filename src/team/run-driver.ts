@@ -183,6 +183,10 @@ export class RunDriver {
     if (!this.state.launched) throw new Error(`run ${this.runId} does not exist`);
     // Stopped while waiting for its turn (cancel, shutdown, lost lease): no claim.
     if (this.abort.signal.aborted) return this.state;
+    // Nothing to do (the run waits for a human, or has ended: another process may have got here
+    // first, on a read model behind the store): no claim, so the run does not change hands.
+    const first = nextAction(this.state, this.deps.clock.now()).kind;
+    if (first === 'none' || first === 'waitForReview' || first === 'waitForApproval') return this.state;
     if (!(await this.untilStoreAnswers(async () => (await this.claim(), true)))) return this.state;
     let outage = 0;
     while (!this.abort.signal.aborted) {
