@@ -45,15 +45,17 @@ export class RecoveryService implements OnApplicationShutdown {
     if (this.scanning || this.outage.waiting) return [];
     this.scanning = true;
     const started: string[] = [];
+    const candidates: Array<Promise<unknown>> = [];
     try {
       await this.runs.catchUp();
       for (const run of this.runs.list()) {
         // Runs waiting for a human are started again by the decision, not by recovery.
         if (TERMINAL_STATUSES.has(run.status) || run.status === 'awaiting_review' || run.status === 'awaiting_approval' || this.supervisor.isDriving(run.runId)) continue;
         if (run.status === 'suspended' && !(await this.resumeSuspended(run.runId, run.revision))) continue;
-        void this.supervisor.start(run.runId);
-        started.push(run.runId);
+        candidates.push(this.supervisor.startIfLeased(run.runId).then((leased) => leased && started.push(run.runId)));
       }
+      // Only the runs whose lease this process took: the others are driven by a live process.
+      await Promise.all(candidates);
       if (started.length > 0) this.logger.log(`recovery: driving ${started.length} run(s): ${started.join(', ')}`);
       if (this.outage.succeeded()) this.logger.log('recovery scans succeed again');
     } catch (err) {

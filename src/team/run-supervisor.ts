@@ -31,6 +31,8 @@ export interface SupervisorOptions {
 interface ActiveRun {
   driver: RunDriver;
   done: Promise<RunState | undefined>;
+  /** Whether this process took the run's lease (resolves before the driver starts). */
+  leased: Promise<boolean>;
 }
 
 /**
@@ -115,10 +117,13 @@ export class RunSupervisor implements OnApplicationShutdown {
       logger: this.logger,
       fairShare: processFairShare,
     });
+    let leaseTaken: (taken: boolean) => void = () => undefined;
+    const leasedPromise = new Promise<boolean>((resolve) => (leaseTaken = resolve));
     const done = (async () => {
       let leased = false;
       try {
         leased = await this.leases.tryAcquire(runId, this.owner, this.options.leaseTtlMs, this.clock.now());
+        leaseTaken(leased);
         if (!leased) return undefined;
         this.heartbeat.add(runId);
         await this.prepareWorkspace(runId);
@@ -129,13 +134,20 @@ export class RunSupervisor implements OnApplicationShutdown {
         else this.logger.error(`run ${runId}: the driver stopped on an error: ${(err as Error).message}`);
         return undefined;
       } finally {
+        leaseTaken(leased);
         this.drivers.delete(runId);
         this.heartbeat.delete(runId);
         if (leased && !this.shuttingDown) await this.leases.release(runId, this.owner).catch(() => undefined);
       }
     })();
-    this.drivers.set(runId, { driver, done });
+    this.drivers.set(runId, { driver, done, leased: leasedPromise });
     return done;
+  }
+
+  /** Starts the run like `start`; resolves once the lease is decided: true when this process drives it. */
+  startIfLeased(runId: string): Promise<boolean> {
+    void this.start(runId);
+    return this.drivers.get(runId)?.leased ?? Promise.resolve(false);
   }
 
   /** Stops the local driver of a run (cancel); resolves when it has stopped. */
