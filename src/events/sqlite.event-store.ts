@@ -89,6 +89,8 @@ export interface SqliteStoreOptions extends StoreOptions {
    * thread. Default true.
    */
   readAhead?: boolean;
+  /** How long a write waits for another connection's lock before failing as unavailable (default 10 s). */
+  busyTimeoutMs?: number;
 }
 
 /** A page from the read-ahead thread, or undefined when its text is not that page's rows (read it here). */
@@ -142,7 +144,7 @@ export class SqliteEventStore implements EventStore {
     }
     // No fsync inside a commit: WalSync makes commits durable before they are acknowledged.
     this.db.pragma('synchronous = NORMAL');
-    this.db.pragma('busy_timeout = 10000');
+    this.db.pragma(`busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 10_000))}`);
     this.db.pragma('foreign_keys = ON');
     this.migrate();
     // SQLite names the WAL after the database's resolved path (symlinks followed); opened now, so a
