@@ -6,6 +6,9 @@ import { HEALTH_REGISTRY, type HealthRegistry } from '../shared/health';
 import { TERMINAL_STATUSES, type RunStatus } from './domain/run-events';
 import { applyToSummary, runIdOfStream, type RunSummary, type RunSummaryState } from './run-summary';
 
+/** The name this projection reports its health under. */
+const PROJECTION = 'runs';
+
 /**
  * Keeps the runs read model from a catch-up subscription to the store, so it sees runs written by
  * any process. It is rebuilt from the start at each boot (it lives in memory), and queries wait
@@ -13,8 +16,6 @@ import { applyToSummary, runIdOfStream, type RunSummary, type RunSummaryState } 
  * again after a backoff from the last event it folded (never folding an event twice); meanwhile
  * queries fail with the reason and `/health` reports it.
  */
-const PROJECTION = 'runs';
-
 @Injectable()
 export class RunsProjection implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(RunsProjection.name);
