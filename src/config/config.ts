@@ -35,6 +35,8 @@ export interface TriadConfig {
   reviewTimerIntervalMs: number;
   /** A checkpoint every N model turns (and at every phase boundary). */
   checkpointEveryTurns: number;
+  /** A wait per offline model call, for demos and load tests (0: none). */
+  offlineLatencyMs: number;
 }
 
 export class ConfigError extends Error {
@@ -75,6 +77,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): TriadConfig {
     recoveryIntervalMs: intEnv(env, 'TRIAD_RECOVERY_INTERVAL_MS', 5_000, 0),
     reviewTimerIntervalMs: intEnv(env, 'TRIAD_REVIEW_TIMER_MS', 1_000, 0),
     checkpointEveryTurns: intEnv(env, 'TRIAD_CHECKPOINT_EVERY_TURNS', 100, 1),
+    offlineLatencyMs: intEnv(env, 'TRIAD_OFFLINE_LATENCY_MS', 0, 0),
   };
 }
 

@@ -39,3 +39,56 @@ export class EventIdConflictError extends Error {
     super(`event id '${eventId}' was already used: ${detail}`);
   }
 }
+
+/**
+ * The store did not answer: a dropped, refused or timed-out connection, a server shutting down,
+ * a database file locked by another writer. Nothing is known about an append that failed so
+ * (it may have committed): re-read, or re-append the same event ids, which is idempotent. The
+ * message is generic on purpose; the driver's message stays in `detail` for logs.
+ */
+export class StoreUnavailableError extends Error {
+  override readonly name = 'StoreUnavailableError';
+  constructor(
+    readonly detail: string,
+    options?: { cause?: unknown },
+  ) {
+    super('the event store is not reachable', options);
+  }
+}
+
+// PostgreSQL SQLSTATE classes and codes that mean "the server or the connection", not the request:
+// 08 connection exception, 53 insufficient resources, 57P01-57P03 shutdown / cannot connect now.
+const PG_UNAVAILABLE_CLASSES = ['08', '53'];
+const PG_UNAVAILABLE_CODES = new Set(['57P01', '57P02', '57P03']);
+const NET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+const SQLITE_BUSY_CODES = new Set(['SQLITE_BUSY', 'SQLITE_BUSY_SNAPSHOT', 'SQLITE_BUSY_RECOVERY', 'SQLITE_BUSY_TIMEOUT', 'SQLITE_LOCKED']);
+// node-postgres reports a lost or slow connection with these messages and no code.
+const PG_CONNECTION_MESSAGES = [
+  'Connection terminated',
+  'timeout exceeded when trying to connect',
+  'Query read timeout',
+  'Client has encountered a connection error',
+  'Client was closed and is not queryable',
+  'timeout expired',
+];
+
+/** True for a failure of the store itself (see StoreUnavailableError), false for a failure of the request. */
+export function isStoreUnavailable(err: unknown): boolean {
+  if (err instanceof StoreUnavailableError) return true;
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string') {
+    if (NET_CODES.has(code) || SQLITE_BUSY_CODES.has(code) || PG_UNAVAILABLE_CODES.has(code)) return true;
+    if (/^[0-9A-Z]{5}$/.test(code) && PG_UNAVAILABLE_CLASSES.includes(code.slice(0, 2))) return true;
+  }
+  if (PG_CONNECTION_MESSAGES.some((m) => err.message.startsWith(m))) return true;
+  const cause = (err as { cause?: unknown }).cause;
+  return cause !== undefined && cause !== err && isStoreUnavailable(cause);
+}
+
+/** The error to throw for a store failure: StoreUnavailableError when it is one, the error itself otherwise. */
+export function classifyStoreError(err: unknown): unknown {
+  if (err instanceof StoreUnavailableError || !isStoreUnavailable(err)) return err;
+  const e = err as Error & { code?: string };
+  return new StoreUnavailableError(e.code ? `${e.code}: ${e.message}` : e.message, { cause: err });
+}

@@ -3,17 +3,19 @@ import { TRIAD_CONFIG } from '../config/config.module';
 import type { TriadConfig } from '../config/config';
 import { createEventStore } from './event-store.factory';
 import { EVENT_STORE, type EventStore } from './event-store.port';
+import { HEALTH_REGISTRY, HealthRegistry } from '../shared/health';
 
 @Global()
 @Module({
   providers: [
+    { provide: HEALTH_REGISTRY, useFactory: () => new HealthRegistry() },
     {
       provide: EVENT_STORE,
-      inject: [TRIAD_CONFIG],
-      useFactory: (config: TriadConfig): Promise<EventStore> => createEventStore(config, { pgSchema: config.pgSchema }),
+      inject: [TRIAD_CONFIG, HEALTH_REGISTRY],
+      useFactory: (config: TriadConfig, health: HealthRegistry): Promise<EventStore> => createEventStore(config, { pgSchema: config.pgSchema, health }),
     },
   ],
-  exports: [EVENT_STORE],
+  exports: [EVENT_STORE, HEALTH_REGISTRY],
 })
 export class EventsModule implements OnApplicationShutdown {
   constructor(@Inject(EVENT_STORE) private readonly store: EventStore) {}

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { applyPgMigrations, quoteIdent } from '../shared/postgres-tables';
-import { Client, Pool, type PoolClient, type QueryConfig } from 'pg';
-import { WrongExpectedRevisionError } from './errors';
+import { Client, Pool, type PoolClient, type QueryConfig, type QueryResultRow } from 'pg';
+import type { StoreHealthSink } from '../shared/health';
+import { classifyStoreError, StoreUnavailableError, WrongExpectedRevisionError } from './errors';
 import {
   DEFAULT_MAX_EVENT_BYTES,
   type AppendOptions,
@@ -132,6 +133,10 @@ export interface PostgresStoreOptions extends StoreOptions {
   schema?: string;
   /** Connections in the pool used for appends and reads (default 10); LISTEN uses one more. */
   poolSize?: number;
+  /** Told of every query that could not reach the server, and of every one that could. */
+  health?: StoreHealthSink;
+  /** A query (or the wait for a pooled connection) that takes longer fails as unavailable (default 30 s). */
+  queryTimeoutMs?: number;
 }
 
 const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
@@ -139,6 +144,8 @@ const EXPECTED_CODE: Record<Exclude<ExpectedRevision, number>, number> = { any: 
 const UNIQUE_VIOLATION = '23505';
 /** Listener reconnect delay after its connection drops; subscriptions keep polling meanwhile. */
 const LISTENER_RETRY_MS = 1000;
+/** Client-side bound on one query: a server that stops answering must not stall its callers forever. */
+const DEFAULT_QUERY_TIMEOUT_MS = 30_000;
 const ROW_COLUMNS = 'id, stream_id, revision, position, type, data, metadata, recorded_at';
 
 interface AppendRow {
@@ -198,9 +205,16 @@ export class PostgresEventStore implements EventStore {
     if (!SCHEMA_NAME.test(schema)) throw new Error(`invalid PostgreSQL schema name '${schema}'`);
     // pg_notify channel names are limited to 63 bytes, so derive a short one from the schema.
     const channel = `triad_events_${createHash('sha256').update(schema).digest('hex').slice(0, 16)}`;
-    const pool = new Pool({ connectionString: options.url, max: options.poolSize ?? 10, connectionTimeoutMillis: 10_000 });
-    // An idle client losing its connection must not crash the process; the next query reconnects.
-    pool.on('error', () => undefined);
+    const pool = new Pool({
+      connectionString: options.url,
+      max: options.poolSize ?? 10,
+      connectionTimeoutMillis: 10_000,
+      query_timeout: options.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS,
+      keepAlive: true,
+    });
+    // An idle client losing its connection must not crash the process; the pool drops it and the
+    // next query opens a new one.
+    pool.on('error', (err) => options.health?.storeFailed((err as Error).message));
     const store = new PostgresEventStore(pool, options, schema, channel);
     try {
       await store.migrate();
@@ -286,14 +300,14 @@ export class PostgresEventStore implements EventStore {
         if (isUniqueViolation(err, 'events_stream_revision_key')) {
           throw new WrongExpectedRevisionError(streamId, expected, await this.streamRevision(streamId));
         }
-        throw err;
+        throw classifyStoreError(err);
       }
     }
   }
 
   /** Unnamed statement: planned with the actual ids every time, so it uses the id index on any table size. */
   private async storedIdentities(prepared: PreparedEvent[]): Promise<StoredIdentity[]> {
-    const { rows } = await this.pool.query<{ id: string; stream_id: string; revision: string; position: string; content_hash: string }>(
+    const { rows } = await this.query<{ id: string; stream_id: string; revision: string; position: string; content_hash: string }>(
       `SELECT id, stream_id, revision, position, content_hash FROM ${this.sql.events} WHERE id = ANY ($1::text[])`,
       [prepared.map((e) => e.id)],
     );
@@ -307,7 +321,7 @@ export class PostgresEventStore implements EventStore {
   }
 
   private async appendOnce(streamId: string, expected: ExpectedRevision, prepared: PreparedEvent[]): Promise<AppendResult> {
-    const { rows } = await this.pool.query<AppendRow>(
+    const { rows } = await this.query<AppendRow>(
       this.named('triad_append', this.sql.append, [
         streamId,
         typeof expected === 'number' ? expected : EXPECTED_CODE[expected],
@@ -345,7 +359,7 @@ export class PostgresEventStore implements EventStore {
     if (w.maxCount === 0) return [];
     const forwards = w.direction === 'forwards';
     const limit = w.maxCount >= Number.MAX_SAFE_INTEGER ? null : w.maxCount;
-    const { rows } = await this.pool.query<StoredRow>(forwards ? this.sql.forwards : this.sql.backwards, [streamId, w.from, limit]);
+    const { rows } = await this.query<StoredRow>(forwards ? this.sql.forwards : this.sql.backwards, [streamId, w.from, limit]);
     return rows.map((r) => decodeRow(r, this.options.upcasters));
   }
 
@@ -354,18 +368,18 @@ export class PostgresEventStore implements EventStore {
   }
 
   async streamRevision(streamId: string): Promise<number | null> {
-    const { rows } = await this.pool.query<{ revision: string | null }>(this.named('triad_head', this.sql.head, [streamId]));
+    const { rows } = await this.query<{ revision: string | null }>(this.named('triad_head', this.sql.head, [streamId]));
     return rows[0].revision === null ? null : Number(rows[0].revision);
   }
 
   async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
     const q = readAllQuery(this.sql.events, options);
-    const { rows } = await this.pool.query<StoredRow>(q.text, q.values);
+    const { rows } = await this.query<StoredRow>(q.text, q.values);
     return rows.map((r) => decodeRow(r, this.options.upcasters));
   }
 
   async headPosition(): Promise<number> {
-    const { rows } = await this.pool.query<{ position: string }>(this.named('triad_head_position', this.sql.headPosition, []));
+    const { rows } = await this.query<{ position: string }>(this.named('triad_head_position', this.sql.headPosition, []));
     return Number(rows[0].position);
   }
 
@@ -378,12 +392,12 @@ export class PostgresEventStore implements EventStore {
   }
 
   async loadCheckpoint(name: string): Promise<number | null> {
-    const { rows } = await this.pool.query<{ position: string }>(this.named('triad_load_checkpoint', this.sql.loadCheckpoint, [name]));
+    const { rows } = await this.query<{ position: string }>(this.named('triad_load_checkpoint', this.sql.loadCheckpoint, [name]));
     return rows.length === 0 ? null : Number(rows[0].position);
   }
 
   async saveCheckpoint(name: string, position: number): Promise<void> {
-    await this.pool.query(this.named('triad_save_checkpoint', this.sql.saveCheckpoint, [name, position]));
+    await this.query(this.named('triad_save_checkpoint', this.sql.saveCheckpoint, [name, position]));
   }
 
   async close(): Promise<void> {
@@ -395,6 +409,24 @@ export class PostgresEventStore implements EventStore {
     this.listener = null;
     if (listener) await listener.end().catch(() => undefined);
     await this.pool.end();
+  }
+
+  /**
+   * Every query goes through here: a failure to reach the server becomes StoreUnavailableError
+   * (and is reported to the health sink); an answer, even an error, tells the sink the server is there.
+   */
+  private async query<R extends QueryResultRow = QueryResultRow>(config: QueryConfig | string, values?: unknown[]): Promise<{ rows: R[] }> {
+    if (this.closed) throw new StoreUnavailableError('the store is closed');
+    try {
+      const result = await this.pool.query<R>(config as QueryConfig, values);
+      this.options.health?.storeAnswered();
+      return result;
+    } catch (err) {
+      const classified = classifyStoreError(err);
+      if (classified instanceof StoreUnavailableError) this.options.health?.storeFailed(classified.detail);
+      else this.options.health?.storeAnswered();
+      throw classified;
+    }
   }
 
   /**

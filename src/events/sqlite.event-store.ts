@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { mkdirSync, realpathSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { classifyStoreError } from './errors';
 import {
   DEFAULT_MAX_EVENT_BYTES,
   type AppendOptions,
@@ -88,6 +89,8 @@ export interface SqliteStoreOptions extends StoreOptions {
    * thread. Default true.
    */
   readAhead?: boolean;
+  /** How long a write waits for another connection's lock before failing as unavailable (default 10 s). */
+  busyTimeoutMs?: number;
 }
 
 /** A page from the read-ahead thread, or undefined when its text is not that page's rows (read it here). */
@@ -141,7 +144,7 @@ export class SqliteEventStore implements EventStore {
     }
     // No fsync inside a commit: WalSync makes commits durable before they are acknowledged.
     this.db.pragma('synchronous = NORMAL');
-    this.db.pragma('busy_timeout = 10000');
+    this.db.pragma(`busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 10_000))}`);
     this.db.pragma('foreign_keys = ON');
     this.migrate();
     // SQLite names the WAL after the database's resolved path (symlinks followed); opened now, so a
@@ -256,8 +259,10 @@ export class SqliteEventStore implements EventStore {
     try {
       this.batchTx.immediate(batch, outcomes);
     } catch (err) {
-      // The commit itself failed (disk full, I/O error): nothing of the batch was written.
-      for (const item of batch) item.reject(err);
+      // The commit itself failed (disk full, I/O error, the file locked by another writer past
+      // busy_timeout): nothing of the batch was written. A busy file is StoreUnavailableError.
+      const error = classifyStoreError(err);
+      for (const item of batch) item.reject(error);
       return;
     }
     // A conflict wrote nothing: it is answered at once. Everything else (fresh appends, and

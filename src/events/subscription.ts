@@ -1,4 +1,6 @@
+import { isStoreUnavailable } from './errors';
 import type { EventStore, RecordedEvent, SubscribeOptions, Subscription } from './event-store.port';
+import { pause, storeBackoffMs } from './store-retry';
 
 const DEFAULT_BATCH = 256;
 /** How long a live subscription sleeps before re-reading when no notification arrives (other processes). */
@@ -7,7 +9,9 @@ const POLL_MS = 250;
 /**
  * Catch-up subscription over any store: reads history page by page, then waits for new events.
  * Pull-based: a page is read only when the consumer asks for the next event and the buffer is
- * empty, so a slow consumer holds at most one page in memory.
+ * empty, so a slow consumer holds at most one page in memory. A store that does not answer is
+ * waited out (backoff with jitter) and the read is made again from the last event delivered, so
+ * a consumer sees neither a gap nor an event twice; any other error ends the iteration.
  */
 export class CatchUpSubscription implements Subscription {
   private current = 0;
@@ -37,7 +41,10 @@ export class CatchUpSubscription implements Subscription {
 
   async *[Symbol.asyncIterator](): AsyncIterator<RecordedEvent> {
     let after = this.options.after;
-    if (after === undefined && this.options.name) after = (await this.store.loadCheckpoint(this.options.name)) ?? 0;
+    if (after === undefined && this.options.name) {
+      const name = this.options.name;
+      after = (await this.retrying(() => this.store.loadCheckpoint(name))) ?? 0;
+    }
     this.current = after ?? 0;
     const batchSize = this.options.batchSize ?? DEFAULT_BATCH;
     let scanned = this.current;
@@ -46,8 +53,13 @@ export class CatchUpSubscription implements Subscription {
       // With a filter, read the head first: when the filtered page comes back short, no matching
       // event exists up to that head (everything at or below it was committed before the read),
       // so the scan can skip ahead without missing one.
-      const head = filter ? await this.store.headPosition() : 0;
-      const page = await this.store.readAll({ after: scanned, maxCount: batchSize, filter });
+      const from = scanned;
+      const read = await this.retrying(async () => [
+        filter ? await this.store.headPosition() : 0,
+        await this.store.readAll({ after: from, maxCount: batchSize, filter }),
+      ] as const);
+      if (!read || this.closed) return;
+      const [head, page] = read;
       for (const event of page) {
         if (this.closed) return;
         this.current = event.position;
@@ -62,5 +74,18 @@ export class CatchUpSubscription implements Subscription {
       if (page.length > 0) continue;
       await this.store.waitForEvents(scanned, POLL_MS, this.abort.signal);
     }
+  }
+
+  /** Runs `read` until the store answers; undefined once the subscription is closed. */
+  private async retrying<T>(read: () => Promise<T>): Promise<T | undefined> {
+    for (let attempt = 1; !this.closed; attempt++) {
+      try {
+        return await read();
+      } catch (err) {
+        if (!isStoreUnavailable(err) || this.closed) throw err;
+        await pause(storeBackoffMs(attempt), this.abort.signal);
+      }
+    }
+    return undefined;
   }
 }

@@ -1,6 +1,6 @@
 import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, HttpStatus, Logger } from '@nestjs/common';
 import type { Response } from 'express';
-import { EventIdConflictError, EventTooLargeError, InvalidAppendError, WrongExpectedRevisionError } from '../events/errors';
+import { EventIdConflictError, EventTooLargeError, InvalidAppendError, isStoreUnavailable, WrongExpectedRevisionError } from '../events/errors';
 import { IdempotencyKeyConflictError, InvalidLaunchError } from '../team/launch';
 
 /** Domain errors that map to a client error; anything else is a 500 with no detail. */
@@ -50,6 +50,11 @@ export class ErrorFilter implements ExceptionFilter {
       const body = exception.getResponse();
       const message = typeof body === 'string' ? body : ((body as { message?: string | string[] }).message ?? exception.message);
       return { statusCode: exception.getStatus(), message };
+    }
+    // The store did not answer: the client may retry; the driver's message stays in the log.
+    if (isStoreUnavailable(exception)) {
+      this.logger.warn(`store unavailable: ${(exception as Error).message}`);
+      return { statusCode: 503, message: 'the event store is not reachable; try again' };
     }
     for (const [type, status] of CLIENT_ERRORS) {
       if (exception instanceof type) return { statusCode: status, message: exception.message };

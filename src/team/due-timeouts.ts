@@ -1,5 +1,7 @@
 import { ConflictException, Logger, NotFoundException, type OnApplicationShutdown } from '@nestjs/common';
 import type { CommandBus } from '@nestjs/cqrs';
+import { isStoreUnavailable } from '../events/errors';
+import { OutageBackoff } from '../events/store-retry';
 import type { Clock } from './run-driver';
 import type { RunSummary } from './run-summary';
 import type { RunsProjection } from './runs.projection';
@@ -22,6 +24,7 @@ export abstract class DueTimeoutScanner implements OnApplicationShutdown {
   private readonly logger: Logger;
   private timer?: NodeJS.Timeout;
   private scanning = false;
+  private readonly outage = new OutageBackoff();
 
   constructor(
     private readonly runs: RunsProjection,
@@ -45,7 +48,8 @@ export abstract class DueTimeoutScanner implements OnApplicationShutdown {
 
   /** Fires every due timeout; returns how many fired here. */
   async scan(): Promise<number> {
-    if (this.scanning) return 0;
+    // While the store does not answer, scans back off rather than fail at every interval.
+    if (this.scanning || this.outage.waiting) return 0;
     this.scanning = true;
     let fired = 0;
     try {
@@ -58,12 +62,15 @@ export abstract class DueTimeoutScanner implements OnApplicationShutdown {
         } catch (err) {
           // Another process fired it first, or a human decided meanwhile.
           if (err instanceof ConflictException || err instanceof NotFoundException) continue;
+          if (isStoreUnavailable(err)) throw err;
           // Anything else is this one's problem: the other due timeouts still fire.
           this.logger.error(`${this.what} ${timeout.id}: timeout policy not applied: ${(err as Error).message}`);
         }
       }
+      if (this.outage.succeeded()) this.logger.log(`${this.what} timers run again`);
     } catch (err) {
-      this.logger.error(`${this.what} timer scan failed: ${(err as Error).message}`);
+      if (!isStoreUnavailable(err)) this.logger.error(`${this.what} timer scan failed: ${(err as Error).message}`);
+      else if (this.outage.failed()) this.logger.warn(`${this.what} timers paused: the event store is not reachable`);
     } finally {
       this.scanning = false;
     }

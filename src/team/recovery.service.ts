@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { EVENT_STORE, type EventStore } from '../events/event-store.port';
-import { WrongExpectedRevisionError } from '../events/errors';
+import { isStoreUnavailable, WrongExpectedRevisionError } from '../events/errors';
+import { OutageBackoff } from '../events/store-retry';
 import { CLOCK } from '../shared/system';
 import { TERMINAL_STATUSES, toRunStreamId } from './domain/run-events';
 import type { Clock } from './run-driver';
@@ -19,6 +20,7 @@ export class RecoveryService implements OnApplicationShutdown {
   private readonly logger = new Logger(RecoveryService.name);
   private timer?: NodeJS.Timeout;
   private scanning = false;
+  private readonly outage = new OutageBackoff();
 
   constructor(
     private readonly runs: RunsProjection,
@@ -39,21 +41,26 @@ export class RecoveryService implements OnApplicationShutdown {
 
   /** One pass; returns the runs this process started driving. */
   async scan(): Promise<string[]> {
-    if (this.scanning) return [];
+    // While the store does not answer, scans back off rather than fail at every interval.
+    if (this.scanning || this.outage.waiting) return [];
     this.scanning = true;
     const started: string[] = [];
+    const candidates: Array<Promise<unknown>> = [];
     try {
       await this.runs.catchUp();
       for (const run of this.runs.list()) {
         // Runs waiting for a human are started again by the decision, not by recovery.
         if (TERMINAL_STATUSES.has(run.status) || run.status === 'awaiting_review' || run.status === 'awaiting_approval' || this.supervisor.isDriving(run.runId)) continue;
         if (run.status === 'suspended' && !(await this.resumeSuspended(run.runId, run.revision))) continue;
-        void this.supervisor.start(run.runId);
-        started.push(run.runId);
+        candidates.push(this.supervisor.startIfLeased(run.runId).then((leased) => leased && started.push(run.runId)));
       }
+      // Only the runs whose lease this process took: the others are driven by a live process.
+      await Promise.all(candidates);
       if (started.length > 0) this.logger.log(`recovery: driving ${started.length} run(s): ${started.join(', ')}`);
+      if (this.outage.succeeded()) this.logger.log('recovery scans succeed again');
     } catch (err) {
-      this.logger.error(`recovery scan failed: ${(err as Error).message}`);
+      if (!isStoreUnavailable(err)) this.logger.error(`recovery scan failed: ${(err as Error).message}`);
+      else if (this.outage.failed()) this.logger.warn('recovery paused: the event store is not reachable');
     } finally {
       this.scanning = false;
     }

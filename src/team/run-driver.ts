@@ -1,5 +1,6 @@
 import type { EventStore, NewEvent, RecordedEvent } from '../events/event-store.port';
-import { WrongExpectedRevisionError } from '../events/errors';
+import { isStoreUnavailable, WrongExpectedRevisionError } from '../events/errors';
+import { pause, storeBackoffMs } from '../events/store-retry';
 import { ModelError, type ModelProvider, type ModelRequest, type ModelResponse, type RoleName, type ToolUseBlock } from './models/model.port';
 import { costOf } from './models/pricing';
 import { ROLE_PROMPTS } from './prompts';
@@ -177,11 +178,18 @@ export class RunDriver {
   /** Drives the run until it ends, waits for a human, or the driver is stopped. */
   async drive(): Promise<RunState> {
     await this.deps.fairShare?.turn();
-    this.state = await loadRunState(this.deps.store, this.runId, this.deps.checkpoints, this.deps.logger);
+    const loaded = await this.untilStoreAnswers(() => loadRunState(this.deps.store, this.runId, this.deps.checkpoints, this.deps.logger));
+    if (!loaded) return this.state;
+    this.state = loaded;
     if (!this.state.launched) throw new Error(`run ${this.runId} does not exist`);
     // Stopped while waiting for its turn (cancel, shutdown, lost lease): no claim.
     if (this.abort.signal.aborted) return this.state;
-    await this.claim();
+    // Nothing to do (the run waits for a human, or has ended: another process may have got here
+    // first, on a read model behind the store): no claim, so the run does not change hands.
+    const first = nextAction(this.state, this.deps.clock.now()).kind;
+    if (first === 'none' || first === 'waitForReview' || first === 'waitForApproval') return this.state;
+    if (!(await this.untilStoreAnswers(async () => (await this.claim(), true)))) return this.state;
+    let outage = 0;
     while (!this.abort.signal.aborted) {
       const action = nextAction(this.state, this.deps.clock.now());
       try {
@@ -193,14 +201,43 @@ export class RunDriver {
       } catch (err) {
         if (err instanceof WrongExpectedRevisionError) {
           // Someone else wrote to the run (a cancel, a decision): fold what they wrote and decide again.
-          await this.catchUp();
+          if (!(await this.untilStoreAnswers(async () => (await this.catchUp(), true)))) break;
           continue;
         }
         if (this.abort.signal.aborted) break;
+        if (isStoreUnavailable(err)) {
+          // A read failed (appends wait the store out themselves): pause, then fold whatever the
+          // store holds now and decide again from it.
+          this.deps.logger?.warn(`run ${this.runId}: the event store is not reachable; the run waits for it`);
+          await pause(storeBackoffMs(++outage), this.abort.signal);
+          if (!(await this.untilStoreAnswers(async () => (await this.catchUp(), true)))) break;
+          continue;
+        }
         throw err;
       }
+      outage = 0;
     }
     return this.state;
+  }
+
+  /**
+   * Runs `work` until the store answers it: a store fault pauses the run (backoff with jitter,
+   * bounded), never ends it. Undefined when the driver is stopped meanwhile.
+   */
+  private async untilStoreAnswers<T>(work: () => Promise<T>): Promise<T | undefined> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await work();
+      } catch (err) {
+        if (!isStoreUnavailable(err) || this.abort.signal.aborted) {
+          if (this.abort.signal.aborted) return undefined;
+          throw err;
+        }
+        if (attempt === 1) this.deps.logger?.warn(`run ${this.runId}: the event store is not reachable; the run waits for it`);
+        await pause(storeBackoffMs(attempt), this.abort.signal);
+        if (this.abort.signal.aborted) return undefined;
+      }
+    }
   }
 
   /** Records that this driver drives the run now, fencing out any previous driver. */
@@ -805,7 +842,7 @@ export class RunDriver {
     const newEvents = [...deferred, ...fresh];
     let result;
     try {
-      result = await this.deps.store.append(this.stream, newEvents, { expectedRevision: this.state.revision - deferred.length });
+      result = await this.appendDurably(newEvents, this.state.revision - deferred.length);
     } catch (err) {
       if (deferred.length > 0) {
         // The fold ran ahead of the store with results that were never committed: rebuild it from
@@ -847,6 +884,26 @@ export class RunDriver {
       const turns = totalTurns(this.state);
       const turnBoundary = turns - this.checkpointTurns >= Math.max(every, Math.floor(this.checkpointTurns / 4));
       if (phaseBoundary || turnBoundary) await this.saveCheckpoint(phaseBoundary ? 'phase' : 'turns');
+    }
+  }
+
+  /**
+   * Appends, waiting out store faults. A failed append may have committed all the same (the
+   * connection dropped after the commit): it is made again with the same event ids at the same
+   * expected revision, which the store answers as the append already made if it was, so nothing
+   * is recorded twice and nothing done before it (a model turn, a tool) is done again.
+   */
+  private async appendDurably(events: NewEvent[], expectedRevision: number) {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.deps.store.append(this.stream, events, { expectedRevision });
+      } catch (err) {
+        if (!isStoreUnavailable(err) || this.abort.signal.aborted) throw err;
+        if (attempt === 1) this.deps.logger?.warn(`run ${this.runId}: the event store is not reachable; the run waits for it`);
+        await pause(storeBackoffMs(attempt), this.abort.signal);
+        // Stopped meanwhile: whether the append landed is unknown; whoever drives next folds the store.
+        if (this.abort.signal.aborted) throw err;
+      }
     }
   }
 

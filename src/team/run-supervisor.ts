@@ -6,7 +6,9 @@ import { CHECKPOINT_STORE, type CheckpointStore } from '../checkpoint/checkpoint
 import { TRIAD_CONFIG } from '../config/config.module';
 import type { TriadConfig } from '../config/config';
 import { EVENT_STORE, type EventStore } from '../events/event-store.port';
+import { isStoreUnavailable } from '../events/errors';
 import { CLOCK, ID_GENERATOR } from '../shared/system';
+import { LeaseHeartbeat } from './leases/lease-heartbeat';
 import { RUN_LEASES, type RunLeases } from './leases/run-leases';
 import { LiveRunBus } from './live-run-bus';
 import { MODEL_PROVIDER, type ModelProvider } from './models/model.port';
@@ -29,18 +31,22 @@ export interface SupervisorOptions {
 interface ActiveRun {
   driver: RunDriver;
   done: Promise<RunState | undefined>;
+  /** Whether this process took the run's lease (resolves before the driver starts). */
+  leased: Promise<boolean>;
 }
 
 /**
  * Runs many runs concurrently in one process, one driver per run. A run is driven only under a
- * lease (renewed by a heartbeat); the driver's DriverClaimed event fences any previous holder. A
- * driver stops by itself when its run ends or waits for a human.
+ * lease (renewed by a heartbeat, one statement for all of this process's leases); the driver's
+ * DriverClaimed event fences any previous holder. A driver stops by itself when its run ends or
+ * waits for a human, and is stopped when the heartbeat finds its lease taken by another process
+ * (see LeaseHeartbeat).
  */
 @Injectable()
 export class RunSupervisor implements OnApplicationShutdown {
   private readonly logger = new Logger(RunSupervisor.name);
   private readonly drivers = new Map<string, ActiveRun>();
-  private heartbeat?: NodeJS.Timeout;
+  private readonly heartbeat: LeaseHeartbeat;
   /** This process's identity as a driver: unique per process start. */
   readonly owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   private shuttingDown = false;
@@ -57,7 +63,16 @@ export class RunSupervisor implements OnApplicationShutdown {
     @Inject(CHECKPOINT_STORE) private readonly checkpoints: CheckpointStore,
     @Inject(SUPERVISOR_OPTIONS) private readonly options: SupervisorOptions,
     private readonly live: LiveRunBus,
-  ) {}
+  ) {
+    this.heartbeat = new LeaseHeartbeat({
+      leases,
+      owner: this.owner,
+      ttlMs: options.leaseTtlMs,
+      now: () => clock.now(),
+      onLost: (runId) => this.drivers.get(runId)?.driver.stop('lease lost'),
+      logger: this.logger,
+    });
+  }
 
   get workspaceRoot(): string {
     return join(this.config.dataDir, 'workspaces');
@@ -102,24 +117,37 @@ export class RunSupervisor implements OnApplicationShutdown {
       logger: this.logger,
       fairShare: processFairShare,
     });
+    let leaseTaken: (taken: boolean) => void = () => undefined;
+    const leasedPromise = new Promise<boolean>((resolve) => (leaseTaken = resolve));
     const done = (async () => {
       let leased = false;
       try {
         leased = await this.leases.tryAcquire(runId, this.owner, this.options.leaseTtlMs, this.clock.now());
+        leaseTaken(leased);
         if (!leased) return undefined;
-        this.ensureHeartbeat();
+        this.heartbeat.add(runId);
         await this.prepareWorkspace(runId);
         return await driver.drive();
       } catch (err) {
-        this.logger.error(`run ${runId}: the driver stopped on an error: ${(err as Error).message}`);
+        // A store that did not answer before the lease was taken: recovery starts the run again.
+        if (isStoreUnavailable(err) && !leased) this.logger.warn(`run ${runId}: not started, the event store is not reachable`);
+        else this.logger.error(`run ${runId}: the driver stopped on an error: ${(err as Error).message}`);
         return undefined;
       } finally {
+        leaseTaken(leased);
         this.drivers.delete(runId);
+        this.heartbeat.delete(runId);
         if (leased && !this.shuttingDown) await this.leases.release(runId, this.owner).catch(() => undefined);
       }
     })();
-    this.drivers.set(runId, { driver, done });
+    this.drivers.set(runId, { driver, done, leased: leasedPromise });
     return done;
+  }
+
+  /** Starts the run like `start`; resolves once the lease is decided: true when this process drives it. */
+  startIfLeased(runId: string): Promise<boolean> {
+    void this.start(runId);
+    return this.drivers.get(runId)?.leased ?? Promise.resolve(false);
   }
 
   /** Stops the local driver of a run (cancel); resolves when it has stopped. */
@@ -130,25 +158,14 @@ export class RunSupervisor implements OnApplicationShutdown {
     await active.done;
   }
 
-  private ensureHeartbeat(): void {
-    if (this.heartbeat) return;
-    this.heartbeat = setInterval(() => void this.renewLeases(), Math.max(50, Math.floor(this.options.leaseTtlMs / 3)));
-    this.heartbeat.unref();
+  /** Renews every lease this process holds, in one statement (the heartbeat does it by itself). */
+  renewLeases(): Promise<void> {
+    return this.heartbeat.renew();
   }
 
-  /** Renews every lease this process holds; a driver whose lease was lost stops at once. */
-  async renewLeases(): Promise<void> {
-    for (const [runId, active] of this.drivers) {
-      try {
-        const held = await this.leases.renew(runId, this.owner, this.options.leaseTtlMs, this.clock.now());
-        if (!held) {
-          this.logger.warn(`run ${runId}: lease lost; stopping the local driver`);
-          active.driver.stop('lease lost');
-        }
-      } catch (err) {
-        this.logger.warn(`run ${runId}: lease renewal failed: ${(err as Error).message}`);
-      }
-    }
+  /** Prometheus lines of the lease heartbeat. */
+  metricLines(): string[] {
+    return this.heartbeat.metricLines();
   }
 
   /**
@@ -157,7 +174,7 @@ export class RunSupervisor implements OnApplicationShutdown {
    */
   async onApplicationShutdown(): Promise<void> {
     this.shuttingDown = true;
-    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.heartbeat.stop();
     await Promise.all(
       [...this.drivers.entries()].map(async ([runId, active]) => {
         try {

@@ -1,12 +1,20 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { EVENT_STORE, type EventStore, type Subscription } from '../events/event-store.port';
+import { isStoreUnavailable, StoreUnavailableError } from '../events/errors';
+import { pause, storeBackoffMs } from '../events/store-retry';
+import { HEALTH_REGISTRY, type HealthRegistry } from '../shared/health';
 import { TERMINAL_STATUSES, type RunStatus } from './domain/run-events';
 import { applyToSummary, runIdOfStream, type RunSummary, type RunSummaryState } from './run-summary';
+
+/** The name this projection reports its health under. */
+const PROJECTION = 'runs';
 
 /**
  * Keeps the runs read model from a catch-up subscription to the store, so it sees runs written by
  * any process. It is rebuilt from the start at each boot (it lives in memory), and queries wait
- * for it to reach the store's head, so a client reads its own writes.
+ * for it to reach the store's head, so a client reads its own writes. If folding fails, it starts
+ * again after a backoff from the last event it folded (never folding an event twice); meanwhile
+ * queries fail with the reason and `/health` reports it.
  */
 @Injectable()
 export class RunsProjection implements OnModuleInit, OnApplicationShutdown {
@@ -15,34 +23,57 @@ export class RunsProjection implements OnModuleInit, OnApplicationShutdown {
   private subscription?: Subscription;
   private position = 0;
   private readonly waiters = new Set<() => void>();
+  /** Why the last subscription stopped, until folding resumes. */
   private failed?: Error;
+  private stopped = false;
+  private readonly stop = new AbortController();
 
-  constructor(@Inject(EVENT_STORE) private readonly store: EventStore) {}
+  constructor(
+    @Inject(EVENT_STORE) private readonly store: EventStore,
+    @Inject(HEALTH_REGISTRY) private readonly health: HealthRegistry,
+  ) {}
 
   onModuleInit(): void {
-    // Unfiltered, so its position tracks the store's head exactly; other streams are skipped here.
-    this.subscription = this.store.subscribe({ batchSize: 1000 });
-    void this.consume(this.subscription);
+    this.health.projectionAt(PROJECTION, 0);
+    void this.run();
   }
 
-  private async consume(sub: Subscription): Promise<void> {
-    try {
-      for await (const e of sub) {
-        const runId = runIdOfStream(e.streamId);
-        if (runId) {
-          const next = applyToSummary(this.runs.get(runId), e);
-          if (next) this.runs.set(runId, next);
+  private async run(): Promise<void> {
+    for (let attempt = 1; !this.stopped; attempt++) {
+      // Unfiltered, so its position tracks the store's head exactly; other streams are skipped here.
+      const sub = this.store.subscribe({ batchSize: 1000, after: this.position });
+      this.subscription = sub;
+      try {
+        for await (const e of sub) {
+          const runId = runIdOfStream(e.streamId);
+          if (runId) {
+            const next = applyToSummary(this.runs.get(runId), e);
+            if (next) this.runs.set(runId, next);
+          }
+          this.advance(e.position);
+          attempt = 1;
         }
-        this.advance(e.position);
+        return;
+      } catch (err) {
+        if (this.stopped) return;
+        this.failed = err as Error;
+        this.health.projectionFailed(PROJECTION, isStoreUnavailable(err) ? 'the event store is not reachable' : (err as Error).message);
+        this.logger.error(`runs projection stopped, restarting at position ${this.position}: ${(err as Error).message}`);
+        for (const w of this.waiters) w();
+        await pause(storeBackoffMs(attempt), this.stop.signal);
+      } finally {
+        sub.close();
       }
-    } catch (err) {
-      this.failed = err as Error;
-      this.logger.error(`runs projection stopped: ${(err as Error).message}`);
     }
   }
 
   private advance(position: number): void {
     this.position = position;
+    if (this.failed) {
+      this.failed = undefined;
+      this.logger.log(`runs projection folding again from position ${position}`);
+    }
+    this.health.projectionAt(PROJECTION, position);
     for (const w of this.waiters) w();
   }
 
@@ -50,7 +81,9 @@ export class RunsProjection implements OnModuleInit, OnApplicationShutdown {
   async catchUp(timeoutMs = 5000): Promise<void> {
     const head = await this.store.headPosition();
     const deadline = Date.now() + timeoutMs;
-    while (this.position < head && !this.failed) {
+    while (this.position < head) {
+      // Failing now (it restarts by itself): say why rather than wait out the deadline.
+      if (this.failed) throw isStoreUnavailable(this.failed) ? new StoreUnavailableError(this.failed.message) : new Error(`the runs read model is failing: ${this.failed.message}`);
       if (Date.now() > deadline) throw new Error('the runs read model is behind the store');
       await new Promise<void>((resolve) => {
         const done = () => {
@@ -62,7 +95,6 @@ export class RunsProjection implements OnModuleInit, OnApplicationShutdown {
         this.waiters.add(done);
       });
     }
-    if (this.failed) throw this.failed;
   }
 
   get(runId: string): RunSummary | undefined {
@@ -80,6 +112,8 @@ export class RunsProjection implements OnModuleInit, OnApplicationShutdown {
   }
 
   onApplicationShutdown(): void {
+    this.stopped = true;
+    this.stop.abort();
     this.subscription?.close();
   }
 }

@@ -1,4 +1,6 @@
 import type { EventFilter, EventStore, RecordedEvent, Subscription } from '../../events/event-store.port';
+import { isStoreUnavailable } from '../../events/errors';
+import { storeBackoffMs } from '../../events/store-retry';
 import { recordFrom } from './chain';
 import { DECISION_EVENT_TYPE, type DecisionRecord } from './decision-record';
 import { DecisionLogHeadMovedError, type DecisionRecordRepository } from './decision-record.repository';
@@ -20,10 +22,20 @@ export interface DecisionLogProjectionOptions {
   checkpointEvery?: number;
   /** … or once the subscription has been idle this long (default 250 ms). */
   checkpointIdleMs?: number;
-  /** Pause before the subscription is restarted after an error (default 1000 ms). */
+  /** First pause before the subscription is restarted after an error (default 200 ms); it doubles, with jitter, up to 5 s. */
   retryDelayMs?: number;
   logger?: ProjectionLogger;
+  /** Told when the projector fails (it restarts by itself) and when it projects again (`GET /health`). */
+  health?: ProjectionHealthSink;
 }
+
+export interface ProjectionHealthSink {
+  failed(component: string, reason: string): void;
+  recovered(component: string): void;
+  restarted(component: string): void;
+}
+
+const COMPONENT = 'decision log projection';
 
 /** The projector has not reached the store's head in time (it is failing, or far behind). */
 export class DecisionLogBehindError extends Error {
@@ -55,6 +67,7 @@ export class DecisionLogProjection {
   private sinceSave = 0;
   private readonly waiters = new Set<() => void>();
   private wakeRetry?: () => void;
+  private failuresInARow = 0;
 
   constructor(
     private readonly store: EventStore,
@@ -112,6 +125,7 @@ export class DecisionLogProjection {
   }
 
   private async run(): Promise<void> {
+    let attempt = 0;
     while (!this.stopped) {
       try {
         await this.consume();
@@ -119,9 +133,15 @@ export class DecisionLogProjection {
         if (this.stopped) break;
         this.lastError = err as Error;
         this.head = undefined;
+        // Reset by progress (see `consume`): a projector that fails again at once backs off further.
+        attempt = this.failuresInARow++;
+        const reason = isStoreUnavailable(err) ? 'the event store is not reachable' : (err as Error).message;
+        this.options.health?.failed(COMPONENT, reason);
+        this.options.health?.restarted(COMPONENT);
         this.options.logger?.error(`decision log projector failed, restarting: ${(err as Error).message}`);
+        const base = this.options.retryDelayMs ?? 200;
         await new Promise<void>((resolve) => {
-          const t = setTimeout(resolve, this.options.retryDelayMs ?? 1000);
+          const t = setTimeout(resolve, storeBackoffMs(attempt + 1, Math.random, base, Math.max(base, 5_000)));
           this.wakeRetry = () => {
             clearTimeout(t);
             resolve();
@@ -144,6 +164,9 @@ export class DecisionLogProjection {
     const sub = this.store.subscribe({ name: DECISION_LOG_SUBSCRIPTION, after, filter: DECISION_EVENTS, batchSize: this.options.batchSize ?? 500 });
     this.subscription = sub;
     if (this.stopped) sub.close();
+    // The store answered the start: the projector is running again (the subscription itself
+    // waits out later store faults).
+    if (this.lastError) this.options.health?.recovered(COMPONENT);
     const idleMs = this.options.checkpointIdleMs ?? 250;
     const every = this.options.checkpointEvery ?? 500;
     const events = sub[Symbol.asyncIterator]();
@@ -166,6 +189,7 @@ export class DecisionLogProjection {
         next = events.next();
         await this.project(item.value);
         this.lastError = undefined;
+        this.failuresInARow = 0;
         this.advance(item.value.position);
         if (++this.sinceSave >= every) await this.saveCheckpoint();
       }

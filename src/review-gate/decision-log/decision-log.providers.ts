@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleDestroy, type OnModuleInit, type Provider } from '@nestjs/common';
 import { EVENT_STORE, type EventStore } from '../../events/event-store.port';
+import { HEALTH_REGISTRY, type HealthRegistry } from '../../shared/health';
 import { DecisionLog } from './decision-log';
 import { DecisionLogProjection } from './decision-log.projection';
 import { DECISION_RECORD_REPOSITORY, type DecisionRecordRepository } from './decision-record.repository';
@@ -17,8 +18,9 @@ export class DecisionLogProjector implements OnModuleInit, OnModuleDestroy, OnAp
   constructor(
     @Inject(EVENT_STORE) store: EventStore,
     @Inject(DECISION_RECORD_REPOSITORY) private readonly repo: DecisionRecordRepository,
+    @Inject(HEALTH_REGISTRY) health: HealthRegistry,
   ) {
-    this.projection = new DecisionLogProjection(store, repo, { logger: new Logger('DecisionLog') });
+    this.projection = new DecisionLogProjection(store, repo, { logger: new Logger('DecisionLog'), health });
   }
 
   onModuleInit(): void {

@@ -12,6 +12,11 @@ export interface RunLeases {
   tryAcquire(runId: string, owner: string, ttlMs: number, nowMs: number): Promise<boolean>;
   /** Extends our lease; false when we no longer hold it. */
   renew(runId: string, owner: string, ttlMs: number, nowMs: number): Promise<boolean>;
+  /**
+   * Extends all of `owner`'s leases among `runIds` in one statement; returns the runs still held.
+   * A run missing from the answer was taken by another owner (or released).
+   */
+  renewAll(runIds: string[], owner: string, ttlMs: number, nowMs: number): Promise<Set<string>>;
   release(runId: string, owner: string): Promise<void>;
   /** The current holder, if its lease has not expired. */
   holder(runId: string, nowMs: number): Promise<string | undefined>;
@@ -37,6 +42,12 @@ export class InMemoryRunLeases implements RunLeases {
     return true;
   }
 
+  async renewAll(runIds: string[], owner: string, ttlMs: number, nowMs: number): Promise<Set<string>> {
+    const held = new Set<string>();
+    for (const runId of runIds) if (await this.renew(runId, owner, ttlMs, nowMs)) held.add(runId);
+    return held;
+  }
+
   async release(runId: string, owner: string): Promise<void> {
     if (this.leases.get(runId)?.owner === owner) this.leases.delete(runId);
   }
@@ -57,6 +68,7 @@ export class InMemoryRunLeases implements RunLeases {
 export class SqliteRunLeases implements RunLeases {
   private readonly acquire;
   private readonly renewStmt;
+  private readonly renewAllStmt;
   private readonly releaseStmt;
   private readonly holderStmt;
 
@@ -73,6 +85,9 @@ export class SqliteRunLeases implements RunLeases {
        WHERE run_leases.expires_at <= @now OR run_leases.owner = excluded.owner`,
     );
     this.renewStmt = db.prepare('UPDATE run_leases SET expires_at = @expiresAt WHERE run_id = @runId AND owner = @owner');
+    this.renewAllStmt = db.prepare(
+      'UPDATE run_leases SET expires_at = @expiresAt WHERE owner = @owner AND run_id IN (SELECT value FROM json_each(@runIds)) RETURNING run_id',
+    );
     this.releaseStmt = db.prepare('DELETE FROM run_leases WHERE run_id = ? AND owner = ?');
     this.holderStmt = db.prepare('SELECT owner FROM run_leases WHERE run_id = ? AND expires_at > ?');
   }
@@ -83,6 +98,12 @@ export class SqliteRunLeases implements RunLeases {
 
   async renew(runId: string, owner: string, ttlMs: number, nowMs: number): Promise<boolean> {
     return this.renewStmt.run({ runId, owner, expiresAt: nowMs + ttlMs }).changes === 1;
+  }
+
+  async renewAll(runIds: string[], owner: string, ttlMs: number, nowMs: number): Promise<Set<string>> {
+    if (runIds.length === 0) return new Set();
+    const rows = this.renewAllStmt.all({ runIds: JSON.stringify(runIds), owner, expiresAt: nowMs + ttlMs }) as Array<{ run_id: string }>;
+    return new Set(rows.map((r) => r.run_id));
   }
 
   async release(runId: string, owner: string): Promise<void> {
@@ -121,6 +142,16 @@ export class PostgresRunLeases implements RunLeases {
     await this.table.ensure();
     const r = await this.pool.query(`UPDATE ${this.table.name} SET expires_at = $3 WHERE run_id = $1 AND owner = $2`, [runId, owner, nowMs + ttlMs]);
     return r.rowCount === 1;
+  }
+
+  async renewAll(runIds: string[], owner: string, ttlMs: number, nowMs: number): Promise<Set<string>> {
+    if (runIds.length === 0) return new Set();
+    await this.table.ensure();
+    const { rows } = await this.pool.query<{ run_id: string }>(
+      `UPDATE ${this.table.name} SET expires_at = $1 WHERE owner = $2 AND run_id = ANY ($3::text[]) RETURNING run_id`,
+      [nowMs + ttlMs, owner, runIds],
+    );
+    return new Set(rows.map((r) => r.run_id));
   }
 
   async release(runId: string, owner: string): Promise<void> {

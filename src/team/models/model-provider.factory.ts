@@ -7,7 +7,7 @@ import { OFFLINE_MODEL_ID, OfflineModelProvider } from './offline.model';
 export const DEFAULT_CLAUDE_MODEL = 'claude-sonnet-4-6';
 
 /** The one place where configuration picks the model provider. */
-export function createModelProvider(config: Pick<TriadConfig, 'model' | 'anthropicApiKey' | 'anthropicBaseUrl'>): {
+export function createModelProvider(config: Pick<TriadConfig, 'model' | 'anthropicApiKey' | 'anthropicBaseUrl'> & Partial<Pick<TriadConfig, 'offlineLatencyMs'>>): {
   provider: ModelProvider;
   defaultModel: string;
 } {
@@ -17,5 +17,5 @@ export function createModelProvider(config: Pick<TriadConfig, 'model' | 'anthrop
       defaultModel: DEFAULT_CLAUDE_MODEL,
     };
   }
-  return { provider: new OfflineModelProvider(), defaultModel: OFFLINE_MODEL_ID };
+  return { provider: new OfflineModelProvider({ latencyMs: config.offlineLatencyMs }), defaultModel: OFFLINE_MODEL_ID };
 }

@@ -61,9 +61,19 @@ function normalisePath(path: string): string {
 
 export class OfflineModelProvider implements ModelProvider {
   readonly name = 'offline';
+  private readonly latencyMs: number;
+
+  /** `latencyMs`: each call waits this long first (`TRIAD_OFFLINE_LATENCY_MS`), as a remote model would. */
+  constructor(options: { latencyMs?: number } = {}) {
+    this.latencyMs = options.latencyMs ?? 0;
+  }
 
   async complete(request: ModelRequest): Promise<ModelResponse> {
     if (request.signal?.aborted) throw new ModelError('aborted', 'model request aborted');
+    if (this.latencyMs > 0) {
+      await waitOrAbort(this.latencyMs, request.signal);
+      if (request.signal?.aborted) throw new ModelError('aborted', 'model request aborted');
+    }
     const content: AssistantBlock[] = request.purpose === 'summary' ? [{ type: 'text', text: offlineSummary(request) }] : respond(request);
     for (const block of content) {
       if (block.type !== 'text') continue;
@@ -398,4 +408,16 @@ function reviewer(task: TaskMessageInput, replay: Replay): string {
     `Reviewer: ${unmet.length === 0 ? 'every criterion is met' : `${unmet.length} criterion(s) not met`}, submitting ${verdict}.`,
   );
   return replay.finish(result.isError ? `submit_verdict was refused (${result.content}).` : 'Reviewer: the verdict is submitted.');
+}
+
+function waitOrAbort(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
 }

@@ -1,0 +1,127 @@
+import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+import type { RunLeases } from './run-leases';
+
+/**
+ * The heartbeat renews every TTL/4: a lease then survives a heartbeat delayed by up to 3/4 of the
+ * TTL (event-loop lag, a slow renewal, a store fault in between) before anyone may take it.
+ */
+export const HEARTBEATS_PER_TTL = 4;
+
+export interface LeaseHeartbeatOptions {
+  leases: RunLeases;
+  owner: string;
+  ttlMs: number;
+  now: () => number;
+  /** A run whose lease another owner took: its local driver must stop. */
+  onLost: (runId: string) => void;
+  logger?: { log(message: string): void; warn(message: string): void };
+}
+
+/**
+ * Keeps this process's leases: one renewal statement for all of them per heartbeat, however many
+ * runs and however busy their drivers. A lease is reported lost only when the renewal answers that
+ * another owner holds it — never because a renewal failed (the store did not answer): nobody else
+ * can take a lease before it expires, and a driver that was fenced meanwhile stops at its next
+ * append (DriverClaimed at the expected revision).
+ */
+export class LeaseHeartbeat {
+  private readonly held = new Set<string>();
+  private timer?: NodeJS.Timeout;
+  private loopDelay?: IntervalHistogram;
+  private failing = false;
+  private stopped = false;
+  private readonly counters = { renewals: 0, renewalFailures: 0, leasesLost: 0, maxDelayMs: 0 };
+
+  constructor(private readonly options: LeaseHeartbeatOptions) {}
+
+  /** A lease this process took: renewed from now on, and the heartbeat started if it was not. */
+  add(runId: string): void {
+    this.held.add(runId);
+    this.start();
+  }
+
+  /** A lease released (or about to be): no longer renewed. */
+  delete(runId: string): void {
+    this.held.delete(runId);
+  }
+
+  private start(): void {
+    if (this.timer || this.stopped) return;
+    this.loopDelay = monitorEventLoopDelay({ resolution: 20 });
+    this.loopDelay.enable();
+    const every = Math.max(25, Math.floor(this.options.ttlMs / HEARTBEATS_PER_TTL));
+    let planned = Date.now() + every;
+    // A chain of timeouts, not an interval: a renewal slower than the period never overlaps the next.
+    const beat = async () => {
+      const late = Date.now() - planned;
+      this.counters.maxDelayMs = Math.max(this.counters.maxDelayMs, late);
+      if (late > this.options.ttlMs / 2) this.options.logger?.warn(`lease heartbeat ran ${late} ms late (event loop busy or process paused)`);
+      await this.renew();
+      if (this.stopped) return;
+      planned = Date.now() + every;
+      this.timer = setTimeout(() => void beat(), every);
+      this.timer.unref();
+    };
+    this.timer = setTimeout(() => void beat(), every);
+    this.timer.unref();
+  }
+
+  /** Renews every lease held, in one statement; reports the ones another owner took. */
+  async renew(): Promise<void> {
+    const runIds = [...this.held];
+    if (runIds.length === 0) return;
+    let renewed: Set<string>;
+    try {
+      renewed = await this.options.leases.renewAll(runIds, this.options.owner, this.options.ttlMs, this.options.now());
+      this.counters.renewals++;
+      if (this.failing) this.options.logger?.log('lease renewals succeed again');
+      this.failing = false;
+    } catch (err) {
+      this.counters.renewalFailures++;
+      if (!this.failing) this.options.logger?.warn(`lease renewal failed (drivers go on): ${(err as Error).message}`);
+      this.failing = true;
+      return;
+    }
+    for (const runId of runIds) {
+      // Released meanwhile (its driver ended): not a loss.
+      if (renewed.has(runId) || !this.held.has(runId)) continue;
+      this.counters.leasesLost++;
+      this.held.delete(runId);
+      this.options.logger?.warn(`run ${runId}: lease taken by another process; stopping the local driver`);
+      this.options.onLost(runId);
+    }
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.loopDelay?.disable();
+  }
+
+  /** Prometheus lines: renewals, failures, leases lost, heartbeat and event-loop delays. */
+  metricLines(): string[] {
+    const c = this.counters;
+    const lines = [
+      "# HELP triad_lease_renewals_total Lease heartbeats that renewed this process's leases.",
+      '# TYPE triad_lease_renewals_total counter',
+      `triad_lease_renewals_total ${c.renewals}`,
+      '# HELP triad_lease_renewal_failures_total Lease heartbeats the store did not answer.',
+      '# TYPE triad_lease_renewal_failures_total counter',
+      `triad_lease_renewal_failures_total ${c.renewalFailures}`,
+      '# HELP triad_leases_lost_total Leases found taken by another process (its driver here stopped).',
+      '# TYPE triad_leases_lost_total counter',
+      `triad_leases_lost_total ${c.leasesLost}`,
+      '# HELP triad_lease_heartbeat_delay_max_seconds Longest delay of a lease heartbeat past its planned time.',
+      '# TYPE triad_lease_heartbeat_delay_max_seconds gauge',
+      `triad_lease_heartbeat_delay_max_seconds ${(Math.max(0, c.maxDelayMs) / 1000).toFixed(3)}`,
+    ];
+    if (this.loopDelay) {
+      lines.push(
+        '# HELP triad_event_loop_delay_max_seconds Longest event-loop delay seen since drivers started.',
+        '# TYPE triad_event_loop_delay_max_seconds gauge',
+        `triad_event_loop_delay_max_seconds ${(this.loopDelay.max / 1e9).toFixed(3)}`,
+      );
+    }
+    return lines;
+  }
+}
