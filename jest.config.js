@@ -15,13 +15,14 @@ const base = {
     '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }],
   },
   moduleFileExtensions: ['ts', 'js', 'json'],
-  // Generous: a loaded machine (shared CI runners, parallel builds) must slow tests down, not fail them.
-  testTimeout: 60_000,
 };
 
 const buildsDist = { globalSetup: '<rootDir>/test/support/global-setup.js' };
 
 module.exports = {
+  // Generous: a loaded machine (shared CI runners, parallel builds) must slow tests down, not fail
+  // them. A global option: jest reads the test timeout from the root config, not from projects.
+  testTimeout: 60_000,
   projects: [
     { ...base, displayName: 'unit', testMatch: ['**/*.unit.spec.ts'] },
     { ...base, ...buildsDist, displayName: 'int', testMatch: ['**/*.int.spec.ts'] },
