@@ -12,7 +12,6 @@ import {
   jsonLines,
   killHard,
   runEvents,
-  sleep,
   spawnChild,
   statusOf,
   terminate,
@@ -86,7 +85,12 @@ describe('kill -9 at random moments', () => {
       let kills = 0;
       for (let kill = 0; kill < KILLS || (midRunKills < KILLS / 2 && kill < KILLS * 2); kill++) {
         kills = kill + 1;
-        await sleep(50 + Math.random() * 350);
+        // Killed after a random amount of progress rather than a random time: on a loaded machine a
+        // restarted process may spend any fixed time just taking the leases over, and the kills must
+        // land inside runs. (Nothing in flight: no progress comes, and the kill falls due anyway.)
+        const from = await store!.headPosition();
+        const steps = 1 + Math.floor(Math.random() * 30);
+        await waitFor('progress', async () => (await store!.headPosition()) >= from + steps, 20_000, 10).catch(() => undefined);
         await killHard(child);
         const statuses = await Promise.all(runIds.map((id) => statusOf(store!, id)));
         const active = statuses.filter((s) => ['queued', 'planning', 'executing', 'reviewing'].includes(s));
