@@ -1,13 +1,31 @@
-/** @type {import('jest').Config} */
-module.exports = {
+/**
+ * Three projects by file suffix: `*.unit.spec.ts` (pure, no I/O beyond memory), `*.int.spec.ts`
+ * (real SQLite files, PostgreSQL, child processes) and `*.e2e.spec.ts` (the real app over HTTP).
+ * Integration and end-to-end tests spawn the compiled program (the app, the CLI, crash children),
+ * so only those projects build dist/ first; `npm run test:unit` starts at once.
+ *
+ * ts-jest only transpiles (tsconfig.json sets isolatedModules): type checking is `npm run lint`'s.
+ *
+ * @type {import('jest').Config}
+ */
+const base = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test', '<rootDir>/src'],
-  testMatch: ['**/*.spec.ts'],
   transform: {
     '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }],
   },
   moduleFileExtensions: ['ts', 'js', 'json'],
-  testTimeout: 30000,
-  // Crash tests spawn the compiled CLI; globalSetup builds it once.
-  globalSetup: '<rootDir>/test/support/global-setup.js',
+};
+
+const buildsDist = { globalSetup: '<rootDir>/test/support/global-setup.js' };
+
+module.exports = {
+  // Generous: a loaded machine (shared CI runners, parallel builds) must slow tests down, not fail
+  // them. A global option: jest reads the test timeout from the root config, not from projects.
+  testTimeout: 60_000,
+  projects: [
+    { ...base, displayName: 'unit', testMatch: ['**/*.unit.spec.ts'] },
+    { ...base, ...buildsDist, displayName: 'int', testMatch: ['**/*.int.spec.ts'] },
+    { ...base, ...buildsDist, displayName: 'e2e', testMatch: ['**/*.e2e.spec.ts'] },
+  ],
 };

@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { DEFAULT_RETRY_DELAYS_MS } from '../team/resilience/policies';
 
 /**
  * All configuration comes from the environment (SPEC §8), read and validated in this one place.
@@ -37,6 +38,8 @@ export interface TriadConfig {
   checkpointEveryTurns: number;
   /** A wait per offline model call, for demos and load tests (0: none). */
   offlineLatencyMs: number;
+  /** Waits before each retry of a transient model fault, for runs launched without their own. */
+  modelRetryDelaysMs: number[];
 }
 
 export class ConfigError extends Error {
@@ -78,7 +81,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): TriadConfig {
     reviewTimerIntervalMs: intEnv(env, 'TRIAD_REVIEW_TIMER_MS', 1_000, 0),
     checkpointEveryTurns: intEnv(env, 'TRIAD_CHECKPOINT_EVERY_TURNS', 100, 1),
     offlineLatencyMs: intEnv(env, 'TRIAD_OFFLINE_LATENCY_MS', 0, 0),
+    modelRetryDelaysMs: retryDelaysEnv(env, 'TRIAD_MODEL_RETRY_DELAYS_MS'),
   };
+}
+
+const MAX_RETRIES = 20;
+const MAX_RETRY_DELAY_MS = 3_600_000;
+
+/** Comma-separated waits in ms, one per retry (`10000,30000,90000`); `none` for no retry. */
+function retryDelaysEnv(env: NodeJS.ProcessEnv, name: string): number[] {
+  const raw = env[name]?.trim();
+  if (raw === undefined || raw === '') return [...DEFAULT_RETRY_DELAYS_MS];
+  if (raw === 'none') return [];
+  const parts = raw.split(',').map((p) => p.trim());
+  if (parts.length > MAX_RETRIES || parts.some((p) => !/^\d+$/.test(p) || Number(p) > MAX_RETRY_DELAY_MS)) {
+    throw new ConfigError(`${name} must be up to ${MAX_RETRIES} comma-separated waits in ms, each at most ${MAX_RETRY_DELAY_MS} (e.g. 10000,30000,90000), or none; got '${raw}'`);
+  }
+  return parts.map(Number);
 }
 
 function intEnv(env: NodeJS.ProcessEnv, name: string, def: number, min: number): number {
@@ -124,6 +143,7 @@ export function describeConfig(c: TriadConfig): Record<string, unknown> {
     apiKeys: c.apiKeys.map((k) => `${k.name}:${k.roles.join('+')}`),
     model: c.model,
     anthropicBaseUrl: c.anthropicBaseUrl,
+    modelRetryDelaysMs: c.modelRetryDelaysMs,
   };
 }
 

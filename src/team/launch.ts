@@ -9,12 +9,16 @@ import { resolveRoleTools, ToolPolicyError } from './tools/tool-registry';
 import {
   DEFAULT_RETRY_POLICY,
   DEFAULT_STAGNATION_POLICY,
+  EXPONENTIAL_RETRY_DEFAULTS,
   DEFAULT_TOOL_APPROVAL,
   type ApprovalThreshold,
   type ApprovalTimeoutPolicy,
   type ContextWindowPolicy,
+  type ExponentialRetryPolicy,
+  isRetrySchedule,
   type LaunchPolicyDefaults,
   type RetryPolicy,
+  retrySchedule,
   type StagnationPolicy,
   type ToolApprovalPolicy,
 } from './resilience/policies';
@@ -28,12 +32,24 @@ export interface LaunchRunInput {
   budget?: { totalTokens?: number; perRole?: Partial<Record<RoleName, number>> };
   reviewPolicy?: { humanGate?: boolean; allowLauncherToReview?: boolean; timeout?: { policy: ReviewTimeoutPolicy; afterMs?: number } };
   idempotencyKey?: string;
-  /** Model-call retries (fields left out: the defaults, 4 attempts, 1 s base, 30 s max). */
-  retry?: Partial<RetryPolicy>;
+  /**
+   * Model-call retries: `delaysMs` (the wait before each retry) and `maxDelayMs` (the longest wait,
+   * `retry-after` included); fields left out come from the defaults (10 s, 30 s, 90 s; 5 min). The
+   * older form `maxAttempts` / `baseDelayMs` / `maxDelayMs` (exponential) is still accepted.
+   */
+  retry?: RetryInput;
   /** Tool calls above the threshold wait for a human (`high`: run_command). */
   toolApproval?: { threshold?: ApprovalThreshold; allowLauncherToApprove?: boolean; timeout?: { policy: ApprovalTimeoutPolicy; afterMs?: number } };
   stagnation?: Partial<StagnationPolicy>;
   contextWindow?: ContextWindowPolicy;
+}
+
+/** A launch's retry fields: a schedule, or the older exponential form. */
+export interface RetryInput {
+  delaysMs?: number[];
+  maxDelayMs?: number;
+  maxAttempts?: number;
+  baseDelayMs?: number;
 }
 
 export interface LaunchContext {
@@ -121,11 +137,8 @@ export function buildRunLaunched(input: LaunchRunInput, ctx: LaunchContext): Run
 /** The resilience policies to record: the input's (completed with the defaults), else the context's defaults. */
 function resiliencePolicies(input: LaunchRunInput, defaults: LaunchPolicyDefaults): Partial<RunLaunchedData> {
   const out: Partial<RunLaunchedData> = {};
-  const retry: RetryPolicy | undefined = input.retry ? { ...DEFAULT_RETRY_POLICY, ...defined(input.retry) } : defaults.retry;
-  if (retry) {
-    if (retry.baseDelayMs > retry.maxDelayMs) throw new InvalidLaunchError('retry.baseDelayMs must not exceed retry.maxDelayMs');
-    out.retry = { ...retry };
-  }
+  const retry = input.retry ? retryPolicyOf(defined(input.retry), defaults.retry ?? DEFAULT_RETRY_POLICY) : defaults.retry;
+  if (retry) out.retry = structuredClone(retry);
   const approval: ToolApprovalPolicy | undefined = input.toolApproval
     ? {
         threshold: input.toolApproval.threshold ?? DEFAULT_TOOL_APPROVAL.threshold,
@@ -148,6 +161,20 @@ function resiliencePolicies(input: LaunchRunInput, defaults: LaunchPolicyDefault
   const contextWindow = input.contextWindow ? defined(input.contextWindow) : defaults.contextWindow;
   if (contextWindow && Object.keys(contextWindow).length > 0) out.contextWindow = { ...contextWindow };
   return out;
+}
+
+/** The retry policy a launch asks for, completed from the defaults; either form, never both. */
+function retryPolicyOf(given: RetryInput, defaults: RetryPolicy): RetryPolicy {
+  if (given.maxAttempts !== undefined || given.baseDelayMs !== undefined) {
+    if (given.delaysMs !== undefined) throw new InvalidLaunchError('retry.delaysMs cannot be combined with retry.maxAttempts or retry.baseDelayMs');
+    const retry: ExponentialRetryPolicy = { ...EXPONENTIAL_RETRY_DEFAULTS, ...(defined(given) as Partial<ExponentialRetryPolicy>) };
+    if (retry.baseDelayMs > retry.maxDelayMs) throw new InvalidLaunchError('retry.baseDelayMs must not exceed retry.maxDelayMs');
+    return retry;
+  }
+  const delays = given.delaysMs ?? (isRetrySchedule(defaults) ? defaults.delaysMs : DEFAULT_RETRY_POLICY.delaysMs);
+  const retry = retrySchedule(delays, given.maxDelayMs);
+  if (delays.some((d) => d > retry.maxDelayMs)) throw new InvalidLaunchError('retry.delaysMs must not exceed retry.maxDelayMs');
+  return retry;
 }
 
 /** A plain copy without the keys whose value is undefined (DTO instances have them). */

@@ -16,9 +16,9 @@ import { foldRunHistory } from './run-history';
 import { restoreCheckpoint, takeCheckpoint } from '../checkpoint/checkpoint';
 import type { CheckpointStore } from '../checkpoint/checkpoint-store.port';
 import { approvalIdOf } from './approvals/approval-id';
-import { afterFailure, breakerMessage, errorSignature, isTripped } from './resilience/circuit-breaker';
+import { breakerAfter, breakerMessage, isTripped } from './resilience/circuit-breaker';
 import { renderForSummary, SUMMARY_MAX_OUTPUT_TOKENS, SUMMARY_RESERVE_TOKENS, SUMMARY_SYSTEM_PROMPT, truncatedSummary } from './resilience/context-window';
-import { DEFAULT_RETRY_POLICY, requiresApproval, type RetryPolicy } from './resilience/policies';
+import { DEFAULT_RETRY_POLICY, maxAttemptsOf, requiresApproval, retryDelayMs, type RetryPolicy } from './resilience/policies';
 import { executionSegments, runSegments, type DispatchMode } from './resilience/tool-dispatch';
 import type { ToolDefinition, ToolOutcome } from './tools/tool.port';
 import type { ModelCallFailedData, ToolApprovalDecidedData } from './domain/run-events';
@@ -484,7 +484,7 @@ export class RunDriver {
         };
         const endedAt = () => new Date(this.deps.clock.now()).toISOString();
         // The same error three times in a row: stop retrying whatever attempts are left.
-        const breaker = afterFailure(this.state.resilience.breaker, errorSignature(failure));
+        const breaker = breakerAfter(this.state.resilience.breaker, failure);
         if (isTripped(breaker)) {
           await this.append([
             ...pending,
@@ -493,7 +493,7 @@ export class RunDriver {
           ]);
           return;
         }
-        const attemptsLeft = attempt < retry.maxAttempts;
+        const attemptsLeft = attempt < maxAttemptsOf(retry);
         if (error.kind === 'context_too_long' && attemptsLeft) {
           // The next action compacts the conversation (ContextCompacted), then makes this call again.
           await this.append([...pending, { type: 'ModelCallFailed', data: { ...failure, compactBeforeRetry: true } }]);
@@ -508,9 +508,10 @@ export class RunDriver {
           ]);
           return;
         }
-        const retryInMs = this.backoff(attempt, error.details.retryAfterMs, retry);
+        const retryInMs = retryDelayMs(retry, attempt, error.details.retryAfterMs)!;
         await this.append([...pending.splice(0), { type: 'ModelCallFailed', data: { ...failure, retryInMs } }]);
-        await (this.deps.sleep ?? abortableSleep)(retryInMs!, this.abort.signal);
+        // A wait past the run's deadline ends with it: the next decision ends the run TIMEOUT.
+        await (this.deps.sleep ?? abortableSleep)(Math.min(retryInMs, Math.max(0, deadline - this.deps.clock.now())), this.abort.signal);
         if (this.abort.signal.aborted) return;
         continue;
       } finally {
@@ -544,13 +545,6 @@ export class RunDriver {
   /** The run's own retry policy (recorded at launch), else the driver's. */
   private retryPolicy(): RetryPolicy {
     return this.state.launched?.retry ?? this.retry;
-  }
-
-  private backoff(attempt: number, retryAfterMs: number | undefined, retry: RetryPolicy): number {
-    const exp = Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** (attempt - 1));
-    // Full jitter between half and all of the exponential delay; never earlier than retry-after.
-    const jittered = Math.round(exp / 2 + Math.random() * (exp / 2));
-    return Math.min(retry.maxDelayMs, Math.max(jittered, retryAfterMs ?? 0));
   }
 
   /**

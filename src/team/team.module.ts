@@ -5,13 +5,13 @@ import type { TriadConfig } from '../config/config';
 import { CLOCK, ID_GENERATOR, systemClock, uuidGenerator } from '../shared/system';
 import { CancelRunHandler } from './commands/cancel-run.command';
 import { LaunchRunHandler } from './commands/launch-run.command';
-import { DEFAULT_MODEL } from './commands/tokens';
+import { DEFAULT_MODEL, LAUNCH_POLICY_DEFAULTS } from './commands/tokens';
 import { RunsController } from './http/runs.controller';
 import { LiveRunBus } from './live-run-bus';
 import { createModelProvider } from './models/model-provider.factory';
 import { MODEL_PROVIDER } from './models/model.port';
 import { GetRunHandler, ListRunsHandler } from './queries/run.queries';
-import { DEFAULT_RETRY_POLICY } from './run-driver';
+import { productLaunchDefaults, retrySchedule } from './resilience/policies';
 import { RETRY_POLICY, RunSupervisor, SUPERVISOR_OPTIONS } from './run-supervisor';
 import { RECOVERY_INTERVAL_MS, RecoveryService } from './recovery.service';
 import { createRunStores } from './run-stores.factory';
@@ -49,7 +49,8 @@ export const TEAM_QUERY_HANDLERS = [GetRunHandler, ListRunsHandler];
     { provide: TOOL_REGISTRY, useFactory: createDefaultToolRegistry },
     { provide: CLOCK, useValue: systemClock },
     { provide: ID_GENERATOR, useValue: uuidGenerator },
-    { provide: RETRY_POLICY, useValue: DEFAULT_RETRY_POLICY },
+    { provide: RETRY_POLICY, inject: [TRIAD_CONFIG], useFactory: (c: TriadConfig) => retrySchedule(c.modelRetryDelaysMs) },
+    { provide: LAUNCH_POLICY_DEFAULTS, inject: [RETRY_POLICY], useFactory: productLaunchDefaults },
   ],
   exports: [RunSupervisor, RecoveryService, CHECKPOINT_STORE, RUN_LEASES, RunsProjection, LiveRunBus, MODEL_PROVIDER, TOOL_REGISTRY, CLOCK, ID_GENERATOR, DEFAULT_MODEL],
 })

@@ -48,7 +48,7 @@ async function launch(extra: Record<string, unknown> = {}): Promise<string> {
 }
 
 /** Polls GET /v1/runs/:id until `check` holds (deadline, never a blind sleep). */
-async function runUntil(runId: string, check: (run: RunSummary) => boolean, withinMs = 10_000): Promise<RunSummary> {
+async function runUntil(runId: string, check: (run: RunSummary) => boolean, withinMs = 45_000): Promise<RunSummary> {
   const deadline = Date.now() + withinMs;
   for (;;) {
     const res = await e2e.request<RunSummary>('GET', `/v1/runs/${runId}`);

@@ -4,11 +4,11 @@ import type { Identity } from '../../auth/identity';
 import { EVENT_STORE, type EventStore } from '../../events/event-store.port';
 import { CLOCK, newRunId } from '../../shared/system';
 import { launchRun, type LaunchResult, type LaunchRunInput } from '../launch';
-import { PRODUCT_LAUNCH_DEFAULTS } from '../resilience/policies';
+import type { LaunchPolicyDefaults } from '../resilience/policies';
 import { MODEL_PROVIDER, type ModelProvider } from '../models/model.port';
 import type { Clock } from '../run-driver';
 import { RunSupervisor } from '../run-supervisor';
-import { DEFAULT_MODEL } from './tokens';
+import { DEFAULT_MODEL, LAUNCH_POLICY_DEFAULTS } from './tokens';
 
 export class LaunchRunCommand {
   constructor(
@@ -26,6 +26,7 @@ export class LaunchRunHandler implements ICommandHandler<LaunchRunCommand, Launc
     @Inject(MODEL_PROVIDER) private readonly model: ModelProvider,
     @Inject(DEFAULT_MODEL) private readonly defaultModel: string,
     @Inject(CLOCK) private readonly clock: Clock,
+    @Inject(LAUNCH_POLICY_DEFAULTS) private readonly defaults: LaunchPolicyDefaults,
     private readonly supervisor: RunSupervisor,
   ) {}
 
@@ -37,7 +38,7 @@ export class LaunchRunHandler implements ICommandHandler<LaunchRunCommand, Launc
       provider: this.model.name,
       defaultModel: this.defaultModel,
       // Launches through the API and the CLI record the product's resilience defaults.
-      defaults: PRODUCT_LAUNCH_DEFAULTS,
+      defaults: this.defaults,
     });
     if (command.startDriver) void this.supervisor.start(result.runId);
     return result;

@@ -21,7 +21,7 @@ import type {
   WorkSubmittedData,
 } from './run-events';
 import { statusOf, teamRunMachine } from './team-run.machine';
-import { afterFailure, CLOSED_BREAKER, errorSignature, type BreakerState } from '../resilience/circuit-breaker';
+import { breakerAfter, CLOSED_BREAKER, type BreakerState } from '../resilience/circuit-breaker';
 import { applyCompaction } from '../resilience/context-window';
 import { DEFAULT_STAGNATION_POLICY } from '../resilience/policies';
 import { recordTurn, type StagnationWindow } from '../resilience/stagnation';
@@ -201,7 +201,7 @@ export function evolve(state: RunState, event: TeamRunEvent, meta: { revision: n
     case 'ModelCallFailed': {
       const d = event.data;
       state.failedAttempts = d.attempt;
-      state.resilience.breaker = afterFailure(state.resilience.breaker, errorSignature(d));
+      state.resilience.breaker = breakerAfter(state.resilience.breaker, d);
       state.resilience.compactBeforeRetry = d.compactBeforeRetry ? { role: d.role, callId: d.callId } : undefined;
       break;
     }

@@ -53,6 +53,9 @@ export class ReviewPolicyDto {
 }
 
 export class RetryDto {
+  /** The wait before each retry, in order (one retry per entry). */
+  @IsOptional() @IsArray() @ArrayMaxSize(20) @IsInt({ each: true }) @Min(0, { each: true }) @Max(60 * 60 * 1000, { each: true }) delaysMs?: number[];
+  // The older exponential form: attempts in all and the first wait, doubling up to maxDelayMs.
   @IsOptional() @IsInt() @Min(1) @Max(20) maxAttempts?: number;
   @IsOptional() @IsInt() @Min(0) @Max(10 * 60 * 1000) baseDelayMs?: number;
   @IsOptional() @IsInt() @Min(0) @Max(60 * 60 * 1000) maxDelayMs?: number;

@@ -3,6 +3,10 @@
  * times in a row, retrying again only burns time and quota, so the run ends ERROR naming the
  * signature. A different error resets the count, and so does a completed call. The count is folded
  * from ModelCallFailed events (see run-state.ts), so a resumed driver continues it.
+ *
+ * Capacity faults (rate limited, overloaded) say the provider is busy, not that the request is
+ * wrong, and they repeat word for word: the retry schedule alone bounds them (counting them would
+ * cut the default three retries to two). They reset the count like any other error.
  */
 
 export const BREAKER_THRESHOLD = 3;
@@ -40,6 +44,13 @@ export function normaliseErrorMessage(message: string): string {
     .replace(/\s+/g, ' ')
     .trim()
     .slice(0, 200);
+}
+
+const CAPACITY_FAULTS: ReadonlySet<string> = new Set(['rate_limited', 'overloaded']);
+
+/** The breaker after one more failed call. */
+export function breakerAfter(state: BreakerState, failure: FailureFacts): BreakerState {
+  return CAPACITY_FAULTS.has(failure.kind) ? { ...CLOSED_BREAKER } : afterFailure(state, errorSignature(failure));
 }
 
 /** The breaker after one more failure with this signature. */

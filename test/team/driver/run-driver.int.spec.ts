@@ -156,7 +156,7 @@ describe('RunDriver: how runs end', () => {
     const state = await harness.driver.drive();
     const elapsed = Date.now() - started;
 
-    expect(elapsed).toBeLessThan(3000);
+    expect(elapsed).toBeLessThan(15_000);
     expect(signals).toHaveLength(1);
     expect(signals[0].aborted).toBe(true);
     expect(terminationReason(state)).toBe('TIMEOUT');

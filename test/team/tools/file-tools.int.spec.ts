@@ -166,7 +166,7 @@ describe('built-in file tools', () => {
       const found = await run('search_files', { pattern: '^(a+)+$', regex: true }, { searchTimeoutMs: 300 });
       expect(found.isError).toBe(true);
       expect(found.output).toContain('search stopped after 300 ms');
-      expect(Date.now() - started).toBeLessThan(3000);
+      expect(Date.now() - started).toBeLessThan(20_000);
     });
 
     it('does not search through links or outside the workspace', async () => {

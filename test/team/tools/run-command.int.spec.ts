@@ -38,7 +38,7 @@ describe('run_command', () => {
   it('kills the whole process group on timeout', async () => {
     const started = Date.now();
     const outcome = await run({ command: 'sleep 30 & echo "pid:$!"; echo "pid:$$"; sleep 30; echo never' , timeoutMs: 400 });
-    expect(Date.now() - started).toBeLessThan(5000);
+    expect(Date.now() - started).toBeLessThan(20_000);
     expect(outcome.isError).toBe(true);
     expect(outcome.output).toContain('[timed out after 400 ms; the command and every process it started were killed]');
     expect(outcome.output).not.toContain('never');
@@ -52,7 +52,7 @@ describe('run_command', () => {
     setTimeout(() => controller.abort(), 300);
     const started = Date.now();
     const outcome = await run({ command: 'sleep 30 & echo "pid:$!"; sleep 30' }, { signal: controller.signal });
-    expect(Date.now() - started).toBeLessThan(5000);
+    expect(Date.now() - started).toBeLessThan(20_000);
     expect(outcome.isError).toBe(true);
     expect(outcome.output).toContain('[cancelled;');
     const [grandchild] = pidsIn(outcome.output);
@@ -72,7 +72,7 @@ describe('run_command', () => {
   it('does not let background processes outlive the command', async () => {
     const started = Date.now();
     const outcome = await run({ command: 'sleep 30 & echo "pid:$!"' });
-    expect(Date.now() - started).toBeLessThan(3000);
+    expect(Date.now() - started).toBeLessThan(20_000);
     expect(outcome.isError).toBe(false);
     const [background] = pidsIn(outcome.output);
     expect(await waitUntilGone(background!)).toBe(true);
