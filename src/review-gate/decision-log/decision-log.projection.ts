@@ -116,7 +116,8 @@ export class DecisionLogProjection {
       while (this.current < target) {
         const remaining = deadline - Date.now();
         if (remaining <= 0) {
-          const why = this.lastError ? `: ${this.lastError.message}` : '';
+          // The cause is in the server log; clients are not shown raw store or database errors.
+          const why = this.lastError ? ': its projector is failing and retrying' : '';
           throw new DecisionLogBehindError(`the decision log is behind the event store (at ${this.current}, decisions up to ${target})${why}`);
         }
         await this.waitForAdvance(Math.min(remaining, 100));
@@ -135,7 +136,8 @@ export class DecisionLogProjection {
         this.head = undefined;
         // Reset by progress (see `consume`): a projector that fails again at once backs off further.
         attempt = this.failuresInARow++;
-        const reason = isStoreUnavailable(err) ? 'the event store is not reachable' : (err as Error).message;
+        // /health is public: it names the fault, not the raw error (that goes to the log below).
+        const reason = isStoreUnavailable(err) ? 'the event store is not reachable' : 'the decision log projector is failing';
         this.options.health?.failed(COMPONENT, reason);
         this.options.health?.restarted(COMPONENT);
         this.options.logger?.error(`decision log projector failed, restarting: ${(err as Error).message}`);
