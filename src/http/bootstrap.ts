@@ -4,6 +4,8 @@ import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { AppModule } from '../app.module';
 import { ErrorFilter } from './error.filter';
+import { RouteInputsInterceptor } from './route-inputs';
+import { enforceBodyLimits, requireJsonBody } from './request-body.middleware';
 import { ReviewTimers } from '../review-gate/review-timers';
 import { RecoveryService } from '../team/recovery.service';
 import { ApprovalTimers } from '../team/approvals/approval-timers';
@@ -11,7 +13,9 @@ import { ApprovalTimers } from '../team/approvals/approval-timers';
 export const VALIDATION_PIPE = new ValidationPipe({
   whitelist: true,
   forbidNonWhitelisted: true,
+  // The handler gets the validated DTO instance; values keep their JSON types (`"1"` is no number).
   transform: true,
+  transformOptions: { enableImplicitConversion: false },
   // Undefined optional fields stay absent instead of failing nested validation.
   skipMissingProperties: false,
   stopAtFirstError: false,
@@ -19,8 +23,12 @@ export const VALIDATION_PIPE = new ValidationPipe({
 
 /** The HTTP app, configured the same way for `triad serve` and for e2e tests. */
 export async function createHttpApp(options: { logger?: LogLevel[] | false } = {}): Promise<INestApplication> {
-  const app = await NestFactory.create<NestExpressApplication>(AppModule, { logger: options.logger ?? ['error', 'warn', 'log'] });
+  // bodyParser: false: no form-encoded parser; JSON is the only body format read.
+  const app = await NestFactory.create<NestExpressApplication>(AppModule, { logger: options.logger ?? ['error', 'warn', 'log'], bodyParser: false });
+  app.use(requireJsonBody);
   app.useBodyParser('json', { limit: '2mb' });
+  app.use(enforceBodyLimits);
+  app.useGlobalInterceptors(new RouteInputsInterceptor());
   app.useGlobalPipes(VALIDATION_PIPE);
   app.useGlobalFilters(new ErrorFilter());
   await app.init();

@@ -1,6 +1,5 @@
 import { BadRequestException, Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
-import { Type } from 'class-transformer';
 import { IsInt, IsObject, IsOptional, Max, Min } from 'class-validator';
 import { Roles } from '../../auth/auth.guard';
 import { CurrentIdentity } from '../../auth/current-identity.decorator';
@@ -12,7 +11,7 @@ import { GetRunContextQuery } from '../queries/get-run-context.query';
 import type { RunContext } from '../replay';
 
 export class ForkRunDto {
-  @IsInt() @Min(0) @Max(10_000_000) @Type(() => Number) turn!: number;
+  @IsInt() @Min(0) @Max(10_000_000) turn!: number;
   @IsOptional() @IsObject() overrides?: Record<string, unknown>;
 }
 
