@@ -10,7 +10,7 @@ import { declaredRoutes, FUZZ_KEYS, startFuzzApp, type FuzzApp, type FuzzKey, ty
 
 jest.setTimeout(120_000);
 
-const RUNS = Number(process.env.TRIAD_FUZZ_RUNS ?? 250);
+const RUNS = Number(process.env.TRIAD_FUZZ_RUNS ?? 600);
 const SECONDS = Number(process.env.TRIAD_FUZZ_SECONDS ?? 25);
 const SEED = process.env.TRIAD_FUZZ_SEED === undefined ? undefined : Number(process.env.TRIAD_FUZZ_SEED);
 
@@ -91,7 +91,7 @@ const rawFragment = fc.constantFrom('%', '%zz', '%ff', '%00', '%ED%A0%80', '%C0%
 
 function idArb(route: Route, ids: Record<IdKind, string[]>): fc.Arbitrary<string> {
   return fc.oneof(
-    { arbitrary: fc.constantFrom(...ids[route.id!]), weight: 4 },
+    { arbitrary: fc.constantFrom(...ids[route.id!]), weight: 6 },
     { arbitrary: text.map(encodeAny), weight: 3 },
     { arbitrary: fc.constantFrom('%00', 'run_%00', '%ff', '%ED%A0%80', '..', '%2e%2e', 'a%2Fb', 'x'.repeat(300), '%20', 'rev_', 'apr_.'), weight: 2 },
   );
@@ -113,10 +113,10 @@ function queryArb(route: Route): fc.Arbitrary<string> {
     { arbitrary: fc.tuple(key, rawFragment).map(([k, v]) => `${encodeAny(k)}=${v}`), weight: 1 },
     { arbitrary: key.map(encodeAny), weight: 1 },
   );
-  const pairs = fc.array(pair, { maxLength: 4 });
+  const pairs = fc.oneof({ arbitrary: fc.constant([]), weight: 3 }, { arbitrary: fc.array(pair, { minLength: 1, maxLength: 4 }), weight: 2 });
   if (route.path.endsWith('/wait')) {
     // Bounded waits only: a wait without a small timeout would hold the fuzz for 30 s.
-    return fc.tuple(pairs, fc.constantFrom('0', '1', 'abc', '1e3', '-1', '%00')).map(([ps, t]) => [...ps.filter((p) => !p.startsWith('timeoutMs')), `timeoutMs=${t}`].join('&'));
+    return fc.tuple(pairs, fc.constantFrom('0', '0', '1', 'abc', '1e3', '-1', '%00')).map(([ps, t]) => [...ps.filter((p) => !p.startsWith('timeoutMs')), `timeoutMs=${t}`].join('&'));
   }
   return pairs.map((ps) => ps.join('&'));
 }
@@ -147,6 +147,7 @@ function bodyArb(route: Route): fc.Arbitrary<string | undefined> {
   );
   return fc.oneof(
     { arbitrary: fc.constant(undefined), weight: 2 },
+    { arbitrary: fc.constant(JSON.stringify(valid)), weight: 3 },
     { arbitrary: anyJson.map((v) => JSON.stringify(v)), weight: 3 },
     { arbitrary: mutated, weight: 4 },
     { arbitrary: stringField, weight: 2 },
@@ -155,7 +156,7 @@ function bodyArb(route: Route): fc.Arbitrary<string | undefined> {
 }
 
 const contentTypeArb = fc.oneof(
-  { arbitrary: fc.constant('application/json'), weight: 8 },
+  { arbitrary: fc.constant('application/json'), weight: 12 },
   {
     arbitrary: fc.constantFrom<string | undefined>(
       undefined,
@@ -176,7 +177,7 @@ const contentTypeArb = fc.oneof(
 
 const asArb = (route: Route): fc.Arbitrary<FuzzRequest['as']> =>
   fc.oneof(
-    { arbitrary: fc.constant(route.as), weight: 6 },
+    { arbitrary: fc.constant(route.as), weight: 10 },
     { arbitrary: fc.constantFrom<FuzzKey | null>('op', 'rev', 'aud', 'adm', null), weight: 2 },
     { arbitrary: fc.constantFrom('Bearer ', 'Bearer nope', 'Basic b3A6b3A=', `bearer ${FUZZ_KEYS.op}`, `Bearer ${FUZZ_KEYS.op} extra`).map((raw) => ({ raw })), weight: 1 },
   );
