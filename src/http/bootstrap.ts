@@ -1,11 +1,11 @@
 import 'reflect-metadata';
 import { type INestApplication, type LogLevel, ValidationPipe } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { NestExpressApplication, NestExpressBodyParserOptionsFor } from '@nestjs/platform-express';
 import { AppModule } from '../app.module';
 import { ErrorFilter } from './error.filter';
 import { RouteInputsInterceptor } from './route-inputs';
-import { enforceBodyLimits, requireJsonBody } from './request-body.middleware';
+import { enforceBodyLimits, requireJsonBody, verifyJsonShape } from './request-body.middleware';
 import { ReviewTimers } from '../review-gate/review-timers';
 import { RecoveryService } from '../team/recovery.service';
 import { ApprovalTimers } from '../team/approvals/approval-timers';
@@ -26,7 +26,8 @@ export async function createHttpApp(options: { logger?: LogLevel[] | false } = {
   // bodyParser: false: no form-encoded parser; JSON is the only body format read.
   const app = await NestFactory.create<NestExpressApplication>(AppModule, { logger: options.logger ?? ['error', 'warn', 'log'], bodyParser: false });
   app.use(requireJsonBody);
-  app.useBodyParser('json', { limit: '2mb' });
+  // Nest's type reserves `verify` for its rawBody option, which triad does not use.
+  app.useBodyParser('json', { limit: '2mb', verify: verifyJsonShape } as NestExpressBodyParserOptionsFor<'json'>);
   app.use(enforceBodyLimits);
   app.useGlobalInterceptors(new RouteInputsInterceptor());
   app.useGlobalPipes(VALIDATION_PIPE);

@@ -1,6 +1,6 @@
 import { BadRequestException, UnsupportedMediaTypeException } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
-import { bodyLimitViolation } from './body-limits';
+import { bodyLimitViolation, rawJsonShapeViolation } from './body-limits';
 
 const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
@@ -40,4 +40,14 @@ export function enforceBodyLimits(req: Request, _res: Response, next: NextFuncti
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return next(new BadRequestException('the body must be a JSON object'));
   const violation = bodyLimitViolation(body);
   next(violation === undefined ? undefined : new BadRequestException(violation));
+}
+
+/**
+ * The JSON body parser's `verify` hook: refuses a body nested too deep or holding too many values
+ * before JSON.parse reads it (400), so parsing stays cheap whatever arrives.
+ */
+export function verifyJsonShape(_req: unknown, _res: unknown, buf: Buffer): void {
+  const violation = rawJsonShapeViolation(buf);
+  // The status travels through the body parser's error to a 400 with this message.
+  if (violation !== undefined) throw Object.assign(new Error(violation), { status: 400, statusCode: 400, expose: true, type: 'entity.verify.failed' });
 }
