@@ -120,6 +120,9 @@ describe('HTTP input rules', () => {
       ['GET', `/v1/runs/${runId}/context?revision=1e3`, /revision must be a non-negative integer/],
       ['POST', `/v1/runs/${runId}/wait?timeoutMs=1e3`, /timeoutMs must be a non-negative integer/],
       ['POST', `/v1/runs/${runId}/wait?timeoutMs=-1`, /timeoutMs must be a non-negative integer/],
+      ['POST', `/v1/runs/${runId}/wait?timeoutMs=`, /timeoutMs must be a non-negative integer/],
+      ['GET', '/v1/runs?limit=', /limit must be a non-negative integer/],
+      ['GET', '/v1/runs?limit=0x10', /limit must be a non-negative integer/],
       ['GET', '/v1/decisions?runId=x&bogus=1', /unknown query parameter bogus/],
     ];
     for (const [method, path, message] of cases) expectError(await raw(method, path, undefined, undefined, method === 'GET' && path.startsWith('/v1/decisions') ? 'aud' : 'ann'), 400, message);
