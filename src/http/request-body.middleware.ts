@@ -16,15 +16,17 @@ function hasBody(req: Request): boolean {
  * names a content type must be `application/json` (415, nothing done); without either it is
  * accepted, so `POST /v1/runs/:id/cancel` or `/resume` may be sent bare. Otherwise a `text/plain`
  * body would be skipped by the JSON parser and the route would act on an empty body.
- * (The charset, when given, is checked by the JSON parser: only UTF-8 is read.)
+ * A charset, when given, must be UTF-8: the body's limits are checked on its bytes.
  */
 export function requireJsonBody(req: Request, _res: Response, next: NextFunction): void {
   if (!STATE_CHANGING.has(req.method)) return next();
   const type = req.headers['content-type'];
   if (type === undefined && !hasBody(req)) return next();
-  const mediaType = (type ?? '').split(';')[0].trim().toLowerCase();
-  if (mediaType === 'application/json') return next();
-  next(new UnsupportedMediaTypeException(`${req.method} requests take an application/json body`));
+  const [mediaType, ...params] = (type ?? '').toLowerCase().split(';').map((p) => p.trim());
+  if (mediaType !== 'application/json') return next(new UnsupportedMediaTypeException(`${req.method} requests take an application/json body`));
+  const charset = params.find((p) => p.startsWith('charset='))?.slice('charset='.length).replace(/^"(.*)"$/, '$1');
+  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') return next(new UnsupportedMediaTypeException('JSON bodies are read as UTF-8 only'));
+  next();
 }
 
 /**

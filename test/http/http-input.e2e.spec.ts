@@ -65,6 +65,7 @@ describe('HTTP input rules', () => {
     expectError(await raw('POST', `/v1/approvals/${approvalId}/reject`, 'reason=no', 'application/x-www-form-urlencoded', 'bob'), 415);
     expectError(await raw('POST', `/v1/runs/${runId}/cancel`, '{"reason":"x"}', undefined), 415);
     expectError(await raw('POST', `/v1/runs/${runId}/cancel`, '{"reason":"x"}', 'application/json; charset=latin1'), 415);
+    expectError(await raw('POST', `/v1/runs/${runId}/cancel`, '\uFEFF{"reason":"x"}', 'application/json; charset=utf-16'), 415, 'JSON bodies are read as UTF-8 only');
     expect(await eventCount()).toBe(before);
     const run = (await server.request('GET', `/v1/runs/${runId}`, { as: 'aud' })).body;
     expect(run.status).toBe('awaiting_approval');
