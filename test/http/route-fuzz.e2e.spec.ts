@@ -91,7 +91,8 @@ const rawFragment = fc.constantFrom('%', '%zz', '%ff', '%00', '%ED%A0%80', '%C0%
 
 function idArb(route: Route, ids: Record<IdKind, string[]>): fc.Arbitrary<string> {
   return fc.oneof(
-    { arbitrary: fc.constantFrom(...ids[route.id!]), weight: 6 },
+    // The pool grows as the fuzz launches and forks runs, so later requests aim at them too.
+    { arbitrary: fc.nat().map((i) => ids[route.id!][i % ids[route.id!].length]), weight: 6 },
     { arbitrary: text.map(encodeAny), weight: 3 },
     { arbitrary: fc.constantFrom('%00', 'run_%00', '%ff', '%ED%A0%80', '..', '%2e%2e', 'a%2Fb', 'x'.repeat(300), '%20', 'rev_', 'apr_.'), weight: 2 },
   );
@@ -282,7 +283,7 @@ async function quiesce(app: FuzzApp): Promise<StoreSnapshot> {
 }
 
 /** One request: its reply is well-formed, and a refused request wrote nothing. */
-async function exercise(app: FuzzApp, r: FuzzRequest): Promise<void> {
+async function exercise(app: FuzzApp, r: FuzzRequest, ids?: Record<IdKind, string[]>): Promise<void> {
   const before = await app.snapshot();
   const reply = await send(app, r);
   checkReply(r, reply);
@@ -292,6 +293,11 @@ async function exercise(app: FuzzApp, r: FuzzRequest): Promise<void> {
       throw new Error(`a refused request (${reply.status}) wrote: ${JSON.stringify(before)} -> ${JSON.stringify(after)}\nrequest: ${describeRequest(r)}`);
     }
   } else if (r.route.method === 'POST') {
+    const runId = (JSON.parse(reply.text) as { runId?: unknown }).runId;
+    if (ids && reply.status === 202 && typeof runId === 'string' && !ids.run.includes(runId)) {
+      ids.run.push(runId);
+      ids.review.push(`rev_${runId}_1`);
+    }
     await quiesce(app);
   }
 }
@@ -364,7 +370,7 @@ describe.each<StoreKind>(['sqlite', 'postgres'])('route fuzz on %s', (kind) => {
 
   it('never answers 5xx, always a JSON error body, and writes nothing when it refuses', async () => {
     await fc.assert(
-      fc.asyncProperty(requestArb(ids), (r) => exercise(app, r)),
+      fc.asyncProperty(requestArb(ids), (r) => exercise(app, r, ids)),
       { numRuns: RUNS, seed: SEED, plugins: [fc.interruptAfterTimeLimit(SECONDS * 1000)] },
     );
   });
