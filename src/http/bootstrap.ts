@@ -1,10 +1,12 @@
 import 'reflect-metadata';
 import { type INestApplication, type LoggerService, type LogLevel, ValidationPipe } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { NestExpressApplication, NestExpressBodyParserOptionsFor } from '@nestjs/platform-express';
 import { AppModule } from '../app.module';
 import { ErrorFilter } from './error.filter';
 import { WellFormedInputPipe, withUtf8Check } from './well-formed-input';
+import { RouteInputsInterceptor } from './route-inputs';
+import { enforceBodyLimits, requireJsonBody, verifyJsonShape } from './request-body.middleware';
 import { ReviewTimers } from '../review-gate/review-timers';
 import { RecoveryService } from '../team/recovery.service';
 import { ApprovalTimers } from '../team/approvals/approval-timers';
@@ -12,7 +14,9 @@ import { ApprovalTimers } from '../team/approvals/approval-timers';
 export const VALIDATION_PIPE = new ValidationPipe({
   whitelist: true,
   forbidNonWhitelisted: true,
+  // The handler gets the validated DTO instance; values keep their JSON types (`"1"` is no number).
   transform: true,
+  transformOptions: { enableImplicitConversion: false },
   // Undefined optional fields stay absent instead of failing nested validation.
   skipMissingProperties: false,
   stopAtFirstError: false,
@@ -20,8 +24,14 @@ export const VALIDATION_PIPE = new ValidationPipe({
 
 /** The HTTP app, configured the same way for `triad serve` and for e2e tests. */
 export async function createHttpApp(options: { logger?: LogLevel[] | false | LoggerService } = {}): Promise<INestApplication> {
-  const app = await NestFactory.create<NestExpressApplication>(AppModule, { logger: options.logger ?? ['error', 'warn', 'log'] });
-  app.useBodyParser('json', withUtf8Check({ limit: '2mb' }));
+  // bodyParser: false: no form-encoded parser; JSON is the only body format read.
+  const app = await NestFactory.create<NestExpressApplication>(AppModule, { logger: options.logger ?? ['error', 'warn', 'log'], bodyParser: false });
+  app.use(requireJsonBody);
+  // Raw bytes first: UTF-8, then nesting and value counts, both before the body is parsed.
+  // Nest's type reserves `verify` for its rawBody option, which triad does not use.
+  app.useBodyParser('json', withUtf8Check({ limit: '2mb', verify: verifyJsonShape }) as NestExpressBodyParserOptionsFor<'json'>);
+  app.use(enforceBodyLimits);
+  app.useGlobalInterceptors(new RouteInputsInterceptor());
   app.useGlobalPipes(new WellFormedInputPipe(), VALIDATION_PIPE);
   app.useGlobalFilters(new ErrorFilter());
   await app.init();

@@ -42,7 +42,8 @@ export class ErrorFilter implements ExceptionFilter {
       res.end();
       return;
     }
-    res.status(statusCode).json({ statusCode, error: REASON[statusCode] ?? 'Error', message });
+    // Set here, not left to json(): a route's own content type (metrics' text/plain) is already on the response.
+    res.status(statusCode).type('application/json').json({ statusCode, error: REASON[statusCode] ?? 'Error', message });
   }
 
   private describe(exception: unknown): { statusCode: number; message: string | string[] } {

@@ -17,13 +17,20 @@ function refuseInvalidUtf8(_req: IncomingMessage, _res: unknown, body: Buffer): 
   if (!isUtf8(body)) throw Object.assign(new Error('the request body is not valid UTF-8'), { status: 400, expose: true, type: 'entity.verify.failed' });
 }
 
+type VerifyHook = (req: IncomingMessage, res: unknown, body: Buffer, encoding: string) => void;
+
 /**
- * JSON body-parser options with the UTF-8 check added. Nest's types reserve `verify` because Nest
- * sets it itself when the app is created with `rawBody: true`; this app is not, so options pass
- * through to body-parser as given.
+ * JSON body-parser options with the UTF-8 check added before the options' own `verify` hook, if
+ * any. Nest's types reserve `verify` because Nest sets it itself when the app is created with
+ * `rawBody: true`; this app is not, so options pass through to body-parser as given.
  */
-export function withUtf8Check<T extends object>(options: T): T {
-  return { ...options, verify: refuseInvalidUtf8 } as T;
+export function withUtf8Check<T extends { verify?: VerifyHook }>(options: T): T {
+  const next = options.verify;
+  const verify: VerifyHook = (req, res, body, encoding) => {
+    refuseInvalidUtf8(req, res, body);
+    next?.(req, res, body, encoding);
+  };
+  return { ...options, verify };
 }
 
 const WHERE: Partial<Record<ArgumentMetadata['type'], string>> = { body: '', query: 'query parameter ', param: 'path parameter ' };

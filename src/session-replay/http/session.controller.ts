@@ -1,4 +1,4 @@
-import { BadRequestException, Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import { IsInt, IsObject, IsOptional, Max, Min } from 'class-validator';
 import { Roles } from '../../auth/auth.guard';
@@ -25,8 +25,6 @@ export class SessionController {
 
   @Get(':id/context')
   context(@Param('id') id: string, @Query('revision') revision?: string): Promise<RunContext> {
-    // `?revision=` with no value is a malformed request, not "revision 0" (parseIntParam's default).
-    if (revision === '') throw new BadRequestException('revision must be a non-negative integer');
     const r = revision === undefined ? undefined : parseIntParam('revision', revision, 0, 0, Number.MAX_SAFE_INTEGER);
     return this.queries.execute(new GetRunContextQuery(id, r));
   }

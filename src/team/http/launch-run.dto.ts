@@ -17,10 +17,14 @@ import {
   ValidateNested,
 } from 'class-validator';
 
+/**
+ * Request bodies of the runs routes. Every string, array and number has an upper bound (listed in
+ * docs/API.md, "Limits"); the body as a whole is bounded before these run (src/http/body-limits.ts).
+ */
 export class RoleConfigDto {
   @IsOptional() @IsString() @IsNotEmpty() @MaxLength(200) model?: string;
   @IsOptional() @IsInt() @Min(1) @Max(1000) maxTurns?: number;
-  @IsOptional() @IsArray() @ArrayMaxSize(50) @IsString({ each: true }) tools?: string[];
+  @IsOptional() @IsArray() @ArrayMaxSize(50) @IsString({ each: true }) @IsNotEmpty({ each: true }) @MaxLength(200, { each: true }) tools?: string[];
   @IsOptional() @IsString() @IsNotEmpty() @MaxLength(20_000) systemPrompt?: string;
 }
 
@@ -31,9 +35,9 @@ export class TeamConfigDto {
 }
 
 export class PerRoleBudgetDto {
-  @IsOptional() @IsInt() @Min(1) architect?: number;
-  @IsOptional() @IsInt() @Min(1) executor?: number;
-  @IsOptional() @IsInt() @Min(1) reviewer?: number;
+  @IsOptional() @IsInt() @Min(1) @Max(1_000_000_000) architect?: number;
+  @IsOptional() @IsInt() @Min(1) @Max(1_000_000_000) executor?: number;
+  @IsOptional() @IsInt() @Min(1) @Max(1_000_000_000) reviewer?: number;
 }
 
 export class BudgetDto {

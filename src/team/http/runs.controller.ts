@@ -17,8 +17,9 @@ import { CancelRunDto, LaunchRunDto } from './launch-run.dto';
 
 const STATUSES: RunStatus[] = ['queued', 'planning', 'executing', 'reviewing', 'awaiting_review', 'awaiting_approval', 'completed', 'failed', 'blocked', 'cancelled', 'suspended'];
 
+/** A whole number in decimal digits only (no sign, exponent, fraction or blank: `?x=` is malformed, not the default). */
 export function parseIntParam(name: string, raw: string | undefined, def: number, min: number, max: number): number {
-  if (raw === undefined || raw === '') return def;
+  if (raw === undefined) return def;
   if (!/^\d+$/.test(raw)) throw new BadRequestException(`${name} must be a non-negative integer`);
   const n = Number(raw);
   if (n < min || n > max) throw new BadRequestException(`${name} must be between ${min} and ${max}`);
