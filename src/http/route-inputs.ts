@@ -4,6 +4,7 @@ import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
 import { getMetadataStorage } from 'class-validator';
 import type { Request } from 'express';
 import type { Observable } from 'rxjs';
+import { describeIllFormed, isWellFormedText } from '../shared/text';
 
 /**
  * One rule for the query string, path values and body presence of every route, read off the
@@ -13,8 +14,6 @@ import type { Observable } from 'rxjs';
  * such as PostgreSQL cannot hold NUL, and an id that could never exist is malformed, not missing.
  * Values stay strings: each route parses its own numbers strictly (no coercion here).
  */
-
-const ILL_FORMED = /\0|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 interface RouteArg {
   index: number;
@@ -54,7 +53,7 @@ export function declaredInputs(controller: object, handler: { name: string }): D
 function checkValue(where: string, value: unknown): void {
   if (Array.isArray(value)) throw new BadRequestException(`${where} is given more than once`);
   if (typeof value !== 'string') throw new BadRequestException(`${where} is malformed`);
-  if (ILL_FORMED.test(value)) throw new BadRequestException(`${where} must be text without NUL or unpaired surrogates`);
+  if (!isWellFormedText(value)) throw new BadRequestException(`${where} ${describeIllFormed(value)}; text must be well-formed Unicode without NUL`);
 }
 
 @Injectable()

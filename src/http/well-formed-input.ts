@@ -6,7 +6,8 @@ import { findIllFormedText } from '../shared/text';
 /**
  * Human input must be well-formed text (see "Text in events" in docs/EVENTS.md): a request whose
  * body is not UTF-8, or whose body, query or path values hold a NUL or an unpaired surrogate, is
- * refused with 400 naming the field, before any handler runs, so nothing is written.
+ * refused with 400 naming the field, before any handler runs, so nothing is written (query and path
+ * values: src/http/route-inputs.ts).
  */
 
 /**
@@ -33,17 +34,17 @@ export function withUtf8Check<T extends { verify?: VerifyHook }>(options: T): T 
   return { ...options, verify };
 }
 
-const WHERE: Partial<Record<ArgumentMetadata['type'], string>> = { body: '', query: 'query parameter ', param: 'path parameter ' };
-
-/** A global pipe: every `@Body()`, `@Query()` and `@Param()` value, walked once. */
+/**
+ * A global pipe: every `@Body()` value, walked once. Query and path values are checked, with the
+ * same words, by the route-inputs interceptor, which runs before any pipe.
+ */
 export class WellFormedInputPipe implements PipeTransform {
   transform(value: unknown, metadata: ArgumentMetadata): unknown {
-    const where = WHERE[metadata.type];
-    if (where === undefined) return value;
+    if (metadata.type !== 'body') return value;
     const found = findIllFormedText(value, metadata.data ?? '');
     if (found) {
-      const field = found.path === '' ? (metadata.type === 'body' ? 'the request body' : 'a value') : found.path;
-      throw new BadRequestException(`${where}${field} ${found.problem}; text must be well-formed Unicode without NUL`);
+      const field = found.path === '' ? 'the request body' : found.path;
+      throw new BadRequestException(`${field} ${found.problem}; text must be well-formed Unicode without NUL`);
     }
     return value;
   }

@@ -131,9 +131,9 @@ describe('HTTP input rules', () => {
 
   it('refuses NUL and unpaired surrogates in path and query values with 400', async () => {
     const before = await eventCount();
-    expectError(await raw('GET', '/v1/runs/%00', undefined, undefined), 400, 'path parameter id must be text without NUL or unpaired surrogates');
+    expectError(await raw('GET', '/v1/runs/%00', undefined, undefined), 400, 'path parameter id holds a NUL character; text must be well-formed Unicode without NUL');
     expectError(await raw('POST', `/v1/runs/run_%00/cancel`, undefined, undefined), 400, /path parameter id/);
-    expectError(await raw('GET', '/v1/runs?status=%00', undefined, undefined), 400, 'query parameter status must be text without NUL or unpaired surrogates');
+    expectError(await raw('GET', '/v1/runs?status=%00', undefined, undefined), 400, 'query parameter status holds a NUL character; text must be well-formed Unicode without NUL');
     expectError(await raw('GET', `/v1/approvals?runId=a%00b`, undefined, undefined), 400, /query parameter runId/);
     expectError(await raw('GET', '/v1/decisions?decider=%00', undefined, undefined, 'aud'), 400, /query parameter decider/);
     expect(await eventCount()).toBe(before);
