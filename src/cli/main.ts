@@ -31,6 +31,7 @@ import { ResumeRunCommand } from '../session-replay/commands/resume-run.command'
 import { ForkRunCommand, validateOverrides, type ForkResult } from '../session-replay/commands/fork-run.command';
 import { AddApiKeyCommand, type AddedApiKey } from '../auth/keys/add-api-key.command';
 import { countStoredApiKeys } from '../auth/keys/count-stored-api-keys';
+import { normaliseName } from '../auth/names';
 import { API_KEYS_STREAM, foldApiKeys, InvalidApiKeyError, parseKeyRoles, validateKeyName } from '../auth/keys/api-key-events';
 import { ApproveReviewCommand, RejectReviewCommand, type DecisionResult } from '../review-gate/commands/decide-review.command';
 import { parseReviewId } from '../team/domain/review-id';
@@ -69,8 +70,10 @@ function int(name: string, min: number, max: number) {
 
 /** The CLI acts as a local user: `TRIAD_USER` or the OS account, with every role. */
 function cliIdentity(as?: string): Identity {
-  const name = as ?? process.env.TRIAD_USER ?? safeUserName();
-  if (!/^[A-Za-z0-9_.@-]{1,64}$/.test(name)) throw new CliError(`'${name}' is not a valid user name`, EXIT.usage);
+  const given = as ?? process.env.TRIAD_USER ?? safeUserName();
+  if (!/^[A-Za-z0-9_.@-]{1,64}$/.test(given)) throw new CliError(`'${given}' is not a valid user name`, EXIT.usage);
+  // Names are case-insensitive: TRIAD_USER=ALICE acts as user:alice.
+  const name = normaliseName(given);
   return { id: `user:${name}`, name, roles: ['admin'] as HumanRole[] };
 }
 
