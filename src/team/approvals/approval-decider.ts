@@ -1,4 +1,5 @@
 import { sameIdentity } from '../../auth/names';
+import { hashOf } from '../../shared/canonical-json';
 import type { TeamRunEvent, ToolApprovalDecidedData } from '../domain/run-events';
 import { runStatus, terminationReason, type ApprovalRecord, type RunState } from '../domain/run-state';
 import { parseApprovalId } from './approval-id';
@@ -93,7 +94,8 @@ export function refusedApprover(state: RunState, approver: Approver): SelfApprov
 export function decideApproval(command: ApprovalCommand, state: RunState): TeamRunEvent[] {
   const record = pendingApproval(state, command.approvalId);
   const r = record.requested;
-  const base = { approvalId: r.approvalId, role: r.role, turn: r.turn, toolUseId: r.toolUseId, name: r.name, at: command.at };
+  // The input's hash and the risk go into the decision log's record of this decision.
+  const base = { approvalId: r.approvalId, role: r.role, turn: r.turn, toolUseId: r.toolUseId, name: r.name, inputHash: `sha256:${hashOf(r.input)}`, risk: r.risk, at: command.at };
   let data: ToolApprovalDecidedData;
   switch (command.type) {
     case 'ApproveToolCall':
