@@ -34,6 +34,8 @@ export interface StreamGap {
 
 /** Events read per page when checking a decided stream for revision gaps. */
 const GAP_PAGE = 2000;
+/** Streams read at once by the gap check. */
+const GAP_READERS = 8;
 
 export const SINCE_HASH = /^[0-9a-f]{64}$/;
 
@@ -153,22 +155,30 @@ export class DecisionLog {
    * holes, so a hole is an event deleted outside triad (one a decision was appended with, say).
    */
   private async streamGaps(streams: Iterable<string>): Promise<StreamGap[]> {
-    const gaps: StreamGap[] = [];
-    for (const streamId of streams) {
-      // Plain reads a page at a time: most decided streams are one page, and a read-ahead thread
-      // would cost more than it saves.
-      for (let expected = 0; ; ) {
-        const page = await this.store.readStream(streamId, { fromRevision: expected, maxCount: GAP_PAGE });
-        const hole = page.findIndex((e, i) => e.revision !== expected + i);
-        if (hole >= 0) {
-          gaps.push({ streamId, missingRevision: expected + hole, foundRevision: page[hole].revision });
-          break;
-        }
-        if (page.length < GAP_PAGE) break;
-        expected += page.length;
+    const found = new Map<string, StreamGap>();
+    const queue = [...streams];
+    // A few streams at a time: over the network (PostgreSQL) each read is a round trip.
+    const worker = async (): Promise<void> => {
+      for (let streamId = queue.shift(); streamId !== undefined; streamId = queue.shift()) {
+        const gap = await this.firstGap(streamId);
+        if (gap) found.set(streamId, gap);
       }
+    };
+    await Promise.all(Array.from({ length: GAP_READERS }, worker));
+    // In the order the streams were found (the order of their first decision).
+    return [...streams].flatMap((id) => (found.has(id) ? [found.get(id)!] : []));
+  }
+
+  private async firstGap(streamId: string): Promise<StreamGap | undefined> {
+    // Plain reads a page at a time: most decided streams are one page, and a read-ahead thread
+    // would cost more than it saves.
+    for (let expected = 0; ; ) {
+      const page = await this.store.readStream(streamId, { fromRevision: expected, maxCount: GAP_PAGE });
+      const hole = page.findIndex((e, i) => e.revision !== expected + i);
+      if (hole >= 0) return { streamId, missingRevision: expected + hole, foundRevision: page[hole].revision };
+      if (page.length < GAP_PAGE) return undefined;
+      expected += page.length;
     }
-    return gaps;
   }
 
   /**
