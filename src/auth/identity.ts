@@ -1,5 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { ApiKeyEntry } from '../config/config';
+import { normaliseName } from './names';
 
 export type HumanRole = 'operator' | 'reviewer' | 'auditor' | 'admin';
 
@@ -41,7 +42,9 @@ export class ApiKeyDirectory {
     for (const e of entries) this.addHashed(e.name, e.roles as HumanRole[], hashSecret(e.secret));
   }
 
-  addHashed(name: string, roles: HumanRole[], hash: Buffer, source: ApiKeySource = 'env'): void {
+  /** `name` is normalised here too: keys stored before names were normalised act as the same identity. */
+  addHashed(given: string, roles: HumanRole[], hash: Buffer, source: ApiKeySource = 'env'): void {
+    const name = normaliseName(given);
     const existing = this.keys.findIndex((k) => k.name === name && k.source === source);
     if (existing >= 0) this.keys.splice(existing, 1);
     this.keys.push({ name, roles, hash, source });

@@ -32,6 +32,7 @@ import { ResumeRunCommand } from '../session-replay/commands/resume-run.command'
 import { ForkRunCommand, validateOverrides, type ForkResult } from '../session-replay/commands/fork-run.command';
 import { AddApiKeyCommand, type AddedApiKey } from '../auth/keys/add-api-key.command';
 import { countStoredApiKeys } from '../auth/keys/count-stored-api-keys';
+import { normaliseName } from '../auth/names';
 import { API_KEYS_STREAM, foldApiKeys, InvalidApiKeyError, parseKeyRoles, validateKeyName } from '../auth/keys/api-key-events';
 import { ApproveReviewCommand, RejectReviewCommand, type DecisionResult } from '../review-gate/commands/decide-review.command';
 import { parseReviewId } from '../team/domain/review-id';
@@ -40,7 +41,9 @@ import { createWriteStream, openSync } from 'node:fs';
 import { writeExport } from '../review-gate/decision-log/decision-export';
 import { InvalidDecisionFilterError, parseDecisionFilter } from '../review-gate/decision-log/decision-filter';
 import { DecisionLogService } from '../review-gate/decision-log/decision-log.providers';
-import { DECISION_OUTCOMES } from '../review-gate/decision-log/decision-record';
+import { SINCE_HASH } from '../review-gate/decision-log/decision-log';
+import { DECISION_KINDS, DECISION_OUTCOMES } from '../review-gate/decision-log/decision-record';
+import { describeVerification } from '../review-gate/decision-log/describe-verification';
 import { ApproveToolCallCommand, RejectToolCallCommand, type ApprovalResult } from '../team/approvals/commands/decide-approval.command';
 import { parseApprovalId } from '../team/approvals/approval-id';
 import { illFormedCliInput } from './well-formed-args';
@@ -76,8 +79,10 @@ function int(name: string, min: number, max: number) {
 
 /** The CLI acts as a local user: `TRIAD_USER` or the OS account, with every role. */
 function cliIdentity(as?: string): Identity {
-  const name = as ?? process.env.TRIAD_USER ?? safeUserName();
-  if (!/^[A-Za-z0-9_.@-]{1,64}$/.test(name)) throw new CliError(`'${name}' is not a valid user name`, EXIT.usage);
+  const given = as ?? process.env.TRIAD_USER ?? safeUserName();
+  if (!/^[A-Za-z0-9_.@-]{1,64}$/.test(given)) throw new CliError(`'${given}' is not a valid user name`, EXIT.usage);
+  // Names are case-insensitive: TRIAD_USER=ALICE acts as user:alice.
+  const name = normaliseName(given);
   return { id: `user:${name}`, name, roles: ['admin'] as HumanRole[] };
 }
 
@@ -476,15 +481,16 @@ export function buildProgram(output: CliOutput = new CliOutput(processIo()), jso
     });
 
   const decisions = program.command('decisions').description('the tamper-evident decision log: list, verify, export');
-  const decisionFilter = (opts: { run?: string; decider?: string; outcome?: string; from?: string; to?: string }) => {
+  const decisionFilter = (opts: { kind?: string; run?: string; decider?: string; outcome?: string; from?: string; to?: string }) => {
     try {
-      return parseDecisionFilter({ runId: opts.run, decider: opts.decider, outcome: opts.outcome, from: opts.from, to: opts.to });
+      return parseDecisionFilter({ kind: opts.kind, runId: opts.run, decider: opts.decider, outcome: opts.outcome, from: opts.from, to: opts.to });
     } catch (err) {
       throw err instanceof InvalidDecisionFilterError ? new CliError(err.message, EXIT.usage) : err;
     }
   };
   const withDecisionFilters = (cmd: Command) =>
     cmd
+      .addOption(new Option('--kind <kind>', 'only review decisions or tool approvals').choices(DECISION_KINDS))
       .option('--run <runId>', 'only decisions of this run')
       .option('--decider <identity>', 'only decisions by this decider (user:<name> or system)')
       .addOption(new Option('--outcome <outcome>', 'only this outcome').choices(DECISION_OUTCOMES))
@@ -501,7 +507,7 @@ export function buildProgram(output: CliOutput = new CliOutput(processIo()), jso
           list.length === 0
             ? 'no decisions'
             : list
-                .map((d) => `#${d.seq}  ${d.decidedAt}  ${d.outcome.padEnd(9)} ${d.decider.padEnd(20)} ${d.reviewId}  ${d.reason.replace(/\s+/g, ' ').slice(0, 60)}`)
+                .map((d) => `#${d.seq}  ${d.decidedAt}  ${d.outcome.padEnd(9)} ${d.decider.padEnd(20)} ${d.reviewId ?? `${d.approvalId} ${d.toolName}`}  ${d.reason.replace(/\s+/g, ' ').slice(0, 60)}`)
                 .join('\n'),
         );
       });
@@ -509,17 +515,24 @@ export function buildProgram(output: CliOutput = new CliOutput(processIo()), jso
   decisions
     .command('verify')
     .description('check the hash chain against the event store; exit 1 when a record was altered, removed, reordered or inserted')
+    .option('--since <hash>', 'also prove the log still extends this head (the hash `decisions head` gave earlier)')
     .option('--json', 'print JSON')
     .action(async (opts) => {
+      if (opts.since !== undefined && !SINCE_HASH.test(opts.since)) throw new CliError('--since must be a record hash: 64 lowercase hex characters', EXIT.usage);
       process.exitCode = await withApp(async (app) => {
-        const result = await app.get(DecisionLogService).verify();
-        const bad = result.firstBadRecord;
-        print(opts.json, result, () =>
-          bad
-            ? `decision log NOT intact: record ${bad.seq} (decision ${bad.decisionId ?? 'unknown'}) ${bad.problem}: ${bad.detail}\n${result.checked} record(s) before it verified`
-            : `decision log intact: ${result.checked} record(s) verified against the event store`,
-        );
+        const result = await app.get(DecisionLogService).verify({ since: opts.since });
+        print(opts.json, result, () => describeVerification(result));
         return result.ok ? EXIT.ok : EXIT.failed;
+      });
+    });
+  decisions
+    .command('head')
+    .description('seq and hash of the last record: keep the hash to prove later (verify --since) that no record was removed')
+    .option('--json', 'print JSON')
+    .action(async (opts) => {
+      await withApp(async (app) => {
+        const head = await app.get(DecisionLogService).head();
+        print(opts.json, head, () => `${head.seq} ${head.hash}`);
       });
     });
   withDecisionFilters(decisions.command('export').description('every decision as NDJSON (default) or CSV'))

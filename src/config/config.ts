@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { DEFAULT_RETRY_DELAYS_MS } from '../team/resilience/policies';
+import { normaliseName } from '../auth/names';
 
 /**
  * All configuration comes from the environment (SPEC §8), read and validated in this one place.
@@ -107,9 +108,9 @@ function intEnv(env: NodeJS.ProcessEnv, name: string, def: number, min: number):
   return Number(raw);
 }
 
-/** `name:role+role:secret` entries separated by commas. */
+/** `name:role+role:secret` entries separated by commas; names normalised (see src/auth/names.ts). */
 export function parseApiKeys(text: string): ApiKeyEntry[] {
-  const entries: ApiKeyEntry[] = [];
+  const entries: Array<ApiKeyEntry & { given: string }> = [];
   for (const raw of text.split(',').map((s) => s.trim()).filter(Boolean)) {
     const first = raw.indexOf(':');
     const second = raw.indexOf(':', first + 1);
@@ -126,9 +127,12 @@ export function parseApiKeys(text: string): ApiKeyEntry[] {
     }
     if (!/^[A-Za-z0-9_.@-]{1,64}$/.test(name)) throw new ConfigError(`TRIAD_API_KEYS entry name '${name}' is not valid`);
     if (secret.length < 8) throw new ConfigError(`TRIAD_API_KEYS entry '${name}' has a secret shorter than 8 characters`);
-    entries.push({ name, roles, secret });
+    // Names are case-insensitive identities: two entries naming one user are refused, not merged.
+    const same = entries.find((e) => e.name === normaliseName(name));
+    if (same) throw new ConfigError(`TRIAD_API_KEYS entries '${same.given}' and '${name}' name the same user (names are case-insensitive)`);
+    entries.push({ name: normaliseName(name), given: name, roles, secret });
   }
-  return entries;
+  return entries.map(({ name, roles, secret }) => ({ name, roles, secret }));
 }
 
 /** A view safe to print: no secrets, URLs without passwords. */

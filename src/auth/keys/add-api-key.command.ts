@@ -1,11 +1,11 @@
-import { Inject } from '@nestjs/common';
+import { ConflictException, Inject } from '@nestjs/common';
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import { handleCommand } from '../../events/command-handling';
 import { EVENT_STORE, type EventStore } from '../../events/event-store.port';
 import { WrongExpectedRevisionError } from '../../events/errors';
 import { systemClock } from '../../shared/system';
 import type { HumanRole } from '../identity';
-import { API_KEYS_STREAM, decideAddApiKey, foldApiKeys, parseKeyRoles, validateKeyName } from './api-key-events';
+import { API_KEYS_STREAM, ApiKeyNameConflictError, decideAddApiKey, foldApiKeys, parseKeyRoles, validateKeyName } from './api-key-events';
 import { newApiKeySecret, secretHashOf } from './api-key-secret';
 
 export class AddApiKeyCommand {
@@ -47,8 +47,9 @@ export class AddApiKeyHandler implements ICommandHandler<AddApiKeyCommand, Added
           (state) => decideAddApiKey({ name: c.name, roles, secretHash, addedBy: c.addedBy, at: new Date(systemClock.now()).toISOString() }, state),
           { correlationId: `apikey-${c.name}`, actor: c.addedBy },
         );
-        return { name: c.name, roles, secret, replaced: events[0].type === 'ApiKeyReplaced' };
+        return { name: (events[0].data as { name: string }).name, roles, secret, replaced: events[0].type === 'ApiKeyReplaced' };
       } catch (err) {
+        if (err instanceof ApiKeyNameConflictError) throw new ConflictException(err.message);
         if (!(err instanceof WrongExpectedRevisionError) || attempt >= 5) throw err;
       }
     }

@@ -1,5 +1,6 @@
 import { VALID_ROLES } from '../../config/config';
 import type { HumanRole } from '../identity';
+import { normaliseName } from '../names';
 
 /**
  * API keys added at run time (`triad keys add`), kept in the event store so every triad process
@@ -25,7 +26,10 @@ export const API_KEY_EVENT_TYPES: ReadonlySet<string> = new Set<ApiKeyEvent['typ
 
 export interface ApiKeysState {
   revision: number;
-  /** The current key of each name: a replacement supersedes the earlier one. */
+  /**
+   * The current key of each name, by normalised name (keys stored before names were normalised
+   * keep their spelling in `data.name`): a replacement supersedes the earlier one.
+   */
   keys: Map<string, ApiKeyData>;
 }
 
@@ -36,7 +40,7 @@ export function evolveApiKeys(state: ApiKeysState, event: ApiKeyEvent, revision:
   switch (event.type) {
     case 'ApiKeyAdded':
     case 'ApiKeyReplaced':
-      state.keys.set(event.data.name, event.data);
+      state.keys.set(normaliseName(event.data.name), event.data);
       return state;
     default:
       return assertNever(event);
@@ -56,6 +60,17 @@ export function foldApiKeys(events: Iterable<{ type: string; data: unknown; revi
 /** A key name or role list that cannot be accepted. Nothing is written. */
 export class InvalidApiKeyError extends Error {
   override readonly name = 'InvalidApiKeyError';
+}
+
+/**
+ * The name differs only in case from a stored key's: it would be that identity. Replacing a key
+ * takes its name as stored (`triad keys list`), so a slip of case never replaces someone's key.
+ */
+export class ApiKeyNameConflictError extends Error {
+  override readonly name = 'ApiKeyNameConflictError';
+  constructor(given: string, stored: string) {
+    super(`key name '${given}' is the stored key '${stored}' (names are case-insensitive); give '${stored}' to replace that key`);
+  }
 }
 
 const KEY_NAME = /^[A-Za-z0-9_.@-]{1,64}$/;
@@ -87,14 +102,21 @@ export interface AddApiKey {
   at: string;
 }
 
-/** Adding a name that already has a stored key replaces that key (the old secret stops working). */
+/**
+ * Adding a name that already has a stored key replaces that key (the old secret stops working).
+ * The name is stored normalised (NFC, lower case); a name that matches a stored key only when case
+ * is ignored is refused (ApiKeyNameConflictError).
+ */
 export function decideAddApiKey(command: AddApiKey, state: ApiKeysState): ApiKeyEvent[] {
   validateKeyName(command.name);
+  const name = normaliseName(command.name);
+  const existing = state.keys.get(name);
+  if (existing && existing.name !== command.name) throw new ApiKeyNameConflictError(command.name, existing.name);
   if (command.roles.length === 0) throw new InvalidApiKeyError('a key needs at least one role');
   parseKeyRoles(command.roles.join('+'));
   if (!SECRET_HASH.test(command.secretHash)) throw new InvalidApiKeyError('secretHash must be a sha256 hex digest');
-  const data: ApiKeyData = { name: command.name, roles: [...command.roles], secretHash: command.secretHash, addedBy: command.addedBy, at: command.at };
-  return [{ type: state.keys.has(command.name) ? 'ApiKeyReplaced' : 'ApiKeyAdded', data }];
+  const data: ApiKeyData = { name, roles: [...command.roles], secretHash: command.secretHash, addedBy: command.addedBy, at: command.at };
+  return [{ type: existing ? 'ApiKeyReplaced' : 'ApiKeyAdded', data }];
 }
 
 function assertNever(x: never): never {

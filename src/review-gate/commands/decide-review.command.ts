@@ -15,7 +15,9 @@ import {
   ReviewTimeoutNotDueError,
   type Decider,
 } from '../domain/review-decider';
+import { notPendingMessage, reviewStanding, type ReviewStanding } from '../domain/review-history';
 import { SelfReviewError } from '../domain/self-review';
+import { toRunStreamId } from '../../team/domain/run-events';
 
 export class ApproveReviewCommand {
   constructor(
@@ -99,11 +101,24 @@ abstract class DecideReviewHandler {
         throw new ForbiddenException(err.message);
       }
       if (err instanceof ReviewNotFoundError) throw new NotFoundException(err.message);
-      if (err instanceof ReviewNotPendingError) throw new ConflictException(`review ${reviewId} was already decided`);
+      if (err instanceof ReviewNotPendingError) {
+        // Say what happened; an id of an iteration that never reached the gate never existed.
+        const standing = await this.standing(runId, reviewId);
+        if (standing.kind === 'unknown') throw new NotFoundException(`review ${reviewId} not found`);
+        throw new ConflictException(notPendingMessage(reviewId, standing));
+      }
       if (err instanceof WrongExpectedRevisionError) throw new ConflictException(`review ${reviewId}: the run kept changing while deciding; try again`);
       if (err instanceof ReviewTimeoutNotDueError) throw new ConflictException(err.message);
       throw err;
     }
+  }
+
+  private async standing(runId: string, reviewId: string): Promise<ReviewStanding> {
+    const events = [];
+    for await (const page of this.store.readStreamPages(toRunStreamId(runId))) {
+      for (const e of page) if (e.type === 'ReviewOpened' || e.type === 'ReviewDecided' || e.type === 'RunEnded') events.push(e);
+    }
+    return reviewStanding(events, reviewId);
   }
 }
 

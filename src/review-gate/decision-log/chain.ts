@@ -1,8 +1,10 @@
 import { hash } from 'node:crypto';
 import { canonicalJson } from '../../shared/canonical-json';
 import { parseReviewId } from '../../team/domain/review-id';
-import { RUN_STREAM_PREFIX, type ReviewDecidedData } from '../../team/domain/run-events';
+import { parseApprovalId } from '../../team/approvals/approval-id';
+import { RUN_STREAM_PREFIX, type ReviewDecidedData, type ToolApprovalDecidedData } from '../../team/domain/run-events';
 import {
+  APPROVAL_DECISION_EVENT_TYPE,
   DECISION_EVENT_TYPE,
   DECISION_RECORD_FIELDS,
   GENESIS_PREV_HASH,
@@ -30,15 +32,16 @@ export class NotADecisionEventError extends Error {
   override readonly name = 'NotADecisionEventError';
 }
 
-/** The run of a decision event: from its stream `run-<runId>`, else its metadata, else its review id. */
-function runIdOf(event: DecisionEvent, d: ReviewDecidedData): string {
-  return event.streamId.startsWith(RUN_STREAM_PREFIX)
-    ? event.streamId.slice(RUN_STREAM_PREFIX.length)
-    : (event.metadata?.runId ?? parseReviewId(d.reviewId)?.runId ?? '');
+/** The run of a decision event: from its stream `run-<runId>`, else its metadata, else its review or approval id. */
+function runIdOf(event: DecisionEvent, d: { reviewId?: string; approvalId?: string }): string {
+  if (event.streamId.startsWith(RUN_STREAM_PREFIX)) return event.streamId.slice(RUN_STREAM_PREFIX.length);
+  if (event.metadata?.runId !== undefined) return event.metadata.runId;
+  return (typeof d.reviewId === 'string' ? parseReviewId(d.reviewId)?.runId : undefined) ?? (typeof d.approvalId === 'string' ? parseApprovalId(d.approvalId)?.runId : undefined) ?? '';
 }
 
 export function payloadOf(event: DecisionEvent): DecisionPayload {
-  if (event.type !== DECISION_EVENT_TYPE) throw new NotADecisionEventError(`a decision record is made from a ${DECISION_EVENT_TYPE} event, not ${event.type}`);
+  if (event.type === APPROVAL_DECISION_EVENT_TYPE) return approvalPayloadOf(event);
+  if (event.type !== DECISION_EVENT_TYPE) throw new NotADecisionEventError(`a decision record is made from a ${DECISION_EVENT_TYPE} or ${APPROVAL_DECISION_EVENT_TYPE} event, not ${event.type}`);
   const d = event.data as ReviewDecidedData;
   return {
     decisionId: d.decisionId,
@@ -54,6 +57,34 @@ export function payloadOf(event: DecisionEvent): DecisionPayload {
     acceptanceCriteria: [...d.acceptanceCriteria],
     artifactHash: d.artifactHash,
     charterVersion: d.charterVersion,
+    decidedAt: d.at,
+    position: event.position,
+  };
+}
+
+/**
+ * A tool approval's record: its approval id is its decision id (one decision per approval). The
+ * input's hash and the risk are absent when the event predates them.
+ */
+function approvalPayloadOf(event: DecisionEvent): DecisionPayload {
+  const d = event.data as ToolApprovalDecidedData;
+  const runId = runIdOf(event, d);
+  return {
+    kind: 'tool_approval',
+    decisionId: d.approvalId,
+    runId,
+    executor: `agent:${d.role}:${runId}`,
+    decider: d.decider,
+    deciderKind: d.deciderKind,
+    outcome: d.outcome,
+    reason: d.reason,
+    ...(d.policy !== undefined ? { policy: d.policy } : {}),
+    approvalId: d.approvalId,
+    toolName: d.name,
+    ...(d.inputHash !== undefined ? { inputHash: d.inputHash } : {}),
+    ...(d.risk !== undefined ? { risk: d.risk } : {}),
+    role: d.role,
+    turn: d.turn,
     decidedAt: d.at,
     position: event.position,
   };
@@ -157,6 +188,9 @@ function payloadAndContentJson(r: DecisionRecordContent): [string, string] {
  * the in-order check's own cost, and of building records.
  */
 function usualContentJson(r: DecisionRecordContent): string | undefined {
+  // Only a review record's fields are in the template: any other field present (a tool approval's,
+  // or one added by hand) must be hashed field by field.
+  if (!hasNoApprovalFields(r)) return undefined;
   const { acceptanceCriteria: criteria, iteration, position, seq, policy } = r;
   const strings = [r.artifactHash, r.charterVersion, r.decidedAt, r.decider, r.deciderKind, r.decisionId, r.executor, r.outcome, r.prevHash, r.reason, r.reviewId, r.runId];
   for (const v of strings) if (typeof v !== 'string') return undefined;
@@ -533,8 +567,10 @@ export class InOrderCheck {
     const s = this.checked + 1;
     const position = e.position;
     // The complete check orders the events by position; here they must come in that order.
-    if (e.type !== DECISION_EVENT_TYPE || typeof position !== 'number' || !Number.isFinite(position) || !(position > this.prevPosition)) return false;
+    if (typeof position !== 'number' || !Number.isFinite(position) || !(position > this.prevPosition)) return false;
     if (this.upToPosition !== undefined && position > this.upToPosition) return false;
+    if (e.type === APPROVAL_DECISION_EVENT_TYPE) return this.tryPairApproval(e, r, s);
+    if (e.type !== DECISION_EVENT_TYPE || !hasNoApprovalFields(r)) return false;
     const d = e.data as ReviewDecidedData;
     const id = d.decisionId;
     if (typeof id !== 'string' || r.decisionId !== id || this.ids.has(id)) return false;
@@ -556,12 +592,31 @@ export class InOrderCheck {
       sameValue(r.charterVersion, d.charterVersion) &&
       sameValue(r.decidedAt, d.at);
     if (!same || typeof r.hash !== 'string' || hashRecord(r) !== r.hash) return false;
+    return this.passed(id, r.hash, position, s);
+  }
+
+  /** A tool approval's record (rarer than reviews): its payload's canonical JSON against the event's. */
+  private tryPairApproval(e: DecisionEvent, r: DecisionRecord, s: number): boolean {
+    const payload = payloadOf(e);
+    const id = payload.decisionId;
+    if (typeof id !== 'string' || r.decisionId !== id || this.ids.has(id)) return false;
+    if (r.seq !== s || r.prevHash !== this.prevHash || r.position !== e.position) return false;
+    if (payloadJson(r) !== payloadJson(payload) || typeof r.hash !== 'string' || hashRecord(r) !== r.hash) return false;
+    return this.passed(id, r.hash, e.position, s);
+  }
+
+  private passed(id: string, hash: string, position: number, s: number): true {
     this.ids.add(id);
-    this.prevHash = r.hash;
+    this.prevHash = hash;
     this.prevPosition = position;
     this.checked = s;
     return true;
   }
+}
+
+/** A review record holds none of a tool approval's fields (one put there by hand is a change). */
+function hasNoApprovalFields(r: DecisionPayload): boolean {
+  return r.kind === undefined && r.approvalId === undefined && r.toolName === undefined && r.inputHash === undefined && r.risk === undefined && r.role === undefined && r.turn === undefined;
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { DecisionOutcome } from '../../team/domain/run-events';
-import { DECISION_OUTCOMES, type DecisionFilter } from './decision-record';
+import { normaliseIdentity } from '../../auth/names';
+import { DECISION_KINDS, DECISION_OUTCOMES, type DecisionFilter, type DecisionKind } from './decision-record';
 
 /** A filter of the decision log that cannot be applied as given (→ 400, or exit code 2). */
 export class InvalidDecisionFilterError extends Error {
@@ -7,6 +8,7 @@ export class InvalidDecisionFilterError extends Error {
 }
 
 export interface RawDecisionFilter {
+  kind?: string;
   runId?: string;
   decider?: string;
   outcome?: string;
@@ -40,7 +42,12 @@ export function parseDecisionFilter(raw: RawDecisionFilter): DecisionFilter {
     const v = raw[key];
     if (v === undefined) continue;
     if (v.trim() === '' || v.length > 300) throw new InvalidDecisionFilterError(`${key} must be 1 to 300 characters`);
-    filter[key] = v;
+    // Names are case-insensitive: user:ALICE finds user:alice's decisions.
+    filter[key] = key === 'decider' ? normaliseIdentity(v) : v;
+  }
+  if (raw.kind !== undefined) {
+    if (!(DECISION_KINDS as readonly string[]).includes(raw.kind)) throw new InvalidDecisionFilterError(`kind must be one of ${DECISION_KINDS.join(', ')}, got '${raw.kind}'`);
+    filter.kind = raw.kind as DecisionKind;
   }
   if (raw.outcome !== undefined) {
     if (!(DECISION_OUTCOMES as readonly string[]).includes(raw.outcome)) {

@@ -2,13 +2,23 @@ import type { EventFilter, EventStore, RecordedEvent, Subscription } from '../..
 import { isStoreUnavailable } from '../../events/errors';
 import { storeBackoffMs } from '../../events/store-retry';
 import { recordFrom } from './chain';
-import { DECISION_EVENT_TYPE, type DecisionRecord } from './decision-record';
+import { APPROVAL_DECISION_EVENT_TYPE, DECISION_EVENT_TYPES, type DecisionRecord } from './decision-record';
 import { DecisionLogHeadMovedError, type DecisionRecordRepository } from './decision-record.repository';
 
-/** The durable subscription name under which the projector's position is saved. */
-export const DECISION_LOG_SUBSCRIPTION = 'decision-log';
+/**
+ * The durable subscription name under which the projector's position is saved. Renamed when tool
+ * approvals joined the log: the old name's position could be past approval decisions never
+ * recorded, so an upgraded projector resumes after the last record instead.
+ */
+export const DECISION_LOG_SUBSCRIPTION = 'decision-log-v2';
 
-export const DECISION_EVENTS: EventFilter = { types: [DECISION_EVENT_TYPE] };
+/** Review decisions and tool-approval decisions. */
+export const DECISION_EVENTS: EventFilter = { types: [...DECISION_EVENT_TYPES] };
+
+/** Whether a decision event has a record: tool approvals only after the log started recording them. */
+export function isRecorded(event: Pick<RecordedEvent, 'type' | 'position'>, approvalsFrom: number): boolean {
+  return event.type !== APPROVAL_DECISION_EVENT_TYPE || event.position > approvalsFrom;
+}
 
 export interface ProjectionLogger {
   log(message: string): void;
@@ -45,8 +55,8 @@ export class DecisionLogBehindError extends Error {
 const IDLE = Symbol('idle');
 
 /**
- * Keeps the decision log: a catch-up subscription to the store's ReviewDecided events (durable
- * checkpoint `decision-log`) that appends one record per decision, in global order, each chained
+ * Keeps the decision log: a catch-up subscription to the store's ReviewDecided and
+ * ToolApprovalDecided events (durable checkpoint `decision-log-v2`) that appends one record per decision, in global order, each chained
  * to the record before it. Framework-free; the Nest provider only starts and stops it.
  *
  * Several processes may project the same database at once: the repository appends only at the
@@ -59,6 +69,7 @@ const IDLE = Symbol('idle');
 export class DecisionLogProjection {
   private current = 0;
   private head: DecisionRecord | null | undefined;
+  private approvalsFrom?: number;
   private subscription?: Subscription;
   private loop?: Promise<void>;
   private stopped = false;
@@ -204,6 +215,8 @@ export class DecisionLogProjection {
 
   /** Appends the record of one decision event, unless it is already in the log. */
   private async project(event: RecordedEvent): Promise<void> {
+    this.approvalsFrom ??= await this.repo.approvalsFrom();
+    if (!isRecorded(event, this.approvalsFrom)) return;
     if (this.head === undefined) this.head = await this.repo.last();
     for (let attempt = 1; ; attempt++) {
       const record = recordFrom(event, this.head);

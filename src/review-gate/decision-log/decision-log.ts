@@ -1,8 +1,48 @@
 import type { EventStore, RecordedEvent } from '../../events/event-store.port';
-import { expectedDecision, InOrderCheck, verifyChainAsync, type ChainVerification, type ExpectedDecision } from './chain';
-import type { DecisionFilter, DecisionRecord } from './decision-record';
+import { expectedDecision, hashRecord, InOrderCheck, verifyChainAsync, type ChainVerification, type ExpectedDecision } from './chain';
+import { GENESIS_PREV_HASH, type DecisionFilter, type DecisionLogHead, type DecisionRecord } from './decision-record';
 import { BEFORE_FIRST_SEQ, type DecisionRecordRepository } from './decision-record.repository';
-import { DECISION_EVENTS, type DecisionLogProjection } from './decision-log.projection';
+import { DECISION_EVENTS, isRecorded, type DecisionLogProjection } from './decision-log.projection';
+
+/** What `verify` answers: the chain's verification, and what else it was asked to prove. */
+export interface DecisionLogVerification extends ChainVerification {
+  /** With `since`: whether the log still extends the head seen earlier. */
+  since?: SinceCheck;
+  /** Streams holding decisions in which revisions are missing (events deleted). Only when some are. */
+  streamGaps?: StreamGap[];
+}
+
+export interface SinceCheck {
+  hash: string;
+  /** The seq of the record with that hash, when it is in the log. */
+  seq?: number;
+  /** True when that record is in the log at its seq, intact, and the chain from it to the head is intact. */
+  extends: boolean;
+  /** The log's head now. */
+  head: DecisionLogHead;
+  /** Why not, when it does not. */
+  detail?: string;
+}
+
+export interface StreamGap {
+  streamId: string;
+  /** The first revision missing. */
+  missingRevision: number;
+  /** The revision found in its place (events after the gap), absent when events are missing at the end. */
+  foundRevision: number;
+}
+
+/** Events read per page when checking a decided stream for revision gaps. */
+const GAP_PAGE = 2000;
+/** Streams read at once by the gap check. */
+const GAP_READERS = 8;
+
+export const SINCE_HASH = /^[0-9a-f]{64}$/;
+
+/** `since` is not a record hash (→ 400, or exit code 2). */
+export class InvalidSinceError extends Error {
+  override readonly name = 'InvalidSinceError';
+}
 
 export interface DecisionLogOptions {
   /** Decision events read per page when verifying (default: verifyPageSize). */
@@ -51,20 +91,94 @@ export class DecisionLog {
     return this.repo.iterate({ filter, afterSeq });
   }
 
+  /** The last record's seq and hash (seq 0 and the genesis hash when the log is empty). */
+  async head(): Promise<DecisionLogHead> {
+    await this.projection.catchUp();
+    const last = await this.repo.last();
+    return last ? { seq: last.seq, hash: last.hash } : { seq: 0, hash: GENESIS_PREV_HASH };
+  }
+
   /**
    * Verifies the chain and cross-checks it with the store: every decision event up to the
    * projector's position must have exactly its record, in order, with its content. Removing the
-   * last records leaves a valid chain; the count of decision events is what reveals it.
+   * last records leaves a valid chain; the count of decision events is what reveals it — unless
+   * their events were removed too, which `since` (a head seen earlier) and the stream check reveal.
    *
    * Two passes at most. The in-order check walks the decision events and the records side by side
    * (record `s` against the `s`-th event, one hash per record, memory flat but for the set of
    * decision ids); it concludes only that the log is intact. At the first thing it cannot
    * vouch for, the complete check runs from the start — the expectation of every decision event,
    * then ChainVerifier — and names and classifies the first bad record.
+   *
+   * Then the streams holding decision events are read for revision gaps (an event deleted from a
+   * decided run), and with `since` the record of that hash must still be in the log.
    */
-  async verify(): Promise<ChainVerification> {
+  async verify(options: { since?: string } = {}): Promise<DecisionLogVerification> {
+    if (options.since !== undefined && !SINCE_HASH.test(options.since)) throw new InvalidSinceError('since must be a record hash: 64 lowercase hex characters');
     const upTo = await this.verifiedUpTo();
-    return (await this.verifyInOrder(upTo)) ?? (await this.verifyComplete(upTo));
+    const approvalsFrom = await this.repo.approvalsFrom();
+    const streams = new Set<string>();
+    const chain = (await this.verifyInOrder(upTo, approvalsFrom, streams)) ?? (await this.verifyComplete(upTo, approvalsFrom, streams));
+    const result: DecisionLogVerification = { ...chain };
+    const gaps = await this.streamGaps(streams);
+    if (gaps.length > 0) {
+      result.ok = false;
+      result.streamGaps = gaps;
+    }
+    if (options.since !== undefined) {
+      result.since = await this.sinceCheck(options.since, chain);
+      if (!result.since.extends) result.ok = false;
+    }
+    return result;
+  }
+
+  private async sinceCheck(hash: string, chain: ChainVerification): Promise<SinceCheck> {
+    const head = await this.head();
+    if (hash === GENESIS_PREV_HASH) {
+      return chain.ok ? { hash, seq: 0, extends: true, head } : { hash, seq: 0, extends: false, head, detail: 'the chain is not intact (see firstBadRecord)' };
+    }
+    const record = await this.repo.getByHash(hash);
+    if (!record) {
+      return { hash, extends: false, head, detail: 'not found: no record with this hash is in the log; records were removed since that head was seen (truncated or rewritten), or the hash is not from this log' };
+    }
+    const seq = record.seq;
+    const [atSeq] = await this.repo.list({}, { afterSeq: seq - 1, limit: 1 });
+    if (atSeq?.hash !== hash || atSeq.seq !== seq || hashRecord(record) !== hash) {
+      return { hash, seq, extends: false, head, detail: `the record with this hash is not intact at seq ${seq}` };
+    }
+    if (!chain.ok) return { hash, seq, extends: false, head, detail: 'the chain is not intact (see firstBadRecord)' };
+    return { hash, seq, extends: true, head };
+  }
+
+  /**
+   * Revision gaps in the streams that hold decisions: a stream's revisions run 0, 1, 2 … without
+   * holes, so a hole is an event deleted outside triad (one a decision was appended with, say).
+   */
+  private async streamGaps(streams: Iterable<string>): Promise<StreamGap[]> {
+    const found = new Map<string, StreamGap>();
+    const queue = [...streams];
+    // A few streams at a time: over the network (PostgreSQL) each read is a round trip.
+    const worker = async (): Promise<void> => {
+      for (let streamId = queue.shift(); streamId !== undefined; streamId = queue.shift()) {
+        const gap = await this.firstGap(streamId);
+        if (gap) found.set(streamId, gap);
+      }
+    };
+    await Promise.all(Array.from({ length: GAP_READERS }, worker));
+    // In the order the streams were found (the order of their first decision).
+    return [...streams].flatMap((id) => (found.has(id) ? [found.get(id)!] : []));
+  }
+
+  private async firstGap(streamId: string): Promise<StreamGap | undefined> {
+    // Plain reads a page at a time: most decided streams are one page, and a read-ahead thread
+    // would cost more than it saves.
+    for (let expected = 0; ; ) {
+      const page = await this.store.readStream(streamId, { fromRevision: expected, maxCount: GAP_PAGE });
+      const hole = page.findIndex((e, i) => e.revision !== expected + i);
+      if (hole >= 0) return { streamId, missingRevision: expected + hole, foundRevision: page[hole].revision };
+      if (page.length < GAP_PAGE) return undefined;
+      expected += page.length;
+    }
   }
 
   /**
@@ -79,7 +193,7 @@ export class DecisionLog {
   }
 
   /** The in-order check (see InOrderCheck): the result when the log is intact, else undefined. */
-  private async verifyInOrder(upTo: number): Promise<ChainVerification | undefined> {
+  private async verifyInOrder(upTo: number, approvalsFrom: number, streams: Set<string>): Promise<ChainVerification | undefined> {
     const check = new InOrderCheck(upTo);
     let records: DecisionRecord[] = [];
     let r = 0;
@@ -93,7 +207,7 @@ export class DecisionLog {
       if (!lastPage) afterSeq = records[records.length - 1].seq;
     };
     await nextPage();
-    for await (const page of this.decisionEventPages(upTo)) {
+    for await (const page of this.decisionEventPages(upTo, approvalsFrom, streams)) {
       for (const e of page) {
         if (r === records.length) {
           if (lastPage) return undefined;
@@ -112,9 +226,9 @@ export class DecisionLog {
   }
 
   /** The complete check: the expectation of every decision event, then ChainVerifier over the records. */
-  private async verifyComplete(upTo: number): Promise<ChainVerification> {
+  private async verifyComplete(upTo: number, approvalsFrom: number, streams: Set<string>): Promise<ChainVerification> {
     const byDecisionId = new Map<string, ExpectedDecision>();
-    for await (const page of this.decisionEventPages(upTo)) {
+    for await (const page of this.decisionEventPages(upTo, approvalsFrom, streams)) {
       for (const e of page) {
         const [id, expected] = expectedDecision(e);
         byDecisionId.set(id, expected);
@@ -123,11 +237,16 @@ export class DecisionLog {
     return verifyChainAsync(this.repo.iterate(), { count: byDecisionId.size, byDecisionId, upToPosition: upTo });
   }
 
-  /** The store's decision events up to position `upTo`, a page at a time (pages, not events: one await per page). */
-  private async *decisionEventPages(upTo: number): AsyncGenerator<RecordedEvent[]> {
+  /**
+   * The store's decision events that have records, up to position `upTo`, a page at a time (pages,
+   * not events: one await per page); their streams are collected into `streams`.
+   */
+  private async *decisionEventPages(upTo: number, approvalsFrom: number, streams: Set<string>): AsyncGenerator<RecordedEvent[]> {
     for (let after = 0; ; ) {
       const page = await this.store.readAll({ after, maxCount: this.eventPage, filter: DECISION_EVENTS });
-      const within = page.length > 0 && page[page.length - 1].position > upTo ? page.filter((e) => e.position <= upTo) : page;
+      const inRange = page.length > 0 && page[page.length - 1].position > upTo ? page.filter((e) => e.position <= upTo) : page;
+      const within = approvalsFrom > 0 ? inRange.filter((e) => isRecorded(e, approvalsFrom)) : inRange;
+      for (const e of within) streams.add(e.streamId);
       if (within.length > 0) yield within;
       if (page.length < this.eventPage || page[page.length - 1].position >= upTo) return;
       after = page[page.length - 1].position;

@@ -19,6 +19,13 @@ export interface DecisionRecordRepository {
    */
   append(record: DecisionRecord): Promise<AppendRecordResult>;
   get(decisionId: string): Promise<DecisionRecord | null>;
+  /** The record whose `hash` is this one (the lowest seq, should a tampered log hold two). */
+  getByHash(hash: string): Promise<DecisionRecord | null>;
+  /**
+   * Tool-approval decisions at or before this store position are not in the log: the log's head
+   * when it was upgraded to record them (0 for a log that recorded them from the start).
+   */
+  approvalsFrom(): Promise<number>;
   /** The record with the highest seq. */
   last(): Promise<DecisionRecord | null>;
   /** Matching records in seq order, after `afterSeq`, at most `limit` (default 1000). */
@@ -60,8 +67,9 @@ export function followsHead(record: Pick<DecisionRecord, 'seq' | 'prevHash'>, he
 /** Whether a record passes a filter (the in-memory adapter; SQL adapters filter in the query). */
 export function matchesDecisionFilter(r: DecisionRecord, f: DecisionFilter = {}): boolean {
   return (
+    (f.kind === undefined || (f.kind === 'review' ? r.kind === undefined : r.kind === f.kind)) &&
     (f.runId === undefined || r.runId === f.runId) &&
-    (f.decider === undefined || r.decider === f.decider) &&
+    (f.decider === undefined || (typeof r.decider === 'string' && r.decider.toLowerCase() === f.decider.toLowerCase())) &&
     (f.outcome === undefined || r.outcome === f.outcome) &&
     (f.from === undefined || r.decidedAt >= f.from) &&
     (f.to === undefined || r.decidedAt <= f.to)
@@ -81,4 +89,21 @@ export async function* iterateByPages(
     if (page.length < pageSize) return;
     after = page[page.length - 1].seq;
   }
+}
+
+/**
+ * The WHERE conditions of a filter for the SQL adapters, with `param(value)` giving the
+ * placeholder of a value. `decider` compares lower-cased (names are case-insensitive; the schema
+ * indexes lower(decider)); `kind=review` is the records without a kind.
+ */
+export function decisionFilterSql(filter: DecisionFilter, param: (value: unknown) => string): string[] {
+  const where: string[] = [];
+  if (filter.kind === 'review') where.push('kind IS NULL');
+  else if (filter.kind !== undefined) where.push(`kind = ${param(filter.kind)}`);
+  if (filter.runId !== undefined) where.push(`run_id = ${param(filter.runId)}`);
+  if (filter.decider !== undefined) where.push(`lower(decider) = ${param(filter.decider.toLowerCase())}`);
+  if (filter.outcome !== undefined) where.push(`outcome = ${param(filter.outcome)}`);
+  if (filter.from !== undefined) where.push(`decided_at >= ${param(filter.from)}`);
+  if (filter.to !== undefined) where.push(`decided_at <= ${param(filter.to)}`);
+  return where;
 }

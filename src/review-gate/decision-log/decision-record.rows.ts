@@ -25,6 +25,14 @@ export const DECISION_COLUMNS = [
   'position',
   'prev_hash',
   'hash',
+  // Tool approvals (schema version 2); null for review decisions.
+  'kind',
+  'approval_id',
+  'tool_name',
+  'input_hash',
+  'risk',
+  'role',
+  'turn',
 ] as const;
 
 export type DecisionRow = Record<(typeof DECISION_COLUMNS)[number], unknown>;
@@ -35,23 +43,32 @@ export function rowValues(r: DecisionRecord): unknown[] {
     r.seq,
     r.decisionId,
     r.runId,
-    r.reviewId,
-    r.iteration,
-    r.executor,
+    r.reviewId ?? null,
+    r.iteration ?? null,
+    r.executor ?? null,
     r.decider,
     r.deciderKind,
     r.outcome,
     r.reason,
     r.policy ?? null,
-    JSON.stringify(r.acceptanceCriteria),
-    r.artifactHash,
-    r.charterVersion,
+    r.acceptanceCriteria === undefined ? null : JSON.stringify(r.acceptanceCriteria),
+    r.artifactHash ?? null,
+    r.charterVersion ?? null,
     r.decidedAt,
     r.position,
     r.prevHash,
     r.hash,
+    r.kind ?? null,
+    r.approvalId ?? null,
+    r.toolName ?? null,
+    r.inputHash ?? null,
+    r.risk ?? null,
+    r.role ?? null,
+    r.turn ?? null,
   ];
 }
+
+const absent = (v: unknown): unknown => (v === null ? undefined : v);
 
 /** PostgreSQL returns bigint columns as text. */
 const bigint = (v: unknown): unknown => (typeof v === 'string' && /^-?\d+$/.test(v) ? Number(v) : v);
@@ -85,6 +102,13 @@ export function recordOfRow(row: DecisionRow): DecisionRecord {
     row.position,
     row.prev_hash,
     row.hash,
+    row.kind,
+    row.approval_id,
+    row.tool_name,
+    row.input_hash,
+    row.risk,
+    row.role,
+    row.turn,
   );
 }
 
@@ -93,7 +117,7 @@ export function recordOfRow(row: DecisionRow): DecisionRecord {
  * no object with named keys built per row), mapped exactly as recordOfRow maps a row object.
  */
 export function recordOfValues(v: readonly unknown[]): DecisionRecord {
-  return recordOf(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13], v[14], v[15], v[16], v[17]);
+  return recordOf(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13], v[14], v[15], v[16], v[17], v[18], v[19], v[20], v[21], v[22], v[23], v[24]);
 }
 
 function recordOf(
@@ -115,26 +139,40 @@ function recordOf(
   position: unknown,
   prevHash: unknown,
   hash: unknown,
+  kind: unknown,
+  approvalId: unknown,
+  toolName: unknown,
+  inputHash: unknown,
+  risk: unknown,
+  role: unknown,
+  turn: unknown,
 ): DecisionRecord {
-  // An absent policy stays an undefined property (one object shape for every row); JSON and the
-  // canonical form both leave it out.
+  // An absent field (NULL) stays an undefined property (one object shape for every row); JSON and
+  // the canonical form both leave it out.
   return {
     seq: bigint(seq),
     decisionId,
     runId,
-    reviewId,
-    iteration,
-    executor,
+    reviewId: absent(reviewId),
+    iteration: absent(iteration),
+    executor: absent(executor),
     decider,
     deciderKind,
     outcome,
     reason,
-    policy: policy === null ? undefined : policy,
-    acceptanceCriteria: parseJsonOr(acceptanceCriteria),
-    artifactHash,
-    charterVersion,
+    policy: absent(policy),
+    acceptanceCriteria: acceptanceCriteria === null ? undefined : parseJsonOr(acceptanceCriteria),
+    artifactHash: absent(artifactHash),
+    charterVersion: absent(charterVersion),
     decidedAt,
     position: bigint(position),
+    kind: absent(kind),
+    approvalId: absent(approvalId),
+    toolName: absent(toolName),
+    inputHash: absent(inputHash),
+    risk: absent(risk),
+    role: absent(role),
+    turn: absent(turn),
     prevHash,
     hash,
   } as unknown as DecisionRecord;

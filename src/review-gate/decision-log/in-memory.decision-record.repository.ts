@@ -39,6 +39,19 @@ export class InMemoryDecisionRecordRepository implements DecisionRecordRepositor
     return row ? (JSON.parse(row) as DecisionRecord) : null;
   }
 
+  async getByHash(hash: string): Promise<DecisionRecord | null> {
+    for (const row of this.rows) {
+      const r = JSON.parse(row) as DecisionRecord;
+      if (r.hash === hash) return r;
+    }
+    return null;
+  }
+
+  /** A log kept in memory records tool approvals from the start. */
+  async approvalsFrom(): Promise<number> {
+    return 0;
+  }
+
   async last(): Promise<DecisionRecord | null> {
     return this.lastSync();
   }

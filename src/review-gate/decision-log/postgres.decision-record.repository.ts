@@ -3,6 +3,7 @@ import { applyPgMigrations, quoteIdent } from '../../shared/postgres-tables';
 import { GENESIS_PREV_HASH, type DecisionFilter, type DecisionRecord } from './decision-record';
 import {
   BEFORE_FIRST_SEQ,
+  decisionFilterSql,
   DecisionLogHeadMovedError,
   DEFAULT_PAGE_SIZE,
   iterateByPages,
@@ -43,13 +44,35 @@ const MIGRATIONS: Array<(s: string) => string> = [
     CREATE INDEX decision_records_run ON ${s}.decision_records (run_id, seq);
     CREATE INDEX decision_records_decider ON ${s}.decision_records (decider, seq);
     CREATE INDEX decision_records_decided_at ON ${s}.decision_records (decided_at);`,
+  // Tool approvals join the log: a review's own columns may be NULL, an approval's are added, and
+  // the log's head at the upgrade is kept: approval decisions before it were never recorded.
+  (s) => `
+    ALTER TABLE ${s}.decision_records
+      ALTER COLUMN review_id DROP NOT NULL,
+      ALTER COLUMN iteration DROP NOT NULL,
+      ALTER COLUMN executor DROP NOT NULL,
+      ALTER COLUMN acceptance_criteria DROP NOT NULL,
+      ALTER COLUMN artifact_hash DROP NOT NULL,
+      ALTER COLUMN charter_version DROP NOT NULL,
+      ADD COLUMN kind text,
+      ADD COLUMN approval_id text,
+      ADD COLUMN tool_name text,
+      ADD COLUMN input_hash text,
+      ADD COLUMN risk text,
+      ADD COLUMN role text,
+      ADD COLUMN turn integer;
+    DROP INDEX ${s}.decision_records_decider;
+    CREATE INDEX decision_records_decider ON ${s}.decision_records (lower(decider), seq);
+    CREATE INDEX decision_records_hash ON ${s}.decision_records (hash);
+    CREATE TABLE ${s}.decision_log_settings (key text PRIMARY KEY, value bigint NOT NULL);
+    INSERT INTO ${s}.decision_log_settings (key, value) SELECT 'approvals_from', COALESCE(MAX(position), 0) FROM ${s}.decision_records;`,
 ];
 
 export const POSTGRES_DECISION_LOG_SCHEMA_VERSION = MIGRATIONS.length;
 
 const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 const COLUMNS = DECISION_COLUMNS.join(', ');
-const PARAM_TYPES = ['bigint', 'text', 'text', 'text', 'integer', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'bigint', 'text', 'text'];
+const PARAM_TYPES = ['bigint', 'text', 'text', 'text', 'integer', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'bigint', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'integer'];
 
 /**
  * PostgreSQL adapter: a `decision_records` table next to the events, on the store's pool. An
@@ -83,6 +106,8 @@ export class PostgresDecisionRecordRepository implements DecisionRecordRepositor
         RETURNING seq`,
       byId: `SELECT ${COLUMNS} FROM ${this.table} WHERE decision_id = $1`,
       last: `SELECT ${COLUMNS} FROM ${this.table} ORDER BY seq DESC LIMIT 1`,
+      byHash: `SELECT ${COLUMNS} FROM ${this.table} WHERE hash = $1 ORDER BY seq ASC LIMIT 1`,
+      approvalsFrom: `SELECT value FROM ${s}.decision_log_settings WHERE key = 'approvals_from'`,
       count: `SELECT count(*)::bigint AS n FROM ${this.table}`,
     };
   }
@@ -123,6 +148,16 @@ export class PostgresDecisionRecordRepository implements DecisionRecordRepositor
     return rows.length > 0 ? recordOfRow(rows[0]) : null;
   }
 
+  async getByHash(hash: string): Promise<DecisionRecord | null> {
+    const { rows } = await this.pool.query<DecisionRow>(this.sql.byHash, [hash]);
+    return rows.length > 0 ? recordOfRow(rows[0]) : null;
+  }
+
+  async approvalsFrom(): Promise<number> {
+    const { rows } = await this.pool.query<{ value: string }>(this.sql.approvalsFrom);
+    return Number(rows[0]?.value ?? 0);
+  }
+
   async list(filter: DecisionFilter = {}, page: { afterSeq?: number; limit?: number } = {}): Promise<DecisionRecord[]> {
     return this.listPage(filter, page.afterSeq ?? BEFORE_FIRST_SEQ, page.limit ?? DEFAULT_PAGE_SIZE);
   }
@@ -142,19 +177,7 @@ export class PostgresDecisionRecordRepository implements DecisionRecordRepositor
 
   private async listPage(filter: DecisionFilter, afterSeq: number, limit: number): Promise<DecisionRecord[]> {
     const values: unknown[] = [afterSeq];
-    const where = ['seq > $1'];
-    const conditions: Array<[keyof DecisionFilter, string, string]> = [
-      ['runId', 'run_id', '='],
-      ['decider', 'decider', '='],
-      ['outcome', 'outcome', '='],
-      ['from', 'decided_at', '>='],
-      ['to', 'decided_at', '<='],
-    ];
-    for (const [key, column, op] of conditions) {
-      if (filter[key] === undefined) continue;
-      values.push(filter[key]);
-      where.push(`${column} ${op} $${values.length}`);
-    }
+    const where = ['seq > $1', ...decisionFilterSql(filter, (v) => `$${values.push(v)}`)];
     values.push(limit);
     const { rows } = await this.pool.query<DecisionRow>(
       `SELECT ${COLUMNS} FROM ${this.table} WHERE ${where.join(' AND ')} ORDER BY seq ASC LIMIT $${values.length}`,

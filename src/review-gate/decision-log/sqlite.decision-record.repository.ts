@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import type { DecisionFilter, DecisionRecord } from './decision-record';
 import {
   BEFORE_FIRST_SEQ,
+  decisionFilterSql,
   DecisionLogHeadMovedError,
   DEFAULT_PAGE_SIZE,
   followsHead,
@@ -16,6 +17,9 @@ import { DECISION_COLUMNS, recordOfRow, recordOfValues, rowValues, type Decision
  * version table), so the two evolve independently in one database file. Each entry runs once, in
  * order, in one transaction. Append new entries, never edit old ones.
  */
+/** The columns of schema version 1 (the rows copied when version 2 rebuilds the table). */
+const V1_COLUMNS = DECISION_COLUMNS.slice(0, DECISION_COLUMNS.indexOf('hash') + 1).join(', ');
+
 const MIGRATIONS: string[] = [
   `CREATE TABLE decision_records (
      seq                 INTEGER PRIMARY KEY,
@@ -40,6 +44,45 @@ const MIGRATIONS: string[] = [
    CREATE INDEX decision_records_run ON decision_records (run_id, seq);
    CREATE INDEX decision_records_decider ON decision_records (decider, seq);
    CREATE INDEX decision_records_decided_at ON decision_records (decided_at);`,
+  // Tool approvals join the log: a review's own columns may be NULL (SQLite cannot drop NOT NULL,
+  // so the table is rebuilt, rows copied as they are), an approval's columns are added, and the log's
+  // head at the upgrade is kept: approval decisions before it were never recorded.
+  `CREATE TABLE decision_records_v2 (
+     seq                 INTEGER PRIMARY KEY,
+     decision_id         TEXT NOT NULL UNIQUE,
+     run_id              TEXT NOT NULL,
+     review_id           TEXT,
+     iteration           INTEGER,
+     executor            TEXT,
+     decider             TEXT NOT NULL,
+     decider_kind        TEXT NOT NULL,
+     outcome             TEXT NOT NULL,
+     reason              TEXT NOT NULL,
+     policy              TEXT,
+     acceptance_criteria TEXT,
+     artifact_hash       TEXT,
+     charter_version     TEXT,
+     decided_at          TEXT NOT NULL,
+     position            INTEGER NOT NULL,
+     prev_hash           TEXT NOT NULL,
+     hash                TEXT NOT NULL,
+     kind                TEXT,
+     approval_id         TEXT,
+     tool_name           TEXT,
+     input_hash          TEXT,
+     risk                TEXT,
+     role                TEXT,
+     turn                INTEGER
+   );
+   INSERT INTO decision_records_v2 (${V1_COLUMNS}) SELECT ${V1_COLUMNS} FROM decision_records;
+   DROP TABLE decision_records;
+   ALTER TABLE decision_records_v2 RENAME TO decision_records;
+   CREATE INDEX decision_records_run ON decision_records (run_id, seq);
+   CREATE INDEX decision_records_decider ON decision_records (lower(decider), seq);
+   CREATE INDEX decision_records_decided_at ON decision_records (decided_at);
+   CREATE INDEX decision_records_hash ON decision_records (hash);
+   CREATE TABLE decision_log_settings (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+   INSERT INTO decision_log_settings (key, value) SELECT 'approvals_from', COALESCE(MAX(position), 0) FROM decision_records;`,
 ];
 
 export const SQLITE_DECISION_LOG_SCHEMA_VERSION = MIGRATIONS.length;
@@ -68,6 +111,8 @@ export class SqliteDecisionRecordRepository implements DecisionRecordRepository 
     this.stmts = {
       byId: db.prepare(`SELECT ${COLUMNS} FROM decision_records WHERE decision_id = ?`),
       last: db.prepare(`SELECT ${COLUMNS} FROM decision_records ORDER BY seq DESC LIMIT 1`),
+      byHash: db.prepare(`SELECT ${COLUMNS} FROM decision_records WHERE hash = ? ORDER BY seq ASC LIMIT 1`),
+      approvalsFrom: db.prepare("SELECT value FROM decision_log_settings WHERE key = 'approvals_from'"),
       count: db.prepare('SELECT COUNT(*) AS n FROM decision_records'),
       insert: db.prepare(`INSERT INTO decision_records (${COLUMNS}) VALUES (${DECISION_COLUMNS.map(() => '?').join(', ')})`),
     };
@@ -111,6 +156,16 @@ export class SqliteDecisionRecordRepository implements DecisionRecordRepository 
     return row ? recordOfRow(row) : null;
   }
 
+  async getByHash(hash: string): Promise<DecisionRecord | null> {
+    const row = this.stmts.byHash.get(hash) as DecisionRow | undefined;
+    return row ? recordOfRow(row) : null;
+  }
+
+  async approvalsFrom(): Promise<number> {
+    const row = this.stmts.approvalsFrom.get() as { value: number } | undefined;
+    return Number(row?.value ?? 0);
+  }
+
   async list(filter: DecisionFilter = {}, page: { afterSeq?: number; limit?: number } = {}): Promise<DecisionRecord[]> {
     return this.listSync(filter, page.afterSeq ?? BEFORE_FIRST_SEQ, page.limit ?? DEFAULT_PAGE_SIZE);
   }
@@ -128,20 +183,8 @@ export class SqliteDecisionRecordRepository implements DecisionRecordRepository 
   }
 
   private listSync(filter: DecisionFilter, afterSeq: number, limit: number): DecisionRecord[] {
-    const where = ['seq > ?'];
     const params: unknown[] = [afterSeq];
-    const eq: Array<[keyof DecisionFilter, string, string]> = [
-      ['runId', 'run_id', '='],
-      ['decider', 'decider', '='],
-      ['outcome', 'outcome', '='],
-      ['from', 'decided_at', '>='],
-      ['to', 'decided_at', '<='],
-    ];
-    for (const [key, column, op] of eq) {
-      if (filter[key] === undefined) continue;
-      where.push(`${column} ${op} ?`);
-      params.push(filter[key]);
-    }
+    const where = ['seq > ?', ...decisionFilterSql(filter, (v) => (params.push(v), '?'))];
     const sql = `SELECT ${COLUMNS} FROM decision_records WHERE ${where.join(' AND ')} ORDER BY seq ASC LIMIT ?`;
     let stmt = this.listCache.get(sql);
     if (!stmt) {

@@ -38,7 +38,7 @@ export class ReviewNotFoundError extends Error {
 export class ReviewNotPendingError extends Error {
   override readonly name = 'ReviewNotPendingError';
   constructor(reviewId: string) {
-    super(`review ${reviewId} is not waiting for a decision (already decided)`);
+    super(`review ${reviewId} is not waiting for a decision`);
   }
 }
 

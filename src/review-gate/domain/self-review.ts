@@ -3,8 +3,11 @@
  *
  * Agents' identities are `agent:<role>:<runId>`; an agent spawned by another is named below its
  * parent: `<parent identity>/<child>`. The executor's delegation chain is the executor itself,
- * every agent below it, and every agent above it.
+ * every agent below it, and every agent above it. Human names compare case-insensitively (also
+ * names recorded before they were normalised at the boundary); agent identities exactly.
  */
+import { sameIdentity } from '../../auth/names';
+
 export type SelfReviewRule = 'executor' | 'delegation_chain' | 'launcher';
 
 export function selfReviewRule(
@@ -13,7 +16,7 @@ export function selfReviewRule(
 ): SelfReviewRule | undefined {
   if (decider === review.executor) return 'executor';
   if (decider.startsWith(`${review.executor}/`) || review.executor.startsWith(`${decider}/`)) return 'delegation_chain';
-  if (!review.allowLauncherToReview && decider === review.launchedBy) return 'launcher';
+  if (!review.allowLauncherToReview && sameIdentity(decider, review.launchedBy)) return 'launcher';
   return undefined;
 }
 

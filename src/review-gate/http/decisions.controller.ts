@@ -3,15 +3,16 @@ import { IsIn, IsOptional, IsString, Matches } from 'class-validator';
 import type { Response } from 'express';
 import { Roles } from '../../auth/auth.guard';
 import { ErrorFilter } from '../../http/error.filter';
-import type { ChainVerification } from '../decision-log/chain';
 import { CONTENT_TYPES, csvHeader, csvRow, EXPORT_FORMATS, ndjsonLine, type ExportFormat } from '../decision-log/decision-export';
 import { InvalidDecisionFilterError, parseDecisionFilter } from '../decision-log/decision-filter';
 import { DecisionLogBehindError } from '../decision-log/decision-log.projection';
+import { InvalidSinceError, SINCE_HASH, type DecisionLogVerification } from '../decision-log/decision-log';
 import { DecisionLogService } from '../decision-log/decision-log.providers';
-import { DECISION_OUTCOMES } from '../decision-log/decision-record';
+import { DECISION_KINDS, DECISION_OUTCOMES, type DecisionLogHead } from '../decision-log/decision-record';
 
 ErrorFilter.register(InvalidDecisionFilterError, HttpStatus.BAD_REQUEST);
 ErrorFilter.register(DecisionLogBehindError, HttpStatus.SERVICE_UNAVAILABLE);
+ErrorFilter.register(InvalidSinceError, HttpStatus.BAD_REQUEST);
 
 const DEFAULT_JSON_LIMIT = 100;
 const MAX_JSON_LIMIT = 10_000;
@@ -19,6 +20,8 @@ const MAX_JSON_LIMIT = 10_000;
 const CHUNK_BYTES = 64 * 1024;
 
 export class ListDecisionsQueryDto {
+  /** `review` or `tool_approval`. */
+  @IsOptional() @IsIn(DECISION_KINDS) kind?: string;
   @IsOptional() @IsString() runId?: string;
   @IsOptional() @IsString() decider?: string;
   @IsOptional() @IsIn(DECISION_OUTCOMES) outcome?: string;
@@ -31,15 +34,26 @@ export class ListDecisionsQueryDto {
   @IsOptional() @IsIn(EXPORT_FORMATS) format?: ExportFormat;
 }
 
+export class VerifyDecisionsQueryDto {
+  @IsOptional() @IsString() @Matches(SINCE_HASH, { message: 'since must be a record hash: 64 lowercase hex characters' }) since?: string;
+}
+
 /** The decision log for auditors (SPEC §4, §6): read, export, verify. */
 @Controller('v1/decisions')
 @Roles('auditor')
 export class DecisionsController {
   constructor(private readonly log: DecisionLogService) {}
 
+  /** `{seq, hash}` of the last record: keep it, and later prove the log still extends it (`verify?since=`). */
+  @Get('head')
+  head(): Promise<DecisionLogHead> {
+    return this.log.head();
+  }
+
+  /** `?since=<hash>`: also whether the log still extends that head (`since.extends`; unknown hash → ok false, "not found"). */
   @Get('verify')
-  verify(): Promise<ChainVerification> {
-    return this.log.verify();
+  verify(@Query() query: VerifyDecisionsQueryDto): Promise<DecisionLogVerification> {
+    return this.log.verify({ since: query.since });
   }
 
   /**

@@ -1,5 +1,7 @@
+import { sameIdentity } from '../../auth/names';
+import { hashOf } from '../../shared/canonical-json';
 import type { TeamRunEvent, ToolApprovalDecidedData } from '../domain/run-events';
-import type { ApprovalRecord, RunState } from '../domain/run-state';
+import { runStatus, terminationReason, type ApprovalRecord, type RunState } from '../domain/run-state';
 import { parseApprovalId } from './approval-id';
 
 /**
@@ -32,11 +34,22 @@ export class ApprovalNotFoundError extends Error {
   }
 }
 
+/** Not waiting for a decision; the message says what happened (decided by whom, or the run ended). */
 export class ApprovalNotPendingError extends Error {
   override readonly name = 'ApprovalNotPendingError';
-  constructor(approvalId: string) {
-    super(`approval ${approvalId} is not waiting for a decision (already decided, or the run has ended)`);
+  constructor(approvalId: string, why = 'it is not waiting for a decision') {
+    super(`approval ${approvalId} can no longer be decided: ${why}`);
   }
+}
+
+function whyNotPending(state: RunState, record: ApprovalRecord): string {
+  const d = record.decided;
+  if (d) return `it was already ${d.outcome} by ${d.decider} at ${d.at}`;
+  if (String(state.team.value) === 'ended') {
+    const reason = terminationReason(state);
+    return reason === 'CANCELLED' ? 'the run was cancelled' : `the run ended ${reason ?? ''} (${runStatus(state)})`.replace('  ', ' ');
+  }
+  return 'it is not waiting for a decision';
 }
 
 export class ApprovalTimeoutNotDueError extends Error {
@@ -63,24 +76,26 @@ export function pendingApproval(state: RunState, approvalId: string): ApprovalRe
   const record = state.approvals.get(parsed.toolUseId);
   if (!record || record.requested.approvalId !== approvalId) throw new ApprovalNotFoundError(approvalId);
   const waiting = state.loop && String(state.loop.value) === 'awaitingApproval' && (state.loop.context.approvalIds ?? []).includes(parsed.toolUseId);
-  if (record.decided || String(state.team.value) === 'ended' || !waiting) throw new ApprovalNotPendingError(approvalId);
+  if (record.decided || String(state.team.value) === 'ended' || !waiting) throw new ApprovalNotPendingError(approvalId, whyNotPending(state, record));
   return record;
 }
 
 /**
  * Who may not approve: no agent (a run's agents must not approve their own risky calls) and, unless
- * the run's policy allows it, not the person who launched the run — as at the review gate.
+ * the run's policy allows it, not the person who launched the run — as at the review gate (names
+ * compare case-insensitively).
  */
 export function refusedApprover(state: RunState, approver: Approver): SelfApprovalRule | undefined {
   if (approver.kind === 'agent' || approver.id.startsWith('agent:')) return 'agent';
-  if (approver.kind === 'human' && approver.id === state.launched!.launchedBy && !state.launched!.toolApproval?.allowLauncherToApprove) return 'launcher';
+  if (approver.kind === 'human' && sameIdentity(approver.id, state.launched!.launchedBy) && !state.launched!.toolApproval?.allowLauncherToApprove) return 'launcher';
   return undefined;
 }
 
 export function decideApproval(command: ApprovalCommand, state: RunState): TeamRunEvent[] {
   const record = pendingApproval(state, command.approvalId);
   const r = record.requested;
-  const base = { approvalId: r.approvalId, role: r.role, turn: r.turn, toolUseId: r.toolUseId, name: r.name, at: command.at };
+  // The input's hash and the risk go into the decision log's record of this decision.
+  const base = { approvalId: r.approvalId, role: r.role, turn: r.turn, toolUseId: r.toolUseId, name: r.name, inputHash: `sha256:${hashOf(r.input)}`, risk: r.risk, at: command.at };
   let data: ToolApprovalDecidedData;
   switch (command.type) {
     case 'ApproveToolCall':

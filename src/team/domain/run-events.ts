@@ -309,6 +309,9 @@ export interface ToolApprovalDecidedData {
   deciderKind: 'human' | 'system';
   /** Set when a timeout policy decided. */
   policy?: 'auto_approve' | 'auto_deny';
+  /** `sha256:<hex>` of the canonical JSON of the call's input, and its risk (for the decision log; absent in older events). */
+  inputHash?: string;
+  risk?: ToolRisk;
   at: string;
 }
 

@@ -25,4 +25,10 @@ describe('decision log filters', () => {
     expect(() => parseDecisionFilter({ from: '2025-01-02', to: '2025-01-01' })).toThrow(/from must not be after to/);
     expect(() => parseDecisionFilter({ runId: ' ' })).toThrow(/runId/);
   });
+
+  it('kind: review or tool_approval; a user decider is normalised (names are case-insensitive)', () => {
+    expect(parseDecisionFilter({ kind: 'tool_approval', decider: 'USER:Alice' })).toEqual({ kind: 'tool_approval', decider: 'user:alice' });
+    expect(parseDecisionFilter({ kind: 'review', decider: 'system' })).toEqual({ kind: 'review', decider: 'system' });
+    expect(() => parseDecisionFilter({ kind: 'approval' })).toThrow(/kind must be one of review, tool_approval/);
+  });
 });

@@ -1,7 +1,7 @@
 import { recordFrom, verifyChain, verifyChainAsync, type DecisionEvent } from '../../../src/review-gate/decision-log/chain';
 import { GENESIS_PREV_HASH, type DecisionRecord } from '../../../src/review-gate/decision-log/decision-record';
 import { DecisionLogHeadMovedError, type DecisionRecordRepository } from '../../../src/review-gate/decision-log/decision-record.repository';
-import { chainOf, decisionEvent, decisionEvents, expectationOf } from './fixtures';
+import { approvalEvent, chainOf, decisionEvent, decisionEvents, expectationOf } from './fixtures';
 
 export interface RepositoryHarness {
   /** A repository on a fresh, empty database. */
@@ -74,6 +74,43 @@ export function decisionRecordRepositoryContract(name: string, makeHarness: () =
       expect((await repo.get('dec-1'))?.policy).toBeUndefined();
       expect(await repo.list()).toEqual(records);
       expect(verifyChain(await repo.list(), expectationOf(events))).toEqual({ ok: true, checked: 3 });
+    });
+
+    it('tool-approval records: stored and read back exactly, chained with review records, filtered by kind and (case-insensitive) decider', async () => {
+      const events = [
+        decisionEvent(1),
+        approvalEvent(1),
+        approvalEvent(2, { decider: 'system', deciderKind: 'system', policy: 'auto_deny', reason: 'no human decided in time' }),
+        approvalEvent(3, { inputHash: undefined, risk: undefined }),
+        decisionEvent(4, { decider: 'user:bob' }),
+      ];
+      const records = chainOf(events);
+      await appendAll(records);
+      expect(await repo.list()).toEqual(records);
+      const approval = (await repo.get('apr_run_1.tu_1'))!;
+      expect(approval).toEqual(records[1]);
+      expect(approval).toMatchObject({ kind: 'tool_approval', approvalId: 'apr_run_1.tu_1', toolName: 'run_command', risk: 'high', role: 'executor', turn: 2, executor: 'agent:executor:run_1' });
+      expect(approval.reviewId).toBeUndefined();
+      expect(approval.acceptanceCriteria).toBeUndefined();
+      expect((await repo.get('apr_run_3.tu_3'))?.inputHash).toBeUndefined();
+      expect((await repo.get('dec-1'))?.kind).toBeUndefined();
+      expect(verifyChain(await repo.list(), expectationOf(events))).toEqual({ ok: true, checked: 5 });
+      const seqs = async (filter: Parameters<DecisionRecordRepository['list']>[0]) => (await repo.list(filter)).map((r) => r.seq);
+      expect(await seqs({ kind: 'tool_approval' })).toEqual([2, 3, 4]);
+      expect(await seqs({ kind: 'review' })).toEqual([1, 5]);
+      expect(await seqs({ kind: 'tool_approval', outcome: 'rejected' })).toEqual([3]);
+      // Names are case-insensitive: user:bob is also the user:Bob of older records.
+      expect(await seqs({ decider: 'user:bob' })).toEqual([1, 2, 4, 5]);
+      expect(await seqs({ decider: 'system' })).toEqual([3]);
+      expect((await all(repo.iterate({ filter: { kind: 'tool_approval', runId: 'run_2' } }))).map((r) => r.seq)).toEqual([3]);
+    });
+
+    it('finds a record by its hash; a log that recorded tool approvals from the start has approvalsFrom 0', async () => {
+      const records = chainOf(decisionEvents(3));
+      await appendAll(records);
+      expect(await repo.getByHash(records[1].hash)).toEqual(records[1]);
+      expect(await repo.getByHash('f'.repeat(64))).toBeNull();
+      expect(await repo.approvalsFrom()).toBe(0);
     });
 
     it('append is idempotent by decision id: the stored record is returned, nothing written', async () => {

@@ -1,6 +1,6 @@
 import { expectationFrom, recordFrom, type DecisionEvent } from '../../../src/review-gate/decision-log/chain';
 import type { DecisionRecord } from '../../../src/review-gate/decision-log/decision-record';
-import type { ReviewDecidedData } from '../../../src/team/domain/run-events';
+import type { ReviewDecidedData, ToolApprovalDecidedData } from '../../../src/team/domain/run-events';
 
 /** A ReviewDecided event as the store hands it out (position 10·i + 3, run `run_i`). */
 export function decisionEvent(i: number, data: Partial<ReviewDecidedData> = {}): DecisionEvent {
@@ -58,4 +58,30 @@ export function rechain(records: DecisionRecord[]): DecisionRecord[] {
 
 export function expectationOf(events: DecisionEvent[]) {
   return expectationFrom(events);
+}
+
+/** A ToolApprovalDecided event as the store hands it out (position 10·i + 7, run `run_i`). */
+export function approvalEvent(i: number, data: Partial<ToolApprovalDecidedData> = {}): DecisionEvent {
+  const runId = `run_${i}`;
+  return {
+    type: 'ToolApprovalDecided',
+    streamId: `run-${runId}`,
+    position: i * 10 + 7,
+    metadata: { runId },
+    data: {
+      approvalId: `apr_${runId}.tu_${i}`,
+      role: 'executor',
+      turn: 2,
+      toolUseId: `tu_${i}`,
+      name: 'run_command',
+      outcome: i % 2 === 0 ? 'rejected' : 'approved',
+      reason: `tool reason ${i}`,
+      decider: 'user:Bob',
+      deciderKind: 'human',
+      inputHash: `sha256:${String(i).padStart(64, 'b')}`,
+      risk: 'high',
+      at: new Date(Date.UTC(2025, 0, 1) + i * 60_000 + 30_000).toISOString(),
+      ...data,
+    } satisfies ToolApprovalDecidedData,
+  };
 }

@@ -39,7 +39,7 @@ describe('sqlite decision records specifics', () => {
     const tables = (store.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[]).map((t) => t.name);
     expect(tables).toEqual(expect.arrayContaining(['events', 'decision_records', 'decision_log_migrations', 'schema_migrations']));
     const versions = store.db.prepare('SELECT version FROM decision_log_migrations').all();
-    expect(versions).toEqual([{ version: SQLITE_DECISION_LOG_SCHEMA_VERSION }]);
+    expect(versions).toEqual(Array.from({ length: SQLITE_DECISION_LOG_SCHEMA_VERSION }, (_, i) => ({ version: i + 1 })));
     await store.close();
     // Opening again applies nothing twice.
     const again = new SqliteEventStore({ file });

@@ -356,6 +356,11 @@ function storeOf(events: DecisionEvent[]): EventStore {
       const after = recorded.filter((e) => e.position > (o.after ?? 0));
       return after.slice(0, o.maxCount ?? after.length) as RecordedEvent[];
     },
+    // Streams without revision gaps (the stream check finds nothing here).
+    readStream: async (streamId: string, o: { fromRevision?: number; maxCount?: number } = {}) => {
+      const stream = recorded.filter((e) => e.streamId === streamId).map((e, revision) => ({ ...e, revision }));
+      return stream.slice(o.fromRevision ?? 0, (o.fromRevision ?? 0) + (o.maxCount ?? stream.length)) as RecordedEvent[];
+    },
   } as unknown as EventStore;
 }
 
@@ -382,6 +387,14 @@ class ArrayRepository implements DecisionRecordRepository {
 
   async get(decisionId: string): Promise<DecisionRecord | null> {
     return this.rows.find((r) => r.decisionId === decisionId) ?? null;
+  }
+
+  async getByHash(hash: string): Promise<DecisionRecord | null> {
+    return this.rows.find((r) => r.hash === hash) ?? null;
+  }
+
+  async approvalsFrom(): Promise<number> {
+    return 0;
   }
 
   async last(): Promise<DecisionRecord | null> {
@@ -444,8 +457,8 @@ describe('the in-order check compares every field', () => {
     ['reason', { reason: 'changed' }],
     ['policy added', { policy: 'auto_approve' }],
     ['policy null', { policy: null }],
-    ['criteria shortened', { acceptanceCriteria: last.acceptanceCriteria.slice(0, -1) }],
-    ['criteria lengthened', { acceptanceCriteria: [...last.acceptanceCriteria, 'x'] }],
+    ['criteria shortened', { acceptanceCriteria: last.acceptanceCriteria!.slice(0, -1) }],
+    ['criteria lengthened', { acceptanceCriteria: [...last.acceptanceCriteria!, 'x'] }],
     ['criteria as JSON text', { acceptanceCriteria: JSON.stringify(last.acceptanceCriteria) }],
     ['artifactHash', { artifactHash: 'sha256:x' }],
     ['charterVersion', { charterVersion: 'sha256:x' }],

@@ -69,6 +69,9 @@ describe('triad review (CLI)', () => {
     expect(selfReject.code).toBe(5);
     // TRIAD_USER is the default identity.
     expectExit(await runCli(['review', 'approve', reviewId, '--reason', 'ok'], { ...env, TRIAD_USER: 'carol' }), 5);
+    // Names are case-insensitive: CAROL is the launcher carol.
+    expectExit(await runCli(['review', 'approve', reviewId, '--reason', 'ok'], { ...env, TRIAD_USER: 'CAROL' }), 5);
+    expectExit(await runCli(['review', 'reject', reviewId, '--as', 'Carol', '--reason', 'no', '--no-rework'], env), 5);
     expect(await storedEvents(dataDir, stream)).toHaveLength(before);
 
     // Bad input: exit 2, nothing written.
@@ -207,6 +210,12 @@ describe('triad keys (CLI) and triad serve with stored keys', () => {
     expect(oldStatus).toBe(401);
     expect((await httpRequest(url, 'GET', '/v1/runs', { as: { secret: ann2.secret } })).status).toBe(200);
     expect((await httpRequest(url, 'GET', '/v1/reviews', { as: { secret: ann2.secret } })).status).toBe(403);
+    expect((await storedEvents(dataDir, 'apikeys')).map((e) => e.type)).toEqual(['ApiKeyAdded', 'ApiKeyAdded', 'ApiKeyAdded', 'ApiKeyReplaced']);
+
+    // A name that differs only in case from a stored key collides with it: exit 4, nothing written.
+    const collision = await runCli(['keys', 'add', 'ANN', '--roles', 'operator'], env);
+    expectExit(collision, 4);
+    expect(collision.stderr).toContain("give 'ann' to replace that key");
     expect((await storedEvents(dataDir, 'apikeys')).map((e) => e.type)).toEqual(['ApiKeyAdded', 'ApiKeyAdded', 'ApiKeyAdded', 'ApiKeyReplaced']);
 
     // keys list: names and roles, never secrets or hashes.

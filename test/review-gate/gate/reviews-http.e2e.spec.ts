@@ -107,6 +107,7 @@ describe('review gate over HTTP (SQLite, offline model)', () => {
     const again = await decide(reviewId, 'approve', { as: 'bob', body: { reason: 'again' } });
     expect(again.status).toBe(409);
     expect(again.body).toMatchObject({ statusCode: 409, error: 'Conflict' });
+    expect(again.body.message).toMatch(new RegExp(`^review ${reviewId} was already decided: approved by user:bob at \\d{4}-`));
     expect((await decide(reviewId, 'reject', { as: 'bob', body: { reason: 'changed my mind' } })).status).toBe(409);
     expect((await runEvents(server, runId)).length).toBe(events.length);
     expect((await server.request('GET', '/v1/reviews', { as: 'bob' })).body.reviews?.map((r) => r.reviewId)).not.toContain(reviewId);
@@ -129,7 +130,9 @@ describe('review gate over HTTP (SQLite, offline model)', () => {
     const executorCall = afterRework.find((e) => e.type === 'ModelCallStarted' && (e.data as ModelCallStartedData).role === 'executor');
     expect(JSON.stringify(executorCall?.data)).toContain('Human reviewer feedback:\\nAlso mention B in a.txt');
     // The old review is no longer pending; the new one is.
-    expect((await decide(reviewId, 'approve', { as: 'bob', body: { reason: 'late' } })).status).toBe(409);
+    const late = await decide(reviewId, 'approve', { as: 'bob', body: { reason: 'late' } });
+    expect(late.status).toBe(409);
+    expect(late.body.message).toContain('was already decided: rejected by user:bob');
 
     // Reject without rework: the run ends REJECTED at once.
     const end = await decide(`rev_${runId}_2`, 'reject', { as: 'bob', body: { reason: 'not what we need', rework: false } });
@@ -155,6 +158,18 @@ describe('review gate over HTTP (SQLite, offline model)', () => {
     expect(decisionsIn(await runEvents(server, forkId))).toEqual([expect.objectContaining({ reviewId: `rev_${forkId}_1`, decider: 'user:ann', outcome: 'approved' })]);
     // The parent still waits for its own decision.
     expect((await getRun(server, parentId)).status).toBe('awaiting_review');
+  });
+
+  it('a review of a cancelled run is 409 saying so, and writes nothing', async () => {
+    const { runId, reviewId } = await atGate();
+    expect((await server.request('POST', `/v1/runs/${runId}/cancel`, { as: 'olga', body: { reason: 'not needed' } })).status).toBeLessThan(300);
+    const before = (await runEvents(server, runId)).length;
+    for (const verb of ['approve', 'reject'] as const) {
+      const res = await decide(reviewId, verb, { as: 'bob', body: { reason: 'ok' } });
+      expect(res.status).toBe(409);
+      expect(res.body.message).toBe(`review ${reviewId} can no longer be decided: the run was cancelled`);
+    }
+    expect((await runEvents(server, runId)).length).toBe(before);
   });
 
   it('malformed bodies are 400 and write nothing', async () => {
@@ -190,7 +205,8 @@ describe('review gate over HTTP (SQLite, offline model)', () => {
   it('unknown and malformed review ids are 404 and write nothing', async () => {
     const { runId } = await atGate();
     const before = (await runEvents(server, runId)).length;
-    const ids = [`rev_${runId}_7`, 'rev_run_doesnotexist_1', 'rev_', 'nonsense', `rev_${runId}`, `${runId}_1`, 'rev_a b_1', 'rev_x_1_', `rev_${'x'.repeat(300)}_1`, "rev_x_1'--"];
+    // `_0` and `_01` parse, at or below the open review's iteration, but no such review was ever opened.
+    const ids = [`rev_${runId}_0`, `rev_${runId}_01`, `rev_${runId}_7`, 'rev_run_doesnotexist_1', 'rev_', 'nonsense', `rev_${runId}`, `${runId}_1`, 'rev_a b_1', 'rev_x_1_', `rev_${'x'.repeat(300)}_1`, "rev_x_1'--"];
     for (const id of ids) {
       for (const verb of ['approve', 'reject'] as const) {
         const res = await decide(id, verb, { as: 'bob', body: { reason: 'ok' } });

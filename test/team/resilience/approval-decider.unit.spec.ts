@@ -8,6 +8,7 @@ import {
   type ApprovalCommand,
 } from '../../../src/team/approvals/approval-decider';
 import { approvalIdOf, parseApprovalId } from '../../../src/team/approvals/approval-id';
+import { hashOf } from '../../../src/shared/canonical-json';
 import { DEFAULT_TOOL_APPROVAL, type ToolApprovalPolicy } from '../../../src/team/resilience/policies';
 import { fold, given, modelCallCompleted, modelCallStarted, phaseStarted, planSubmitted, RUN_ID, runEnded, runLaunched, submitTurn, toolUse } from '../machines/given-when-then';
 
@@ -64,7 +65,7 @@ describe('tool approvals', () => {
     expect(events).toEqual([
       {
         type: 'ToolApprovalDecided',
-        data: { approvalId: APPROVAL_ID, role: 'executor', turn: 1, toolUseId: 'tu_cmd', name: 'run_command', outcome: 'approved', reason: 'looks safe', decider: 'user:bob', deciderKind: 'human', at: AT },
+        data: { approvalId: APPROVAL_ID, role: 'executor', turn: 1, toolUseId: 'tu_cmd', name: 'run_command', outcome: 'approved', reason: 'looks safe', decider: 'user:bob', deciderKind: 'human', inputHash: `sha256:${hashOf({ command: 'make' })}`, risk: 'high', at: AT },
       },
     ]);
     given(waiting())
