@@ -75,13 +75,16 @@ const PG_CONNECTION_MESSAGES = [
 /** True for a failure of the store itself (see StoreUnavailableError), false for a failure of the request. */
 export function isStoreUnavailable(err: unknown): boolean {
   if (err instanceof StoreUnavailableError) return true;
-  if (!(err instanceof Error)) return false;
+  // Duck-typed, not `instanceof Error`: a native driver's errors may come from another realm
+  // (better-sqlite3's under jest's module registries, for one).
+  if (err === null || typeof err !== 'object' || typeof (err as { message?: unknown }).message !== 'string') return false;
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string') {
     if (NET_CODES.has(code) || SQLITE_BUSY_CODES.has(code) || PG_UNAVAILABLE_CODES.has(code)) return true;
     if (/^[0-9A-Z]{5}$/.test(code) && PG_UNAVAILABLE_CLASSES.includes(code.slice(0, 2))) return true;
   }
-  if (PG_CONNECTION_MESSAGES.some((m) => err.message.startsWith(m))) return true;
+  const message = (err as { message: string }).message;
+  if (PG_CONNECTION_MESSAGES.some((m) => message.startsWith(m))) return true;
   const cause = (err as { cause?: unknown }).cause;
   return cause !== undefined && cause !== err && isStoreUnavailable(cause);
 }

@@ -271,7 +271,8 @@ export class SqliteEventStore implements EventStore {
     const written: Array<{ item: PendingAppend; result: AppendResult }> = [];
     batch.forEach((item, i) => {
       const o = outcomes[i];
-      if (!o.ok) return item.reject(o.error);
+      // A statement of the append that met the lock past busy_timeout is a store fault too.
+      if (!o.ok) return item.reject(classifyStoreError(o.error));
       if (o.result.fresh) head = Math.max(head, o.result.position);
       written.push({ item, result: { nextExpectedRevision: o.result.nextExpectedRevision, position: o.result.position } });
     });
