@@ -6,12 +6,11 @@ import { TcpProxy } from '../support/tcp-proxy';
 import { tempDir } from '../support/temp-dir';
 import { http, IN_FLIGHT, launchRuns, startServe, statuses, stopServe, streamFaults, waitFor, type Serve } from './serve-support';
 
+// The harness of the store-fault scenarios (one spec file each, so they run side by side).
 // A real `triad serve` on PostgreSQL, reached through a TCP proxy, with 30 runs in flight: the
 // line to the database is cut (1 s, 15 s), or the process is frozen (SIGSTOP, 25 s). Every run
 // must finish, no model turn may be recorded twice, no run may change drivers, and /health must
 // say 503 while the store is away and 200 once it is back. Fails (never skips) without PostgreSQL.
-
-jest.setTimeout(240_000);
 
 const RUNS = 30;
 const pg = new URL(PG_URL);
@@ -22,7 +21,7 @@ interface Scenario {
   runIds: string[];
 }
 
-async function withScenario(name: string, fault: (s: Scenario) => Promise<void>): Promise<void> {
+export async function withScenario(name: string, fault: (s: Scenario) => Promise<void>): Promise<void> {
   const schema = freshSchema('triad_faults');
   const dir = tempDir('triad-faults-');
   const proxy = await TcpProxy.start({ host: pg.hostname, port: Number(pg.port || 5432) });
@@ -97,7 +96,7 @@ async function withScenario(name: string, fault: (s: Scenario) => Promise<void>)
 }
 
 /** Cuts the line for at least `ms`, and until /health has said 503 `degraded`; then restores it. */
-async function cutLine({ serve, proxy }: Scenario, ms: number): Promise<void> {
+export async function cutLine({ serve, proxy }: Scenario, ms: number): Promise<void> {
   const cutAt = Date.now();
   proxy.cut();
   const degraded = await waitFor(
@@ -116,20 +115,3 @@ async function cutLine({ serve, proxy }: Scenario, ms: number): Promise<void> {
   await waitFor('the cut to last its time', async () => Date.now() - cutAt >= ms, ms + 1000, 50);
   proxy.restore();
 }
-
-describe('store faults under 30 runs in flight (PostgreSQL through a TCP proxy)', () => {
-  it('a 1 s cut of the connection to PostgreSQL', () => withScenario('cut1s', (s) => cutLine(s, 1_000)));
-
-  it('a 15 s cut of the connection to PostgreSQL', () => withScenario('cut15s', (s) => cutLine(s, 15_000)));
-
-  it('the process frozen (SIGSTOP) for 25 s', () =>
-    withScenario('freeze', async ({ serve }) => {
-      const frozenAt = Date.now();
-      serve.process.kill('SIGSTOP');
-      try {
-        await waitFor('the freeze to last 25 s', async () => Date.now() - frozenAt >= 25_000, 30_000, 200);
-      } finally {
-        serve.process.kill('SIGCONT');
-      }
-    }));
-});
