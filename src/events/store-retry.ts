@@ -3,6 +3,8 @@
  * and drivers paused by the same outage do not all come back in the same millisecond.
  */
 
+export { pause } from '../shared/pause';
+
 export const STORE_RETRY_BASE_MS = 100;
 export const STORE_RETRY_MAX_MS = 5_000;
 
@@ -13,19 +15,6 @@ export function storeBackoffMs(attempt: number, random: () => number = Math.rand
   return Math.round(floor + random() * (ceiling - floor));
 }
 
-/** Resolves after `ms`, or at once when `signal` aborts. */
-export function pause(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
-}
 
 /**
  * For periodic work (recovery scans, timers): after a store fault, skip the next runs for a

@@ -511,7 +511,7 @@ export class RunDriver {
         const retryInMs = retryDelayMs(retry, attempt, error.details.retryAfterMs)!;
         await this.append([...pending.splice(0), { type: 'ModelCallFailed', data: { ...failure, retryInMs } }]);
         // A wait past the run's deadline ends with it: the next decision ends the run TIMEOUT.
-        await (this.deps.sleep ?? abortableSleep)(Math.min(retryInMs, Math.max(0, deadline - this.deps.clock.now())), this.abort.signal);
+        await (this.deps.sleep ?? pause)(Math.min(retryInMs, Math.max(0, deadline - this.deps.clock.now())), this.abort.signal);
         if (this.abort.signal.aborted) return;
         continue;
       } finally {
@@ -924,16 +924,3 @@ export class RunDriver {
 }
 
 export { ROLE_OF_PHASE };
-
-function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
-}

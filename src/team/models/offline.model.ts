@@ -1,3 +1,4 @@
+import { pause } from '../../shared/pause';
 import { sha256Hex } from '../../shared/canonical-json';
 import { parseTaskMessage, type TaskMessageInput } from '../prompts';
 import {
@@ -71,7 +72,7 @@ export class OfflineModelProvider implements ModelProvider {
   async complete(request: ModelRequest): Promise<ModelResponse> {
     if (request.signal?.aborted) throw new ModelError('aborted', 'model request aborted');
     if (this.latencyMs > 0) {
-      await waitOrAbort(this.latencyMs, request.signal);
+      await pause(this.latencyMs, request.signal);
       if (request.signal?.aborted) throw new ModelError('aborted', 'model request aborted');
     }
     const content: AssistantBlock[] = request.purpose === 'summary' ? [{ type: 'text', text: offlineSummary(request) }] : respond(request);
@@ -408,16 +409,4 @@ function reviewer(task: TaskMessageInput, replay: Replay): string {
     `Reviewer: ${unmet.length === 0 ? 'every criterion is met' : `${unmet.length} criterion(s) not met`}, submitting ${verdict}.`,
   );
   return replay.finish(result.isError ? `submit_verdict was refused (${result.content}).` : 'Reviewer: the verdict is submitted.');
-}
-
-function waitOrAbort(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
 }
