@@ -7,6 +7,11 @@
  *   never skipping a committed event);
  * - catch-up subscriptions with durable, named checkpoints.
  *
+ * `streamExtents` answers, for many streams at once, how many events each holds and its last
+ * revision, without reading the events: since revisions are unique and start at 0, a stream is
+ * whole iff count = lastRevision + 1, so integrity checks find holes (events deleted outside the
+ * store) cheaply and read only the streams that have one.
+ *
  * Every adapter passes the same contract suite (test/events/event-store.contract.ts).
  */
 
@@ -54,6 +59,14 @@ export interface AppendResult {
   nextExpectedRevision: number;
   /** Global position of the last event of the batch. */
   position: number;
+}
+
+/** What `streamExtents` reports of one stream. */
+export interface StreamExtent {
+  /** Events the stream holds. */
+  count: number;
+  /** Its highest revision. The stream has a hole iff count !== lastRevision + 1. */
+  lastRevision: number;
 }
 
 export type Direction = 'forwards' | 'backwards';
@@ -127,6 +140,11 @@ export interface EventStore {
   readStreamPages(streamId: string, options?: ReadStreamPagesOptions): AsyncIterable<RecordedEvent[]>;
   /** The last revision of a stream, or null when it does not exist. */
   streamRevision(streamId: string): Promise<number | null>;
+  /**
+   * The extent (event count and last revision) of each given stream that exists, keyed by stream
+   * id; streams that do not exist are absent. Reads no event, only the (stream, revision) index.
+   */
+  streamExtents(streamIds: readonly string[]): Promise<Map<string, StreamExtent>>;
   readAll(options?: ReadAllOptions): Promise<RecordedEvent[]>;
   /** The position of the last committed event (0 when the store is empty). */
   headPosition(): Promise<number>;
