@@ -7,10 +7,10 @@
  *   never skipping a committed event);
  * - catch-up subscriptions with durable, named checkpoints.
  *
- * `streamExtents` answers, for many streams at once, how many events each holds and its last
- * revision, without reading the events: since revisions are unique and start at 0, a stream is
- * whole iff count = lastRevision + 1, so integrity checks find holes (events deleted outside the
- * store) cheaply and read only the streams that have one.
+ * `streamExtents` answers, for many streams at once, how many events each holds and its first and
+ * last revisions, without reading the events: revisions are unique integers, so a stream is whole
+ * (0, 1, 2 …) iff firstRevision = 0 and count = lastRevision + 1. Integrity checks find holes
+ * (events deleted outside the store) that way and read only the streams that have one.
  *
  * Every adapter passes the same contract suite (test/events/event-store.contract.ts).
  */
@@ -65,7 +65,9 @@ export interface AppendResult {
 export interface StreamExtent {
   /** Events the stream holds. */
   count: number;
-  /** Its highest revision. The stream has a hole iff count !== lastRevision + 1. */
+  /** Its lowest revision: 0 unless events were removed or changed outside the store. */
+  firstRevision: number;
+  /** Its highest revision. The stream has a hole iff firstRevision !== 0 or count !== lastRevision + 1. */
   lastRevision: number;
 }
 
@@ -141,7 +143,7 @@ export interface EventStore {
   /** The last revision of a stream, or null when it does not exist. */
   streamRevision(streamId: string): Promise<number | null>;
   /**
-   * The extent (event count and last revision) of each given stream that exists, keyed by stream
+   * The extent (event count, first and last revision) of each given stream that exists, keyed by stream
    * id; streams that do not exist are absent. Reads no event, only the (stream, revision) index.
    */
   streamExtents(streamIds: readonly string[]): Promise<Map<string, StreamExtent>>;

@@ -106,7 +106,9 @@ export class InMemoryEventStore implements EventStore {
     for (const batch of extentBatches(streamIds)) {
       for (const streamId of batch) {
         const stream = this.streams.get(streamId);
-        if (stream && stream.length > 0) out.set(streamId, { count: stream.length, lastRevision: Number(stream[stream.length - 1].revision) });
+        if (stream && stream.length > 0) {
+          out.set(streamId, { count: stream.length, firstRevision: Number(stream[0].revision), lastRevision: Number(stream[stream.length - 1].revision) });
+        }
       }
     }
     return out;

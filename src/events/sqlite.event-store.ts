@@ -400,7 +400,9 @@ export class SqliteEventStore implements EventStore {
       let stmt: Database.Statement;
       if (batch.length === EXTENT_BATCH_STREAMS) stmt = this.fullExtentBatch ??= this.db.prepare(extentsQuery(batch.length)).raw(true);
       else stmt = this.db.prepare(extentsQuery(batch.length)).raw(true);
-      for (const [streamId, count, last] of stmt.all(...batch) as [string, number, number][]) out.set(streamId, { count, lastRevision: last });
+      for (const [streamId, count, first, last] of stmt.all(...batch) as [string, number, number, number][]) {
+        out.set(streamId, { count, firstRevision: first, lastRevision: last });
+      }
     }
     return out;
   }
@@ -453,9 +455,9 @@ export class SqliteEventStore implements EventStore {
   }
 }
 
-/** Count and last revision of each of `n` streams, read from the (stream_id, revision) index alone. */
+/** Count, first and last revision of each of `n` streams, read from the (stream_id, revision) index alone. */
 export function extentsQuery(n: number): string {
-  return `SELECT stream_id, count(*), max(revision) FROM events WHERE stream_id IN (${new Array<string>(n).fill('?').join(', ')}) GROUP BY stream_id`;
+  return `SELECT stream_id, count(*), min(revision), max(revision) FROM events WHERE stream_id IN (${new Array<string>(n).fill('?').join(', ')}) GROUP BY stream_id`;
 }
 
 function readAllQuery(filter?: EventFilter): { sql: string; params: (string | number)[] } {

@@ -379,7 +379,7 @@ export function eventStoreContract(name: string, makeHarness: () => ContractHarn
         await store.append('x-2', [ev('A')]);
         await store.append('x-1', [ev('D')]);
         const extents = await store.streamExtents(['x-1', 'x-2']);
-        expect(Object.fromEntries(extents)).toEqual({ 'x-1': { count: 4, lastRevision: 3 }, 'x-2': { count: 1, lastRevision: 0 } });
+        expect(Object.fromEntries(extents)).toEqual({ 'x-1': { count: 4, firstRevision: 0, lastRevision: 3 }, 'x-2': { count: 1, firstRevision: 0, lastRevision: 0 } });
       });
 
       it('given missing streams, then they are absent, alone or among existing ones, and no ids asks nothing', async () => {
@@ -387,7 +387,7 @@ export function eventStoreContract(name: string, makeHarness: () => ContractHarn
         expect((await store.streamExtents(['missing', 'also-missing'])).size).toBe(0);
         expect(await store.streamExtents([])).toEqual(new Map());
         const mixed = await store.streamExtents(['missing', 'x-1', 'x-1', 'also-missing']);
-        expect([...mixed]).toEqual([['x-1', { count: 2, lastRevision: 1 }]]);
+        expect([...mixed]).toEqual([['x-1', { count: 2, firstRevision: 0, lastRevision: 1 }]]);
       });
 
       it('given more streams than one statement takes, then every one is reported', async () => {
@@ -396,7 +396,7 @@ export function eventStoreContract(name: string, makeHarness: () => ContractHarn
         await Promise.all(ids.map((id, i) => store.append(id, Array.from({ length: 1 + (i % 3) }, () => ev('N')))));
         const extents = await store.streamExtents([...ids, 'missing']);
         expect(extents.size).toBe(ids.length);
-        ids.forEach((id, i) => expect([id, extents.get(id)]).toEqual([id, { count: 1 + (i % 3), lastRevision: i % 3 }]));
+        ids.forEach((id, i) => expect([id, extents.get(id)]).toEqual([id, { count: 1 + (i % 3), firstRevision: 0, lastRevision: i % 3 }]));
       });
 
       it('refuses a malformed stream id, as reads do', async () => {

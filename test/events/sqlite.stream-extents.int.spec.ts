@@ -23,26 +23,30 @@ describe('sqlite streamExtents', () => {
 
   const events = (n: number) => Array.from({ length: n }, (_, i) => ({ type: 'Noted', data: { i } }));
 
-  it('given rows deleted from the database file by another connection, then their streams show holes (count !== lastRevision + 1)', async () => {
+  it('given rows deleted from the database file by another connection, then their streams show holes', async () => {
     await store.append('run-a', events(5));
     await store.append('run-b', events(3));
     await store.append('run-c', events(2));
+    await store.append('run-d', events(2));
     const raw = new Database(file);
     try {
       raw.pragma('busy_timeout = 10000');
       raw.prepare('DELETE FROM events WHERE stream_id = ? AND revision = ?').run('run-a', 2);
       raw.prepare('DELETE FROM events WHERE stream_id = ? AND revision = ?').run('run-b', 0);
+      // A revision moved below 0 keeps count = lastRevision + 1: the first revision shows it.
+      raw.prepare('UPDATE events SET revision = -1 WHERE stream_id = ? AND revision = ?').run('run-d', 0);
     } finally {
       raw.close();
     }
-    const extents = await store.streamExtents(['run-a', 'run-b', 'run-c']);
+    const extents = await store.streamExtents(['run-a', 'run-b', 'run-c', 'run-d']);
     expect(Object.fromEntries(extents)).toEqual({
-      'run-a': { count: 4, lastRevision: 4 },
-      'run-b': { count: 2, lastRevision: 2 },
-      'run-c': { count: 2, lastRevision: 1 },
+      'run-a': { count: 4, firstRevision: 0, lastRevision: 4 },
+      'run-b': { count: 2, firstRevision: 1, lastRevision: 2 },
+      'run-c': { count: 2, firstRevision: 0, lastRevision: 1 },
+      'run-d': { count: 2, firstRevision: -1, lastRevision: 1 },
     });
-    const holed = [...extents].filter(([, e]) => e.count !== e.lastRevision + 1).map(([id]) => id);
-    expect(holed).toEqual(['run-a', 'run-b']);
+    const holed = [...extents].filter(([, e]) => e.firstRevision !== 0 || e.count !== e.lastRevision + 1).map(([id]) => id);
+    expect(holed).toEqual(['run-a', 'run-b', 'run-d']);
   });
 
   it('reads the (stream_id, revision) index alone, one search per stream, for a full batch and a short one', () => {
