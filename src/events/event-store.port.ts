@@ -7,6 +7,11 @@
  *   never skipping a committed event);
  * - catch-up subscriptions with durable, named checkpoints.
  *
+ * `streamExtents` answers, for many streams at once, how many events each holds and its first and
+ * last revisions, without reading the events: revisions are unique integers, so a stream is whole
+ * (0, 1, 2 …) iff firstRevision = 0 and count = lastRevision + 1. Integrity checks find holes
+ * (events deleted outside the store) that way and read only the streams that have one.
+ *
  * Every adapter passes the same contract suite (test/events/event-store.contract.ts).
  */
 
@@ -54,6 +59,16 @@ export interface AppendResult {
   nextExpectedRevision: number;
   /** Global position of the last event of the batch. */
   position: number;
+}
+
+/** What `streamExtents` reports of one stream. */
+export interface StreamExtent {
+  /** Events the stream holds. */
+  count: number;
+  /** Its lowest revision: 0 unless events were removed or changed outside the store. */
+  firstRevision: number;
+  /** Its highest revision. The stream has a hole iff firstRevision !== 0 or count !== lastRevision + 1. */
+  lastRevision: number;
 }
 
 export type Direction = 'forwards' | 'backwards';
@@ -127,6 +142,11 @@ export interface EventStore {
   readStreamPages(streamId: string, options?: ReadStreamPagesOptions): AsyncIterable<RecordedEvent[]>;
   /** The last revision of a stream, or null when it does not exist. */
   streamRevision(streamId: string): Promise<number | null>;
+  /**
+   * The extent (event count, first and last revision) of each given stream that exists, keyed by stream
+   * id; streams that do not exist are absent. Reads no event, only the (stream, revision) index.
+   */
+  streamExtents(streamIds: readonly string[]): Promise<Map<string, StreamExtent>>;
   readAll(options?: ReadAllOptions): Promise<RecordedEvent[]>;
   /** The position of the last committed event (0 when the store is empty). */
   headPosition(): Promise<number>;

@@ -8,6 +8,7 @@ import {
   type ReadStreamOptions,
   type ReadStreamPagesOptions,
   type RecordedEvent,
+  type StreamExtent,
   type SubscribeOptions,
   type Subscription,
 } from './event-store.port';
@@ -21,7 +22,7 @@ import {
   validateStreamId,
   type StoredRow,
 } from './prepare';
-import { matchesFilter, pageStream, pagesByReadStream } from './read-helpers';
+import { extentBatches, matchesFilter, pageStream, pagesByReadStream } from './read-helpers';
 import { CatchUpSubscription } from './subscription';
 import type { UpcasterRegistry } from './upcasting';
 
@@ -98,6 +99,19 @@ export class InMemoryEventStore implements EventStore {
   async streamRevision(streamId: string): Promise<number | null> {
     const stream = this.streams.get(streamId);
     return stream && stream.length > 0 ? stream.length - 1 : null;
+  }
+
+  async streamExtents(streamIds: readonly string[]): Promise<Map<string, StreamExtent>> {
+    const out = new Map<string, StreamExtent>();
+    for (const batch of extentBatches(streamIds)) {
+      for (const streamId of batch) {
+        const stream = this.streams.get(streamId);
+        if (stream && stream.length > 0) {
+          out.set(streamId, { count: stream.length, firstRevision: Number(stream[0].revision), lastRevision: Number(stream[stream.length - 1].revision) });
+        }
+      }
+    }
+    return out;
   }
 
   async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {

@@ -15,6 +15,7 @@ import {
   type ReadStreamOptions,
   type ReadStreamPagesOptions,
   type RecordedEvent,
+  type StreamExtent,
   type SubscribeOptions,
   type Subscription,
 } from './event-store.port';
@@ -31,7 +32,7 @@ import {
   type StoredIdentity,
   type StoredRow,
 } from './prepare';
-import { pagesByReadStream, streamWindow } from './read-helpers';
+import { extentBatches, pagesByReadStream, streamWindow } from './read-helpers';
 import { CatchUpSubscription } from './subscription';
 
 /**
@@ -191,6 +192,8 @@ export class PostgresEventStore implements EventStore {
       head: `SELECT max(revision) AS revision FROM ${s}.events WHERE stream_id = $1`,
       forwards: `SELECT ${ROW_COLUMNS} FROM ${s}.events WHERE stream_id = $1 AND revision >= $2 ORDER BY revision ASC LIMIT $3`,
       backwards: `SELECT ${ROW_COLUMNS} FROM ${s}.events WHERE stream_id = $1 AND revision <= $2 ORDER BY revision DESC LIMIT $3`,
+      // Unnamed (an id list): planned with the actual ids, as an index lookup per stream.
+      extents: `SELECT stream_id, count(*) AS count, min(revision) AS first, max(revision) AS last FROM ${s}.events WHERE stream_id = ANY ($1::text[]) GROUP BY stream_id`,
       headPosition: `SELECT coalesce(max(position), 0) AS position FROM ${s}.events`,
       loadCheckpoint: `SELECT position FROM ${s}.subscription_checkpoints WHERE name = $1`,
       saveCheckpoint: `INSERT INTO ${s}.subscription_checkpoints (name, position, updated_at) VALUES ($1, $2, now())
@@ -370,6 +373,16 @@ export class PostgresEventStore implements EventStore {
   async streamRevision(streamId: string): Promise<number | null> {
     const { rows } = await this.query<{ revision: string | null }>(this.named('triad_head', this.sql.head, [streamId]));
     return rows[0].revision === null ? null : Number(rows[0].revision);
+  }
+
+  /** One round trip per batch, reading only the (stream_id, revision) index. */
+  async streamExtents(streamIds: readonly string[]): Promise<Map<string, StreamExtent>> {
+    const out = new Map<string, StreamExtent>();
+    for (const batch of extentBatches(streamIds)) {
+      const { rows } = await this.query<{ stream_id: string; count: string; first: string; last: string }>(this.sql.extents, [batch]);
+      for (const r of rows) out.set(r.stream_id, { count: Number(r.count), firstRevision: Number(r.first), lastRevision: Number(r.last) });
+    }
+    return out;
   }
 
   async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {

@@ -1,5 +1,6 @@
 import { DEFAULT_PAGE_EVENTS, type EventFilter, type EventStore, type ReadStreamOptions, type ReadStreamPagesOptions, type RecordedEvent } from './event-store.port';
 import { InvalidAppendError } from './errors';
+import { validateStreamId } from './prepare';
 
 export function matchesFilter(streamId: string, type: string, filter?: EventFilter): boolean {
   if (!filter) return true;
@@ -75,4 +76,15 @@ export async function* pagesByReadStream(
     if (page.length < count) return;
     at += page.length;
   }
+}
+
+/** Streams asked of the database per statement by `streamExtents`: bounds the statement's size. */
+export const EXTENT_BATCH_STREAMS = 500;
+
+/** The ids of a `streamExtents` call, validated, without repeats, in batches of EXTENT_BATCH_STREAMS. */
+export function extentBatches(streamIds: readonly string[]): string[][] {
+  const unique = [...new Set(streamIds.map((id) => validateStreamId(id)))];
+  const batches: string[][] = [];
+  for (let i = 0; i < unique.length; i += EXTENT_BATCH_STREAMS) batches.push(unique.slice(i, i + EXTENT_BATCH_STREAMS));
+  return batches;
 }

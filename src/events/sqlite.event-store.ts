@@ -14,6 +14,7 @@ import {
   type ReadStreamOptions,
   type ReadStreamPagesOptions,
   type RecordedEvent,
+  type StreamExtent,
   type SubscribeOptions,
   type Subscription,
 } from './event-store.port';
@@ -35,7 +36,7 @@ import {
   type RawStreamRow,
   type StoredIdentity,
 } from './prepare';
-import { pageCount, pagesWindow, streamWindow } from './read-helpers';
+import { EXTENT_BATCH_STREAMS, extentBatches, pageCount, pagesWindow, streamWindow } from './read-helpers';
 import { SqliteReadAhead } from './sqlite-read-ahead';
 import type { UpcasterRegistry } from './upcasting';
 import { CatchUpSubscription } from './subscription';
@@ -122,6 +123,7 @@ export class SqliteEventStore implements EventStore {
   private readonly notifier = new PositionNotifier();
   private readonly maxEventBytes: number;
   private readonly readAllCache = new Map<string, Database.Statement>();
+  private fullExtentBatch: Database.Statement | undefined;
   private readonly stmts;
   private readonly appendTx;
   private readonly batchTx;
@@ -391,6 +393,21 @@ export class SqliteEventStore implements EventStore {
     return (this.stmts.head.get(streamId) as { revision: number | null }).revision;
   }
 
+  /** One grouped read of the (stream_id, revision) index per batch; no event row is touched. */
+  async streamExtents(streamIds: readonly string[]): Promise<Map<string, StreamExtent>> {
+    const out = new Map<string, StreamExtent>();
+    for (const batch of extentBatches(streamIds)) {
+      // Full batches share one prepared statement; the last, shorter one is prepared for its size.
+      let stmt: Database.Statement;
+      if (batch.length === EXTENT_BATCH_STREAMS) stmt = this.fullExtentBatch ??= this.db.prepare(extentsQuery(batch.length)).raw(true);
+      else stmt = this.db.prepare(extentsQuery(batch.length)).raw(true);
+      for (const [streamId, count, first, last] of stmt.all(...batch) as [string, number, number, number][]) {
+        out.set(streamId, { count, firstRevision: first, lastRevision: last });
+      }
+    }
+    return out;
+  }
+
   async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
     const { sql, params } = readAllQuery(options.filter);
     let stmt = this.readAllCache.get(sql);
@@ -437,6 +454,11 @@ export class SqliteEventStore implements EventStore {
     this.notifier.releaseAll();
     if (this.db.open) this.db.close();
   }
+}
+
+/** Count, first and last revision of each of `n` streams, read from the (stream_id, revision) index alone. */
+export function extentsQuery(n: number): string {
+  return `SELECT stream_id, count(*), min(revision), max(revision) FROM events WHERE stream_id IN (${new Array<string>(n).fill('?').join(', ')}) GROUP BY stream_id`;
 }
 
 function readAllQuery(filter?: EventFilter): { sql: string; params: (string | number)[] } {

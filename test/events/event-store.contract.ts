@@ -373,6 +373,37 @@ export function eventStoreContract(name: string, makeHarness: () => ContractHarn
       });
     });
 
+    describe('stream extents', () => {
+      it('given streams of several lengths, then each existing stream reports its count and last revision', async () => {
+        await store.append('x-1', [ev('A'), ev('B'), ev('C')]);
+        await store.append('x-2', [ev('A')]);
+        await store.append('x-1', [ev('D')]);
+        const extents = await store.streamExtents(['x-1', 'x-2']);
+        expect(Object.fromEntries(extents)).toEqual({ 'x-1': { count: 4, firstRevision: 0, lastRevision: 3 }, 'x-2': { count: 1, firstRevision: 0, lastRevision: 0 } });
+      });
+
+      it('given missing streams, then they are absent, alone or among existing ones, and no ids asks nothing', async () => {
+        await store.append('x-1', [ev('A'), ev('B')]);
+        expect((await store.streamExtents(['missing', 'also-missing'])).size).toBe(0);
+        expect(await store.streamExtents([])).toEqual(new Map());
+        const mixed = await store.streamExtents(['missing', 'x-1', 'x-1', 'also-missing']);
+        expect([...mixed]).toEqual([['x-1', { count: 2, firstRevision: 0, lastRevision: 1 }]]);
+      });
+
+      it('given more streams than one statement takes, then every one is reported', async () => {
+        const ids = Array.from({ length: 1234 }, (_, i) => `many-${i}`);
+        // Stream i holds 1 + i % 3 events.
+        await Promise.all(ids.map((id, i) => store.append(id, Array.from({ length: 1 + (i % 3) }, () => ev('N')))));
+        const extents = await store.streamExtents([...ids, 'missing']);
+        expect(extents.size).toBe(ids.length);
+        ids.forEach((id, i) => expect([id, extents.get(id)]).toEqual([id, { count: 1 + (i % 3), firstRevision: 0, lastRevision: i % 3 }]));
+      });
+
+      it('refuses a malformed stream id, as reads do', async () => {
+        await expect(store.streamExtents(['ok', ''])).rejects.toThrow(InvalidAppendError);
+      });
+    });
+
     describe('catch-up subscription', () => {
       it('delivers history, then live events, and filters', async () => {
         await store.append('s-1', [ev('A'), ev('B')]);

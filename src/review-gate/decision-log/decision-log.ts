@@ -32,10 +32,12 @@ export interface StreamGap {
   foundRevision: number;
 }
 
-/** Events read per page when checking a decided stream for revision gaps. */
+/** Events read per page when naming the first gap of a decided stream. */
 const GAP_PAGE = 2000;
-/** Streams read at once by the gap check. */
+/** Streams read at once to name their gaps. */
 const GAP_READERS = 8;
+/** Decided streams whose extents are asked of the store per call. */
+const GAP_EXTENT_STREAMS = 1000;
 
 export const SINCE_HASH = /^[0-9a-f]{64}$/;
 
@@ -110,8 +112,8 @@ export class DecisionLog {
    * vouch for, the complete check runs from the start — the expectation of every decision event,
    * then ChainVerifier — and names and classifies the first bad record.
    *
-   * Then the streams holding decision events are read for revision gaps (an event deleted from a
-   * decided run), and with `since` the record of that hash must still be in the log.
+   * Then the streams holding decision events are checked for revision gaps (an event deleted from
+   * a decided run), and with `since` the record of that hash must still be in the log.
    */
   async verify(options: { since?: string } = {}): Promise<DecisionLogVerification> {
     if (options.since !== undefined && !SINCE_HASH.test(options.since)) throw new InvalidSinceError('since must be a record hash: 64 lowercase hex characters');
@@ -153,20 +155,31 @@ export class DecisionLog {
   /**
    * Revision gaps in the streams that hold decisions: a stream's revisions run 0, 1, 2 … without
    * holes, so a hole is an event deleted outside triad (one a decision was appended with, say).
+   * The store's extents (count, first and last revision, from its index) show which streams have
+   * a hole without reading their events; only those are read, to name the first missing revision.
    */
   private async streamGaps(streams: Iterable<string>): Promise<StreamGap[]> {
+    const ids = [...streams];
+    const holed: string[] = [];
+    for (let i = 0; i < ids.length; i += GAP_EXTENT_STREAMS) {
+      const batch = ids.slice(i, i + GAP_EXTENT_STREAMS);
+      const extents = await this.store.streamExtents(batch);
+      for (const id of batch) {
+        const e = extents.get(id);
+        if (e && (e.firstRevision !== 0 || e.count !== e.lastRevision + 1)) holed.push(id);
+      }
+    }
     const found = new Map<string, StreamGap>();
-    const queue = [...streams];
     // A few streams at a time: over the network (PostgreSQL) each read is a round trip.
     const worker = async (): Promise<void> => {
-      for (let streamId = queue.shift(); streamId !== undefined; streamId = queue.shift()) {
+      for (let streamId = holed.shift(); streamId !== undefined; streamId = holed.shift()) {
         const gap = await this.firstGap(streamId);
         if (gap) found.set(streamId, gap);
       }
     };
     await Promise.all(Array.from({ length: GAP_READERS }, worker));
     // In the order the streams were found (the order of their first decision).
-    return [...streams].flatMap((id) => (found.has(id) ? [found.get(id)!] : []));
+    return ids.flatMap((id) => (found.has(id) ? [found.get(id)!] : []));
   }
 
   private async firstGap(streamId: string): Promise<StreamGap | undefined> {

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import type { EventStore, ReadAllOptions, RecordedEvent } from '../../../src/events/event-store.port';
+import type { EventStore, ReadAllOptions, RecordedEvent, StreamExtent } from '../../../src/events/event-store.port';
 import {
   canonicalContent,
   expectationFrom,
@@ -357,9 +357,13 @@ function storeOf(events: DecisionEvent[]): EventStore {
       return after.slice(0, o.maxCount ?? after.length) as RecordedEvent[];
     },
     // Streams without revision gaps (the stream check finds nothing here).
-    readStream: async (streamId: string, o: { fromRevision?: number; maxCount?: number } = {}) => {
-      const stream = recorded.filter((e) => e.streamId === streamId).map((e, revision) => ({ ...e, revision }));
-      return stream.slice(o.fromRevision ?? 0, (o.fromRevision ?? 0) + (o.maxCount ?? stream.length)) as RecordedEvent[];
+    streamExtents: async (streamIds: string[]) => {
+      const extents = new Map<string, StreamExtent>();
+      for (const id of streamIds) {
+        const count = recorded.filter((e) => e.streamId === id).length;
+        if (count > 0) extents.set(id, { count, firstRevision: 0, lastRevision: count - 1 });
+      }
+      return extents;
     },
   } as unknown as EventStore;
 }
