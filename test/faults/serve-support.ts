@@ -5,6 +5,9 @@ import { resolve } from 'node:path';
 import type { RecordedEvent } from '../../src/events/event-store.port';
 import type { DriverClaimedData } from '../../src/team/domain/run-events';
 import { foldRun, initialRunState } from '../../src/team/domain/run-state';
+import { waitFor } from '../support/wait-for';
+
+export { waitFor };
 
 /** A real `triad serve` child process, driven over HTTP, for the store-fault tests. */
 
@@ -91,15 +94,6 @@ export async function http<T = Record<string, unknown>>(serve: Serve, method: st
   return { status: res.status, body: parsed as T };
 }
 
-export async function waitFor<T>(what: string, check: () => Promise<T | undefined | false>, withinMs: number, everyMs = 100): Promise<T> {
-  const deadline = Date.now() + withinMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}
 
 export const CRITERIA = ['file alpha.txt contains "alpha"', 'file beta.txt contains "beta"', 'file gamma.txt exists', 'file delta.txt exists'];
 

@@ -5,6 +5,7 @@ import type { EventStore, RecordedEvent } from '../../src/events/event-store.por
 import { toRunStreamId } from '../../src/team/domain/run-events';
 import { foldRun, initialRunState, runStatus, type RunState } from '../../src/team/domain/run-state';
 import { loadRunHistory } from '../../src/team/run-history';
+export { waitFor } from '../support/wait-for';
 
 /** Spawning and observing test/support/crash-child.js: a real triad process over dist/. */
 
@@ -117,15 +118,6 @@ export async function statusOf(store: EventStore, runId: string): Promise<string
   return runStatus(await runState(store, runId));
 }
 
-export async function waitFor<T>(what: string, check: () => Promise<T | undefined | false>, withinMs: number, everyMs = 50): Promise<T> {
-  const deadline = Date.now() + withinMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
