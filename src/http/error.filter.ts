@@ -2,15 +2,21 @@ import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, HttpSta
 import type { Response } from 'express';
 import { EventIdConflictError, EventTooLargeError, InvalidAppendError, isStoreUnavailable, WrongExpectedRevisionError } from '../events/errors';
 import { IdempotencyKeyConflictError, InvalidLaunchError } from '../team/launch';
+import { InvalidDecisionFilterError } from '../review-gate/decision-log/decision-filter';
+import { DecisionLogBehindError } from '../review-gate/decision-log/decision-log.projection';
+import { InvalidSinceError } from '../review-gate/decision-log/decision-log';
 
-/** Domain errors that map to a client error; anything else is a 500 with no detail. */
-const CLIENT_ERRORS: Array<[new (...args: never[]) => Error, number]> = [
+/** Domain errors that map to an HTTP status, in one table; anything else is a 500 with no detail. */
+const CLIENT_ERRORS: ReadonlyArray<readonly [new (...args: never[]) => Error, number]> = [
   [InvalidLaunchError, HttpStatus.BAD_REQUEST],
   [InvalidAppendError, HttpStatus.BAD_REQUEST],
   [EventTooLargeError, HttpStatus.BAD_REQUEST],
   [IdempotencyKeyConflictError, HttpStatus.CONFLICT],
   [EventIdConflictError, HttpStatus.CONFLICT],
   [WrongExpectedRevisionError, HttpStatus.CONFLICT],
+  [InvalidDecisionFilterError, HttpStatus.BAD_REQUEST],
+  [InvalidSinceError, HttpStatus.BAD_REQUEST],
+  [DecisionLogBehindError, HttpStatus.SERVICE_UNAVAILABLE],
 ];
 
 const REASON: Record<number, string> = {
@@ -30,10 +36,6 @@ const REASON: Record<number, string> = {
 @Catch()
 export class ErrorFilter implements ExceptionFilter {
   private readonly logger = new Logger('HTTP');
-
-  static register(type: new (...args: never[]) => Error, status: number): void {
-    CLIENT_ERRORS.push([type, status]);
-  }
 
   catch(exception: unknown, host: ArgumentsHost): void {
     const res = host.switchToHttp().getResponse<Response>();

@@ -1,18 +1,12 @@
-import { Controller, Get, HttpStatus, Query, Res } from '@nestjs/common';
+import { Controller, Get, Query, Res } from '@nestjs/common';
 import { IsIn, IsOptional, IsString, Matches } from 'class-validator';
 import type { Response } from 'express';
 import { Roles } from '../../auth/auth.guard';
-import { ErrorFilter } from '../../http/error.filter';
 import { CONTENT_TYPES, csvHeader, csvRow, EXPORT_FORMATS, ndjsonLine, type ExportFormat } from '../decision-log/decision-export';
 import { InvalidDecisionFilterError, parseDecisionFilter } from '../decision-log/decision-filter';
-import { DecisionLogBehindError } from '../decision-log/decision-log.projection';
-import { InvalidSinceError, SINCE_HASH, type DecisionLogVerification } from '../decision-log/decision-log';
+import { SINCE_HASH, type DecisionLogVerification } from '../decision-log/decision-log';
 import { DecisionLogService } from '../decision-log/decision-log.providers';
 import { DECISION_KINDS, DECISION_OUTCOMES, type DecisionLogHead } from '../decision-log/decision-record';
-
-ErrorFilter.register(InvalidDecisionFilterError, HttpStatus.BAD_REQUEST);
-ErrorFilter.register(DecisionLogBehindError, HttpStatus.SERVICE_UNAVAILABLE);
-ErrorFilter.register(InvalidSinceError, HttpStatus.BAD_REQUEST);
 
 const DEFAULT_JSON_LIMIT = 100;
 const MAX_JSON_LIMIT = 10_000;
