@@ -158,11 +158,6 @@ export class RunSupervisor implements OnApplicationShutdown {
     await active.done;
   }
 
-  /** Renews every lease this process holds, in one statement (the heartbeat does it by itself). */
-  renewLeases(): Promise<void> {
-    return this.heartbeat.renew();
-  }
-
   /** Prometheus lines of the lease heartbeat. */
   metricLines(): string[] {
     return this.heartbeat.metricLines();

@@ -10,8 +10,6 @@ import { LazyPgTable } from '../../shared/postgres-tables';
 export interface RunLeases {
   /** Takes the lease when free, expired, or already ours; true when we hold it now. */
   tryAcquire(runId: string, owner: string, ttlMs: number, nowMs: number): Promise<boolean>;
-  /** Extends our lease; false when we no longer hold it. */
-  renew(runId: string, owner: string, ttlMs: number, nowMs: number): Promise<boolean>;
   /**
    * Extends all of `owner`'s leases among `runIds` in one statement; returns the runs still held.
    * A run missing from the answer was taken by another owner (or released).
@@ -35,16 +33,14 @@ export class InMemoryRunLeases implements RunLeases {
     return true;
   }
 
-  async renew(runId: string, owner: string, ttlMs: number, nowMs: number): Promise<boolean> {
-    const l = this.leases.get(runId);
-    if (!l || l.owner !== owner) return false;
-    l.expiresAt = nowMs + ttlMs;
-    return true;
-  }
-
   async renewAll(runIds: string[], owner: string, ttlMs: number, nowMs: number): Promise<Set<string>> {
     const held = new Set<string>();
-    for (const runId of runIds) if (await this.renew(runId, owner, ttlMs, nowMs)) held.add(runId);
+    for (const runId of runIds) {
+      const l = this.leases.get(runId);
+      if (!l || l.owner !== owner) continue;
+      l.expiresAt = nowMs + ttlMs;
+      held.add(runId);
+    }
     return held;
   }
 
@@ -67,7 +63,6 @@ export class InMemoryRunLeases implements RunLeases {
  */
 export class SqliteRunLeases implements RunLeases {
   private readonly acquire;
-  private readonly renewStmt;
   private readonly renewAllStmt;
   private readonly releaseStmt;
   private readonly holderStmt;
@@ -84,7 +79,6 @@ export class SqliteRunLeases implements RunLeases {
        ON CONFLICT (run_id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
        WHERE run_leases.expires_at <= @now OR run_leases.owner = excluded.owner`,
     );
-    this.renewStmt = db.prepare('UPDATE run_leases SET expires_at = @expiresAt WHERE run_id = @runId AND owner = @owner');
     this.renewAllStmt = db.prepare(
       'UPDATE run_leases SET expires_at = @expiresAt WHERE owner = @owner AND run_id IN (SELECT value FROM json_each(@runIds)) RETURNING run_id',
     );
@@ -94,10 +88,6 @@ export class SqliteRunLeases implements RunLeases {
 
   async tryAcquire(runId: string, owner: string, ttlMs: number, nowMs: number): Promise<boolean> {
     return this.acquire.run({ runId, owner, expiresAt: nowMs + ttlMs, now: nowMs }).changes === 1;
-  }
-
-  async renew(runId: string, owner: string, ttlMs: number, nowMs: number): Promise<boolean> {
-    return this.renewStmt.run({ runId, owner, expiresAt: nowMs + ttlMs }).changes === 1;
   }
 
   async renewAll(runIds: string[], owner: string, ttlMs: number, nowMs: number): Promise<Set<string>> {
@@ -135,12 +125,6 @@ export class PostgresRunLeases implements RunLeases {
        WHERE l.expires_at <= $4 OR l.owner = EXCLUDED.owner`,
       [runId, owner, nowMs + ttlMs, nowMs],
     );
-    return r.rowCount === 1;
-  }
-
-  async renew(runId: string, owner: string, ttlMs: number, nowMs: number): Promise<boolean> {
-    await this.table.ensure();
-    const r = await this.pool.query(`UPDATE ${this.table.name} SET expires_at = $3 WHERE run_id = $1 AND owner = $2`, [runId, owner, nowMs + ttlMs]);
     return r.rowCount === 1;
   }
 
