@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { uuidGenerator } from '../shared/system';
+import { uuidIds } from '../shared/system';
 import { existsSync, rmSync, statSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -419,7 +419,7 @@ function newDriver(runId: string, store: EventStore, model: ModelProvider, h: Ha
     model,
     tools,
     clock: { now: () => Date.now() },
-    ids: uuidGenerator,
+    ids: uuidIds,
     workspaceRoot: h.workspaceRoot,
     owner: h.owner,
     checkpoints,

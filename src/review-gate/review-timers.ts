@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { CLOCK } from '../shared/system';
 import { DueTimeoutScanner, type DueTimeout } from '../team/due-timeouts';
-import type { Clock } from '../team/run-driver';
+import type { Clock } from '../shared/ports';
 import type { RunSummary } from '../team/run-summary';
 import { RunsProjection } from '../team/runs.projection';
 import { FireReviewTimeoutCommand } from './commands/decide-review.command';

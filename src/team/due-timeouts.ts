@@ -2,7 +2,7 @@ import { ConflictException, Logger, NotFoundException, type OnApplicationShutdow
 import type { CommandBus } from '@nestjs/cqrs';
 import { isStoreUnavailable } from '../events/errors';
 import { OutageBackoff } from '../events/store-retry';
-import type { Clock } from './run-driver';
+import type { Clock } from '../shared/ports';
 import type { RunSummary } from './run-summary';
 import type { RunsProjection } from './runs.projection';
 

@@ -4,7 +4,7 @@ import { isStoreUnavailable, WrongExpectedRevisionError } from '../events/errors
 import { OutageBackoff } from '../events/store-retry';
 import { CLOCK } from '../shared/system';
 import { TERMINAL_STATUSES, toRunStreamId } from './domain/run-events';
-import type { Clock } from './run-driver';
+import type { Clock } from '../shared/ports';
 import { RunSupervisor } from './run-supervisor';
 import { RunsProjection } from './runs.projection';
 

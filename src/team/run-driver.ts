@@ -24,14 +24,8 @@ import type { ToolDefinition, ToolOutcome } from './tools/tool.port';
 import type { ModelCallFailedData, ToolApprovalDecidedData } from './domain/run-events';
 import type { FairShare } from './fair-share';
 import { encodeMachineText } from '../shared/text';
+import type { Clock, Ids } from '../shared/ports';
 
-export interface Clock {
-  now(): number;
-}
-
-export interface IdGenerator {
-  newId(): string;
-}
 
 export { DEFAULT_RETRY_POLICY };
 export type { RetryPolicy };
@@ -56,7 +50,7 @@ export interface RunDriverDeps {
   model: ModelProvider;
   tools: ToolRegistry;
   clock: Clock;
-  ids: IdGenerator;
+  ids: Ids;
   /** Directory holding one workspace per run. */
   workspaceRoot: string;
   /** Retries when the run's RunLaunched records no policy of its own. */

@@ -7,13 +7,14 @@ import { TRIAD_CONFIG } from '../config/config.module';
 import type { TriadConfig } from '../config/config';
 import { EVENT_STORE, type EventStore } from '../events/event-store.port';
 import { isStoreUnavailable } from '../events/errors';
-import { CLOCK, ID_GENERATOR } from '../shared/system';
+import { CLOCK, IDS } from '../shared/system';
 import { LeaseHeartbeat } from './leases/lease-heartbeat';
 import { RUN_LEASES, type RunLeases } from './leases/run-leases';
 import { LiveRunBus } from './live-run-bus';
 import { MODEL_PROVIDER, type ModelProvider } from './models/model.port';
 import { processFairShare } from './fair-share';
-import { RunDriver, type Clock, type IdGenerator, type RetryPolicy } from './run-driver';
+import type { Clock, Ids } from '../shared/ports';
+import { RunDriver, type RetryPolicy } from './run-driver';
 import type { RunState } from './domain/run-state';
 import { TOOL_REGISTRY } from './tokens';
 import type { ToolRegistry } from './tools/tool-registry';
@@ -56,7 +57,7 @@ export class RunSupervisor implements OnApplicationShutdown {
     @Inject(MODEL_PROVIDER) private readonly model: ModelProvider,
     @Inject(TOOL_REGISTRY) private readonly tools: ToolRegistry,
     @Inject(CLOCK) private readonly clock: Clock,
-    @Inject(ID_GENERATOR) private readonly ids: IdGenerator,
+    @Inject(IDS) private readonly ids: Ids,
     @Inject(TRIAD_CONFIG) private readonly config: TriadConfig,
     @Inject(RETRY_POLICY) private readonly retry: RetryPolicy,
     @Inject(RUN_LEASES) private readonly leases: RunLeases,

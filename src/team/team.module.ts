@@ -2,7 +2,7 @@ import { Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import { TRIAD_CONFIG } from '../config/config.module';
 import type { TriadConfig } from '../config/config';
-import { CLOCK, ID_GENERATOR, systemClock, uuidGenerator } from '../shared/system';
+import { CLOCK, IDS, systemClock, uuidIds } from '../shared/system';
 import { CancelRunHandler } from './commands/cancel-run.command';
 import { LaunchRunHandler } from './commands/launch-run.command';
 import { DEFAULT_MODEL, LAUNCH_POLICY_DEFAULTS } from './commands/tokens';
@@ -48,10 +48,10 @@ export const TEAM_QUERY_HANDLERS = [GetRunHandler, ListRunsHandler];
     { provide: DEFAULT_MODEL, inject: [MODEL_SELECTION], useFactory: (s: ReturnType<typeof createModelProvider>) => s.defaultModel },
     { provide: TOOL_REGISTRY, useFactory: createDefaultToolRegistry },
     { provide: CLOCK, useValue: systemClock },
-    { provide: ID_GENERATOR, useValue: uuidGenerator },
+    { provide: IDS, useValue: uuidIds },
     { provide: RETRY_POLICY, inject: [TRIAD_CONFIG], useFactory: (c: TriadConfig) => retrySchedule(c.modelRetryDelaysMs) },
     { provide: LAUNCH_POLICY_DEFAULTS, inject: [RETRY_POLICY], useFactory: productLaunchDefaults },
   ],
-  exports: [RunSupervisor, RecoveryService, CHECKPOINT_STORE, RUN_LEASES, RunsProjection, LiveRunBus, MODEL_PROVIDER, TOOL_REGISTRY, CLOCK, ID_GENERATOR, DEFAULT_MODEL],
+  exports: [RunSupervisor, RecoveryService, CHECKPOINT_STORE, RUN_LEASES, RunsProjection, LiveRunBus, MODEL_PROVIDER, TOOL_REGISTRY, CLOCK, IDS, DEFAULT_MODEL],
 })
 export class TeamModule {}

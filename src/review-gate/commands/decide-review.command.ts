@@ -2,9 +2,9 @@ import { ConflictException, ForbiddenException, Inject, Logger, NotFoundExceptio
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import { EVENT_STORE, type EventStore } from '../../events/event-store.port';
 import { WrongExpectedRevisionError } from '../../events/errors';
-import { CLOCK, ID_GENERATOR } from '../../shared/system';
+import { CLOCK, IDS } from '../../shared/system';
 import { parseReviewId } from '../../team/domain/review-id';
-import type { Clock, IdGenerator } from '../../team/run-driver';
+import type { Clock, Ids } from '../../shared/ports';
 import { handleRunCommand } from '../../team/run-command';
 import { RunSupervisor } from '../../team/run-supervisor';
 import {
@@ -60,7 +60,7 @@ abstract class DecideReviewHandler {
   constructor(
     protected readonly store: EventStore,
     protected readonly clock: Clock,
-    protected readonly ids: IdGenerator,
+    protected readonly ids: Ids,
     protected readonly supervisor: RunSupervisor,
   ) {}
 
@@ -124,7 +124,7 @@ abstract class DecideReviewHandler {
 
 @CommandHandler(ApproveReviewCommand)
 export class ApproveReviewHandler extends DecideReviewHandler implements ICommandHandler<ApproveReviewCommand, DecisionResult> {
-  constructor(@Inject(EVENT_STORE) store: EventStore, @Inject(CLOCK) clock: Clock, @Inject(ID_GENERATOR) ids: IdGenerator, supervisor: RunSupervisor) {
+  constructor(@Inject(EVENT_STORE) store: EventStore, @Inject(CLOCK) clock: Clock, @Inject(IDS) ids: Ids, supervisor: RunSupervisor) {
     super(store, clock, ids, supervisor);
   }
 
@@ -135,7 +135,7 @@ export class ApproveReviewHandler extends DecideReviewHandler implements IComman
 
 @CommandHandler(RejectReviewCommand)
 export class RejectReviewHandler extends DecideReviewHandler implements ICommandHandler<RejectReviewCommand, DecisionResult> {
-  constructor(@Inject(EVENT_STORE) store: EventStore, @Inject(CLOCK) clock: Clock, @Inject(ID_GENERATOR) ids: IdGenerator, supervisor: RunSupervisor) {
+  constructor(@Inject(EVENT_STORE) store: EventStore, @Inject(CLOCK) clock: Clock, @Inject(IDS) ids: Ids, supervisor: RunSupervisor) {
     super(store, clock, ids, supervisor);
   }
 
@@ -154,7 +154,7 @@ export class RejectReviewHandler extends DecideReviewHandler implements ICommand
 
 @CommandHandler(FireReviewTimeoutCommand)
 export class FireReviewTimeoutHandler extends DecideReviewHandler implements ICommandHandler<FireReviewTimeoutCommand, DecisionResult> {
-  constructor(@Inject(EVENT_STORE) store: EventStore, @Inject(CLOCK) clock: Clock, @Inject(ID_GENERATOR) ids: IdGenerator, supervisor: RunSupervisor) {
+  constructor(@Inject(EVENT_STORE) store: EventStore, @Inject(CLOCK) clock: Clock, @Inject(IDS) ids: Ids, supervisor: RunSupervisor) {
     super(store, clock, ids, supervisor);
   }
 

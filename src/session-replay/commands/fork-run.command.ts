@@ -7,7 +7,7 @@ import { ROLES } from '../../team/domain/roles';
 import { toRunStreamId, type ForkOverrides, type RunForkedData } from '../../team/domain/run-events';
 import { evolve } from '../../team/domain/run-state';
 import { teamRunMachine } from '../../team/domain/team-run.machine';
-import type { Clock } from '../../team/run-driver';
+import type { Clock } from '../../shared/ports';
 import { loadRunHistory } from '../../team/run-history';
 import { RunSupervisor } from '../../team/run-supervisor';
 import { TOOL_REGISTRY } from '../../team/tokens';

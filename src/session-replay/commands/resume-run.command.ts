@@ -8,7 +8,8 @@ import { CLOCK } from '../../shared/system';
 import { RUN_LEASES, type RunLeases } from '../../team/leases/run-leases';
 import { TERMINAL_STATUSES, toRunStreamId } from '../../team/domain/run-events';
 import { runStatus } from '../../team/domain/run-state';
-import { loadRunState, type Clock } from '../../team/run-driver';
+import type { Clock } from '../../shared/ports';
+import { loadRunState } from '../../team/run-driver';
 import { RunSupervisor } from '../../team/run-supervisor';
 
 export class ResumeRunCommand {

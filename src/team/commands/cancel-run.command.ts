@@ -7,7 +7,7 @@ import { CLOCK } from '../../shared/system';
 import { TERMINAL_STATUSES, type TeamRunEvent } from '../domain/run-events';
 import { runStatus } from '../domain/run-state';
 import { handleRunCommand } from '../run-command';
-import type { Clock } from '../run-driver';
+import type { Clock } from '../../shared/ports';
 import { RunSupervisor } from '../run-supervisor';
 
 export class CancelRunCommand {

@@ -6,7 +6,7 @@ import { CLOCK, newRunId } from '../../shared/system';
 import { launchRun, type LaunchResult, type LaunchRunInput } from '../launch';
 import type { LaunchPolicyDefaults } from '../resilience/policies';
 import { MODEL_PROVIDER, type ModelProvider } from '../models/model.port';
-import type { Clock } from '../run-driver';
+import type { Clock } from '../../shared/ports';
 import { RunSupervisor } from '../run-supervisor';
 import { DEFAULT_MODEL, LAUNCH_POLICY_DEFAULTS } from './tokens';
 

@@ -10,7 +10,8 @@ import { ModelError, type AssistantBlock, type ChatMessage, type ModelProvider, 
 import type { ScriptFunction, ScriptStep } from '../../../src/team/models/scripted.model';
 import type { LaunchPolicyDefaults, RetryPolicy } from '../../../src/team/resilience/policies';
 import type { DispatchMode } from '../../../src/team/resilience/tool-dispatch';
-import { RunDriver, type Clock, type RunObserver } from '../../../src/team/run-driver';
+import type { Clock } from '../../../src/shared/ports';
+import { RunDriver, type RunObserver } from '../../../src/team/run-driver';
 import { loadRunHistory } from '../../../src/team/run-history';
 import { createBuiltinTools } from '../../../src/team/tools/builtin-tools';
 import { ToolRegistry } from '../../../src/team/tools/tool-registry';

@@ -4,7 +4,7 @@ import { EVENT_STORE, type EventStore } from '../../../events/event-store.port';
 import { WrongExpectedRevisionError } from '../../../events/errors';
 import { CLOCK } from '../../../shared/system';
 import { evolve, runStatus } from '../../domain/run-state';
-import type { Clock } from '../../run-driver';
+import type { Clock } from '../../../shared/ports';
 import { handleRunCommand } from '../../run-command';
 import { RunSupervisor } from '../../run-supervisor';
 import {
