@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { AuthModule } from './auth/auth.module';
 import { ConfigModule } from './config/config.module';
 import { EventsModule } from './events/events.module';
+import { CommandPathModule } from './events/command-path.module';
 import { HealthController } from './http/health.controller';
 import { ReviewGateModule } from './review-gate/review-gate.module';
 import { TeamModule } from './team/team.module';
@@ -10,7 +11,7 @@ import { CheckpointModule } from './checkpoint/checkpoint.module';
 import { ApprovalsModule } from './team/approvals/approvals.module';
 
 @Module({
-  imports: [ConfigModule, EventsModule, AuthModule, TeamModule, ReviewGateModule, SessionReplayModule, CheckpointModule, ApprovalsModule],
+  imports: [ConfigModule, EventsModule, CommandPathModule, AuthModule, TeamModule, ReviewGateModule, SessionReplayModule, CheckpointModule, ApprovalsModule],
   controllers: [HealthController],
 })
 export class AppModule {}

@@ -13,8 +13,8 @@ import type { DecisionRecord } from '../review-gate/decision-log/decision-record
 import { SqliteDecisionRecordRepository } from '../review-gate/decision-log/sqlite.decision-record.repository';
 import { charterVersion } from '../team/domain/charter';
 import { reviewIdOf } from '../team/domain/review-id';
-import { agentIdentity, toRunStreamId, type ReviewDecidedData, type RunLaunchedData } from '../team/domain/run-events';
-import { launchRun, type LaunchRunInput } from '../team/launch';
+import { agentIdentity, toRunStreamId, type ReviewDecidedData } from '../team/domain/run-events';
+import { buildRunLaunched, type LaunchRunInput } from '../team/launch';
 import { OFFLINE_MODEL_ID } from '../team/models/offline.model';
 import { ROLE_PROMPTS } from '../team/prompts';
 import { machineInfo, measureFdatasyncRate, sqliteVersion, summarise, type FdatasyncRate, type MachineInfo, type Summary } from './machine';
@@ -157,20 +157,20 @@ export async function seedRunAwaitingReview(store: EventStore, options: SeedRevi
   const runId = options.runId ?? `run_${randomUUID().replace(/-/g, '').slice(0, 20)}`;
   const now = options.now ?? new Date();
   const at = now.toISOString();
-  await launchRun(
-    store,
+  // The whole run in one append: a serving process's dispatcher wakes on RunLaunched, and its
+  // driver must find the run already at the gate (nothing to do), not half written.
+  const launched = buildRunLaunched(
     { goal: options.goal ?? 'Write a greeting', acceptanceCriteria: options.acceptanceCriteria ?? CRITERIA, reviewPolicy: options.reviewPolicy },
     { runId, launchedBy: options.launchedBy, now, provider: 'offline', defaultModel: OFFLINE_MODEL_ID },
   );
   const stream = toRunStreamId(runId);
-  const [launchedEvent] = await store.readStream(stream, { maxCount: 1 });
-  const launched = launchedEvent.data as RunLaunchedData;
   const phase = (p: 'planning' | 'executing' | 'reviewing', role: 'architect' | 'executor' | 'reviewer') => ({
     type: 'PhaseStarted',
     data: { phase: p, role, iteration: 1, agent: agentIdentity(role, runId), system: ROLE_PROMPTS[role], tools: launched.team[role].tools, maxTurns: launched.team[role].maxTurns, at },
   });
   const timeout = launched.reviewPolicy.timeout;
   const events: NewEvent[] = [
+    { type: 'RunLaunched', data: launched },
     phase('planning', 'architect'),
     { type: 'PlanSubmitted', data: { toolUseId: `toolu_${runId}_plan`, plan: '1. write hello.txt', steps: ['write hello.txt'], at } },
     phase('executing', 'executor'),
@@ -192,8 +192,11 @@ export async function seedRunAwaitingReview(store: EventStore, options: SeedRevi
   ];
   await store.append(
     stream,
-    events.map((e) => ({ ...e, metadata: { runId, correlationId: runId, actor: e.type === 'ReviewOpened' ? 'system' : agentIdentity('executor', runId) } })),
-    { expectedRevision: 0 },
+    events.map((e) => ({
+      ...e,
+      metadata: { runId, correlationId: runId, actor: e.type === 'RunLaunched' ? options.launchedBy : e.type === 'ReviewOpened' ? 'system' : agentIdentity('executor', runId) },
+    })),
+    { expectedRevision: 'no_stream' },
   );
   return { runId, reviewId: reviewIdOf(runId, 1) };
 }

@@ -10,12 +10,11 @@ import { AppModule } from '../app.module';
 import type { HumanRole, Identity } from '../auth/identity';
 import { ConfigError, describeConfig, loadConfig } from '../config/config';
 import { EVENT_STORE, type EventStore } from '../events/event-store.port';
-import { EventIdConflictError, InvalidAppendError } from '../events/errors';
 import { createHttpApp, VALIDATION_PIPE } from '../http/bootstrap';
 import { CancelRunCommand } from '../team/commands/cancel-run.command';
 import { LaunchRunCommand } from '../team/commands/launch-run.command';
 import { TERMINAL_STATUSES, type RunStatus } from '../team/domain/run-events';
-import { IdempotencyKeyConflictError, InvalidLaunchError, type LaunchResult, type LaunchRunInput } from '../team/launch';
+import { type LaunchResult, type LaunchRunInput } from '../team/launch';
 import { LiveRunBus } from '../team/live-run-bus';
 import { MODEL_PROVIDER, type ModelProvider } from '../team/models/model.port';
 import { GetRunQuery, ListRunsQuery } from '../team/queries/run.queries';
@@ -33,7 +32,7 @@ import { ForkRunCommand, validateOverrides, type ForkResult } from '../session-r
 import { AddApiKeyCommand, type AddedApiKey } from '../auth/keys/add-api-key.command';
 import { countStoredApiKeys } from '../auth/keys/count-stored-api-keys';
 import { normaliseName } from '../auth/names';
-import { API_KEYS_STREAM, foldApiKeys, InvalidApiKeyError, parseKeyRoles, validateKeyName } from '../auth/keys/api-key-events';
+import { API_KEYS_STREAM, foldApiKeys, parseKeyRoles, validateKeyName } from '../auth/keys/api-key-events';
 import { ApproveReviewCommand, RejectReviewCommand, type DecisionResult } from '../review-gate/commands/decide-review.command';
 import { parseReviewId } from '../team/domain/review-id';
 import { RunsProjection } from '../team/runs.projection';
@@ -47,26 +46,13 @@ import { describeVerification } from '../review-gate/decision-log/describe-verif
 import { ApproveToolCallCommand, RejectToolCallCommand, type ApprovalResult } from '../team/approvals/commands/decide-approval.command';
 import { parseApprovalId } from '../team/approvals/approval-id';
 import { illFormedCliInput } from './well-formed-args';
+import { CliError, EXIT, exitCodeOf } from './exit-codes';
+
+export { EXIT, exitCodeOf };
 
 /** A run that completed or waits for a human (review or tool approval) is a success for the CLI. */
 const WAITING_OR_DONE = new Set<string>(['completed', 'awaiting_review', 'awaiting_approval']);
 const WAITING_FOR_A_HUMAN = new Set<string>(['awaiting_review', 'awaiting_approval']);
-
-/**
- * Exit codes: 0 success, 1 the run or command failed (or the store cannot be opened), 2 bad input or
- * configuration, 3 not found, 4 conflict, 5 forbidden (self-review), 124 wait timed out, 141 stdout
- * was closed by its reader (as a process ended by SIGPIPE reports in a shell).
- */
-export const EXIT = { ok: 0, failed: 1, usage: 2, notFound: 3, conflict: 4, forbidden: 5, timeout: 124, brokenPipe: 141 } as const;
-
-class CliError extends Error {
-  constructor(
-    message: string,
-    readonly exitCode: number,
-  ) {
-    super(message);
-  }
-}
 
 function int(name: string, min: number, max: number) {
   return (raw: string) => {
@@ -224,7 +210,7 @@ export function buildProgram(output: CliOutput = new CliOutput(processIo()), jso
       const exit = await withApp(async (app) => {
         const model = app.get<ModelProvider>(MODEL_PROVIDER);
         if (!opts.json) output.err(`${providerLine(model)}\n`);
-        const result = await app.get(CommandBus).execute<LaunchRunCommand, LaunchResult>(new LaunchRunCommand(instanceToPlain(body) as LaunchRunInput, identity, false));
+        const result = await app.get(CommandBus).execute<LaunchRunCommand, LaunchResult>(new LaunchRunCommand(instanceToPlain(body) as LaunchRunInput, identity));
         if (!opts.json) output.out(`run ${result.runId} accepted at ${result.acceptedAt}\n`);
         const live = followRun(output, app, result.runId, opts);
         try {
@@ -643,17 +629,6 @@ export function buildProgram(output: CliOutput = new CliOutput(processIo()), jso
 
   refuseUnknownSubcommands(program);
   return program;
-}
-
-export function exitCodeOf(err: unknown): number {
-  if (err instanceof CliError) return err.exitCode;
-  if (err instanceof ConfigError || err instanceof InvalidLaunchError || err instanceof InvalidAppendError || err instanceof InvalidApiKeyError) return EXIT.usage;
-  if (err instanceof IdempotencyKeyConflictError || err instanceof EventIdConflictError) return EXIT.conflict;
-  if (err instanceof HttpException) {
-    const s = err.getStatus();
-    return s === 404 ? EXIT.notFound : s === 409 ? EXIT.conflict : s === 403 ? EXIT.forbidden : s < 500 ? EXIT.usage : EXIT.failed;
-  }
-  return EXIT.failed;
 }
 
 /**

@@ -1,7 +1,8 @@
+import { ConflictError, InvalidRequestError, UnavailableError } from '../shared/errors';
 import type { ExpectedRevision } from './event-store.port';
 
 /** The stream's revision is not the one the caller expected: someone else appended first. */
-export class WrongExpectedRevisionError extends Error {
+export class WrongExpectedRevisionError extends ConflictError {
   override readonly name = 'WrongExpectedRevisionError';
   constructor(
     readonly streamId: string,
@@ -16,12 +17,12 @@ export class WrongExpectedRevisionError extends Error {
 }
 
 /** The append request itself is malformed (bad stream name, revision, type or data). Nothing was written. */
-export class InvalidAppendError extends Error {
+export class InvalidAppendError extends InvalidRequestError {
   override readonly name = 'InvalidAppendError';
 }
 
 /** An event's serialised data and metadata exceed the store's size limit. Nothing was written. */
-export class EventTooLargeError extends Error {
+export class EventTooLargeError extends InvalidRequestError {
   override readonly name = 'EventTooLargeError';
   constructor(
     readonly eventType: string,
@@ -33,7 +34,7 @@ export class EventTooLargeError extends Error {
 }
 
 /** An event id already stored with different content (or in another stream or place). Nothing was written. */
-export class EventIdConflictError extends Error {
+export class EventIdConflictError extends ConflictError {
   override readonly name = 'EventIdConflictError';
   constructor(readonly eventId: string, detail: string) {
     super(`event id '${eventId}' was already used: ${detail}`);
@@ -46,7 +47,7 @@ export class EventIdConflictError extends Error {
  * (it may have committed): re-read, or re-append the same event ids, which is idempotent. The
  * message is generic on purpose; the driver's message stays in `detail` for logs.
  */
-export class StoreUnavailableError extends Error {
+export class StoreUnavailableError extends UnavailableError {
   override readonly name = 'StoreUnavailableError';
   constructor(
     readonly detail: string,

@@ -9,6 +9,7 @@ import { RouteInputsInterceptor } from './route-inputs';
 import { enforceBodyLimits, requireJsonBody, verifyJsonShape } from './request-body.middleware';
 import { ReviewTimers } from '../review-gate/review-timers';
 import { RecoveryService } from '../team/recovery.service';
+import { RunDispatcher } from '../team/run-dispatcher';
 import { ApprovalTimers } from '../team/approvals/approval-timers';
 
 export const VALIDATION_PIPE = new ValidationPipe({
@@ -35,7 +36,9 @@ export async function createHttpApp(options: { logger?: LogLevel[] | false | Log
   app.useGlobalPipes(new WellFormedInputPipe(), VALIDATION_PIPE);
   app.useGlobalFilters(new ErrorFilter());
   await app.init();
-  // Background work of a serving process: durable review timers and crash recovery.
+  // Background work of a serving process: drivers for the runs that need one, durable review and
+  // approval timers, and crash recovery.
+  await app.get(RunDispatcher).start();
   app.get(ReviewTimers).start();
   app.get(ApprovalTimers).start();
   app.get(RecoveryService).start();

@@ -1,23 +1,16 @@
 import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, HttpStatus, Logger } from '@nestjs/common';
 import type { Response } from 'express';
-import { EventIdConflictError, EventTooLargeError, InvalidAppendError, isStoreUnavailable, WrongExpectedRevisionError } from '../events/errors';
-import { IdempotencyKeyConflictError, InvalidLaunchError } from '../team/launch';
-import { InvalidDecisionFilterError } from '../review-gate/decision-log/decision-filter';
-import { DecisionLogBehindError } from '../review-gate/decision-log/decision-log.projection';
-import { InvalidSinceError } from '../review-gate/decision-log/decision-log';
+import { isStoreUnavailable } from '../events/errors';
+import { DomainError, type DomainErrorKind } from '../shared/errors';
 
-/** Domain errors that map to an HTTP status, in one table; anything else is a 500 with no detail. */
-const CLIENT_ERRORS: ReadonlyArray<readonly [new (...args: never[]) => Error, number]> = [
-  [InvalidLaunchError, HttpStatus.BAD_REQUEST],
-  [InvalidAppendError, HttpStatus.BAD_REQUEST],
-  [EventTooLargeError, HttpStatus.BAD_REQUEST],
-  [IdempotencyKeyConflictError, HttpStatus.CONFLICT],
-  [EventIdConflictError, HttpStatus.CONFLICT],
-  [WrongExpectedRevisionError, HttpStatus.CONFLICT],
-  [InvalidDecisionFilterError, HttpStatus.BAD_REQUEST],
-  [InvalidSinceError, HttpStatus.BAD_REQUEST],
-  [DecisionLogBehindError, HttpStatus.SERVICE_UNAVAILABLE],
-];
+/** Every expected failure of the domain, by kind, to its HTTP status; anything else is a 500 with no detail. */
+export const HTTP_STATUS_OF_KIND: Readonly<Record<DomainErrorKind, number>> = {
+  invalid: HttpStatus.BAD_REQUEST,
+  not_found: HttpStatus.NOT_FOUND,
+  conflict: HttpStatus.CONFLICT,
+  forbidden: HttpStatus.FORBIDDEN,
+  unavailable: HttpStatus.SERVICE_UNAVAILABLE,
+};
 
 const REASON: Record<number, string> = {
   400: 'Bad Request',
@@ -59,9 +52,7 @@ export class ErrorFilter implements ExceptionFilter {
       this.logger.warn(`store unavailable: ${(exception as Error).message}`);
       return { statusCode: 503, message: 'the event store is not reachable; try again' };
     }
-    for (const [type, status] of CLIENT_ERRORS) {
-      if (exception instanceof type) return { statusCode: status, message: exception.message };
-    }
+    if (exception instanceof DomainError) return { statusCode: HTTP_STATUS_OF_KIND[exception.kind], message: exception.message };
     this.logger.error(exception instanceof Error ? (exception.stack ?? exception.message) : String(exception));
     return { statusCode: 500, message: 'internal error' };
   }

@@ -1,7 +1,8 @@
+import { InvalidRequestError } from '../shared/errors';
 import type { RecordedEvent } from '../events/event-store.port';
 import { runIdOfStream } from '../team/run-summary';
 
-export class InvalidForkError extends Error {
+export class InvalidForkError extends InvalidRequestError {
   override readonly name = 'InvalidForkError';
 }
 

@@ -1,4 +1,5 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import { uuidv7 } from './uuidv7';
 import type { Clock, Ids } from './ports';
 
@@ -12,4 +13,14 @@ export const uuidIds: Ids = { newId: () => uuidv7() };
 /** Short, URL-safe run ids. */
 export function newRunId(): string {
   return `run_${randomUUID().replace(/-/g, '').slice(0, 20)}`;
+}
+
+export const PROCESS_ID = Symbol('PROCESS_ID');
+
+/**
+ * This process's identity as a writer and a driver: host, pid and a random part, so a restarted
+ * process (same pid after a reboot, a container) is never taken for the one before it.
+ */
+export function newProcessId(): string {
+  return `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
 }

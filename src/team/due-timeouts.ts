@@ -1,4 +1,5 @@
-import { ConflictException, Logger, NotFoundException, type OnApplicationShutdown } from '@nestjs/common';
+import { Logger, type OnApplicationShutdown } from '@nestjs/common';
+import { ConflictError, NotFoundError } from '../shared/errors';
 import type { CommandBus } from '@nestjs/cqrs';
 import { isStoreUnavailable } from '../events/errors';
 import { OutageBackoff } from '../events/store-retry';
@@ -61,7 +62,7 @@ export abstract class DueTimeoutScanner implements OnApplicationShutdown {
           this.logger.log(`${this.what} ${timeout.id}: timeout policy ${timeout.policy} applied`);
         } catch (err) {
           // Another process fired it first, or a human decided meanwhile.
-          if (err instanceof ConflictException || err instanceof NotFoundException) continue;
+          if (err instanceof ConflictError || err instanceof NotFoundError) continue;
           if (isStoreUnavailable(err)) throw err;
           // Anything else is this one's problem: the other due timeouts still fire.
           this.logger.error(`${this.what} ${timeout.id}: timeout policy not applied: ${(err as Error).message}`);

@@ -1,10 +1,10 @@
+import { ConflictError, InvalidRequestError } from '../shared/errors';
 import { hashOf } from '../shared/canonical-json';
-import type { EventStore } from '../events/event-store.port';
-import { WrongExpectedRevisionError } from '../events/errors';
+import type { CommandPath } from '../events/command-handling';
+import { runContext, runStream } from './run-stream';
 import type { RoleName } from './models/model.port';
 import { DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TURNS, DEFAULT_TIMEOUT_MS, DEFAULT_TOKEN_BUDGET, ROLES } from './domain/roles';
-import { toRunStreamId, type ReviewPolicy, type ReviewTimeoutPolicy, type RoleConfig, type RunLaunchedData } from './domain/run-events';
-import { foldRun } from './domain/run-state';
+import { type TeamRunEvent, type ReviewPolicy, type ReviewTimeoutPolicy, type RoleConfig, type RunLaunchedData } from './domain/run-events';
 import { resolveRoleTools, ToolPolicyError } from './tools/tool-registry';
 import {
   DEFAULT_RETRY_POLICY,
@@ -63,12 +63,12 @@ export interface LaunchContext {
 }
 
 /** A launch that cannot be accepted as given (beyond DTO shape checks). Maps to 400. */
-export class InvalidLaunchError extends Error {
+export class InvalidLaunchError extends InvalidRequestError {
   override readonly name = 'InvalidLaunchError';
 }
 
 /** An idempotency key reused with a different request. Maps to 409. */
-export class IdempotencyKeyConflictError extends Error {
+export class IdempotencyKeyConflictError extends ConflictError {
   override readonly name = 'IdempotencyKeyConflictError';
   constructor() {
     super('this idempotency key was already used for a different launch request');
@@ -195,20 +195,23 @@ export interface LaunchResult {
   created: boolean;
 }
 
-/** Appends RunLaunched to a new run stream. An idempotent retry returns the original run. */
-export async function launchRun(store: EventStore, input: LaunchRunInput, ctx: LaunchContext): Promise<LaunchResult> {
+/**
+ * Appends RunLaunched to a new run stream. An idempotent retry (the same launcher, key and
+ * request) finds the run launched already and returns it; the same key with another request is a
+ * conflict.
+ */
+export async function launchRun(path: CommandPath, input: LaunchRunInput, ctx: LaunchContext): Promise<LaunchResult> {
   const runId = input.idempotencyKey ? runIdForIdempotencyKey(ctx.launchedBy, input.idempotencyKey) : ctx.runId;
   const data = buildRunLaunched(input, { ...ctx, runId });
-  const stream = toRunStreamId(runId);
-  try {
-    await store.append(stream, [{ type: 'RunLaunched', data, metadata: { runId, correlationId: runId, actor: ctx.launchedBy } }], {
-      expectedRevision: 'no_stream',
-    });
-    return { runId, acceptedAt: data.launchedAt, created: true };
-  } catch (err) {
-    if (!(err instanceof WrongExpectedRevisionError) || !input.idempotencyKey) throw err;
-    const existing = foldRun(await store.readStream(stream, { maxCount: 1 })).launched;
-    if (!existing || requestFingerprint(existing) !== requestFingerprint(data)) throw new IdempotencyKeyConflictError();
-    return { runId, acceptedAt: existing.launchedAt, created: false };
-  }
+  const { state, events } = await path.handle(
+    runStream(path.store, runId),
+    (state): TeamRunEvent[] => {
+      if (!state.launched) return [{ type: 'RunLaunched', data }];
+      if (requestFingerprint(state.launched) !== requestFingerprint(data)) throw new IdempotencyKeyConflictError();
+      return [];
+    },
+    runContext(runId, ctx.launchedBy),
+    { assumeNew: true, maxAttempts: 2 },
+  );
+  return { runId, acceptedAt: state.launched!.launchedAt, created: events.length > 0 };
 }

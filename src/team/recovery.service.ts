@@ -1,9 +1,13 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
-import { EVENT_STORE, type EventStore } from '../events/event-store.port';
-import { isStoreUnavailable, WrongExpectedRevisionError } from '../events/errors';
+import type { CommandPath } from '../events/command-handling';
+import { COMMAND_PATH } from '../events/command-path.module';
+import { isStoreUnavailable } from '../events/errors';
+import { ConflictError } from '../shared/errors';
 import { OutageBackoff } from '../events/store-retry';
 import { CLOCK } from '../shared/system';
-import { TERMINAL_STATUSES, toRunStreamId } from './domain/run-events';
+import { TERMINAL_STATUSES } from './domain/run-events';
+import { decideRun } from './domain/run-decider';
+import { runContext, runStream } from './run-stream';
 import type { Clock } from '../shared/ports';
 import { RunSupervisor } from './run-supervisor';
 import { RunsProjection } from './runs.projection';
@@ -25,7 +29,7 @@ export class RecoveryService implements OnApplicationShutdown {
   constructor(
     private readonly runs: RunsProjection,
     private readonly supervisor: RunSupervisor,
-    @Inject(EVENT_STORE) private readonly store: EventStore,
+    @Inject(COMMAND_PATH) private readonly path: CommandPath,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(RECOVERY_INTERVAL_MS) private readonly intervalMs: number,
   ) {}
@@ -51,7 +55,7 @@ export class RecoveryService implements OnApplicationShutdown {
       for (const run of this.runs.list()) {
         // Runs waiting for a human are started again by the decision, not by recovery.
         if (TERMINAL_STATUSES.has(run.status) || run.status === 'awaiting_review' || run.status === 'awaiting_approval' || this.supervisor.isDriving(run.runId)) continue;
-        if (run.status === 'suspended' && !(await this.resumeSuspended(run.runId, run.revision))) continue;
+        if (run.status === 'suspended' && !(await this.resumeSuspended(run.runId))) continue;
         candidates.push(this.supervisor.startIfLeased(run.runId).then((leased) => leased && started.push(run.runId)));
       }
       // Only the runs whose lease this process took: the others are driven by a live process.
@@ -68,16 +72,19 @@ export class RecoveryService implements OnApplicationShutdown {
   }
 
   /** Records RunResumed for a suspended run; false when someone else changed it first. */
-  private async resumeSuspended(runId: string, revision: number): Promise<boolean> {
+  private async resumeSuspended(runId: string): Promise<boolean> {
+    const at = new Date(this.clock.now()).toISOString();
     try {
-      await this.store.append(
-        toRunStreamId(runId),
-        [{ type: 'RunResumed', data: { by: `system:${this.supervisor.owner}`, at: new Date(this.clock.now()).toISOString() }, metadata: { runId, correlationId: runId, actor: 'system' } }],
-        { expectedRevision: revision },
+      const { state } = await this.path.handle(
+        runStream(this.path.store, runId),
+        (state) => (state.suspended ? decideRun({ type: 'ResumeRun', runId, by: `system:${this.supervisor.owner}`, at }, state) : []),
+        runContext(runId, 'system'),
+        { maxAttempts: 1 },
       );
-      return true;
+      return !state.suspended;
     } catch (err) {
-      if (err instanceof WrongExpectedRevisionError) return false;
+      // Changed meanwhile (a concurrent resume, a cancel): the next scan sees it as it is.
+      if (err instanceof ConflictError) return false;
       throw err;
     }
   }

@@ -1,6 +1,7 @@
 import type { EventStore, NewEvent, RecordedEvent } from '../events/event-store.port';
 import { isStoreUnavailable, WrongExpectedRevisionError } from '../events/errors';
 import { pause, storeBackoffMs } from '../events/store-retry';
+import { CommandPath, type CommandContext } from '../events/command-handling';
 import { ModelError, type ModelProvider, type ModelRequest, type ModelResponse, type RoleName, type ToolUseBlock } from './models/model.port';
 import { costOf } from './models/pricing';
 import { ROLE_PROMPTS } from './prompts';
@@ -12,8 +13,8 @@ import { charterVersion } from './domain/charter';
 import { reviewIdOf } from './domain/review-id';
 import { validateSubmission, type ToolRegistry } from './tools/tool-registry';
 import { workspaceDigest } from './tools/workspace-digest';
-import { foldRunHistory } from './run-history';
-import { restoreCheckpoint, takeCheckpoint } from '../checkpoint/checkpoint';
+import { takeCheckpoint } from '../checkpoint/checkpoint';
+import { loadRunState } from './run-stream';
 import type { CheckpointStore } from '../checkpoint/checkpoint-store.port';
 import { approvalIdOf } from './approvals/approval-id';
 import { breakerAfter, breakerMessage, isTripped } from './resilience/circuit-breaker';
@@ -47,6 +48,8 @@ export interface RunDriverDeps {
   checkpointEveryTurns?: number;
   logger?: { warn(message: string): void };
   store: EventStore;
+  /** The one path events are written by (built on `store` when not given). */
+  path?: CommandPath;
   model: ModelProvider;
   tools: ToolRegistry;
   clock: Clock;
@@ -73,35 +76,6 @@ export const DEFAULT_CHECKPOINT_EVERY_TURNS = 100;
 
 function totalTurns(state: RunState): number {
   return state.usage.architect.turns + state.usage.executor.turns + state.usage.reviewer.turns;
-}
-
-/**
- * A run's state from its events: the latest valid checkpoint plus the events after it, or a full
- * replay when there is no checkpoint or it cannot be trusted (with a warning, never a wrong state).
- */
-export async function loadRunState(
-  store: EventStore,
-  runId: string,
-  checkpoints?: CheckpointStore,
-  logger?: { warn(message: string): void },
-): Promise<RunState> {
-  if (checkpoints) {
-    const found = await checkpoints.latest(runId).catch((err: Error) => ({ corrupt: err.message }));
-    if (found && 'corrupt' in found) logger?.warn(`run ${runId}: checkpoint unusable (${found.corrupt}); replaying all events`);
-    else if (found) {
-      try {
-        const state = restoreCheckpoint(found);
-        // A checkpoint past the stream's head (events lost, an older backup restored) describes a
-        // history the store does not have: appends at its revision would conflict forever.
-        const head = await store.streamRevision(toRunStreamId(runId));
-        if (head === null || head < state.revision) throw new Error(`it is at revision ${state.revision}, past the stream's head (${head ?? 'no stream'})`);
-        return await foldRunHistory(store, runId, state, { fromRevision: state.revision + 1 });
-      } catch (err) {
-        logger?.warn(`run ${runId}: checkpoint at revision ${found.revision} unusable (${(err as Error).message}); replaying all events`);
-      }
-    }
-  }
-  return foldRunHistory(store, runId, initialRunState(runId));
 }
 
 /** A tool call in one turn's dispatch: what preflight decided, then what happened. */
@@ -145,7 +119,10 @@ export class RunDriver {
   ) {
     this.stream = toRunStreamId(runId);
     this.retry = deps.retry ?? DEFAULT_RETRY_POLICY;
+    this.path = deps.path ?? new CommandPath(deps.store, deps.owner ?? 'local', deps.ids, deps.clock);
   }
+
+  private readonly path: CommandPath;
 
   get snapshot(): RunState {
     return this.state;
@@ -798,17 +775,14 @@ export class RunDriver {
    * fold is ahead of the store by `deferred.length` revisions.
    */
   private defer(events: TeamRunEvent[]): void {
-    const actor = this.actorOf();
-    for (const e of events) {
-      const id = this.deps.ids.newId();
-      this.deferred.push({ id, type: e.type, data: e.data, metadata: { runId: this.runId, correlationId: this.runId, causationId: null, actor } });
-      evolve(this.state, e, { revision: this.state.revision + 1, position: this.state.position });
-    }
+    this.deferred.push(...this.path.toNewEvents(events, this.context()));
+    for (const e of events) evolve(this.state, e, { revision: this.state.revision + 1, position: this.state.position });
   }
 
-  private actorOf(): string {
+  /** Who writes: the agent of the current phase, else the system. */
+  private context(): CommandContext {
     const role = this.state.phase?.role;
-    return role ? agentIdentity(role, this.runId) : 'system';
+    return { runId: this.runId, correlationId: this.runId, actor: role ? agentIdentity(role, this.runId) : 'system' };
   }
 
   /** Commits deferred events, if any (before the driver stops or waits). */
@@ -819,15 +793,8 @@ export class RunDriver {
   /** Appends at the run's current revision and folds what was written. */
   private async append(events: TeamRunEvent[]): Promise<void> {
     if (events.length === 0 && this.deferred.length === 0) return;
-    const actor = this.actorOf();
     const deferred = this.deferred.splice(0);
-    const fresh: NewEvent[] = events.map((e) => ({
-      id: this.deps.ids.newId(),
-      type: e.type,
-      data: e.data,
-      metadata: { runId: this.runId, correlationId: this.runId, causationId: null, actor },
-    }));
-    const newEvents = [...deferred, ...fresh];
+    const newEvents = [...deferred, ...this.path.toNewEvents(events, this.context())];
     let result;
     try {
       result = await this.appendDurably(newEvents, this.state.revision - deferred.length);
@@ -840,27 +807,11 @@ export class RunDriver {
       throw err;
     }
     const all: TeamRunEvent[] = [...deferred.map((d) => ({ type: d.type, data: d.data }) as TeamRunEvent), ...events];
-    const first = result.nextExpectedRevision - all.length + 1;
-    const firstPosition = result.position - all.length + 1;
+    const recorded = this.path.recorded(this.stream, all, newEvents, result);
     this.state.position = result.position - events.length;
-    const recorded: RecordedEvent[] = [];
-    all.forEach((e, i) => {
-      // Deferred events are folded already; only this append's own events are new to the fold.
-      if (i >= deferred.length) evolve(this.state, e, { revision: first + i, position: firstPosition + i });
-      if (this.deps.observer?.onEvents) {
-        recorded.push({
-          id: newEvents[i].id!,
-          type: e.type,
-          streamId: this.stream,
-          revision: first + i,
-          position: firstPosition + i,
-          data: e.data,
-          metadata: newEvents[i].metadata as RecordedEvent['metadata'],
-          recordedAt: new Date(this.deps.clock.now()).toISOString(),
-        });
-      }
-    });
-    if (recorded.length > 0) this.deps.observer!.onEvents!(this.runId, recorded);
+    // Deferred events are folded already; only this append's own events are new to the fold.
+    for (let i = deferred.length; i < recorded.length; i++) evolve(this.state, recorded[i], recorded[i]);
+    if (this.deps.observer?.onEvents) this.deps.observer.onEvents(this.runId, recorded);
     // Folded and published: let the other runs the same sync acknowledged take their turn.
     await this.deps.fairShare?.turn();
     if (this.deps.checkpoints) {
@@ -875,24 +826,12 @@ export class RunDriver {
     }
   }
 
-  /**
-   * Appends, waiting out store faults. A failed append may have committed all the same (the
-   * connection dropped after the commit): it is made again with the same event ids at the same
-   * expected revision, which the store answers as the append already made if it was, so nothing
-   * is recorded twice and nothing done before it (a model turn, a tool) is done again.
-   */
-  private async appendDurably(events: NewEvent[], expectedRevision: number) {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.deps.store.append(this.stream, events, { expectedRevision });
-      } catch (err) {
-        if (!isStoreUnavailable(err) || this.abort.signal.aborted) throw err;
-        if (attempt === 1) this.deps.logger?.warn(`run ${this.runId}: the event store is not reachable; the run waits for it`);
-        await pause(storeBackoffMs(attempt), this.abort.signal);
-        // Stopped meanwhile: whether the append landed is unknown; whoever drives next folds the store.
-        if (this.abort.signal.aborted) throw err;
-      }
-    }
+  /** Appends through the command path, waiting out store faults (see CommandPath.append). */
+  private appendDurably(events: NewEvent[], expectedRevision: number) {
+    return this.path.append(this.stream, events, expectedRevision, {
+      signal: this.abort.signal,
+      onOutage: () => this.deps.logger?.warn(`run ${this.runId}: the event store is not reachable; the run waits for it`),
+    });
   }
 
   private async catchUp(): Promise<void> {
@@ -917,4 +856,4 @@ export class RunDriver {
   }
 }
 
-export { ROLE_OF_PHASE };
+export { ROLE_OF_PHASE, loadRunState };

@@ -1,13 +1,13 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
-import { randomBytes } from 'node:crypto';
-import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { CHECKPOINT_STORE, type CheckpointStore } from '../checkpoint/checkpoint-store.port';
 import { TRIAD_CONFIG } from '../config/config.module';
 import type { TriadConfig } from '../config/config';
 import { EVENT_STORE, type EventStore } from '../events/event-store.port';
 import { isStoreUnavailable } from '../events/errors';
-import { CLOCK, IDS } from '../shared/system';
+import { CLOCK, IDS, PROCESS_ID } from '../shared/system';
+import type { CommandPath } from '../events/command-handling';
+import { COMMAND_PATH } from '../events/command-path.module';
 import { LeaseHeartbeat } from './leases/lease-heartbeat';
 import { RUN_LEASES, type RunLeases } from './leases/run-leases';
 import { LiveRunBus } from './live-run-bus';
@@ -48,8 +48,6 @@ export class RunSupervisor implements OnApplicationShutdown {
   private readonly logger = new Logger(RunSupervisor.name);
   private readonly drivers = new Map<string, ActiveRun>();
   private readonly heartbeat: LeaseHeartbeat;
-  /** This process's identity as a driver: unique per process start. */
-  readonly owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   private shuttingDown = false;
 
   constructor(
@@ -64,6 +62,9 @@ export class RunSupervisor implements OnApplicationShutdown {
     @Inject(CHECKPOINT_STORE) private readonly checkpoints: CheckpointStore,
     @Inject(SUPERVISOR_OPTIONS) private readonly options: SupervisorOptions,
     private readonly live: LiveRunBus,
+    /** This process's identity as a driver (and as a writer: every event's metadata names it). */
+    @Inject(PROCESS_ID) readonly owner: string,
+    @Inject(COMMAND_PATH) private readonly path: CommandPath,
   ) {
     this.heartbeat = new LeaseHeartbeat({
       leases,
@@ -105,6 +106,7 @@ export class RunSupervisor implements OnApplicationShutdown {
     if (this.shuttingDown) return Promise.resolve(undefined);
     const driver = new RunDriver(runId, {
       store: this.store,
+      path: this.path,
       model: this.model,
       tools: this.tools,
       clock: this.clock,

@@ -2,7 +2,6 @@ import { Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import { TRIAD_CONFIG } from '../config/config.module';
 import type { TriadConfig } from '../config/config';
-import { CLOCK, IDS, systemClock, uuidIds } from '../shared/system';
 import { CancelRunHandler } from './commands/cancel-run.command';
 import { LaunchRunHandler } from './commands/launch-run.command';
 import { DEFAULT_MODEL, LAUNCH_POLICY_DEFAULTS } from './commands/tokens';
@@ -14,6 +13,7 @@ import { GetRunHandler, ListRunsHandler } from './queries/run.queries';
 import { productLaunchDefaults, retrySchedule } from './resilience/policies';
 import { RETRY_POLICY, RunSupervisor, SUPERVISOR_OPTIONS } from './run-supervisor';
 import { RECOVERY_INTERVAL_MS, RecoveryService } from './recovery.service';
+import { RunDispatcher } from './run-dispatcher';
 import { createRunStores } from './run-stores.factory';
 import { RUN_LEASES } from './leases/run-leases';
 import { CHECKPOINT_STORE } from '../checkpoint/checkpoint-store.port';
@@ -37,6 +37,7 @@ export const TEAM_QUERY_HANDLERS = [GetRunHandler, ListRunsHandler];
     RunsProjection,
     RunSupervisor,
     RecoveryService,
+    RunDispatcher,
     LiveRunBus,
     { provide: RUN_STORES, inject: [EVENT_STORE], useFactory: (store: EventStore) => createRunStores(store) },
     { provide: CHECKPOINT_STORE, inject: [RUN_STORES], useFactory: (s: ReturnType<typeof createRunStores>) => s.checkpoints },
@@ -47,11 +48,9 @@ export const TEAM_QUERY_HANDLERS = [GetRunHandler, ListRunsHandler];
     { provide: MODEL_PROVIDER, inject: [MODEL_SELECTION], useFactory: (s: ReturnType<typeof createModelProvider>) => s.provider },
     { provide: DEFAULT_MODEL, inject: [MODEL_SELECTION], useFactory: (s: ReturnType<typeof createModelProvider>) => s.defaultModel },
     { provide: TOOL_REGISTRY, useFactory: createDefaultToolRegistry },
-    { provide: CLOCK, useValue: systemClock },
-    { provide: IDS, useValue: uuidIds },
     { provide: RETRY_POLICY, inject: [TRIAD_CONFIG], useFactory: (c: TriadConfig) => retrySchedule(c.modelRetryDelaysMs) },
     { provide: LAUNCH_POLICY_DEFAULTS, inject: [RETRY_POLICY], useFactory: productLaunchDefaults },
   ],
-  exports: [RunSupervisor, RecoveryService, CHECKPOINT_STORE, RUN_LEASES, RunsProjection, LiveRunBus, MODEL_PROVIDER, TOOL_REGISTRY, CLOCK, IDS, DEFAULT_MODEL],
+  exports: [RunSupervisor, RecoveryService, RunDispatcher, CHECKPOINT_STORE, RUN_LEASES, RunsProjection, LiveRunBus, MODEL_PROVIDER, TOOL_REGISTRY, DEFAULT_MODEL],
 })
 export class TeamModule {}

@@ -1,3 +1,4 @@
+import { commandPathFor } from '../../src/events/command-handling';
 import { randomUUID } from 'node:crypto';
 import { InMemoryEventStore } from '../../src/events/in-memory.event-store';
 import type { AppendOptions, AppendResult, NewEvent, ReadStreamOptions, RecordedEvent } from '../../src/events/event-store.port';
@@ -66,7 +67,7 @@ describe('a run driver whose store drops connections', () => {
       const runId = 'run_dropping1';
       await createWorkspace(dir.path, runId);
       await launchRun(
-        store,
+        commandPathFor(store),
         { goal: 'Write three files', acceptanceCriteria: ['file a.txt contains "alpha"', 'file b.txt contains "beta"', 'file c.txt exists'] },
         { runId, launchedBy: 'user:ann', now: new Date(), provider: 'offline', defaultModel: 'triad-offline-1' },
       );

@@ -1,3 +1,4 @@
+import { commandPathFor } from '../../src/events/command-handling';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SqliteEventStore } from '../../src/events/sqlite.event-store';
@@ -71,7 +72,7 @@ describe('kill -9 at random moments', () => {
       store = new SqliteEventStore({ file: join(dataDir, 'triad.db') });
       const launchHere = async () => {
         const input = launchInput(inputs.length);
-        const { runId } = await launchRun(store!, input, { runId: newRunId(), launchedBy: 'user:crash-test', now: new Date(), provider: 'offline', defaultModel: OFFLINE_MODEL_ID });
+        const { runId } = await launchRun(commandPathFor(store!), input, { runId: newRunId(), launchedBy: 'user:crash-test', now: new Date(), provider: 'offline', defaultModel: OFFLINE_MODEL_ID });
         inputs.push(input);
         runIds.push(runId);
       };

@@ -1,3 +1,4 @@
+import { commandPathFor } from '../../src/events/command-handling';
 import { randomUUID } from 'node:crypto';
 import type { AppendOptions, EventStore, NewEvent } from '../../src/events/event-store.port';
 import { InMemoryEventStore } from '../../src/events/in-memory.event-store';
@@ -64,7 +65,7 @@ describe('DriverClaimed fencing', () => {
     const stream = toRunStreamId(runId);
     try {
       await createWorkspace(dir.path, runId);
-      await launchRun(store, { goal: 'Write two files', acceptanceCriteria: ['file a.txt exists', 'file b.txt exists'] }, {
+      await launchRun(commandPathFor(store), { goal: 'Write two files', acceptanceCriteria: ['file a.txt exists', 'file b.txt exists'] }, {
         runId,
         launchedBy: 'user:ann',
         now: new Date(),

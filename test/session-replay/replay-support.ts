@@ -1,3 +1,4 @@
+import { commandPathFor } from '../../src/events/command-handling';
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { canonicalJson } from '../../src/shared/canonical-json';
@@ -180,7 +181,7 @@ export async function driveRandomRun(script: RunScript, options: { checkpoints?:
   const store = new InMemoryEventStore();
   const runId = `run_prop_${process.pid}_${++counter}`;
   await createWorkspace(dir.path, runId);
-  await launchRun(store, launchInputOf(script), { runId, launchedBy: 'user:ann', now: new Date(), provider: 'scripted', defaultModel: 'scripted' });
+  await launchRun(commandPathFor(store), launchInputOf(script), { runId, launchedBy: 'user:ann', now: new Date(), provider: 'scripted', defaultModel: 'scripted' });
   const live: LiveSnapshot[] = [];
   const driver: RunDriver = new RunDriver(runId, {
     store,

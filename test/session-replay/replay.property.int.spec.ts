@@ -1,3 +1,4 @@
+import { commandPathFor } from '../../src/events/command-handling';
 import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { join } from 'node:path';
@@ -99,7 +100,7 @@ describe('replayRun rebuilds what the driver held live', () => {
         const checkpoints = new InMemoryCheckpointStore();
         const runId = `run_resume_${randomUUID().slice(0, 8)}`;
         await createWorkspace(dir.path, runId);
-        await launchRun(store, launchInputOf(script), { runId, launchedBy: 'user:ann', now: new Date(), provider: 'scripted', defaultModel: 'scripted' });
+        await launchRun(commandPathFor(store), launchInputOf(script), { runId, launchedBy: 'user:ann', now: new Date(), provider: 'scripted', defaultModel: 'scripted' });
         // One model for both drivers: the script continues where the first driver stopped.
         const model = scriptedModel(script);
         let appends = 0;

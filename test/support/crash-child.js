@@ -30,6 +30,7 @@ const { AppModule } = require(path.join(dist, 'app.module.js'));
 const { MODEL_PROVIDER, ModelError } = require(path.join(dist, 'team/models/model.port.js'));
 const { OfflineModelProvider } = require(path.join(dist, 'team/models/offline.model.js'));
 const { RecoveryService } = require(path.join(dist, 'team/recovery.service.js'));
+const { RunDispatcher } = require(path.join(dist, 'team/run-dispatcher.js'));
 const { RunSupervisor } = require(path.join(dist, 'team/run-supervisor.js'));
 const { LiveRunBus } = require(path.join(dist, 'team/live-run-bus.js'));
 const { LaunchRunCommand } = require(path.join(dist, 'team/commands/launch-run.command.js'));
@@ -144,6 +145,8 @@ async function main() {
       });
   });
 
+  // A serving process: launches are driven by the dispatcher of whichever process takes the lease.
+  await app.get(RunDispatcher).start();
   const launched = [];
   const requests = process.env.CRASH_LAUNCH ? JSON.parse(process.env.CRASH_LAUNCH) : [];
   const identity = { id: 'user:crash-test', name: 'crash-test', roles: ['admin'] };

@@ -1,3 +1,4 @@
+import { commandPathFor } from '../../src/events/command-handling';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,7 +18,7 @@ describe('a team run with the offline model', () => {
     const runId = 'run_offline1';
     await createWorkspace(dir.path, runId);
     await launchRun(
-      store,
+      commandPathFor(store),
       {
         goal: 'Write a greeting and a farewell',
         acceptanceCriteria: ['file hello.txt contains "Hello"', 'file bye.txt contains "Bye"', 'file notes/extra.md exists'],

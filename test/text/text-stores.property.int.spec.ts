@@ -2,7 +2,8 @@ import fc from 'fast-check';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { seedRunAwaitingReview } from '../../src/bench/decisions.bench';
-import { handleCommand } from '../../src/events/command-handling';
+import { commandPathFor } from '../../src/events/command-handling';
+import { runContext, runStream } from '../../src/team/run-stream';
 import { InvalidAppendError } from '../../src/events/errors';
 import type { EventStore } from '../../src/events/event-store.port';
 import { InMemoryEventStore } from '../../src/events/in-memory.event-store';
@@ -13,8 +14,6 @@ import { DecisionLogProjection } from '../../src/review-gate/decision-log/decisi
 import type { DecisionRecordRepository } from '../../src/review-gate/decision-log/decision-record.repository';
 import { createDecisionRecordRepository } from '../../src/review-gate/decision-log/decision-record.repository.factory';
 import { decideReview } from '../../src/review-gate/domain/review-decider';
-import { toRunStreamId } from '../../src/team/domain/run-events';
-import { foldRun } from '../../src/team/domain/run-state';
 import { decodeMachineBytes, decodeMachineText, encodeMachineBytes, encodeMachineText, isWellFormedText } from '../../src/shared/text';
 import { dropSchema, PG_URL } from '../support/pg';
 import { tempDir } from '../support/temp-dir';
@@ -108,12 +107,10 @@ describe.each(Object.keys(stores))('arbitrary text through the %s store and the 
         const { runId, reviewId } = await seedRunAwaitingReview(h.store, { launchedBy: 'user:lena' });
         const reason = `${human} / ${output}`;
         const head = await h.store.headPosition();
-        const decision = handleCommand(
-          h.store,
-          toRunStreamId(runId),
-          foldRun,
+        const decision = commandPathFor(h.store).handle(
+          runStream(h.store, runId),
           (state) => decideReview({ type: 'ApproveReview', reviewId, decisionId: randomUUID(), at: new Date().toISOString(), decider: { id: 'user:rita', kind: 'human' }, reason }, state),
-          { runId, correlationId: runId, actor: 'user:rita' },
+          runContext(runId, 'user:rita'),
         );
         if (isWellFormedText(human)) {
           await decision;

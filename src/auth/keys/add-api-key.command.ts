@@ -1,11 +1,11 @@
-import { ConflictException, Inject } from '@nestjs/common';
+import { Inject } from '@nestjs/common';
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
-import { handleCommand } from '../../events/command-handling';
-import { EVENT_STORE, type EventStore } from '../../events/event-store.port';
-import { WrongExpectedRevisionError } from '../../events/errors';
-import { systemClock } from '../../shared/system';
+import type { CommandPath } from '../../events/command-handling';
+import { COMMAND_PATH } from '../../events/command-path.module';
+import type { Clock } from '../../shared/ports';
+import { CLOCK } from '../../shared/system';
 import type { HumanRole } from '../identity';
-import { API_KEYS_STREAM, ApiKeyNameConflictError, decideAddApiKey, foldApiKeys, parseKeyRoles, validateKeyName } from './api-key-events';
+import { API_KEYS_STREAM, apiKeysStream, decideAddApiKey, parseKeyRoles, validateKeyName } from './api-key-events';
 import { newApiKeySecret, secretHashOf } from './api-key-secret';
 
 export class AddApiKeyCommand {
@@ -29,7 +29,10 @@ export interface AddedApiKey {
 /** Generates a secret and appends its hash to the `apikeys` stream at the revision read. */
 @CommandHandler(AddApiKeyCommand)
 export class AddApiKeyHandler implements ICommandHandler<AddApiKeyCommand, AddedApiKey> {
-  constructor(@Inject(EVENT_STORE) private readonly store: EventStore) {}
+  constructor(
+    @Inject(COMMAND_PATH) private readonly path: CommandPath,
+    @Inject(CLOCK) private readonly clock: Clock,
+  ) {}
 
   async execute(c: AddApiKeyCommand): Promise<AddedApiKey> {
     // Checked before anything is generated or read, so bad input writes nothing.
@@ -37,21 +40,13 @@ export class AddApiKeyHandler implements ICommandHandler<AddApiKeyCommand, Added
     const roles = parseKeyRoles(c.roles.join('+'));
     const secret = newApiKeySecret();
     const secretHash = secretHashOf(secret);
+    const at = new Date(this.clock.now()).toISOString();
     // Two concurrent adds: the loser folds the winner's event and decides again.
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const { events } = await handleCommand(
-          this.store,
-          API_KEYS_STREAM,
-          foldApiKeys,
-          (state) => decideAddApiKey({ name: c.name, roles, secretHash, addedBy: c.addedBy, at: new Date(systemClock.now()).toISOString() }, state),
-          { correlationId: `apikey-${c.name}`, actor: c.addedBy },
-        );
-        return { name: (events[0].data as { name: string }).name, roles, secret, replaced: events[0].type === 'ApiKeyReplaced' };
-      } catch (err) {
-        if (err instanceof ApiKeyNameConflictError) throw new ConflictException(err.message);
-        if (!(err instanceof WrongExpectedRevisionError) || attempt >= 5) throw err;
-      }
-    }
+    const { events } = await this.path.handle(
+      apiKeysStream(() => this.path.store.readStream(API_KEYS_STREAM)),
+      (state) => decideAddApiKey({ name: c.name, roles, secretHash, addedBy: c.addedBy, at }, state),
+      { correlationId: `apikey-${c.name}`, actor: c.addedBy },
+    );
+    return { name: events[0].data.name, roles, secret, replaced: events[0].type === 'ApiKeyReplaced' };
   }
 }

@@ -1,6 +1,8 @@
+import { ConflictError, InvalidRequestError } from '../../shared/errors';
 import { VALID_ROLES } from '../../config/config';
 import type { HumanRole } from '../identity';
 import { normaliseName } from '../names';
+import type { StreamModel } from '../../events/command-handling';
 
 /**
  * API keys added at run time (`triad keys add`), kept in the event store so every triad process
@@ -47,6 +49,16 @@ export function evolveApiKeys(state: ApiKeysState, event: ApiKeyEvent, revision:
   }
 }
 
+/** The `apikeys` stream for the command path. */
+export function apiKeysStream(read: () => Promise<Iterable<{ type: string; data: unknown; revision: number }>>): StreamModel<ApiKeysState, ApiKeyEvent> {
+  return {
+    streamId: API_KEYS_STREAM,
+    load: async () => foldApiKeys(await read()),
+    initial: initialApiKeysState,
+    evolve: (state, event) => evolveApiKeys(state, event, event.revision),
+  };
+}
+
 export function foldApiKeys(events: Iterable<{ type: string; data: unknown; revision: number }>): ApiKeysState {
   const state = initialApiKeysState();
   for (const e of events) {
@@ -58,7 +70,7 @@ export function foldApiKeys(events: Iterable<{ type: string; data: unknown; revi
 }
 
 /** A key name or role list that cannot be accepted. Nothing is written. */
-export class InvalidApiKeyError extends Error {
+export class InvalidApiKeyError extends InvalidRequestError {
   override readonly name = 'InvalidApiKeyError';
 }
 
@@ -66,7 +78,7 @@ export class InvalidApiKeyError extends Error {
  * The name differs only in case from a stored key's: it would be that identity. Replacing a key
  * takes its name as stored (`triad keys list`), so a slip of case never replaces someone's key.
  */
-export class ApiKeyNameConflictError extends Error {
+export class ApiKeyNameConflictError extends ConflictError {
   override readonly name = 'ApiKeyNameConflictError';
   constructor(given: string, stored: string) {
     super(`key name '${given}' is the stored key '${stored}' (names are case-insensitive); give '${stored}' to replace that key`);

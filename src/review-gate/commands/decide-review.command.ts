@@ -1,18 +1,19 @@
-import { ConflictException, ForbiddenException, Inject, Logger, NotFoundException } from '@nestjs/common';
+import { Inject, Logger } from '@nestjs/common';
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
-import { EVENT_STORE, type EventStore } from '../../events/event-store.port';
+import type { CommandPath } from '../../events/command-handling';
+import { COMMAND_PATH } from '../../events/command-path.module';
 import { WrongExpectedRevisionError } from '../../events/errors';
+import { ConflictError } from '../../shared/errors';
 import { CLOCK, IDS } from '../../shared/system';
 import { parseReviewId } from '../../team/domain/review-id';
+import { runStatus } from '../../team/domain/run-state';
 import type { Clock, Ids } from '../../shared/ports';
-import { handleRunCommand } from '../../team/run-command';
-import { RunSupervisor } from '../../team/run-supervisor';
+import { runContext, runStream } from '../../team/run-stream';
 import {
   decideReview,
   refusedDecider,
   ReviewNotFoundError,
   ReviewNotPendingError,
-  ReviewTimeoutNotDueError,
   type Decider,
 } from '../domain/review-decider';
 import { notPendingMessage, reviewStanding, type ReviewStanding } from '../domain/review-history';
@@ -54,27 +55,25 @@ const MAX_ATTEMPTS = 5;
 /**
  * Approve, reject, and timeouts: preflight (review exists, pending, decider allowed), then the
  * domain decision (which checks self-review again), appended with the run's transition in one
- * append at the revision read. A concurrent decision makes it fail: 409.
+ * append at the revision read. Someone appended first: decide again on what they wrote — when it
+ * was a decision, the review is no longer pending (409); when it was not (an escalation), this
+ * decision stands. A run sent back for rework is driven on by the dispatcher (RunDispatcher).
  */
 abstract class DecideReviewHandler {
   constructor(
-    protected readonly store: EventStore,
+    protected readonly path: CommandPath,
     protected readonly clock: Clock,
     protected readonly ids: Ids,
-    protected readonly supervisor: RunSupervisor,
   ) {}
 
   protected async decide(reviewId: string, decider: Decider, build: (decisionId: string, at: string) => Parameters<typeof decideReview>[0]): Promise<DecisionResult> {
     const runId = parseReviewId(reviewId)?.runId;
-    if (!runId) throw new NotFoundException(`review ${reviewId} not found`);
+    if (!runId) throw new ReviewNotFoundError(reviewId);
     const decisionId = this.ids.newId();
     const at = new Date(this.clock.now()).toISOString();
     try {
-      // Someone appended first: decide again on what they wrote. When it was a decision, the
-      // review is no longer pending (409); when it was not (an escalation), this decision stands.
-      const { events } = await handleRunCommand(
-        this.store,
-        runId,
+      const { state, events } = await this.path.handle(
+        runStream(this.path.store, runId),
         (state) => {
           // Preflight: the same rule the decider applies, checked before any decision is built.
           if (decider.kind !== 'system') {
@@ -83,39 +82,31 @@ abstract class DecideReviewHandler {
           }
           return decideReview(build(decisionId, at), state);
         },
-        { actor: decider.id, maxAttempts: MAX_ATTEMPTS },
+        runContext(runId, decider.id),
+        { maxAttempts: MAX_ATTEMPTS },
       );
-      const ended = events.find((e) => e.type === 'RunEnded');
       const decided = events.find((e) => e.type === 'ReviewDecided');
-      if (events.some((e) => e.type === 'IterationStarted')) void this.supervisor.start(runId);
-      return {
-        decisionId,
-        reviewId,
-        outcome: (decided?.data as { outcome: string }).outcome,
-        runStatus: ended ? (ended.data as { status: string }).status : events.some((e) => e.type === 'IterationStarted') ? 'executing' : 'awaiting_review',
-      };
+      return { decisionId, reviewId, outcome: (decided?.data as { outcome: string }).outcome, runStatus: runStatus(state) };
     } catch (err) {
       if (err instanceof SelfReviewError) {
         // Outside the run's stream: a line for whoever watches security events.
         security.warn(JSON.stringify({ event: 'self_review_refused', rule: err.rule, reviewId, decider: decider.id }));
-        throw new ForbiddenException(err.message);
+        throw err;
       }
-      if (err instanceof ReviewNotFoundError) throw new NotFoundException(err.message);
       if (err instanceof ReviewNotPendingError) {
         // Say what happened; an id of an iteration that never reached the gate never existed.
         const standing = await this.standing(runId, reviewId);
-        if (standing.kind === 'unknown') throw new NotFoundException(`review ${reviewId} not found`);
-        throw new ConflictException(notPendingMessage(reviewId, standing));
+        if (standing.kind === 'unknown') throw new ReviewNotFoundError(reviewId);
+        throw new ConflictError(notPendingMessage(reviewId, standing));
       }
-      if (err instanceof WrongExpectedRevisionError) throw new ConflictException(`review ${reviewId}: the run kept changing while deciding; try again`);
-      if (err instanceof ReviewTimeoutNotDueError) throw new ConflictException(err.message);
+      if (err instanceof WrongExpectedRevisionError) throw new ConflictError(`review ${reviewId}: the run kept changing while deciding; try again`);
       throw err;
     }
   }
 
   private async standing(runId: string, reviewId: string): Promise<ReviewStanding> {
     const events = [];
-    for await (const page of this.store.readStreamPages(toRunStreamId(runId))) {
+    for await (const page of this.path.store.readStreamPages(toRunStreamId(runId))) {
       for (const e of page) if (e.type === 'ReviewOpened' || e.type === 'ReviewDecided' || e.type === 'RunEnded') events.push(e);
     }
     return reviewStanding(events, reviewId);
@@ -124,8 +115,8 @@ abstract class DecideReviewHandler {
 
 @CommandHandler(ApproveReviewCommand)
 export class ApproveReviewHandler extends DecideReviewHandler implements ICommandHandler<ApproveReviewCommand, DecisionResult> {
-  constructor(@Inject(EVENT_STORE) store: EventStore, @Inject(CLOCK) clock: Clock, @Inject(IDS) ids: Ids, supervisor: RunSupervisor) {
-    super(store, clock, ids, supervisor);
+  constructor(@Inject(COMMAND_PATH) path: CommandPath, @Inject(CLOCK) clock: Clock, @Inject(IDS) ids: Ids) {
+    super(path, clock, ids);
   }
 
   execute(c: ApproveReviewCommand): Promise<DecisionResult> {
@@ -135,8 +126,8 @@ export class ApproveReviewHandler extends DecideReviewHandler implements IComman
 
 @CommandHandler(RejectReviewCommand)
 export class RejectReviewHandler extends DecideReviewHandler implements ICommandHandler<RejectReviewCommand, DecisionResult> {
-  constructor(@Inject(EVENT_STORE) store: EventStore, @Inject(CLOCK) clock: Clock, @Inject(IDS) ids: Ids, supervisor: RunSupervisor) {
-    super(store, clock, ids, supervisor);
+  constructor(@Inject(COMMAND_PATH) path: CommandPath, @Inject(CLOCK) clock: Clock, @Inject(IDS) ids: Ids) {
+    super(path, clock, ids);
   }
 
   execute(c: RejectReviewCommand): Promise<DecisionResult> {
@@ -154,8 +145,8 @@ export class RejectReviewHandler extends DecideReviewHandler implements ICommand
 
 @CommandHandler(FireReviewTimeoutCommand)
 export class FireReviewTimeoutHandler extends DecideReviewHandler implements ICommandHandler<FireReviewTimeoutCommand, DecisionResult> {
-  constructor(@Inject(EVENT_STORE) store: EventStore, @Inject(CLOCK) clock: Clock, @Inject(IDS) ids: Ids, supervisor: RunSupervisor) {
-    super(store, clock, ids, supervisor);
+  constructor(@Inject(COMMAND_PATH) path: CommandPath, @Inject(CLOCK) clock: Clock, @Inject(IDS) ids: Ids) {
+    super(path, clock, ids);
   }
 
   execute(c: FireReviewTimeoutCommand): Promise<DecisionResult> {

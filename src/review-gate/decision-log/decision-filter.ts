@@ -1,9 +1,10 @@
+import { InvalidRequestError } from '../../shared/errors';
 import type { DecisionOutcome } from '../../team/domain/run-events';
 import { normaliseIdentity } from '../../auth/names';
 import { DECISION_KINDS, DECISION_OUTCOMES, type DecisionFilter, type DecisionKind } from './decision-record';
 
 /** A filter of the decision log that cannot be applied as given (→ 400, or exit code 2). */
-export class InvalidDecisionFilterError extends Error {
+export class InvalidDecisionFilterError extends InvalidRequestError {
   override readonly name = 'InvalidDecisionFilterError';
 }
 

@@ -1,3 +1,4 @@
+import { UnavailableError } from '../../shared/errors';
 import type { EventFilter, EventStore, RecordedEvent, Subscription } from '../../events/event-store.port';
 import { isStoreUnavailable } from '../../events/errors';
 import { storeBackoffMs } from '../../events/store-retry';
@@ -48,7 +49,7 @@ export interface ProjectionHealthSink {
 const COMPONENT = 'decision log projection';
 
 /** The projector has not reached the store's head in time (it is failing, or far behind). */
-export class DecisionLogBehindError extends Error {
+export class DecisionLogBehindError extends UnavailableError {
   override readonly name = 'DecisionLogBehindError';
 }
 

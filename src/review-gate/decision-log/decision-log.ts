@@ -1,3 +1,4 @@
+import { InvalidRequestError } from '../../shared/errors';
 import type { EventStore, RecordedEvent } from '../../events/event-store.port';
 import { expectedDecision, hashRecord, InOrderCheck, verifyChainAsync, type ChainVerification, type ExpectedDecision } from './chain';
 import { GENESIS_PREV_HASH, type DecisionFilter, type DecisionLogHead, type DecisionRecord } from './decision-record';
@@ -42,7 +43,7 @@ const GAP_EXTENT_STREAMS = 1000;
 export const SINCE_HASH = /^[0-9a-f]{64}$/;
 
 /** `since` is not a record hash (→ 400, or exit code 2). */
-export class InvalidSinceError extends Error {
+export class InvalidSinceError extends InvalidRequestError {
   override readonly name = 'InvalidSinceError';
 }
 

@@ -1,3 +1,4 @@
+import { ConflictError, NotFoundError } from '../../shared/errors';
 import type { RunState } from '../../team/domain/run-state';
 import type { ReviewDecidedData, TeamRunEvent } from '../../team/domain/run-events';
 import { parseReviewId } from '../../team/domain/review-id';
@@ -27,7 +28,7 @@ export type ReviewCommand =
   | (DecisionBase & { type: 'RejectReview'; decider: Decider; reason: string; rework: boolean })
   | (DecisionBase & { type: 'FireReviewTimeout' });
 
-export class ReviewNotFoundError extends Error {
+export class ReviewNotFoundError extends NotFoundError {
   override readonly name = 'ReviewNotFoundError';
   constructor(reviewId: string) {
     super(`review ${reviewId} not found`);
@@ -35,14 +36,14 @@ export class ReviewNotFoundError extends Error {
 }
 
 /** The review is not waiting for a decision (already decided, or superseded). */
-export class ReviewNotPendingError extends Error {
+export class ReviewNotPendingError extends ConflictError {
   override readonly name = 'ReviewNotPendingError';
   constructor(reviewId: string) {
     super(`review ${reviewId} is not waiting for a decision`);
   }
 }
 
-export class ReviewTimeoutNotDueError extends Error {
+export class ReviewTimeoutNotDueError extends ConflictError {
   override readonly name = 'ReviewTimeoutNotDueError';
   constructor(reviewId: string) {
     super(`review ${reviewId} has no timeout due`);

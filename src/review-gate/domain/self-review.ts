@@ -1,3 +1,4 @@
+import { ForbiddenError } from '../../shared/errors';
 /**
  * No self-review (SPEC §4): who may not decide a review of a piece of work.
  *
@@ -21,7 +22,7 @@ export function selfReviewRule(
 }
 
 /** Refused: the decider may not review this work. The message names no ids on purpose. */
-export class SelfReviewError extends Error {
+export class SelfReviewError extends ForbiddenError {
   override readonly name = 'SelfReviewError';
   constructor(readonly rule: SelfReviewRule) {
     super('you may not decide this review');

@@ -1,10 +1,15 @@
-import { BadRequestException, ConflictException, Inject, NotFoundException } from '@nestjs/common';
+import { Inject } from '@nestjs/common';
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import type { Identity } from '../../auth/identity';
-import { EVENT_STORE, type EventStore } from '../../events/event-store.port';
+import type { CommandPath } from '../../events/command-handling';
+import { COMMAND_PATH } from '../../events/command-path.module';
+import { ConflictError } from '../../shared/errors';
+import { RunNotFoundError } from '../../team/domain/run-decider';
+import { runStream } from '../../team/run-stream';
+import { rm } from 'node:fs/promises';
 import { CLOCK, newRunId } from '../../shared/system';
 import { ROLES } from '../../team/domain/roles';
-import { toRunStreamId, type ForkOverrides, type RunForkedData } from '../../team/domain/run-events';
+import type { ForkOverrides, RunForkedData, TeamRunEvent } from '../../team/domain/run-events';
 import { evolve } from '../../team/domain/run-state';
 import { teamRunMachine } from '../../team/domain/team-run.machine';
 import type { Clock } from '../../shared/ports';
@@ -13,6 +18,7 @@ import { RunSupervisor } from '../../team/run-supervisor';
 import { TOOL_REGISTRY } from '../../team/tokens';
 import type { ToolRegistry } from '../../team/tools/tool-registry';
 import { forkPoint, InvalidForkError } from '../fork';
+import { join } from 'node:path';
 import { replayRun } from '../replay';
 
 export class ForkRunCommand {
@@ -41,26 +47,20 @@ const REPLAYABLE_TOOLS = new Set(['write_file', 'edit_file']);
 @CommandHandler(ForkRunCommand)
 export class ForkRunHandler implements ICommandHandler<ForkRunCommand, ForkResult> {
   constructor(
-    @Inject(EVENT_STORE) private readonly store: EventStore,
+    @Inject(COMMAND_PATH) private readonly path: CommandPath,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(TOOL_REGISTRY) private readonly tools: ToolRegistry,
     private readonly supervisor: RunSupervisor,
   ) {}
 
   async execute({ runId, turn, overrides, by }: ForkRunCommand): Promise<ForkResult> {
-    const history = await loadRunHistory(this.store, runId);
-    if (history.length === 0) throw new NotFoundException(`run ${runId} not found`);
-    let point;
-    try {
-      point = forkPoint(history, turn);
-    } catch (err) {
-      if (err instanceof InvalidForkError) throw new BadRequestException(err.message);
-      throw err;
-    }
+    const history = await loadRunHistory(this.path.store, runId);
+    if (history.length === 0) throw new RunNotFoundError(runId);
+    const point = forkPoint(history, turn);
     const inherited = history.slice(0, point.index + 1);
     const { state, completeness } = replayRun(inherited, runId);
-    if (completeness.score < 1) throw new ConflictException(`the run cannot be forked: its history is incomplete (${completeness.missing.join('; ')})`);
-    if (String(state.team.value) === 'ended') throw new ConflictException('the run had already ended at that turn');
+    if (completeness.score < 1) throw new ConflictError(`the run cannot be forked: its history is incomplete (${completeness.missing.join('; ')})`);
+    if (String(state.team.value) === 'ended') throw new ConflictError('the run had already ended at that turn');
 
     const forkId = newRunId();
     const at = new Date(this.clock.now()).toISOString();
@@ -75,11 +75,16 @@ export class ForkRunHandler implements ICommandHandler<ForkRunCommand, ForkResul
     // The view is what the fork's own fold arrives at: apply the fork to a copy of the state.
     evolve(state, { type: 'RunForked', data }, { revision: 0, position: 0 });
     data.view = { launched: state.launched!, team: teamRunMachine.getPersistedSnapshot(state.team) };
-    await this.store.append(toRunStreamId(forkId), [{ type: 'RunForked', data, metadata: { runId: forkId, correlationId: runId, actor: by.id } }], {
-      expectedRevision: 'no_stream',
-    });
+    // The workspace first: RunForked wakes a driver, which must find the files in place.
     const workspaceNote = await this.rebuildWorkspace(forkId, inherited);
-    void this.supervisor.start(forkId);
+    try {
+      // A new stream whose state before RunForked is the parent's at the fork point.
+      const stream = { ...runStream(this.path.store, forkId), initial: () => replayRun(inherited, runId).state };
+      await this.path.handle(stream, (): TeamRunEvent[] => [{ type: 'RunForked', data }], { runId: forkId, correlationId: runId, actor: by.id }, { assumeNew: true, maxAttempts: 1 });
+    } catch (err) {
+      await rm(join(this.supervisor.workspaceRoot, forkId), { recursive: true, force: true }).catch(() => undefined);
+      throw err;
+    }
     return { runId: forkId, forkedFrom: data.parent, workspaceNote };
   }
 
@@ -113,22 +118,22 @@ export class ForkRunHandler implements ICommandHandler<ForkRunCommand, ForkResul
 
 export function validateOverrides(raw: unknown): ForkOverrides {
   if (raw === undefined || raw === null) return {};
-  if (typeof raw !== 'object' || Array.isArray(raw)) throw new BadRequestException('overrides must be an object');
+  if (typeof raw !== 'object' || Array.isArray(raw)) throw new InvalidForkError('overrides must be an object');
   const { team, ...rest } = raw as { team?: unknown };
-  if (Object.keys(rest).length > 0) throw new BadRequestException(`unknown override(s): ${Object.keys(rest).join(', ')}`);
+  if (Object.keys(rest).length > 0) throw new InvalidForkError(`unknown override(s): ${Object.keys(rest).join(', ')}`);
   if (team === undefined) return {};
-  if (typeof team !== 'object' || team === null || Array.isArray(team)) throw new BadRequestException('overrides.team must be an object');
+  if (typeof team !== 'object' || team === null || Array.isArray(team)) throw new InvalidForkError('overrides.team must be an object');
   const out: NonNullable<ForkOverrides['team']> = {};
   for (const [role, value] of Object.entries(team)) {
-    if (!(ROLES as readonly string[]).includes(role)) throw new BadRequestException(`overrides.team.${role}: unknown role`);
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new BadRequestException(`overrides.team.${role} must be an object`);
+    if (!(ROLES as readonly string[]).includes(role)) throw new InvalidForkError(`overrides.team.${role}: unknown role`);
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InvalidForkError(`overrides.team.${role} must be an object`);
     const { model, systemPrompt, ...extra } = value as { model?: unknown; systemPrompt?: unknown };
-    if (Object.keys(extra).length > 0) throw new BadRequestException(`overrides.team.${role}: unknown field(s) ${Object.keys(extra).join(', ')}`);
+    if (Object.keys(extra).length > 0) throw new InvalidForkError(`overrides.team.${role}: unknown field(s) ${Object.keys(extra).join(', ')}`);
     if (model !== undefined && (typeof model !== 'string' || !model.trim() || model.length > 200)) {
-      throw new BadRequestException(`overrides.team.${role}.model must be a non-empty string`);
+      throw new InvalidForkError(`overrides.team.${role}.model must be a non-empty string`);
     }
     if (systemPrompt !== undefined && (typeof systemPrompt !== 'string' || !systemPrompt.trim() || systemPrompt.length > 20_000)) {
-      throw new BadRequestException(`overrides.team.${role}.systemPrompt must be a non-empty string of at most 20000 characters`);
+      throw new InvalidForkError(`overrides.team.${role}.systemPrompt must be a non-empty string of at most 20000 characters`);
     }
     out[role as keyof typeof out] = { ...(model ? { model: model as string } : {}), ...(systemPrompt ? { systemPrompt: systemPrompt as string } : {}) };
   }

@@ -1,15 +1,15 @@
-import { ConflictException, Inject, NotFoundException } from '@nestjs/common';
+import { Inject } from '@nestjs/common';
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import type { Identity } from '../../auth/identity';
 import { CHECKPOINT_STORE, type CheckpointStore } from '../../checkpoint/checkpoint-store.port';
-import { EVENT_STORE, type EventStore } from '../../events/event-store.port';
-import { WrongExpectedRevisionError } from '../../events/errors';
-import { CLOCK } from '../../shared/system';
-import { RUN_LEASES, type RunLeases } from '../../team/leases/run-leases';
-import { TERMINAL_STATUSES, toRunStreamId } from '../../team/domain/run-events';
-import { runStatus } from '../../team/domain/run-state';
+import type { CommandPath } from '../../events/command-handling';
+import { COMMAND_PATH } from '../../events/command-path.module';
+import { ConflictError } from '../../shared/errors';
 import type { Clock } from '../../shared/ports';
-import { loadRunState } from '../../team/run-driver';
+import { CLOCK } from '../../shared/system';
+import { decideRun } from '../../team/domain/run-decider';
+import { RUN_LEASES, type RunLeases } from '../../team/leases/run-leases';
+import { runContext, runStream } from '../../team/run-stream';
 import { RunSupervisor } from '../../team/run-supervisor';
 
 export class ResumeRunCommand {
@@ -19,11 +19,15 @@ export class ResumeRunCommand {
   ) {}
 }
 
-/** Resumes a suspended or crashed run in this process: RunResumed if suspended, then a driver under a lease. */
+/**
+ * Resumes a suspended or crashed run: records RunResumed when it was suspended. A serving
+ * process's dispatcher then drives it (the CLI drives it in the foreground); a crashed run with no
+ * live lease is taken by whoever resumes it or by recovery.
+ */
 @CommandHandler(ResumeRunCommand)
 export class ResumeRunHandler implements ICommandHandler<ResumeRunCommand, { runId: string; status: string; driver: string }> {
   constructor(
-    @Inject(EVENT_STORE) private readonly store: EventStore,
+    @Inject(COMMAND_PATH) private readonly path: CommandPath,
     @Inject(CHECKPOINT_STORE) private readonly checkpoints: CheckpointStore,
     @Inject(RUN_LEASES) private readonly leases: RunLeases,
     @Inject(CLOCK) private readonly clock: Clock,
@@ -32,26 +36,18 @@ export class ResumeRunHandler implements ICommandHandler<ResumeRunCommand, { run
 
   async execute({ runId, by }: ResumeRunCommand) {
     if (this.supervisor.isDriving(runId)) return { runId, status: 'running', driver: this.supervisor.owner };
-    const state = await loadRunState(this.store, runId, this.checkpoints);
-    if (!state.launched) throw new NotFoundException(`run ${runId} not found`);
-    const status = runStatus(state);
-    if (TERMINAL_STATUSES.has(status)) throw new ConflictException(`run ${runId} has ended (${status}); fork it to continue from a turn`);
-    if (status === 'awaiting_review') throw new ConflictException(`run ${runId} waits for a human review, not for a driver`);
+    const model = runStream(this.path.store, runId, this.checkpoints);
     const holder = await this.leases.holder(runId, this.clock.now());
-    if (holder && holder !== this.supervisor.owner) throw new ConflictException(`run ${runId} is being driven by another process`);
-    if (state.suspended) {
-      try {
-        await this.store.append(
-          toRunStreamId(runId),
-          [{ type: 'RunResumed', data: { by: by.id, at: new Date(this.clock.now()).toISOString() }, metadata: { runId, correlationId: runId, actor: by.id } }],
-          { expectedRevision: state.revision },
-        );
-      } catch (err) {
-        if (err instanceof WrongExpectedRevisionError) throw new ConflictException(`run ${runId} changed meanwhile; try again`);
-        throw err;
-      }
+    if (holder && holder !== this.supervisor.owner) {
+      decideRun({ type: 'ResumeRun', runId, by: by.id, at: '' }, await model.load());
+      throw new ConflictError(`run ${runId} is being driven by another process`);
     }
-    void this.supervisor.start(runId);
+    const at = new Date(this.clock.now()).toISOString();
+    await this.path.handle(model, (state) => decideRun({ type: 'ResumeRun', runId, by: by.id, at }, state), runContext(runId, by.id), { maxAttempts: 1 });
+    // This process takes the run when it can: a suspended run's RunResumed wakes the dispatchers
+    // too, a crashed run's (nothing recorded) is otherwise recovery's once its lease expires.
+    const leased = await this.supervisor.startIfLeased(runId);
+    if (!leased) throw new ConflictError(`run ${runId} is being driven by another process`);
     return { runId, status: 'running', driver: this.supervisor.owner };
   }
 }

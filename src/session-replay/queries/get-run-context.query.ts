@@ -1,4 +1,5 @@
-import { Inject, NotFoundException } from '@nestjs/common';
+import { RunNotFoundError } from '../../team/domain/run-decider';
+import { Inject } from '@nestjs/common';
 import { QueryHandler, type IQueryHandler } from '@nestjs/cqrs';
 import { EVENT_STORE, type EventStore } from '../../events/event-store.port';
 import { loadRunHistory } from '../../team/run-history';
@@ -18,7 +19,7 @@ export class GetRunContextHandler implements IQueryHandler<GetRunContextQuery, R
 
   async execute({ runId, revision }: GetRunContextQuery): Promise<RunContext> {
     const history = await loadRunHistory(this.store, runId, revision);
-    if (history.length === 0) throw new NotFoundException(`run ${runId} not found`);
+    if (history.length === 0) throw new RunNotFoundError(runId);
     const { state, completeness } = replayRun(history, runId, revision);
     return contextOf(state, completeness);
   }

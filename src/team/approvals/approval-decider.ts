@@ -1,3 +1,4 @@
+import { ConflictError, ForbiddenError, NotFoundError } from '../../shared/errors';
 import { sameIdentity } from '../../auth/names';
 import { hashOf } from '../../shared/canonical-json';
 import type { TeamRunEvent, ToolApprovalDecidedData } from '../domain/run-events';
@@ -27,7 +28,7 @@ export type ApprovalCommand =
   | (Base & { type: 'RejectToolCall'; approver: Approver; reason: string })
   | (Base & { type: 'FireApprovalTimeout'; nowMs: number });
 
-export class ApprovalNotFoundError extends Error {
+export class ApprovalNotFoundError extends NotFoundError {
   override readonly name = 'ApprovalNotFoundError';
   constructor(approvalId: string) {
     super(`approval ${approvalId} not found`);
@@ -35,7 +36,7 @@ export class ApprovalNotFoundError extends Error {
 }
 
 /** Not waiting for a decision; the message says what happened (decided by whom, or the run ended). */
-export class ApprovalNotPendingError extends Error {
+export class ApprovalNotPendingError extends ConflictError {
   override readonly name = 'ApprovalNotPendingError';
   constructor(approvalId: string, why = 'it is not waiting for a decision') {
     super(`approval ${approvalId} can no longer be decided: ${why}`);
@@ -52,7 +53,7 @@ function whyNotPending(state: RunState, record: ApprovalRecord): string {
   return 'it is not waiting for a decision';
 }
 
-export class ApprovalTimeoutNotDueError extends Error {
+export class ApprovalTimeoutNotDueError extends ConflictError {
   override readonly name = 'ApprovalTimeoutNotDueError';
   constructor(approvalId: string) {
     super(`approval ${approvalId} has no timeout due`);
@@ -62,7 +63,7 @@ export class ApprovalTimeoutNotDueError extends Error {
 export type SelfApprovalRule = 'agent' | 'launcher';
 
 /** Refused: the approver may not decide this call. The message names no ids on purpose. */
-export class SelfApprovalError extends Error {
+export class SelfApprovalError extends ForbiddenError {
   override readonly name = 'SelfApprovalError';
   constructor(readonly rule: SelfApprovalRule) {
     super('you may not decide this approval');

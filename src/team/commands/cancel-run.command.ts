@@ -1,13 +1,12 @@
-import { ConflictException, Inject, NotFoundException } from '@nestjs/common';
+import { Inject } from '@nestjs/common';
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import type { Identity } from '../../auth/identity';
-import { EVENT_STORE, type EventStore } from '../../events/event-store.port';
-import { WrongExpectedRevisionError } from '../../events/errors';
+import type { CommandPath } from '../../events/command-handling';
+import { COMMAND_PATH } from '../../events/command-path.module';
 import { CLOCK } from '../../shared/system';
-import { TERMINAL_STATUSES, type TeamRunEvent } from '../domain/run-events';
-import { runStatus } from '../domain/run-state';
-import { handleRunCommand } from '../run-command';
 import type { Clock } from '../../shared/ports';
+import { decideRun } from '../domain/run-decider';
+import { runContext, runStream } from '../run-stream';
 import { RunSupervisor } from '../run-supervisor';
 
 export class CancelRunCommand {
@@ -25,29 +24,17 @@ export class CancelRunCommand {
 @CommandHandler(CancelRunCommand)
 export class CancelRunHandler implements ICommandHandler<CancelRunCommand, { runId: string; status: string }> {
   constructor(
-    @Inject(EVENT_STORE) private readonly store: EventStore,
+    @Inject(COMMAND_PATH) private readonly path: CommandPath,
     @Inject(CLOCK) private readonly clock: Clock,
     private readonly supervisor: RunSupervisor,
   ) {}
 
   async execute({ runId, by, reason }: CancelRunCommand): Promise<{ runId: string; status: string }> {
-    try {
-      await handleRunCommand(
-        this.store,
-        runId,
-        (state): TeamRunEvent[] => {
-          if (!state.launched) throw new NotFoundException(`run ${runId} not found`);
-          const status = runStatus(state);
-          if (TERMINAL_STATUSES.has(status)) throw new ConflictException(`run ${runId} has already ended (${status})`);
-          const message = reason ? `cancelled by ${by.id}: ${reason}` : `cancelled by ${by.id}`;
-          return [{ type: 'RunEnded', data: { status: 'cancelled', reason: 'CANCELLED', message, at: new Date(this.clock.now()).toISOString() } }];
-        },
-        { actor: by.id, maxAttempts: 10 },
-      );
-    } catch (err) {
-      if (err instanceof WrongExpectedRevisionError) throw new ConflictException(`run ${runId} is changing too fast to cancel; try again`);
-      throw err;
-    }
+    const at = new Date(this.clock.now()).toISOString();
+    // A busy driver appends often: decide again on what it wrote, up to ten times.
+    await this.path.handle(runStream(this.path.store, runId), (state) => decideRun({ type: 'CancelRun', runId, by: by.id, reason, at }, state), runContext(runId, by.id), {
+      maxAttempts: 10,
+    });
     await this.supervisor.stop(runId, 'cancelled');
     return { runId, status: 'cancelled' };
   }

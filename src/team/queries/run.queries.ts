@@ -1,4 +1,4 @@
-import { NotFoundException } from '@nestjs/common';
+import { RunNotFoundError } from '../domain/run-decider';
 import { QueryHandler, type IQueryHandler } from '@nestjs/cqrs';
 import type { RunStatus } from '../domain/run-events';
 import type { RunSummary } from '../run-summary';
@@ -22,7 +22,7 @@ export class GetRunHandler implements IQueryHandler<GetRunQuery, RunSummary> {
   async execute({ runId }: GetRunQuery): Promise<RunSummary> {
     await this.runs.catchUp();
     const run = this.runs.get(runId);
-    if (!run) throw new NotFoundException(`run ${runId} not found`);
+    if (!run) throw new RunNotFoundError(runId);
     return run;
   }
 }

@@ -1,3 +1,4 @@
+import { InvalidRequestError } from '../../shared/errors';
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import type { RoleName, ToolSpec, ToolUseBlock } from '../models/model.port';
 import { createBuiltinTools } from './builtin-tools';
@@ -10,7 +11,7 @@ import { encodeMachineText, fromMachineText } from '../../shared/text';
  * structured result (a verdict is a tool call, never parsed from prose).
  */
 
-export class ToolPolicyError extends Error {
+export class ToolPolicyError extends InvalidRequestError {
   override readonly name = 'ToolPolicyError';
 
   constructor(

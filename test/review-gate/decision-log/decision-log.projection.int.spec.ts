@@ -2,7 +2,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { seedRunAwaitingReview } from '../../../src/bench/decisions.bench';
-import { handleCommand } from '../../../src/events/command-handling';
+import { commandPathFor } from '../../../src/events/command-handling';
+import { runContext, runStream } from '../../../src/team/run-stream';
 import type { EventStore } from '../../../src/events/event-store.port';
 import { InMemoryEventStore } from '../../../src/events/in-memory.event-store';
 import { PostgresEventStore } from '../../../src/events/postgres.event-store';
@@ -13,8 +14,6 @@ import type { DecisionRecordRepository } from '../../../src/review-gate/decision
 import { createDecisionRecordRepository } from '../../../src/review-gate/decision-log/decision-record.repository.factory';
 import { decideReview, type ReviewCommand } from '../../../src/review-gate/domain/review-decider';
 import { parseReviewId } from '../../../src/team/domain/review-id';
-import { toRunStreamId } from '../../../src/team/domain/run-events';
-import { foldRun } from '../../../src/team/domain/run-state';
 import { tempDir } from '../../support/temp-dir';
 import { PG_URL } from '../../support/pg';
 
@@ -75,7 +74,7 @@ async function decide(store: EventStore, reviewId: string, how: 'approve' | 'rej
       : how === 'reject'
         ? { ...base, type: 'RejectReview', decider: { id: decider, kind: 'human' }, reason: 'missing tests', rework: false }
         : { ...base, type: 'FireReviewTimeout' };
-  await handleCommand(store, toRunStreamId(runId), foldRun, (state) => decideReview(command, state), { runId, correlationId: runId, actor: decider });
+  await commandPathFor(store).handle(runStream(store, runId), (state) => decideReview(command, state), runContext(runId, decider));
 }
 
 async function decisions(store: EventStore, n: number, how: (i: number) => 'approve' | 'reject' = () => 'approve'): Promise<void> {

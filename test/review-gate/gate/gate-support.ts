@@ -1,3 +1,4 @@
+import { commandPathFor } from '../../../src/events/command-handling';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
@@ -242,7 +243,7 @@ export async function seedLaunch(target: { dataDir: string } | { pg: PgSchema },
       : await PostgresEventStore.connect({ url: PG_URL, schema: target.pg.schema });
   try {
     const runId = `run_${randomBytes(10).toString('hex')}`;
-    await launchRun(store, input, { runId, launchedBy, now: new Date(), provider: 'offline', defaultModel: OFFLINE_MODEL_ID });
+    await launchRun(commandPathFor(store), input, { runId, launchedBy, now: new Date(), provider: 'offline', defaultModel: OFFLINE_MODEL_ID });
     return runId;
   } finally {
     await store.close();

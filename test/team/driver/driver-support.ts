@@ -1,3 +1,4 @@
+import { commandPathFor } from '../../../src/events/command-handling';
 import type { FairShare } from '../../../src/team/fair-share';
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -49,7 +50,7 @@ export async function startRun(options: HarnessOptions): Promise<Harness> {
   const clock = options.clock ?? { now: () => Date.now() };
   const workspace = await createWorkspace(dir.path, runId);
   await launchRun(
-    store,
+    commandPathFor(store),
     { goal: 'Write hello.txt', acceptanceCriteria: ['file hello.txt contains "Hello"'], ...options.launch },
     { runId, launchedBy: 'user:ann', now: new Date(clock.now()), provider: options.model.name, defaultModel: 'scripted' },
   );

@@ -1,16 +1,15 @@
-import { ConflictException, ForbiddenException, Inject, Logger, NotFoundException } from '@nestjs/common';
+import { Inject, Logger } from '@nestjs/common';
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
-import { EVENT_STORE, type EventStore } from '../../../events/event-store.port';
+import type { CommandPath } from '../../../events/command-handling';
+import { COMMAND_PATH } from '../../../events/command-path.module';
 import { WrongExpectedRevisionError } from '../../../events/errors';
+import { ConflictError } from '../../../shared/errors';
 import { CLOCK } from '../../../shared/system';
-import { evolve, runStatus } from '../../domain/run-state';
+import { runStatus } from '../../domain/run-state';
 import type { Clock } from '../../../shared/ports';
-import { handleRunCommand } from '../../run-command';
-import { RunSupervisor } from '../../run-supervisor';
+import { runContext, runStream } from '../../run-stream';
 import {
   ApprovalNotFoundError,
-  ApprovalNotPendingError,
-  ApprovalTimeoutNotDueError,
   decideApproval,
   pendingApproval,
   refusedApprover,
@@ -54,26 +53,24 @@ const MAX_ATTEMPTS = 5;
 
 /**
  * Approve, reject and timeouts of tool calls: preflight (approval exists, waits, approver allowed),
- * then the pure decision, appended at the revision read. When nothing else waits, the local
- * supervisor drives the run on (the tool runs, or the model hears of the rejection).
+ * then the pure decision, appended at the revision read; someone appended first: decide again on
+ * what they wrote (a decision makes this one 409). When nothing else waits, the dispatcher
+ * (RunDispatcher) drives the run on: the tool runs, or the model hears of the rejection.
  */
 abstract class DecideApprovalHandler {
   constructor(
-    protected readonly store: EventStore,
+    protected readonly path: CommandPath,
     protected readonly clock: Clock,
-    protected readonly supervisor: RunSupervisor,
   ) {}
 
   protected async decide(approvalId: string, approver: Approver, build: (at: string, nowMs: number) => ApprovalCommand): Promise<ApprovalResult> {
     const runId = parseApprovalId(approvalId)?.runId;
-    if (!runId) throw new NotFoundException(`approval ${approvalId} not found`);
+    if (!runId) throw new ApprovalNotFoundError(approvalId);
     const nowMs = this.clock.now();
     const command = build(new Date(nowMs).toISOString(), nowMs);
     try {
-      // Someone appended first: decide again on what they wrote (a decision makes this one 409).
-      const { state, events } = await handleRunCommand(
-        this.store,
-        runId,
+      const { state, events } = await this.path.handle(
+        runStream(this.path.store, runId),
         (state) => {
           // Preflight: the same rules the decision applies, checked before it is built.
           pendingApproval(state, approvalId);
@@ -83,22 +80,17 @@ abstract class DecideApprovalHandler {
           }
           return decideApproval(command, state);
         },
-        { actor: approver.id, maxAttempts: MAX_ATTEMPTS },
+        runContext(runId, approver.id),
+        { maxAttempts: MAX_ATTEMPTS },
       );
-      let revision = state.revision;
-      for (const e of events) evolve(state, e, { revision: ++revision, position: state.position });
-      const status = runStatus(state);
-      if (status !== 'awaiting_approval') void this.supervisor.start(runId);
       const decided = events[0].data as { outcome: 'approved' | 'rejected' };
-      return { approvalId, runId, outcome: decided.outcome, runStatus: status };
+      return { approvalId, runId, outcome: decided.outcome, runStatus: runStatus(state) };
     } catch (err) {
       if (err instanceof SelfApprovalError) {
         security.warn(JSON.stringify({ event: 'self_approval_refused', rule: err.rule, approvalId, approver: approver.id }));
-        throw new ForbiddenException(err.message);
+        throw err;
       }
-      if (err instanceof ApprovalNotFoundError) throw new NotFoundException(err.message);
-      if (err instanceof ApprovalNotPendingError || err instanceof ApprovalTimeoutNotDueError) throw new ConflictException(err.message);
-      if (err instanceof WrongExpectedRevisionError) throw new ConflictException(`approval ${approvalId}: the run kept changing while deciding; try again`);
+      if (err instanceof WrongExpectedRevisionError) throw new ConflictError(`approval ${approvalId}: the run kept changing while deciding; try again`);
       throw err;
     }
   }
@@ -106,8 +98,8 @@ abstract class DecideApprovalHandler {
 
 @CommandHandler(ApproveToolCallCommand)
 export class ApproveToolCallHandler extends DecideApprovalHandler implements ICommandHandler<ApproveToolCallCommand, ApprovalResult> {
-  constructor(@Inject(EVENT_STORE) store: EventStore, @Inject(CLOCK) clock: Clock, supervisor: RunSupervisor) {
-    super(store, clock, supervisor);
+  constructor(@Inject(COMMAND_PATH) path: CommandPath, @Inject(CLOCK) clock: Clock) {
+    super(path, clock);
   }
 
   execute(c: ApproveToolCallCommand): Promise<ApprovalResult> {
@@ -117,8 +109,8 @@ export class ApproveToolCallHandler extends DecideApprovalHandler implements ICo
 
 @CommandHandler(RejectToolCallCommand)
 export class RejectToolCallHandler extends DecideApprovalHandler implements ICommandHandler<RejectToolCallCommand, ApprovalResult> {
-  constructor(@Inject(EVENT_STORE) store: EventStore, @Inject(CLOCK) clock: Clock, supervisor: RunSupervisor) {
-    super(store, clock, supervisor);
+  constructor(@Inject(COMMAND_PATH) path: CommandPath, @Inject(CLOCK) clock: Clock) {
+    super(path, clock);
   }
 
   execute(c: RejectToolCallCommand): Promise<ApprovalResult> {
@@ -128,8 +120,8 @@ export class RejectToolCallHandler extends DecideApprovalHandler implements ICom
 
 @CommandHandler(FireApprovalTimeoutCommand)
 export class FireApprovalTimeoutHandler extends DecideApprovalHandler implements ICommandHandler<FireApprovalTimeoutCommand, ApprovalResult> {
-  constructor(@Inject(EVENT_STORE) store: EventStore, @Inject(CLOCK) clock: Clock, supervisor: RunSupervisor) {
-    super(store, clock, supervisor);
+  constructor(@Inject(COMMAND_PATH) path: CommandPath, @Inject(CLOCK) clock: Clock) {
+    super(path, clock);
   }
 
   execute(c: FireApprovalTimeoutCommand): Promise<ApprovalResult> {
