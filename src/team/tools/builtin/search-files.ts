@@ -4,55 +4,17 @@ import type { ToolDefinition } from '../tool.port';
 import { resolveInWorkspace, toWorkspacePath } from '../workspace';
 import type { BuiltinToolLimits } from './limits';
 import { fail, formatBytes, formatDuration, fsFailure, ok, quote } from './outcomes';
+import type { SearchRequest, SearchResult } from './search.worker';
 import { walk, type WalkEntry } from './walk';
-
-/** search_files: text (or a regex) in the workspace's files, matched on a worker thread. */
-
-const MAX_MATCH_LINE_CHARS = 300;
+import { workerScript } from './worker-script';
 
 /**
- * Runs in a worker thread so that a pathological regex can be stopped (terminate) instead of
- * blocking the orchestrator's event loop. Plain JavaScript: it is evaluated, not compiled.
+ * search_files: text (or a regex) in the workspace's files. The walk runs here; the reading and
+ * matching run on a worker thread (search.worker.ts says why) that is stopped at
+ * `searchTimeoutMs` or when the turn is cancelled.
  */
-const SEARCH_WORKER_SOURCE = `
-const { parentPort, workerData } = require('node:worker_threads');
-const fs = require('node:fs');
-const { files, pattern, regex, maxMatches, maxFileBytes, maxLineChars } = workerData;
-const re = regex ? new RegExp(pattern) : null;
-const matches = [];
-let truncated = false;
-let skipped = 0;
-outer: for (const file of files) {
-  let text;
-  try {
-    const fd = fs.openSync(file.abs, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
-    try {
-      const st = fs.fstatSync(fd);
-      if (!st.isFile()) continue;
-      if (st.size > maxFileBytes) { skipped++; continue; }
-      const buf = fs.readFileSync(fd);
-      if (buf.subarray(0, 8192).includes(0)) continue;
-      text = buf.toString('utf8');
-    } finally { fs.closeSync(fd); }
-  } catch { continue; }
-  const lines = text.split(/\\r?\\n/);
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i];
-    if (re ? re.test(line) : line.includes(pattern)) {
-      if (matches.length >= maxMatches) { truncated = true; break outer; }
-      const shown = line.length > maxLineChars ? line.slice(0, maxLineChars) + '…' : line;
-      matches.push(file.rel + ':' + (i + 1) + ': ' + shown);
-    }
-  }
-}
-parentPort.postMessage({ matches, truncated, skipped });
-`;
 
-interface SearchResult {
-  matches: string[];
-  truncated: boolean;
-  skipped: number;
-}
+const MAX_MATCH_LINE_CHARS = 300;
 
 export function searchFilesTool(limits: BuiltinToolLimits): ToolDefinition {
   return {
@@ -134,15 +96,15 @@ export function searchFilesTool(limits: BuiltinToolLimits): ToolDefinition {
   };
 }
 
-function runSearchWorker(
-  workerData: Record<string, unknown>,
-  timeoutMs: number,
-  signal: AbortSignal,
-): Promise<SearchResult | 'timeout' | 'aborted'> {
+/** Searches on a worker thread; resolves with its result, or says it was stopped. */
+async function runSearchWorker(request: SearchRequest, timeoutMs: number, signal: AbortSignal): Promise<SearchResult | 'timeout' | 'aborted'> {
+  const { script, eval: isSource } = await workerScript(__filename, 'search.worker');
+  // Run from the sources, finding the worker's code may take a moment: the turn may be cancelled by then.
+  if (signal.aborted) return 'aborted';
   return new Promise((resolve, reject) => {
-    const worker = new Worker(SEARCH_WORKER_SOURCE, {
-      eval: true,
-      workerData,
+    const worker = new Worker(script, {
+      eval: isSource,
+      workerData: request,
       resourceLimits: { maxOldGenerationSizeMb: 256 },
     });
     let settled = false;
