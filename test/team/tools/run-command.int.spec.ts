@@ -1,6 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { commandEnvironment, createBuiltinTools, type BuiltinToolLimits } from '../../../src/team/tools/builtin-tools';
+import { createBuiltinTools, type BuiltinToolLimits } from '../../../src/team/tools/builtin-tools';
+import { commandEnvironment } from '../../../src/team/tools/builtin/run-command';
 import type { ToolOutcome } from '../../../src/team/tools/tool.port';
 import { contextFor, isAlive, scratchDir, toolNamed, waitUntilGone } from './tool-test-support';
 

@@ -1,0 +1,146 @@
+import { spawn } from 'node:child_process';
+import { promises as fs } from 'node:fs';
+import type { ToolContext, ToolDefinition, ToolOutcome } from '../tool.port';
+import { errnoCode } from '../workspace';
+import { HeadTailBuffer } from './head-tail-buffer';
+import type { BuiltinToolLimits } from './limits';
+import { asMachineText, fail, formatBytes, formatDuration, fsFailure } from './outcomes';
+
+/** run_command: a shell command in the workspace, its process group killed on timeout or cancel. */
+
+const SECRET_NAME = /KEY|SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIAL/i;
+/** A URL with a password in it (`postgres://user:pass@host`), whatever the variable is called. */
+const URL_WITH_PASSWORD = /^[a-z][a-z0-9+.-]*:\/\/[^/@\s]*:[^/@\s]*@/i;
+
+/**
+ * The environment a command runs with: the orchestrator's own, minus anything that looks like a
+ * secret and minus triad's and Anthropic's configuration. The model must not be able to print keys.
+ */
+export function commandEnvironment(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  const clean: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined) continue;
+    if (SECRET_NAME.test(name) || /^ANTHROPIC_/i.test(name) || /^TRIAD_/i.test(name)) continue;
+    if (URL_WITH_PASSWORD.test(value)) continue;
+    clean[name] = value;
+  }
+  return clean;
+}
+
+export function runCommandTool(limits: BuiltinToolLimits): ToolDefinition {
+  return {
+    name: 'run_command',
+    description:
+      'Run a shell command (/bin/sh -c) in the workspace directory and return its combined stdout and stderr (at most ' +
+      `${formatBytes(limits.commandOutputMaxBytes)}; the middle is cut) and exit code. A non-zero exit is reported as an error. ` +
+      `Timeout defaults to ${formatDuration(limits.commandDefaultTimeoutMs)} (max ${formatDuration(limits.commandMaxTimeoutMs)}); ` +
+      'on timeout every process the command started is killed, and background processes do not outlive the command. ' +
+      'Secrets are removed from the environment.',
+    inputSchema: {
+      type: 'object',
+      properties: {
+        command: { type: 'string', minLength: 1, description: 'The shell command line.' },
+        timeoutMs: {
+          type: 'integer',
+          minimum: 1,
+          maximum: limits.commandMaxTimeoutMs,
+          description: `Milliseconds before the command is killed (default ${limits.commandDefaultTimeoutMs}).`,
+        },
+      },
+      required: ['command'],
+      additionalProperties: false,
+    },
+    readOnly: false,
+    idempotent: false,
+    risk: 'high',
+    async execute(input, context) {
+      const command = input.command as string;
+      const timeoutMs = Math.min((input.timeoutMs as number | undefined) ?? limits.commandDefaultTimeoutMs, limits.commandMaxTimeoutMs);
+      if (context.signal.aborted) return fail('command cancelled before it started');
+      let cwd: string;
+      try {
+        cwd = await fs.realpath(context.workspace);
+      } catch (err) {
+        return fsFailure(err, '.', 'use the workspace');
+      }
+      return runCommand(command, cwd, timeoutMs, limits.commandOutputMaxBytes, context);
+    },
+  };
+}
+
+function runCommand(command: string, cwd: string, timeoutMs: number, maxOutput: number, context: ToolContext): Promise<ToolOutcome> {
+  return new Promise((resolve) => {
+    const output = new HeadTailBuffer(maxOutput);
+    // detached: the shell leads a new process group, so one kill reaches everything it started.
+    const child = spawn('/bin/sh', ['-c', command], {
+      cwd,
+      env: commandEnvironment(process.env),
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stopped: 'timeout' | 'cancelled' | undefined;
+    let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+    let settled = false;
+    let drainTimer: NodeJS.Timeout | undefined;
+
+    const killGroup = (): void => {
+      if (child.pid === undefined) return;
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch (err) {
+        if (errnoCode(err) !== 'ESRCH') throw err;
+      }
+    };
+    const finish = (outcome: ToolOutcome): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      clearTimeout(drainTimer);
+      context.signal.removeEventListener('abort', onAbort);
+      resolve(outcome);
+    };
+    const report = (): void => {
+      const text = output.text();
+      const body = text === '' ? '(no output)' : text.endsWith('\n') ? text.slice(0, -1) : text;
+      if (stopped === 'timeout') {
+        finish(asMachineText(fail(`${body}\n[timed out after ${formatDuration(timeoutMs)}; the command and every process it started were killed]`)));
+      } else if (stopped === 'cancelled') {
+        finish(asMachineText(fail(`${body}\n[cancelled; the command and every process it started were killed]`)));
+      } else if (exit?.signal) {
+        finish(asMachineText(fail(`${body}\n[killed by signal ${exit.signal}]`)));
+      } else {
+        const code = exit?.code ?? -1;
+        finish({ output: `${body}\n[exit code ${code}]`, isError: code !== 0, machineText: true });
+      }
+    };
+
+    const timer = setTimeout(() => {
+      stopped ??= 'timeout';
+      killGroup();
+    }, timeoutMs);
+    const onAbort = (): void => {
+      stopped ??= 'cancelled';
+      killGroup();
+    };
+    context.signal.addEventListener('abort', onAbort, { once: true });
+
+    child.stdout.on('data', (chunk: Buffer) => output.push(chunk));
+    child.stderr.on('data', (chunk: Buffer) => output.push(chunk));
+    child.once('error', (err) => {
+      killGroup();
+      finish(fail(`could not start the command: ${errnoCode(err) ?? err.message}`));
+    });
+    child.once('exit', (code, signal) => {
+      exit = { code, signal };
+      // Leftover background processes would hold the output pipes open and outlive the run.
+      killGroup();
+      // A process that left the group (setsid) may still hold the pipes: stop waiting for it.
+      drainTimer = setTimeout(() => {
+        child.stdout.destroy();
+        child.stderr.destroy();
+        report();
+      }, 2000);
+    });
+    child.once('close', () => report());
+  });
+}
