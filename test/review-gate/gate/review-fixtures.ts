@@ -150,7 +150,7 @@ export function fireTimeout(atTime: string, reviewId = reviewIdOf(1)): ReviewCom
 /** The review gate's decider over the team run's state, for DeciderSpecification. */
 export const reviewDecider: Decider<RunState, ReviewCommand, TeamRunEvent> = {
   decide: decideReview,
-  evolve: (state, event, recorded) => evolve(state, event, recorded),
+  evolve,
   initialState: () => initialRunState(RUN_ID),
 };
 

@@ -17,7 +17,7 @@ export const REQUESTED_AT = '2025-01-01T00:00:05.000Z';
 
 export const approvalDecider: Decider<RunState, ApprovalCommand, TeamRunEvent> = {
   decide: decideApproval,
-  evolve: (state, event, recorded) => evolve(state, event, recorded),
+  evolve,
   initialState: () => initialRunState(RUN_ID),
 };
 
