@@ -1,13 +1,16 @@
 import { ApiKeyDirectory, hashSecret } from '../../src/auth/identity';
-import { ApiKeyNameConflictError, decideAddApiKey, foldApiKeys, type AddApiKey, type ApiKeyEvent } from '../../src/auth/keys/api-key-events';
+import { ApiKeyNameConflictError, type AddApiKey, type ApiKeyEvent } from '../../src/auth/keys/api-key-events';
 import { normaliseIdentity, normaliseName, sameIdentity } from '../../src/auth/names';
 import { ConfigError, parseApiKeys } from '../../src/config/config';
+import { given } from './api-key-fixtures';
 
 // Key names are normalised where they enter (NFC, lower case), and two keys whose names differ
 // only in case are refused: they would be one identity.
 
 const add = (name: string): AddApiKey => ({ name, roles: ['reviewer'], secretHash: hashSecret(`s-${name}`).toString('hex'), addedBy: 'user:root', at: '2025-03-01T10:00:00.000Z' });
-const recorded = (events: ApiKeyEvent[]) => events.map((e, i) => ({ ...e, revision: i }));
+/** A key as `triad keys add` stored it. */
+const added = (name: string): ApiKeyEvent => ({ type: 'ApiKeyAdded', data: { ...add(name), name } });
+/** A key stored before names were normalised, under a mixed-case name. */
 const legacy = (name: string): ApiKeyEvent => ({ type: 'ApiKeyAdded', data: { ...add('x'), name } });
 
 describe('names', () => {
@@ -37,23 +40,20 @@ describe('TRIAD_API_KEYS', () => {
 
 describe('triad keys add', () => {
   it('given no key, when ALICE is added, then the key is stored as alice', () => {
-    expect(decideAddApiKey(add('ALICE'), foldApiKeys([]))).toEqual([{ type: 'ApiKeyAdded', data: expect.objectContaining({ name: 'alice' }) }]);
+    given([]).when(add('ALICE')).then([{ type: 'ApiKeyAdded', data: { name: 'alice' } }]);
   });
 
   it('given a stored key alice, when alice is added again, then it replaces it', () => {
-    const state = foldApiKeys(recorded(decideAddApiKey(add('alice'), foldApiKeys([]))));
-    expect(decideAddApiKey(add('alice'), state)[0]).toMatchObject({ type: 'ApiKeyReplaced', data: { name: 'alice' } });
+    given([added('alice')]).when(add('alice')).then([{ type: 'ApiKeyReplaced', data: { name: 'alice' } }]);
   });
 
   it('given a stored key alice, when ALICE is added, then it is refused as a collision (nothing decided)', () => {
-    const state = foldApiKeys(recorded(decideAddApiKey(add('alice'), foldApiKeys([]))));
-    expect(() => decideAddApiKey(add('ALICE'), state)).toThrow(ApiKeyNameConflictError);
+    given([added('alice')]).when(add('ALICE')).thenThrows(ApiKeyNameConflictError);
   });
 
   it('given a key stored as Alice before names were normalised, then it acts as user:alice and ALICE collides with it', () => {
-    const state = foldApiKeys(recorded([legacy('Alice')]));
-    expect(() => decideAddApiKey(add('alice'), state)).toThrow(ApiKeyNameConflictError);
-    expect(decideAddApiKey(add('Alice'), state)[0]).toMatchObject({ type: 'ApiKeyReplaced', data: { name: 'alice' } });
+    given([legacy('Alice')]).when(add('alice')).thenThrows(ApiKeyNameConflictError);
+    given([legacy('Alice')]).when(add('Alice')).then([{ type: 'ApiKeyReplaced', data: { name: 'alice' } }]);
     const dir = new ApiKeyDirectory();
     dir.addHashed('Alice', ['reviewer'], hashSecret('legacy-secret'), 'store');
     expect(dir.authenticate('legacy-secret')).toMatchObject({ id: 'user:alice', name: 'alice' });

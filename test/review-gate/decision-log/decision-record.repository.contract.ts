@@ -113,6 +113,17 @@ export function decisionRecordRepositoryContract(name: string, makeHarness: () =
       expect(await repo.approvalsFrom()).toBe(0);
     });
 
+    it('what it reads is a copy: changing a record read back changes nothing stored', async () => {
+      const records = chainOf(decisionEvents(2));
+      await appendAll(records);
+      const read = (await repo.get('dec-1'))!;
+      Object.assign(read, { reason: 'changed' });
+      read.acceptanceCriteria?.push('added');
+      Object.assign((await repo.list())[1], { outcome: 'changed' });
+      expect(await repo.get('dec-1')).toEqual(records[0]);
+      expect(await repo.list()).toEqual(records);
+    });
+
     it('append is idempotent by decision id: the stored record is returned, nothing written', async () => {
       const records = chainOf(decisionEvents(2));
       await appendAll(records);

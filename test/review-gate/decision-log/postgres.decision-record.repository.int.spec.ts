@@ -1,3 +1,4 @@
+import { Pool } from 'pg';
 import { PostgresEventStore } from '../../../src/events/postgres.event-store';
 import { createDecisionRecordRepository } from '../../../src/review-gate/decision-log/decision-record.repository.factory';
 import { POSTGRES_DECISION_LOG_SCHEMA_VERSION, PostgresDecisionRecordRepository } from '../../../src/review-gate/decision-log/postgres.decision-record.repository';
@@ -11,22 +12,26 @@ describe('postgres reachability (decision log)', () => {
   });
 });
 
+/** How this suite builds the adapter: its own constructor (open migrates), on a pool, in the test's schema. */
+const makeAdapter = (pool: Pool, schema: string) => PostgresDecisionRecordRepository.open(pool, schema);
+
 decisionRecordRepositoryContract(
   'postgres',
   () => {
+    // A schema of its own for each test: the log is one chain per database, and each test starts empty.
     const schema = freshSchema('triad_dl');
-    const stores: PostgresEventStore[] = [];
-    // Each repository on its own event store: its own pool, as another process has.
+    const pools: Pool[] = [];
+    // Each repository on a pool of its own, as another process has.
     const open = async () => {
-      const store = await PostgresEventStore.connect({ url: PG_URL, schema, poolSize: 4 });
-      stores.push(store);
-      return createDecisionRecordRepository(store);
+      const pool = new Pool({ connectionString: PG_URL, max: 4, connectionTimeoutMillis: 5000 });
+      pools.push(pool);
+      return makeAdapter(pool, schema);
     };
     return {
       open,
       openAnother: open,
       cleanup: async () => {
-        for (const s of stores) await s.close();
+        for (const pool of pools) await pool.end();
         await dropSchema(schema);
       },
     };

@@ -3,24 +3,28 @@ import { join } from 'node:path';
 import { SqliteEventStore } from '../../../src/events/sqlite.event-store';
 import { createDecisionRecordRepository } from '../../../src/review-gate/decision-log/decision-record.repository.factory';
 import { SQLITE_DECISION_LOG_SCHEMA_VERSION, SqliteDecisionRecordRepository } from '../../../src/review-gate/decision-log/sqlite.decision-record.repository';
+import { openWalDatabase } from '../../support/sqlite';
 import { tempDir } from '../../support/temp-dir';
 import { decisionRecordRepositoryContract } from './decision-record.repository.contract';
+
+/** How this suite builds the adapter: its own constructor, on a connection to the events file. */
+const makeAdapter = (db: Database.Database) => new SqliteDecisionRecordRepository(db);
 
 decisionRecordRepositoryContract('sqlite', () => {
   const dir = tempDir('triad-decisions-');
   const file = join(dir.path, 'triad.db');
-  const stores: SqliteEventStore[] = [];
-  // Each repository on its own event store: its own connection to the file, as another process has.
+  const connections: Database.Database[] = [];
+  // Each repository on a connection of its own to the file, as another process has.
   const open = async () => {
-    const store = new SqliteEventStore({ file });
-    stores.push(store);
-    return createDecisionRecordRepository(store);
+    const db = openWalDatabase(file);
+    connections.push(db);
+    return makeAdapter(db);
   };
   return {
     open,
     openAnother: open,
     cleanup: async () => {
-      for (const s of stores) await s.close();
+      for (const db of connections) db.close();
       dir.remove();
     },
   };

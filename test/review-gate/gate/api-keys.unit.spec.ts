@@ -6,9 +6,9 @@ import {
   parseKeyRoles,
   validateKeyName,
   type AddApiKey,
-  type ApiKeyEvent,
 } from '../../../src/auth/keys/api-key-events';
 import { newApiKeySecret } from '../../../src/auth/keys/api-key-secret';
+import { given } from '../../auth/api-key-fixtures';
 
 // Stored API keys: the pure decider and fold, and the directory that holds keys from both sources.
 
@@ -20,31 +20,38 @@ const add = (name: string, roles: AddApiKey['roles'], secret = `secret-${name}`)
   addedBy: 'user:root',
   at: '2025-03-01T10:00:00.000Z',
 });
-const recorded = (events: ApiKeyEvent[]) => events.map((e, i) => ({ ...e, revision: i }));
 
 describe('api keys: decide and fold', () => {
   it('a new name → ApiKeyAdded with the hash, never the secret', () => {
-    const events = decideAddApiKey(add('ann', ['operator', 'reviewer'], 'triad_s3cret'), foldApiKeys([]));
-    expect(events).toEqual([
-      { type: 'ApiKeyAdded', data: { name: 'ann', roles: ['operator', 'reviewer'], secretHash: hashOf('triad_s3cret'), addedBy: 'user:root', at: '2025-03-01T10:00:00.000Z' } },
-    ]);
-    expect(JSON.stringify(events)).not.toContain('triad_s3cret');
+    given([])
+      .when(add('ann', ['operator', 'reviewer'], 'triad_s3cret'))
+      .then(({ events }) => {
+        expect(events).toEqual([
+          { type: 'ApiKeyAdded', data: { name: 'ann', roles: ['operator', 'reviewer'], secretHash: hashOf('triad_s3cret'), addedBy: 'user:root', at: '2025-03-01T10:00:00.000Z' } },
+        ]);
+        expect(JSON.stringify(events)).not.toContain('triad_s3cret');
+      });
   });
 
   it('a name already stored → ApiKeyReplaced; the latest key of a name wins', () => {
-    const first = decideAddApiKey(add('ann', ['operator'], 'one'), foldApiKeys([]));
-    const second = decideAddApiKey(add('ann', ['reviewer'], 'two'), foldApiKeys(recorded(first)));
-    expect(second[0].type).toBe('ApiKeyReplaced');
-    const state = foldApiKeys(recorded([...first, ...second]));
+    const { events: first } = given([]).when(add('ann', ['operator'], 'one')).then([{ type: 'ApiKeyAdded' }]);
+    const { state } = given(first).when(add('ann', ['reviewer'], 'two')).then([{ type: 'ApiKeyReplaced' }]);
     expect(state.revision).toBe(1);
     expect(state.keys.get('ann')).toMatchObject({ roles: ['reviewer'], secretHash: hashOf('two') });
   });
 
+  it('the fold skips event types it does not know, keeping their revision', () => {
+    const [added] = decideAddApiKey(add('ann', ['operator']), foldApiKeys([]));
+    const state = foldApiKeys([{ ...added, revision: 0 }, { type: 'ApiKeyRevoked', data: { name: 'ann' }, revision: 1 }]);
+    expect(state.revision).toBe(1);
+    expect(state.keys.get('ann')).toMatchObject({ roles: ['operator'] });
+  });
+
   it('bad names, roles or hashes are refused', () => {
-    expect(() => decideAddApiKey(add('a b', ['operator']), foldApiKeys([]))).toThrow(InvalidApiKeyError);
-    expect(() => decideAddApiKey(add('ann', []), foldApiKeys([]))).toThrow(InvalidApiKeyError);
-    expect(() => decideAddApiKey(add('ann', ['root' as never]), foldApiKeys([]))).toThrow(InvalidApiKeyError);
-    expect(() => decideAddApiKey({ ...add('ann', ['operator']), secretHash: 'plain' }, foldApiKeys([]))).toThrow(InvalidApiKeyError);
+    given([]).when(add('a b', ['operator'])).thenThrows(InvalidApiKeyError);
+    given([]).when(add('ann', [])).thenThrows(InvalidApiKeyError);
+    given([]).when(add('ann', ['root' as never])).thenThrows(InvalidApiKeyError);
+    given([]).when({ ...add('ann', ['operator']), secretHash: 'plain' }).thenThrows(InvalidApiKeyError);
   });
 
   it('roles: + or , separated, known roles only, duplicates dropped', () => {

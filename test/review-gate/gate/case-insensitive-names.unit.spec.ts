@@ -1,9 +1,9 @@
 import { refusedDecider } from '../../../src/review-gate/domain/review-decider';
 import { SelfReviewError, selfReviewRule } from '../../../src/review-gate/domain/self-review';
-import { decideApproval, refusedApprover, SelfApprovalError, type ApprovalCommand } from '../../../src/team/approvals/approval-decider';
-import { approvalIdOf } from '../../../src/team/approvals/approval-id';
+import { refusedApprover, SelfApprovalError } from '../../../src/team/approvals/approval-decider';
 import type { TeamRunEvent } from '../../../src/team/domain/run-events';
 import * as gwt from '../../team/machines/given-when-then';
+import { approve as approveTool, awaitingApproval, given as givenApproval } from '../../team/resilience/approval-fixtures';
 import { approve, awaitingReview, fold, given, human, reject, reviewIdOf } from './review-fixtures';
 
 // Names are case-insensitive: `user:ANN` is the launcher `user:ann`, at the review gate and at the
@@ -17,7 +17,7 @@ function launchedBy(events: TeamRunEvent[], who: string): TeamRunEvent[] {
 
 describe('review gate: names compare case-insensitively', () => {
   it('given a run launched by user:ann, when user:ANN approves or rejects, then it is refused as self-review', () => {
-    given(awaitingReview()).when(approve(human('ANN'))).thenThrows(SelfReviewError, (err) => expect((err as SelfReviewError).rule).toBe('launcher'));
+    given(awaitingReview()).when(approve(human('ANN'))).thenThrows(SelfReviewError, (err) => expect(err.rule).toBe('launcher'));
     given(awaitingReview()).when(reject(human('Ann'), { rework: false })).thenThrows(SelfReviewError);
   });
 
@@ -39,35 +39,20 @@ describe('review gate: names compare case-insensitively', () => {
 });
 
 describe('tool approvals: names compare case-insensitively', () => {
-  const APPROVAL_ID = approvalIdOf(gwt.RUN_ID, 'tu_cmd');
-  const waiting = (launcher = 'user:ann'): TeamRunEvent[] =>
-    launchedBy(
-      [
-        gwt.runLaunched(),
-        gwt.phaseStarted('planning'),
-        ...gwt.submitTurn('architect', 1, gwt.planSubmitted()),
-        gwt.phaseStarted('executing'),
-        gwt.modelCallStarted('executor', 1),
-        gwt.modelCallCompleted('executor', 1, [gwt.toolUse('tu_cmd', 'run_command', { command: 'make' })]),
-        {
-          type: 'ToolApprovalRequested',
-          data: { approvalId: APPROVAL_ID, role: 'executor', turn: 1, toolUseId: 'tu_cmd', name: 'run_command', input: { command: 'make' }, risk: 'high', threshold: 'high', at: gwt.LAUNCHED_AT },
-        },
-      ],
-      launcher,
-    );
-  const by = (id: string): ApprovalCommand => ({ type: 'ApproveToolCall', approvalId: APPROVAL_ID, approver: { id, kind: 'human' }, reason: 'ok', at: gwt.LAUNCHED_AT });
+  const approveAs = (id: string) => approveTool({ by: id, reason: 'ok', at: gwt.LAUNCHED_AT });
 
   it('given a run launched by user:ann, when user:ANN approves its tool call, then it is refused (decision and preflight)', () => {
-    expect(() => decideApproval(by('user:ANN'), gwt.fold(waiting()))).toThrow(SelfApprovalError);
-    expect(refusedApprover(gwt.fold(waiting()), { id: 'user:ANN', kind: 'human' })).toBe('launcher');
+    givenApproval(awaitingApproval()).when(approveAs('user:ANN')).thenThrows(SelfApprovalError);
+    expect(refusedApprover(gwt.fold(awaitingApproval()), { id: 'user:ANN', kind: 'human' })).toBe('launcher');
   });
 
   it('given a run recorded as launched by user:Ann, when user:ann approves, then it is refused', () => {
-    expect(() => decideApproval(by('user:ann'), gwt.fold(waiting('user:Ann')))).toThrow(SelfApprovalError);
+    givenApproval(awaitingApproval({ launchedBy: 'user:Ann' })).when(approveAs('user:ann')).thenThrows(SelfApprovalError);
   });
 
   it('another user may decide', () => {
-    expect(decideApproval(by('user:bob'), gwt.fold(waiting()))[0].data).toMatchObject({ outcome: 'approved', decider: 'user:bob' });
+    givenApproval(awaitingApproval())
+      .when(approveAs('user:bob'))
+      .then([{ type: 'ToolApprovalDecided', data: { outcome: 'approved', decider: 'user:bob' } }]);
   });
 });

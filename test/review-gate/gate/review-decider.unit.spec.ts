@@ -116,14 +116,14 @@ describe('review gate: no self-review', () => {
 
   it('the executor of the work may not decide', () => {
     given(awaitingReview()).when(approve(agent(EXECUTOR))).thenThrows(SelfReviewError, (err) => {
-      expect((err as SelfReviewError).rule).toBe('executor');
+      expect(err.rule).toBe('executor');
       noIds(err);
     });
   });
 
   it('an agent the executor spawned (below it in the delegation chain) may not decide', () => {
     given(awaitingReview()).when(reject(agent(`${EXECUTOR}/helper:1`))).thenThrows(SelfReviewError, (err) => {
-      expect((err as SelfReviewError).rule).toBe('delegation_chain');
+      expect(err.rule).toBe('delegation_chain');
       noIds(err);
     });
     given(awaitingReview()).when(approve(agent(`${EXECUTOR}/helper:1/sub:2`))).thenThrows(SelfReviewError);
@@ -134,14 +134,14 @@ describe('review gate: no self-review', () => {
     given(awaitingReview({ executor: `${parent}/executor:1` }))
       .when(approve(agent(parent)))
       .thenThrows(SelfReviewError, (err) => {
-        expect((err as SelfReviewError).rule).toBe('delegation_chain');
+        expect(err.rule).toBe('delegation_chain');
         noIds(err);
       });
   });
 
   it('the launcher may not decide by default', () => {
     given(awaitingReview()).when(approve(human('ann'))).thenThrows(SelfReviewError, (err) => {
-      expect((err as SelfReviewError).rule).toBe('launcher');
+      expect(err.rule).toBe('launcher');
       noIds(err);
     });
     given(awaitingReview()).when(reject(human('ann'), { rework: false })).thenThrows(SelfReviewError);

@@ -1,12 +1,12 @@
 import type { RoleConfig, ReviewTimeoutPolicy, RunLaunchedData, TeamRunEvent } from '../../../src/team/domain/run-events';
-import { foldRun, initialRunState, type RunState } from '../../../src/team/domain/run-state';
-import { decideReview, type Decider, type ReviewCommand } from '../../../src/review-gate/domain/review-decider';
+import { evolve, foldRun, initialRunState, type RunState } from '../../../src/team/domain/run-state';
+import { decideReview, type Decider as ReviewDecider, type ReviewCommand } from '../../../src/review-gate/domain/review-decider';
+import { DeciderSpecification, type Decider } from '../../support/decider-specification';
 
 /**
- * Given / when / then for the review gate's pure decider:
- * `given(events).when(command).then(events)` folds the past with the team run's own fold, runs
- * `decideReview` and compares what it decided; `.thenThrows(ErrorClass)` expects a refusal.
- * Events are built the way the run driver records them.
+ * Fixtures for the review gate's pure decider: a run built the way the run driver records it, the
+ * commands, and `given(events).when(command).then(events)` (test/support/decider-specification.ts)
+ * over `decideReview` and the team run's own evolve.
  */
 
 export const RUN_ID = 'run_gate1';
@@ -121,14 +121,14 @@ export function fold(events: TeamRunEvent[]): RunState {
 // ---------------------------------------------------------------------------------------------
 // Commands
 
-export const human = (name: string): Decider => ({ id: `user:${name}`, kind: 'human' });
-export const agent = (id: string): Decider => ({ id, kind: 'agent' });
+export const human = (name: string): ReviewDecider => ({ id: `user:${name}`, kind: 'human' });
+export const agent = (id: string): ReviewDecider => ({ id, kind: 'agent' });
 
-export function approve(decider: Decider = human('bob'), o: { reviewId?: string; reason?: string; at?: string } = {}): ReviewCommand {
+export function approve(decider: ReviewDecider = human('bob'), o: { reviewId?: string; reason?: string; at?: string } = {}): ReviewCommand {
   return { type: 'ApproveReview', reviewId: o.reviewId ?? reviewIdOf(1), decider, reason: o.reason ?? 'looks right', decisionId: 'dec_1', at: o.at ?? at(1000) };
 }
 
-export function reject(decider: Decider = human('bob'), o: { reviewId?: string; reason?: string; rework?: boolean; at?: string } = {}): ReviewCommand {
+export function reject(decider: ReviewDecider = human('bob'), o: { reviewId?: string; reason?: string; rework?: boolean; at?: string } = {}): ReviewCommand {
   return {
     type: 'RejectReview',
     reviewId: o.reviewId ?? reviewIdOf(1),
@@ -147,45 +147,11 @@ export function fireTimeout(atTime: string, reviewId = reviewIdOf(1)): ReviewCom
 // ---------------------------------------------------------------------------------------------
 // Given / when / then
 
-export interface Decided {
-  /** What the decider returned. */
-  events: TeamRunEvent[];
-  /** The state after folding the past and the decided events. */
-  state: RunState;
-}
+/** The review gate's decider over the team run's state, for DeciderSpecification. */
+export const reviewDecider: Decider<RunState, ReviewCommand, TeamRunEvent> = {
+  decide: decideReview,
+  evolve,
+  initialState: () => initialRunState(RUN_ID),
+};
 
-/** An expected event: its type and, compared with toMatchObject, any part of its data. */
-export interface ExpectedEvent {
-  type: TeamRunEvent['type'];
-  data?: Record<string, unknown>;
-}
-
-export function given(past: TeamRunEvent[]) {
-  return {
-    when(command: ReviewCommand) {
-      const run = () => decideReview(command, fold(past));
-      return {
-        then(expected: ExpectedEvent[] | ((d: Decided) => void)): Decided {
-          const events = run();
-          const decided = { events, state: fold([...past, ...events]) };
-          if (typeof expected === 'function') expected(decided);
-          else {
-            expect(events.map((e) => e.type)).toEqual(expected.map((e) => e.type));
-            expect(events).toMatchObject(expected);
-          }
-          return decided;
-        },
-        thenThrows(type: new (...args: never[]) => Error, check?: (err: Error) => void): void {
-          let thrown: unknown;
-          try {
-            run();
-          } catch (err) {
-            thrown = err;
-          }
-          expect(thrown).toBeInstanceOf(type);
-          check?.(thrown as Error);
-        },
-      };
-    },
-  };
-}
+export const given = DeciderSpecification.for(reviewDecider);

@@ -4,6 +4,7 @@ import type { ChatMessage, ModelRequest, ModelResponse, RoleName, ToolSpec, Tool
 import { OFFLINE_MODEL_ID, OfflineModelProvider, parseCriterion } from '../../../src/team/models/offline.model';
 import { renderTaskMessage, ROLE_PROMPTS, type TaskMessageInput } from '../../../src/team/prompts';
 import { tempDir } from '../../support/temp-dir';
+import { modelProviderContract } from './model-provider.contract';
 
 // Drives the offline model through a whole team run with a tiny in-test agent loop whose tools
 // really touch a temp directory, the way the real loop feeds tool results back.
@@ -15,6 +16,25 @@ const TOOLS: Record<RoleName, ToolSpec[]> = {
   reviewer: ['read_file', 'list_files', 'search_files', 'submit_verdict'].map(spec),
 };
 const SUBMIT: Record<RoleName, string> = { architect: 'submit_plan', executor: 'submit_work', reviewer: 'submit_verdict' };
+
+/** How this suite builds the adapter. */
+const makeAdapter = (options?: { latencyMs?: number }) => new OfflineModelProvider(options);
+
+/** The executor's first turn of a run: the offline model answers it with a tool call. */
+function executorTurn(): ModelRequest {
+  const task = renderTaskMessage('executor', { goal: 'Say hello', acceptanceCriteria: ['file hello.txt contains "Hello"'], iteration: 1 });
+  return { runId: 'run-1', role: 'executor', model: 'offline', system: ROLE_PROMPTS.executor, messages: [{ role: 'user', content: task }], tools: TOOLS.executor, maxTokens: 4096 };
+}
+
+// The offline model is told nothing: it answers by its own rules, a tool call for an agent turn and
+// text for a summary.
+modelProviderContract('offline', async () => ({
+  textTurn: () => ({ provider: makeAdapter(), request: { ...executorTurn(), purpose: 'summary' } }),
+  toolTurn: () => ({ provider: makeAdapter(), request: executorTurn() }),
+  // The wait begins inside complete(), before its first await.
+  hangingTurn: () => ({ provider: makeAdapter({ latencyMs: 10 * 60_000 }), request: executorTurn(), underWay: async () => undefined }),
+  cleanup: async () => undefined,
+}));
 
 function runTool(workspace: string, call: ToolUseBlock): { content: string; is_error?: boolean } {
   const input = call.input as Record<string, string>;
@@ -140,21 +160,6 @@ describe('OfflineModelProvider playing a team run', () => {
     // Replaying the recorded requests gives the recorded responses (crash recovery, replay).
     const replayed = await Promise.all(run.requests.map((r) => model.complete(structuredClone(r))));
     expect(replayed).toEqual(run.responses);
-  });
-
-  it('streams its text through onTextDelta', async () => {
-    const deltas: string[] = [];
-    const response = await model.complete({
-      runId: 'r',
-      role: 'architect',
-      model: 'offline',
-      system: '',
-      messages: [{ role: 'user', content: renderTaskMessage('architect', { goal: 'g', acceptanceCriteria: [], iteration: 1 }) }],
-      tools: TOOLS.architect,
-      maxTokens: 100,
-      onTextDelta: (t) => deltas.push(t),
-    });
-    expect(deltas.join('')).toBe((response.content[0] as { text: string }).text);
   });
 
   it('answers text-only for an unknown role, a missing tool, or a conversation it could not have produced', async () => {

@@ -1,9 +1,45 @@
 import { ModelError, type ModelRequest } from '../../../src/team/models/model.port';
-import { ScriptedModelProvider, ScriptExhaustedError, textResponse, toolUseResponse } from '../../../src/team/models/scripted.model';
+import { ScriptedModelProvider, ScriptExhaustedError, textResponse, toolUseResponse, type ScriptedModelOptions, type ScriptStep } from '../../../src/team/models/scripted.model';
+import { modelProviderContract } from './model-provider.contract';
+
+/** How this suite builds the adapter. */
+const makeAdapter = (script: ScriptStep[], options?: ScriptedModelOptions) => new ScriptedModelProvider(script, options);
 
 function request(text: string, overrides: Partial<ModelRequest> = {}): ModelRequest {
   return { runId: 'r', role: 'executor', model: 'scripted', system: 'sys', messages: [{ role: 'user', content: text }], tools: [], maxTokens: 10, ...overrides };
 }
+
+/** A turn in the middle of a conversation: a tool call and its result are in the history. */
+function contractRequest(): ModelRequest {
+  return request('Goal:\nSay hello', {
+    messages: [
+      { role: 'user', content: 'Goal:\nSay hello' },
+      { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_0', name: 'read_file', input: { path: 'a.txt' } }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_0', content: 'no such file', is_error: true }] },
+    ],
+    tools: [
+      { name: 'read_file', description: 'Read a file', input_schema: { type: 'object', properties: { path: { type: 'string' } } } },
+      { name: 'write_file', description: 'Write a file', input_schema: { type: 'object' } },
+    ],
+  });
+}
+
+modelProviderContract('scripted', async () => ({
+  textTurn: () => {
+    const answer = textResponse('Hello there, in several words of text.');
+    return { provider: makeAdapter([answer]), request: contractRequest(), expectedContent: answer.content };
+  },
+  toolTurn: () => {
+    const answer = toolUseResponse('write_file', { path: 'a.txt', content: 'Hello\n' }, { id: 'toolu_1', text: 'Writing the file.' });
+    return { provider: makeAdapter([answer]), request: contractRequest(), expectedContent: answer.content };
+  },
+  hangingTurn: () => {
+    const provider = makeAdapter([textResponse('never')], { latencyMs: 10 * 60_000 });
+    // The wait begins inside complete(), before its first await.
+    return { provider, request: contractRequest(), underWay: async () => undefined };
+  },
+  cleanup: async () => undefined,
+}));
 
 describe('ScriptedModelProvider', () => {
   it('answers in script order and records a plain copy of each request', async () => {
@@ -37,12 +73,11 @@ describe('ScriptedModelProvider', () => {
     expect(model.remaining).toBeUndefined();
   });
 
-  it('streams text through onTextDelta', async () => {
+  it('streams text in word-sized pieces, as a streaming model would', async () => {
     const model = new ScriptedModelProvider([textResponse('several words of text')]);
     const deltas: string[] = [];
     await model.complete(request('a', { onTextDelta: (t) => deltas.push(t) }));
-    expect(deltas.length).toBeGreaterThan(1);
-    expect(deltas.join('')).toBe('several words of text');
+    expect(deltas).toEqual(['several ', 'words ', 'of ', 'text']);
   });
 
   it('does not share response objects between the script and its callers', async () => {
@@ -53,22 +88,10 @@ describe('ScriptedModelProvider', () => {
     expect((await model.complete(request('b'))).content).toEqual([{ type: 'text', text: 'original' }]);
   });
 
-  it('waits latencyMs, and an abort cuts the wait short with ModelError aborted', async () => {
-    const model = new ScriptedModelProvider([textResponse('slow'), textResponse('never')], { latencyMs: 60 });
+  it('waits latencyMs before answering', async () => {
+    const model = new ScriptedModelProvider([textResponse('slow')], { latencyMs: 60 });
     const started = Date.now();
     await model.complete(request('a'));
     expect(Date.now() - started).toBeGreaterThanOrEqual(50);
-
-    // A wait far longer than any machine's hiccup, so that only the abort can end it.
-    const slow = new ScriptedModelProvider([textResponse('never')], { latencyMs: 60_000 });
-    const controller = new AbortController();
-    setTimeout(() => controller.abort(), 10);
-    const aborting = Date.now();
-    await expect(slow.complete(request('b', { signal: controller.signal }))).rejects.toMatchObject({ name: 'ModelError', kind: 'aborted' });
-    expect(Date.now() - aborting).toBeLessThan(30_000);
-
-    const already = new AbortController();
-    already.abort();
-    await expect(model.complete(request('c', { signal: already.signal }))).rejects.toMatchObject({ kind: 'aborted' });
   });
 });
