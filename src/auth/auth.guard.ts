@@ -1,12 +1,15 @@
 import { type CanActivate, type ExecutionContext, ForbiddenException, Inject, Injectable, SetMetadata, UnauthorizedException } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { ApiKeyDirectory, hasRole, type HumanRole, type Identity } from './identity';
+import { MAY, type GuardedAction } from './roles';
 
 export const ROLES_KEY = 'triad:roles';
 export const PUBLIC_KEY = 'triad:public';
 
 /** Roles that may call a route (admin always may). No decorator: any authenticated identity. */
 export const Roles = (...roles: HumanRole[]) => SetMetadata(ROLES_KEY, roles);
+/** Guards a route or controller by the role table (`MAY` in roles.ts). */
+export const May = (action: GuardedAction) => Roles(...MAY[action]);
 export const Public = () => SetMetadata(PUBLIC_KEY, true);
 
 export interface AuthenticatedRequest {

@@ -2,7 +2,9 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { ApiKeyEntry } from '../config/config';
 import { normaliseName } from './names';
 
-export type HumanRole = 'operator' | 'reviewer' | 'auditor' | 'admin';
+import type { HumanRole } from './roles';
+
+export type { HumanRole };
 
 export interface Identity {
   /** `user:<name>` */

@@ -1,3 +1,4 @@
+import { HUMAN_ROLES as VALID_ROLES } from '../auth/roles';
 import { resolve } from 'node:path';
 import { DEFAULT_RETRY_DELAYS_MS } from '../team/resilience/policies';
 import { normaliseName } from '../auth/names';
@@ -47,7 +48,8 @@ export class ConfigError extends Error {
   override readonly name = 'ConfigError';
 }
 
-export const VALID_ROLES = ['operator', 'reviewer', 'auditor', 'admin'] as const;
+/** The human roles an API key may carry (the table is auth/roles.ts). */
+export { VALID_ROLES };
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): TriadConfig {
   const store = (env.TRIAD_STORE || 'sqlite') as StoreKind;

@@ -1,14 +1,13 @@
-import { Inject, Logger } from '@nestjs/common';
+import { Inject } from '@nestjs/common';
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import type { CommandPath } from '../../events/command-handling';
 import { COMMAND_PATH } from '../../events/command-path.module';
-import { WrongExpectedRevisionError } from '../../events/errors';
 import { ConflictError } from '../../shared/errors';
 import { CLOCK, IDS } from '../../shared/system';
 import { parseReviewId } from '../../team/domain/review-id';
 import { runStatus } from '../../team/domain/run-state';
 import type { Clock, Ids } from '../../shared/ports';
-import { runContext, runStream } from '../../team/run-stream';
+import { decideAtGate } from '../../team/human-decision';
 import {
   decideReview,
   refusedDecider,
@@ -48,9 +47,6 @@ export interface DecisionResult {
   runStatus: string;
 }
 
-const security = new Logger('security');
-/** Reads and decides again after a concurrent append, at most this many times in all. */
-const MAX_ATTEMPTS = 5;
 
 /**
  * Approve, reject, and timeouts: preflight (review exists, pending, decider allowed), then the
@@ -72,34 +68,23 @@ abstract class DecideReviewHandler {
     const decisionId = this.ids.newId();
     const at = new Date(this.clock.now()).toISOString();
     try {
-      const { state, events } = await this.path.handle(
-        runStream(this.path.store, runId),
-        (state) => {
-          // Preflight: the same rule the decider applies, checked before any decision is built.
-          if (decider.kind !== 'system') {
-            const rule = refusedDecider(state, reviewId, decider);
-            if (rule) throw new SelfReviewError(rule);
-          }
-          return decideReview(build(decisionId, at), state);
-        },
-        runContext(runId, decider.id),
-        { maxAttempts: MAX_ATTEMPTS },
-      );
+      const { state, events } = await decideAtGate(this.path, { runId, subject: 'review', id: reviewId, actor: decider.id }, (state) => {
+        // Preflight: the same rule the decider applies, checked before any decision is built.
+        if (decider.kind !== 'system') {
+          const rule = refusedDecider(state, reviewId, decider);
+          if (rule) throw new SelfReviewError(rule);
+        }
+        return decideReview(build(decisionId, at), state);
+      });
       const decided = events.find((e) => e.type === 'ReviewDecided');
       return { decisionId, reviewId, outcome: (decided?.data as { outcome: string }).outcome, runStatus: runStatus(state) };
     } catch (err) {
-      if (err instanceof SelfReviewError) {
-        // Outside the run's stream: a line for whoever watches security events.
-        security.warn(JSON.stringify({ event: 'self_review_refused', rule: err.rule, reviewId, decider: decider.id }));
-        throw err;
-      }
       if (err instanceof ReviewNotPendingError) {
         // Say what happened; an id of an iteration that never reached the gate never existed.
         const standing = await this.standing(runId, reviewId);
         if (standing.kind === 'unknown') throw new ReviewNotFoundError(reviewId);
         throw new ConflictError(notPendingMessage(reviewId, standing));
       }
-      if (err instanceof WrongExpectedRevisionError) throw new ConflictError(`review ${reviewId}: the run kept changing while deciding; try again`);
       throw err;
     }
   }

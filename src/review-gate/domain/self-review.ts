@@ -1,4 +1,4 @@
-import { ForbiddenError } from '../../shared/errors';
+import { SelfDecisionError } from '../../shared/self-decision';
 /**
  * No self-review (SPEC §4): who may not decide a review of a piece of work.
  *
@@ -22,9 +22,10 @@ export function selfReviewRule(
 }
 
 /** Refused: the decider may not review this work. The message names no ids on purpose. */
-export class SelfReviewError extends ForbiddenError {
+export class SelfReviewError extends SelfDecisionError<SelfReviewRule> {
   override readonly name = 'SelfReviewError';
-  constructor(readonly rule: SelfReviewRule) {
-    super('you may not decide this review');
+  readonly securityEvent = 'self_review_refused';
+  constructor(rule: SelfReviewRule) {
+    super(rule, 'you may not decide this review');
   }
 }

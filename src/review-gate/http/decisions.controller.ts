@@ -1,7 +1,7 @@
 import { Controller, Get, Query, Res } from '@nestjs/common';
 import { IsIn, IsOptional, IsString, Matches } from 'class-validator';
 import type { Response } from 'express';
-import { Roles } from '../../auth/auth.guard';
+import { May } from '../../auth/auth.guard';
 import { CONTENT_TYPES, csvHeader, csvRow, EXPORT_FORMATS, ndjsonLine, type ExportFormat } from '../decision-log/decision-export';
 import { InvalidDecisionFilterError, parseDecisionFilter } from '../decision-log/decision-filter';
 import { SINCE_HASH, type DecisionLogVerification } from '../decision-log/decision-log';
@@ -34,7 +34,7 @@ export class VerifyDecisionsQueryDto {
 
 /** The decision log for auditors (SPEC §4, §6): read, export, verify. */
 @Controller('v1/decisions')
-@Roles('auditor')
+@May('audit')
 export class DecisionsController {
   constructor(private readonly log: DecisionLogService) {}
 

@@ -1,7 +1,7 @@
 import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { IsBoolean, IsNotEmpty, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
-import { Roles } from '../../auth/auth.guard';
+import { May } from '../../auth/auth.guard';
 import { CurrentIdentity } from '../../auth/current-identity.decorator';
 import type { Identity } from '../../auth/identity';
 import { RunsProjection } from '../../team/runs.projection';
@@ -17,7 +17,7 @@ export class RejectReviewDto extends ApproveReviewDto {
 }
 
 @Controller('v1/reviews')
-@Roles('reviewer')
+@May('review')
 export class ReviewsController {
   constructor(
     private readonly commands: CommandBus,

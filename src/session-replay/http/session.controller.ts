@@ -1,7 +1,7 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import { IsInt, IsObject, IsOptional, Max, Min } from 'class-validator';
-import { Roles } from '../../auth/auth.guard';
+import { May } from '../../auth/auth.guard';
 import { CurrentIdentity } from '../../auth/current-identity.decorator';
 import type { Identity } from '../../auth/identity';
 import { parseIntParam } from '../../team/http/runs.controller';
@@ -31,14 +31,14 @@ export class SessionController {
 
   @Post(':id/resume')
   @HttpCode(202)
-  @Roles('operator')
+  @May('operateRuns')
   resume(@Param('id') id: string, @CurrentIdentity() who: Identity) {
     return this.commands.execute(new ResumeRunCommand(id, who));
   }
 
   @Post(':id/fork')
   @HttpCode(202)
-  @Roles('operator')
+  @May('operateRuns')
   fork(@Param('id') id: string, @Body() body: ForkRunDto, @CurrentIdentity() who: Identity): Promise<ForkResult> {
     return this.commands.execute(new ForkRunCommand(id, body.turn, validateOverrides(body.overrides), who));
   }

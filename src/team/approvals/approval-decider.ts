@@ -1,4 +1,5 @@
-import { ConflictError, ForbiddenError, NotFoundError } from '../../shared/errors';
+import { ConflictError, NotFoundError } from '../../shared/errors';
+import { SelfDecisionError } from '../../shared/self-decision';
 import { sameIdentity } from '../../auth/names';
 import { hashOf } from '../../shared/canonical-json';
 import type { TeamRunEvent, ToolApprovalDecidedData } from '../domain/run-events';
@@ -63,10 +64,11 @@ export class ApprovalTimeoutNotDueError extends ConflictError {
 export type SelfApprovalRule = 'agent' | 'launcher';
 
 /** Refused: the approver may not decide this call. The message names no ids on purpose. */
-export class SelfApprovalError extends ForbiddenError {
+export class SelfApprovalError extends SelfDecisionError<SelfApprovalRule> {
   override readonly name = 'SelfApprovalError';
-  constructor(readonly rule: SelfApprovalRule) {
-    super('you may not decide this approval');
+  readonly securityEvent = 'self_approval_refused';
+  constructor(rule: SelfApprovalRule) {
+    super(rule, 'you may not decide this approval');
   }
 }
 

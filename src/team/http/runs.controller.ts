@@ -1,7 +1,7 @@
 import { BadRequestException, Body, Controller, Get, HttpCode, Inject, NotFoundException, Param, Post, Query, Req, Res } from '@nestjs/common';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import type { Request, Response } from 'express';
-import { Roles } from '../../auth/auth.guard';
+import { May } from '../../auth/auth.guard';
 import { CurrentIdentity } from '../../auth/current-identity.decorator';
 import type { Identity } from '../../auth/identity';
 import { EVENT_STORE, type EventStore, type RecordedEvent } from '../../events/event-store.port';
@@ -37,7 +37,7 @@ export class RunsController {
 
   @Post()
   @HttpCode(202)
-  @Roles('operator')
+  @May('operateRuns')
   async launch(@Body() body: LaunchRunDto, @CurrentIdentity() who: Identity): Promise<{ runId: string; acceptedAt: string }> {
     // Validated DTOs are class instances; the domain (and its events) take plain JSON.
     const input = instanceToPlain(body) as LaunchRunInput;
@@ -61,7 +61,7 @@ export class RunsController {
 
   @Post(':id/cancel')
   @HttpCode(200)
-  @Roles('operator')
+  @May('operateRuns')
   async cancel(@Param('id') id: string, @Body() body: CancelRunDto, @CurrentIdentity() who: Identity) {
     return this.commands.execute(new CancelRunCommand(id, who, body?.reason));
   }

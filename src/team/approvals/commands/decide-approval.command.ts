@@ -1,13 +1,11 @@
-import { Inject, Logger } from '@nestjs/common';
+import { Inject } from '@nestjs/common';
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import type { CommandPath } from '../../../events/command-handling';
 import { COMMAND_PATH } from '../../../events/command-path.module';
-import { WrongExpectedRevisionError } from '../../../events/errors';
-import { ConflictError } from '../../../shared/errors';
 import { CLOCK } from '../../../shared/system';
 import { runStatus } from '../../domain/run-state';
 import type { Clock } from '../../../shared/ports';
-import { runContext, runStream } from '../../run-stream';
+import { decideAtGate } from '../../human-decision';
 import {
   ApprovalNotFoundError,
   decideApproval,
@@ -47,9 +45,6 @@ export interface ApprovalResult {
   runStatus: string;
 }
 
-const security = new Logger('security');
-/** Reads and decides again after a concurrent append, at most this many times in all. */
-const MAX_ATTEMPTS = 5;
 
 /**
  * Approve, reject and timeouts of tool calls: preflight (approval exists, waits, approver allowed),
@@ -68,31 +63,17 @@ abstract class DecideApprovalHandler {
     if (!runId) throw new ApprovalNotFoundError(approvalId);
     const nowMs = this.clock.now();
     const command = build(new Date(nowMs).toISOString(), nowMs);
-    try {
-      const { state, events } = await this.path.handle(
-        runStream(this.path.store, runId),
-        (state) => {
-          // Preflight: the same rules the decision applies, checked before it is built.
-          pendingApproval(state, approvalId);
-          if (approver.kind !== 'system') {
-            const rule = refusedApprover(state, approver);
-            if (rule) throw new SelfApprovalError(rule);
-          }
-          return decideApproval(command, state);
-        },
-        runContext(runId, approver.id),
-        { maxAttempts: MAX_ATTEMPTS },
-      );
-      const decided = events[0].data as { outcome: 'approved' | 'rejected' };
-      return { approvalId, runId, outcome: decided.outcome, runStatus: runStatus(state) };
-    } catch (err) {
-      if (err instanceof SelfApprovalError) {
-        security.warn(JSON.stringify({ event: 'self_approval_refused', rule: err.rule, approvalId, approver: approver.id }));
-        throw err;
+    const { state, events } = await decideAtGate(this.path, { runId, subject: 'approval', id: approvalId, actor: approver.id }, (state) => {
+      // Preflight: the same rules the decision applies, checked before it is built.
+      pendingApproval(state, approvalId);
+      if (approver.kind !== 'system') {
+        const rule = refusedApprover(state, approver);
+        if (rule) throw new SelfApprovalError(rule);
       }
-      if (err instanceof WrongExpectedRevisionError) throw new ConflictError(`approval ${approvalId}: the run kept changing while deciding; try again`);
-      throw err;
-    }
+      return decideApproval(command, state);
+    });
+    const decided = events[0].data as { outcome: 'approved' | 'rejected' };
+    return { approvalId, runId, outcome: decided.outcome, runStatus: runStatus(state) };
   }
 }
 

@@ -1,7 +1,7 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { IsNotEmpty, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
-import { Roles } from '../../../auth/auth.guard';
+import { May } from '../../../auth/auth.guard';
 import { CurrentIdentity } from '../../../auth/current-identity.decorator';
 import type { Identity } from '../../../auth/identity';
 import { RunsProjection } from '../../runs.projection';
@@ -17,7 +17,7 @@ export class RejectToolCallDto {
 
 /** Risky tool calls waiting for a human (SPEC §6). Reviewers and operators decide them. */
 @Controller('v1/approvals')
-@Roles('reviewer', 'operator')
+@May('decideToolCalls')
 export class ApprovalsController {
   constructor(
     private readonly commands: CommandBus,
