@@ -1,6 +1,7 @@
 import { InvalidRequestError } from '../../shared/errors';
 import type { EventStore, RecordedEvent } from '../../events/event-store.port';
-import { expectedDecision, hashRecord, InOrderCheck, verifyChainAsync, type ChainVerification, type ExpectedDecision } from './chain';
+import { hashRecord } from './chain';
+import { expectedDecision, InOrderCheck, verifyChainAsync, type ChainVerification, type ExpectedDecision } from './chain-verification';
 import { GENESIS_PREV_HASH, type DecisionFilter, type DecisionLogHead, type DecisionRecord } from './decision-record';
 import { BEFORE_FIRST_SEQ, type DecisionRecordRepository } from './decision-record.repository';
 import { DECISION_EVENTS, isRecorded, type DecisionLogProjection } from './decision-log.projection';

@@ -1,5 +1,6 @@
 import { canonicalJson, sha256Hex } from '../../../src/shared/canonical-json';
-import { hashRecord, payloadOf, recordFrom, verifyChain, verifyInOrder } from '../../../src/review-gate/decision-log/chain';
+import { hashRecord, payloadOf, recordFrom } from '../../../src/review-gate/decision-log/chain';
+import { verifyChain, verifyInOrder } from '../../../src/review-gate/decision-log/chain-verification';
 import type { DecisionRecord } from '../../../src/review-gate/decision-log/decision-record';
 import { approvalEvent, chainOf, decisionEvent, expectationOf } from './fixtures';
 

@@ -1,17 +1,6 @@
 import fc from 'fast-check';
-import {
-  canonicalContent,
-  expectationFrom,
-  contentOf,
-  hashRecord,
-  NotADecisionEventError,
-  payloadHash,
-  payloadOf,
-  recordFrom,
-  verifyChain,
-  verifyChainAsync,
-  type ChainExpectation,
-} from '../../../src/review-gate/decision-log/chain';
+import { canonicalContent, contentOf, hashRecord, NotADecisionEventError, payloadHash, payloadOf, recordFrom } from '../../../src/review-gate/decision-log/chain';
+import { expectationFrom, verifyChain, verifyChainAsync, type ChainExpectation } from '../../../src/review-gate/decision-log/chain-verification';
 import { GENESIS_PREV_HASH, type DecisionRecord } from '../../../src/review-gate/decision-log/decision-record';
 import { canonicalJson, sha256Hex } from '../../../src/shared/canonical-json';
 import { chainOf, decisionEvent, decisionEvents, expectationOf, rechain } from './fixtures';

@@ -1,4 +1,5 @@
-import { recordFrom, verifyChain, verifyChainAsync, type DecisionEvent } from '../../../src/review-gate/decision-log/chain';
+import { recordFrom, type DecisionEvent } from '../../../src/review-gate/decision-log/chain';
+import { verifyChain, verifyChainAsync } from '../../../src/review-gate/decision-log/chain-verification';
 import { GENESIS_PREV_HASH, type DecisionRecord } from '../../../src/review-gate/decision-log/decision-record';
 import { DecisionLogHeadMovedError, type DecisionRecordRepository } from '../../../src/review-gate/decision-log/decision-record.repository';
 import { approvalEvent, chainOf, decisionEvent, decisionEvents, expectationOf } from './fixtures';

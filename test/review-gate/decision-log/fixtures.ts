@@ -1,4 +1,5 @@
-import { expectationFrom, recordFrom, type DecisionEvent } from '../../../src/review-gate/decision-log/chain';
+import { recordFrom, type DecisionEvent } from '../../../src/review-gate/decision-log/chain';
+import { expectationFrom } from '../../../src/review-gate/decision-log/chain-verification';
 import type { DecisionRecord } from '../../../src/review-gate/decision-log/decision-record';
 import type { ReviewDecidedData, ToolApprovalDecidedData } from '../../../src/team/domain/run-events';
 

@@ -1,16 +1,7 @@
 import fc from 'fast-check';
 import type { EventStore, ReadAllOptions, RecordedEvent, StreamExtent } from '../../../src/events/event-store.port';
-import {
-  canonicalContent,
-  expectationFrom,
-  hashRecord,
-  InOrderCheck,
-  recordFrom,
-  verifyChain,
-  verifyInOrder,
-  type ChainVerification,
-  type DecisionEvent,
-} from '../../../src/review-gate/decision-log/chain';
+import { canonicalContent, hashRecord, recordFrom, type DecisionEvent } from '../../../src/review-gate/decision-log/chain';
+import { expectationFrom, InOrderCheck, verifyChain, verifyInOrder, type ChainVerification } from '../../../src/review-gate/decision-log/chain-verification';
 import { DecisionLog } from '../../../src/review-gate/decision-log/decision-log';
 import type { DecisionLogProjection } from '../../../src/review-gate/decision-log/decision-log.projection';
 import { DECISION_RECORD_FIELDS, type DecisionRecord } from '../../../src/review-gate/decision-log/decision-record';
