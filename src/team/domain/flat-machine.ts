@@ -7,9 +7,10 @@ import { initialTransition, type AnyStateMachine, type EventFromLogic, type Snap
  *
  * Why it exists: folding a run's events (replay, resume, the context endpoint) steps a machine on
  * almost every event, and xstate's pure `transition()` builds a throwaway actor and runs the
- * general interpreter for each one. Measured on replays of 300 to 4,000 events, that cost more
- * than ten times the rest of the fold; this step costs about a microsecond (figures in
- * docs/ARCHITECTURE.md, "Replay, checkpoints and recovery").
+ * general interpreter for each one: 20-40 µs per event measured on replays of 300 to 4,000
+ * events, ten to thirty times the rest of the fold and several times reading and decoding the
+ * events; this step costs under a microsecond and a half (figures in docs/ARCHITECTURE.md,
+ * "Stepping the machines").
  *
  * What it does: an exact transition function for flat machines — what triad's machines are: one
  * level of atomic and final states under the root, guards named in `setup`, only `assign` actions,
