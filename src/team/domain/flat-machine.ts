@@ -1,21 +1,28 @@
 import { initialTransition, type AnyStateMachine, type EventFromLogic, type SnapshotFrom } from 'xstate';
 
 /**
- * An exact, fast transition function for flat machines — what triad's machines are: one level of
- * atomic and final states under the root, guards named in `setup`, only `assign` actions, no
- * entry/exit actions, invocations, delays, history or wildcard events.
+ * The one place in triad that reads xstate's internals: the state nodes' transition tables, the
+ * `assign` action objects, the snapshot's field layout (`_nodes`, `historyValue`, its shared
+ * methods). Everything else steps machines through `pureTransition`, and this only backs it.
  *
- * It follows xstate's macrostep for that subset: the first enabled transition of the current
- * state for the event (else of the root), its assigns in order, its target; then, as long as one
- * is enabled, the eventless (`always`) transitions of the current state (else of the root); a
- * final state ends the machine (`status: 'done'`). Snapshots are built like xstate's own (the same
- * fields and shared methods), so nothing downstream can tell them apart, and a differential test
- * holds them equal to `machine.transition` over random event sequences.
+ * Why it exists: folding a run's events (replay, resume, the context endpoint) steps a machine on
+ * almost every event, and xstate's pure `transition()` builds a throwaway actor and runs the
+ * general interpreter for each one: 20-40 µs per event measured on replays of 300 to 4,000
+ * events, ten to thirty times the rest of the fold and several times reading and decoding the
+ * events; this step costs under a microsecond and a half (figures in docs/ARCHITECTURE.md,
+ * "Stepping the machines").
  *
- * Why: the general interpreter (transition domains, entry/exit sets, conflict removal, a snapshot
- * clone per assign) was two thirds of the cost of folding a run's events; this does the same work
- * in a few property reads. `compileFlatMachine` returns undefined for a machine outside the subset,
- * and the caller keeps xstate's interpreter.
+ * What it does: an exact transition function for flat machines — what triad's machines are: one
+ * level of atomic and final states under the root, guards named in `setup`, only `assign` actions,
+ * no entry/exit actions, invocations, delays, history or wildcard events. It follows xstate's
+ * macrostep for that subset: the first enabled transition of the current state for the event (else
+ * of the root), its assigns in order, its target; then, as long as one is enabled, the eventless
+ * (`always`) transitions of the current state (else of the root); a final state ends the machine
+ * (`status: 'done'`). Snapshots are built like xstate's own (the same fields and shared methods), so
+ * nothing downstream can tell them apart, and a differential test holds them equal to xstate's
+ * `transition()` over random event sequences. `compileFlatMachine` returns undefined for a machine
+ * outside the subset (or an xstate whose snapshots have other fields), and `pureTransition` falls
+ * back to `transition()`.
  */
 
 interface AssignAction {

@@ -310,7 +310,8 @@ function applyFork(state: RunState, fork: RunForkedData): void {
   state.forkedFrom = fork.parent;
   state.driver = undefined;
   state.suspended = false;
-  state.team = { ...state.team, context: { ...state.team.context, runId: fork.runId } } as TeamSnapshot;
+  // A snapshot is built by xstate (resolved from a value and a context), not copied field by field.
+  state.team = teamRunMachine.resolveState({ value: state.team.value, context: { ...state.team.context, runId: fork.runId } });
   const prompt = state.phase ? fork.overrides.team?.[state.phase.role]?.systemPrompt : undefined;
   if (state.phase && prompt) state.phase = { ...state.phase, system: prompt };
 }
