@@ -88,6 +88,9 @@ describe.each(['sqlite', 'postgres'] as const)('decision log stream check on %s'
     const repo = db.decisions;
     projection = new DecisionLogProjection(db.store, repo, { checkpointIdleMs: 10 });
     projection.start();
+    // Projecting every record takes seconds on a loaded machine, longer than a read waits for it
+    // (10 s); the tests are about the stream check.
+    await projection.catchUp(120_000);
     log = new DecisionLog(db.store, repo, projection);
   });
 
