@@ -9,7 +9,6 @@ import type { CheckpointStore } from '../checkpoint/checkpoint-store.port';
 import { redactUrl } from '../config/config';
 import type { AppendOptions, EventStore, NewEvent } from '../events/event-store.port';
 import { InMemoryEventStore } from '../events/in-memory.event-store';
-import { PostgresEventStore } from '../events/postgres.event-store';
 import { SqliteEventStore } from '../events/sqlite.event-store';
 import { canonicalJson } from '../shared/canonical-json';
 import { ROLES } from '../team/domain/roles';
@@ -19,7 +18,8 @@ import { buildRunLaunched } from '../team/launch';
 import { ModelError, type ModelProvider, type ModelRequest, type ModelResponse } from '../team/models/model.port';
 import { toolUseResponse } from '../team/models/scripted.model';
 import { DEFAULT_CHECKPOINT_EVERY_TURNS, RunDriver } from '../team/run-driver';
-import { createRunStores } from '../team/run-stores.factory';
+import { InMemoryCheckpointStore, SqliteCheckpointStore } from '../checkpoint/checkpoint-stores';
+import { openStorage } from '../storage/storage';
 import { ToolRegistry } from '../team/tools/tool-registry';
 import { processFairShare } from '../team/fair-share';
 import type { ToolDefinition } from '../team/tools/tool.port';
@@ -315,7 +315,7 @@ export interface StoreHandle {
 export async function openStore(kind: TurnsStoreKind | 'sqlite-nosync', opts: TurnsBenchOptions, tag: string): Promise<StoreHandle> {
   if (kind === 'memory') {
     const store = new InMemoryEventStore();
-    return { store, checkpoints: createRunStores(store).checkpoints, footprint: async () => null, dispose: async () => undefined };
+    return { store, checkpoints: new InMemoryCheckpointStore(), footprint: async () => null, dispose: async () => undefined };
   }
   if (kind === 'sqlite' || kind === 'sqlite-nosync') {
     const dir = join(opts.dataDir, `turns-bench-${process.pid}-${tag}`);
@@ -325,7 +325,7 @@ export async function openStore(kind: TurnsStoreKind | 'sqlite-nosync', opts: Tu
     const size = (f: string) => (existsSync(f) ? statSync(f).size : 0);
     return {
       store,
-      checkpoints: createRunStores(store).checkpoints,
+      checkpoints: new SqliteCheckpointStore(store.db),
       footprint: async () => {
         const walBytesBeforeCheckpoint = size(`${file}-wal`);
         store.db.pragma('wal_checkpoint(TRUNCATE)');
@@ -352,13 +352,13 @@ export async function openStore(kind: TurnsStoreKind | 'sqlite-nosync', opts: Tu
   }
   if (!opts.pgUrl) throw new Error('the postgres turns benchmark needs TRIAD_PG_URL');
   const schema = `triad_turns_${process.pid}_${randomBytes(4).toString('hex')}`;
-  const store = await PostgresEventStore.connect({ url: opts.pgUrl, schema });
+  const storage = await openStorage({ store: 'postgres', pgUrl: opts.pgUrl, dataDir: opts.dataDir }, { pgSchema: schema });
   return {
-    store,
-    checkpoints: createRunStores(store).checkpoints,
+    store: storage.events,
+    checkpoints: storage.checkpoints,
     footprint: async () => null,
     dispose: async () => {
-      await store.close();
+      await storage.close();
       const client = new Client({ connectionString: opts.pgUrl });
       await client.connect();
       try {

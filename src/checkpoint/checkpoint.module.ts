@@ -3,7 +3,8 @@ import { TeamModule } from '../team/team.module';
 
 /**
  * Checkpoints: the pure snapshot/restore (checkpoint.ts) and the stores (checkpoint-stores.ts).
- * The store is provided with the run stores (same database as the events) and exported here.
+ * The store is opened with the rest of the storage, in the events' database (`src/storage/
+ * storage.ts`); TeamModule provides CHECKPOINT_STORE from it, exported here.
  */
 @Module({
   imports: [TeamModule],

@@ -1,26 +1,39 @@
 import { Global, Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { TRIAD_CONFIG } from '../config/config.module';
 import type { TriadConfig } from '../config/config';
-import { createEventStore } from './event-store.factory';
-import { EVENT_STORE, type EventStore } from './event-store.port';
+import { EVENT_STORE } from './event-store.port';
 import { HEALTH_REGISTRY, HealthRegistry } from '../shared/health';
+import { openStorage, STORAGE, type Storage } from '../storage/storage';
 
+/**
+ * The process's storage, opened once (`src/storage/storage.ts`), and its event store. The other
+ * stores are provided from STORAGE by their modules (run checkpoints and leases: TeamModule; the
+ * decision log: ReviewGateModule).
+ */
 @Global()
 @Module({
   providers: [
     { provide: HEALTH_REGISTRY, useFactory: () => new HealthRegistry() },
     {
-      provide: EVENT_STORE,
+      provide: STORAGE,
       inject: [TRIAD_CONFIG, HEALTH_REGISTRY],
-      useFactory: (config: TriadConfig, health: HealthRegistry): Promise<EventStore> => createEventStore(config, { pgSchema: config.pgSchema, health }),
+      useFactory: (config: TriadConfig, health: HealthRegistry): Promise<Storage> => openStorage(config, { pgSchema: config.pgSchema, health }),
     },
+    { provide: EVENT_STORE, inject: [STORAGE], useFactory: (storage: Storage) => storage.events },
   ],
-  exports: [EVENT_STORE, HEALTH_REGISTRY],
+  exports: [STORAGE, EVENT_STORE, HEALTH_REGISTRY],
 })
 export class EventsModule implements OnApplicationShutdown {
-  constructor(@Inject(EVENT_STORE) private readonly store: EventStore) {}
+  constructor(@Inject(STORAGE) private readonly storage: Storage) {}
 
+  /**
+   * Nest runs the shutdown hooks of global modules after every other module's (and, among global
+   * modules, in reverse import order: AppModule imports this one before AuthModule, whose key
+   * subscription stops first). So nothing writes any more: the supervisor has saved its last
+   * checkpoints, recorded its suspensions and released its leases, and the projectors stopped in
+   * onModuleDestroy. The storage then closes its stores, and last its connection (Storage.close).
+   */
   async onApplicationShutdown(): Promise<void> {
-    await this.store.close();
+    await this.storage.close();
   }
 }

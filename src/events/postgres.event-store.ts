@@ -129,12 +129,19 @@ const MIGRATIONS: Array<(s: string, names: { lockClass: number; channel: string 
 export const POSTGRES_SCHEMA_VERSION = MIGRATIONS.length;
 
 export interface PostgresStoreOptions extends StoreOptions {
+  /** Where the LISTEN connection goes (it cannot be a pooled one): the pool's server. */
   url: string;
   /** A Postgres schema holding triad's tables; created when missing. Default `public`. */
   schema?: string;
+  /** Told of every query that could not reach the server, and of every one that could. */
+  health?: StoreHealthSink;
+}
+
+export interface PostgresPoolOptions {
+  url: string;
   /** Connections in the pool used for appends and reads (default 10); LISTEN uses one more. */
   poolSize?: number;
-  /** Told of every query that could not reach the server, and of every one that could. */
+  /** Told when an idle pooled connection is lost. */
   health?: StoreHealthSink;
   /** A query (or the wait for a pooled connection) that takes longer fails as unavailable (default 30 s). */
   queryTimeoutMs?: number;
@@ -148,6 +155,24 @@ const LISTENER_RETRY_MS = 1000;
 /** Client-side bound on one query: a server that stops answering must not stall its callers forever. */
 const DEFAULT_QUERY_TIMEOUT_MS = 30_000;
 const ROW_COLUMNS = 'id, stream_id, revision, position, type, data, metadata, recorded_at';
+
+/**
+ * Opens the pool every PostgreSQL store of a process shares (`src/storage/storage.ts`). Connections
+ * are made on first use, so a server that does not answer fails the first query, not this.
+ */
+export function openPostgresPool(options: PostgresPoolOptions): Pool {
+  const pool = new Pool({
+    connectionString: options.url,
+    max: options.poolSize ?? 10,
+    connectionTimeoutMillis: 10_000,
+    query_timeout: options.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS,
+    keepAlive: true,
+  });
+  // An idle client losing its connection must not crash the process; the pool drops it and the
+  // next query opens a new one.
+  pool.on('error', (err) => options.health?.storeFailed((err as Error).message));
+  return pool;
+}
 
 interface AppendRow {
   outcome: 'stored' | 'conflict' | 'appended';
@@ -168,6 +193,9 @@ interface AppendRow {
  *
  * Live subscriptions are woken by LISTEN/NOTIFY (appends from any process), by the in-process
  * notifier, and by timeout polling when neither arrives.
+ *
+ * The pool is handed in by the storage (`src/storage/storage.ts`), which shares it with the run
+ * stores and the decision log and ends it after this store closes; `connect` opens one of its own.
  */
 export class PostgresEventStore implements EventStore {
   readonly kind = 'postgres';
@@ -180,6 +208,8 @@ export class PostgresEventStore implements EventStore {
 
   private constructor(
     private readonly pool: Pool,
+    /** Opened by `connect` (ended with the store), or handed to `open` (ended by its owner). */
+    private readonly ownsPool: boolean,
     private readonly options: PostgresStoreOptions,
     readonly schema: string,
     private readonly channel: string,
@@ -202,23 +232,28 @@ export class PostgresEventStore implements EventStore {
     };
   }
 
-  /** Opens a pool, brings the schema up to date and starts listening for appends from other processes. */
-  static async connect(options: PostgresStoreOptions): Promise<PostgresEventStore> {
+  /**
+   * The store on a pool its owner opened (`openPostgresPool`) and ends after closing the store:
+   * brings the schema up to date and starts listening for appends from other processes.
+   */
+  static open(pool: Pool, options: PostgresStoreOptions): Promise<PostgresEventStore> {
+    return PostgresEventStore.start(pool, false, options);
+  }
+
+  /** The store on a pool of its own, ended when the store closes (tests and tools that want an event store alone). */
+  static connect(options: PostgresStoreOptions & PostgresPoolOptions): Promise<PostgresEventStore> {
+    return PostgresEventStore.start(openPostgresPool(options), true, options);
+  }
+
+  private static async start(pool: Pool, ownsPool: boolean, options: PostgresStoreOptions): Promise<PostgresEventStore> {
     const schema = options.schema ?? 'public';
-    if (!SCHEMA_NAME.test(schema)) throw new Error(`invalid PostgreSQL schema name '${schema}'`);
+    if (!SCHEMA_NAME.test(schema)) {
+      if (ownsPool) await pool.end();
+      throw new Error(`invalid PostgreSQL schema name '${schema}'`);
+    }
     // pg_notify channel names are limited to 63 bytes, so derive a short one from the schema.
     const channel = `triad_events_${createHash('sha256').update(schema).digest('hex').slice(0, 16)}`;
-    const pool = new Pool({
-      connectionString: options.url,
-      max: options.poolSize ?? 10,
-      connectionTimeoutMillis: 10_000,
-      query_timeout: options.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS,
-      keepAlive: true,
-    });
-    // An idle client losing its connection must not crash the process; the pool drops it and the
-    // next query opens a new one.
-    pool.on('error', (err) => options.health?.storeFailed((err as Error).message));
-    const store = new PostgresEventStore(pool, options, schema, channel);
+    const store = new PostgresEventStore(pool, ownsPool, options, schema, channel);
     try {
       await store.migrate();
       await store.startListener();
@@ -421,7 +456,7 @@ export class PostgresEventStore implements EventStore {
     const listener = this.listener;
     this.listener = null;
     if (listener) await listener.end().catch(() => undefined);
-    await this.pool.end();
+    if (this.ownsPool) await this.pool.end();
   }
 
   /**

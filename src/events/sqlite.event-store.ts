@@ -78,8 +78,6 @@ interface PendingAppend {
 }
 
 export interface SqliteStoreOptions extends StoreOptions {
-  /** Path of the database file (`:memory:` is refused: the embedded store is durable). */
-  file: string;
   /**
    * false: acknowledge appends at commit, without the fdatasync — not durable against a power cut
    * or an OS crash. Only for measuring SQLite's own work apart from the disk (`npm run bench`).
@@ -90,8 +88,38 @@ export interface SqliteStoreOptions extends StoreOptions {
    * thread. Default true.
    */
   readAhead?: boolean;
+}
+
+export interface SqliteDatabaseOptions {
   /** How long a write waits for another connection's lock before failing as unavailable (default 10 s). */
   busyTimeoutMs?: number;
+}
+
+/**
+ * Where the store's rows live: a connection opened by `openSqliteDatabase` and owned by the caller
+ * (the storage, which closes it after every store on it), or a file the store opens and closes
+ * itself (tests and tools that want an event store alone).
+ */
+export type SqliteStoreSource = { db: Database.Database } | ({ file: string } & SqliteDatabaseOptions);
+
+/**
+ * Opens the events database: one connection in WAL mode, as the durability scheme needs (see
+ * `SqliteEventStore`). Every store of the file uses it (`src/storage/storage.ts`).
+ */
+export function openSqliteDatabase(file: string, options: SqliteDatabaseOptions = {}): Database.Database {
+  if (!file || file === ':memory:') throw new Error('the SQLite store needs a file path');
+  mkdirSync(dirname(file), { recursive: true });
+  const db = new Database(file);
+  const mode = db.pragma('journal_mode = WAL', { simple: true });
+  if (mode !== 'wal') {
+    db.close();
+    throw new Error(`SQLite could not put ${file} in WAL mode (journal_mode is ${String(mode)}); the embedded store needs a filesystem that supports it`);
+  }
+  // No fsync inside a commit: WalSync makes commits durable before they are acknowledged.
+  db.pragma('synchronous = NORMAL');
+  db.pragma(`busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 10_000))}`);
+  db.pragma('foreign_keys = ON');
+  return db;
 }
 
 /** A page from the read-ahead thread, or undefined when its text is not that page's rows (read it here). */
@@ -116,9 +144,13 @@ const READ_AHEAD_MIN_PAGES = 4;
  * hear back. Appends run in BEGIN IMMEDIATE transactions, which also serialises writers from
  * several processes sharing the file; positions are the rowid, so the global order is commit
  * order and has no gaps.
+ *
+ * The connection is handed in by the storage (`src/storage/storage.ts`), which shares it with the
+ * run stores and the decision log and closes it after this store; `{ file }` opens one of its own.
  */
 export class SqliteEventStore implements EventStore {
   readonly kind = 'sqlite';
+  /** The store's connection (benchmarks and tests read and alter the file through it). */
   readonly db: Database.Database;
   private readonly notifier = new PositionNotifier();
   private readonly maxEventBytes: number;
@@ -133,32 +165,32 @@ export class SqliteEventStore implements EventStore {
   private readonly readAhead: SqliteReadAhead;
   private pagesReadAhead = 0;
   private readAheadWaitMs = 0;
+  private readonly options: SqliteStoreOptions;
+  /** The resolved path of the database file. */
+  private readonly file: string;
+  /** Opened here from a file path (closed with the store), or handed in (closed by its owner). */
+  private readonly ownsDb: boolean;
 
-  constructor(private readonly options: SqliteStoreOptions) {
-    if (!options.file || options.file === ':memory:') throw new Error('the SQLite store needs a file path');
-    mkdirSync(dirname(options.file), { recursive: true });
-    this.maxEventBytes = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
-    this.db = new Database(options.file);
-    const mode = this.db.pragma('journal_mode = WAL', { simple: true });
-    if (mode !== 'wal') {
-      this.db.close();
-      throw new Error(`SQLite could not put ${options.file} in WAL mode (journal_mode is ${String(mode)}); the embedded store needs a filesystem that supports it`);
-    }
-    // No fsync inside a commit: WalSync makes commits durable before they are acknowledged.
-    this.db.pragma('synchronous = NORMAL');
-    this.db.pragma(`busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 10_000))}`);
-    this.db.pragma('foreign_keys = ON');
-    this.migrate();
-    // SQLite names the WAL after the database's resolved path (symlinks followed); opened now, so a
-    // WAL that cannot be synced fails at startup, not at the first append.
-    this.wal = new WalSync(`${realpathSync(options.file)}-wal`);
+  constructor(source: SqliteStoreSource & SqliteStoreOptions) {
+    this.options = source;
+    this.maxEventBytes = source.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
+    this.ownsDb = !('db' in source);
+    this.db = 'db' in source ? source.db : openSqliteDatabase(source.file, source);
     try {
+      if (this.db.memory || this.db.pragma('journal_mode', { simple: true }) !== 'wal') {
+        throw new Error('the SQLite store needs a database file in WAL mode (openSqliteDatabase)');
+      }
+      this.migrate();
+      // SQLite names the WAL after the database's resolved path (symlinks followed); opened now, so
+      // a WAL that cannot be synced fails at startup, not at the first append.
+      this.file = realpathSync(this.db.name);
+      this.wal = new WalSync(`${this.file}-wal`);
       this.wal.open();
     } catch (err) {
-      this.db.close();
+      if (this.ownsDb) this.db.close();
       throw err;
     }
-    this.readAhead = new SqliteReadAhead(realpathSync(options.file), require.resolve('better-sqlite3'));
+    this.readAhead = new SqliteReadAhead(this.file, require.resolve('better-sqlite3'));
     this.stmts = {
       head: this.db.prepare('SELECT MAX(revision) AS revision FROM events WHERE stream_id = ?'),
       byId: this.db.prepare('SELECT id, stream_id, revision, position, content_hash FROM events WHERE id = ?'),
@@ -452,7 +484,7 @@ export class SqliteEventStore implements EventStore {
     await this.wal.close();
     await this.readAhead.close();
     this.notifier.releaseAll();
-    if (this.db.open) this.db.close();
+    if (this.ownsDb && this.db.open) this.db.close();
   }
 }
 

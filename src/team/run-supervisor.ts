@@ -184,7 +184,6 @@ export class RunSupervisor implements OnApplicationShutdown {
         }
       }),
     );
-    // The last checkpoints are saved: a store with a connection of its own can let go of it.
-    await this.checkpoints.close().catch(() => undefined);
+    // The checkpoint store and the leases are closed with the storage (the events module), after this.
   }
 }

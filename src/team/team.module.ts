@@ -14,16 +14,14 @@ import { productLaunchDefaults, retrySchedule } from './resilience/policies';
 import { RETRY_POLICY, RunSupervisor, SUPERVISOR_OPTIONS } from './run-supervisor';
 import { RECOVERY_INTERVAL_MS, RecoveryService } from './recovery.service';
 import { RunDispatcher } from './run-dispatcher';
-import { createRunStores } from './run-stores.factory';
 import { RUN_LEASES } from './leases/run-leases';
 import { CHECKPOINT_STORE } from '../checkpoint/checkpoint-store.port';
-import { EVENT_STORE, type EventStore } from '../events/event-store.port';
+import { STORAGE, type Storage } from '../storage/storage';
 import { RunsProjection } from './runs.projection';
 import { TOOL_REGISTRY } from './tokens';
 import { createDefaultToolRegistry } from './tools/tool-registry';
 
 const MODEL_SELECTION = Symbol('MODEL_SELECTION');
-const RUN_STORES = Symbol('RUN_STORES');
 
 export const TEAM_COMMAND_HANDLERS = [LaunchRunHandler, CancelRunHandler];
 export const TEAM_QUERY_HANDLERS = [GetRunHandler, ListRunsHandler];
@@ -39,9 +37,9 @@ export const TEAM_QUERY_HANDLERS = [GetRunHandler, ListRunsHandler];
     RecoveryService,
     RunDispatcher,
     LiveRunBus,
-    { provide: RUN_STORES, inject: [EVENT_STORE], useFactory: (store: EventStore) => createRunStores(store) },
-    { provide: CHECKPOINT_STORE, inject: [RUN_STORES], useFactory: (s: ReturnType<typeof createRunStores>) => s.checkpoints },
-    { provide: RUN_LEASES, inject: [RUN_STORES], useFactory: (s: ReturnType<typeof createRunStores>) => s.leases },
+    // Next to the events, in the storage opened once by the events module (closed there too).
+    { provide: CHECKPOINT_STORE, inject: [STORAGE], useFactory: (s: Storage) => s.checkpoints },
+    { provide: RUN_LEASES, inject: [STORAGE], useFactory: (s: Storage) => s.leases },
     { provide: SUPERVISOR_OPTIONS, inject: [TRIAD_CONFIG], useFactory: (c: TriadConfig) => ({ leaseTtlMs: c.leaseTtlMs, checkpointEveryTurns: c.checkpointEveryTurns }) },
     { provide: RECOVERY_INTERVAL_MS, inject: [TRIAD_CONFIG], useFactory: (c: TriadConfig) => c.recoveryIntervalMs },
     { provide: MODEL_SELECTION, inject: [TRIAD_CONFIG], useFactory: (c: TriadConfig) => createModelProvider(c) },

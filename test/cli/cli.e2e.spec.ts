@@ -72,6 +72,7 @@ describe('configuration and store errors', () => {
     expectOneLineError(await triad(['runs', 'list'], { TRIAD_STORE: 'bogus' }), 2, /TRIAD_STORE must be sqlite, postgres or esdb, got 'bogus'/);
     expectOneLineError(await triad(['runs', 'list', '--json'], { TRIAD_STORE: 'postgres', TRIAD_PG_URL: undefined }), 2, /TRIAD_STORE=postgres needs TRIAD_PG_URL/);
     expectOneLineError(await triad(['review', 'list'], { TRIAD_PORT: 'eighty' }), 2, /TRIAD_PORT must be a port number/);
+    expectOneLineError(await triad(['runs', 'list'], { TRIAD_STORE: 'esdb', TRIAD_ESDB_URL: 'esdb://127.0.0.1:1' }), 2, /the esdb store is not available in this build/);
   });
 
   it('a store that cannot be opened or reached exits 1 with one line', async () => {

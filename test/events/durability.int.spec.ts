@@ -2,8 +2,8 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { createEventStore } from '../../src/events/event-store.factory';
-import type { EventStore, RecordedEvent } from '../../src/events/event-store.port';
+import type { RecordedEvent } from '../../src/events/event-store.port';
+import { openStorage, type Storage } from '../../src/storage/storage';
 import { tempDir } from '../support/temp-dir';
 import { PG_URL } from '../support/pg';
 
@@ -19,7 +19,7 @@ const KILL_AFTER = [180, 410, 290];
 
 interface Target {
   env: Record<string, string>;
-  open(): Promise<EventStore>;
+  open(): Promise<Storage>;
 }
 
 describe.each([
@@ -43,16 +43,16 @@ describe.each([
       expect(acked.length).toBeGreaterThanOrEqual(killAfter);
       acknowledged.push(...acked);
 
-      const store = await target.open();
+      const storage = await target.open();
       try {
-        const all = await store.readAll();
+        const all = await storage.events.readAll();
         assertIntact(all);
         const stored = new Set(all.map((e) => e.id));
         expect(acknowledged.filter((id) => !stored.has(id))).toEqual([]);
         // Nothing from a later round can exist yet, and each round only adds events.
         expect(all.every((e) => Number(e.id.slice(1, e.id.indexOf('-'))) <= round)).toBe(true);
       } finally {
-        await store.close();
+        await storage.close();
       }
     }
   }, 60_000);
@@ -102,7 +102,7 @@ function sqliteTarget(): Target & { cleanup(): Promise<void> } {
   const dir = tempDir();
   return {
     env: { TRIAD_STORE: 'sqlite', TRIAD_DATA_DIR: dir.path },
-    open: () => createEventStore({ store: 'sqlite', dataDir: dir.path }),
+    open: () => openStorage({ store: 'sqlite', dataDir: dir.path }),
     cleanup: async () => dir.remove(),
   };
 }
@@ -111,7 +111,7 @@ function postgresTarget(): Target & { cleanup(): Promise<void> } {
   const schema = `triad_durability_${process.pid}_${randomBytes(5).toString('hex')}`;
   return {
     env: { TRIAD_STORE: 'postgres', TRIAD_PG_URL: PG_URL, TRIAD_PG_SCHEMA: schema, TRIAD_DATA_DIR: '/nonexistent' },
-    open: () => createEventStore({ store: 'postgres', dataDir: '/nonexistent', pgUrl: PG_URL }, { pgSchema: schema }),
+    open: () => openStorage({ store: 'postgres', dataDir: '/nonexistent', pgUrl: PG_URL }, { pgSchema: schema }),
     cleanup: async () => {
       const client = new Client({ connectionString: PG_URL });
       await client.connect();

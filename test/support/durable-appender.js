@@ -1,15 +1,15 @@
-// Child process for the kill -9 durability test: opens the configured store, appends in an endless
+// Child process for the kill -9 durability test: opens the configured storage, appends in an endless
 // loop and prints one line per acknowledged event (its id) only after append() resolved, so every
 // printed id must survive the process being killed at any instant.
 // Plain JS over dist/ so it runs without ts-jest.
 // Env: TRIAD_STORE, TRIAD_DATA_DIR, TRIAD_PG_URL, TRIAD_PG_SCHEMA (optional), ROUND (an id prefix).
-const { createEventStore } = require('../../dist/events/event-store.factory.js');
+const { openStorage } = require('../../dist/storage/storage.js');
 const { WrongExpectedRevisionError } = require('../../dist/events/errors.js');
 
 const STREAMS = ['durable-a', 'durable-b', 'durable-c', 'durable-d'];
 
 async function main() {
-  const store = await createEventStore(
+  const { events: store } = await openStorage(
     { store: process.env.TRIAD_STORE, dataDir: process.env.TRIAD_DATA_DIR, pgUrl: process.env.TRIAD_PG_URL },
     { pgSchema: process.env.TRIAD_PG_SCHEMA || undefined },
   );

@@ -1,19 +1,15 @@
 import fc from 'fast-check';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { join } from 'node:path';
 import { seedRunAwaitingReview } from '../../src/bench/decisions.bench';
 import { commandPathFor } from '../../src/events/command-handling';
 import { runContext, runStream } from '../../src/team/run-stream';
 import { InvalidAppendError } from '../../src/events/errors';
 import type { EventStore } from '../../src/events/event-store.port';
-import { InMemoryEventStore } from '../../src/events/in-memory.event-store';
-import { PostgresEventStore } from '../../src/events/postgres.event-store';
-import { SqliteEventStore } from '../../src/events/sqlite.event-store';
 import { DecisionLog } from '../../src/review-gate/decision-log/decision-log';
 import { DecisionLogProjection } from '../../src/review-gate/decision-log/decision-log.projection';
 import type { DecisionRecordRepository } from '../../src/review-gate/decision-log/decision-record.repository';
-import { createDecisionRecordRepository } from '../../src/review-gate/decision-log/decision-record.repository.factory';
 import { decideReview } from '../../src/review-gate/domain/review-decider';
+import { openStorage } from '../../src/storage/storage';
 import { decodeMachineBytes, decodeMachineText, encodeMachineBytes, encodeMachineText, isWellFormedText } from '../../src/shared/text';
 import { dropSchema, PG_URL } from '../support/pg';
 import { tempDir } from '../support/temp-dir';
@@ -37,32 +33,35 @@ const anyBytes = fc.oneof(
 
 interface Harness {
   store: EventStore;
+  decisions: DecisionRecordRepository;
   close(): Promise<void>;
 }
 
 const stores: Record<string, () => Promise<Harness>> = {
   memory: async () => {
-    const store = new InMemoryEventStore();
-    return { store, close: () => store.close() };
+    const storage = await openStorage({ store: 'memory', dataDir: '/nonexistent' });
+    return { store: storage.events, decisions: storage.decisions, close: () => storage.close() };
   },
   sqlite: async () => {
     const dir = tempDir('triad-text-prop-');
-    const store = new SqliteEventStore({ file: join(dir.path, 'triad.db') });
+    const storage = await openStorage({ store: 'sqlite', dataDir: dir.path });
     return {
-      store,
+      store: storage.events,
+      decisions: storage.decisions,
       close: async () => {
-        await store.close();
+        await storage.close();
         dir.remove();
       },
     };
   },
   postgres: async () => {
     const schema = `triad_text_${process.pid}_${randomBytes(5).toString('hex')}`;
-    const store = await PostgresEventStore.connect({ url: PG_URL, schema, poolSize: 4 });
+    const storage = await openStorage({ store: 'postgres', pgUrl: PG_URL, dataDir: '/nonexistent' }, { pgSchema: schema, pgPoolSize: 4 });
     return {
-      store,
+      store: storage.events,
+      decisions: storage.decisions,
       close: async () => {
-        await store.close();
+        await storage.close();
         await dropSchema(schema);
       },
     };
@@ -77,14 +76,13 @@ describe.each(Object.keys(stores))('arbitrary text through the %s store and the 
 
   beforeAll(async () => {
     h = await stores[kind]();
-    repo = await createDecisionRecordRepository(h.store);
+    repo = h.decisions;
     projection = new DecisionLogProjection(h.store, repo, { retryDelayMs: 20, checkpointIdleMs: 50 });
     projection.start();
     log = new DecisionLog(h.store, repo, projection);
   });
   afterAll(async () => {
     await projection?.stop();
-    await repo?.close();
     await h?.close();
   });
 

@@ -1,23 +1,23 @@
-import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleDestroy, type OnModuleInit, type Provider } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit, type Provider } from '@nestjs/common';
 import { EVENT_STORE, type EventStore } from '../../events/event-store.port';
 import { HEALTH_REGISTRY, type HealthRegistry } from '../../shared/health';
 import { DecisionLog } from './decision-log';
 import { DecisionLogProjection } from './decision-log.projection';
 import { DECISION_RECORD_REPOSITORY, type DecisionRecordRepository } from './decision-record.repository';
-import { createDecisionRecordRepository } from './decision-record.repository.factory';
+import { STORAGE, type Storage } from '../../storage/storage';
 
 /**
- * The Nest shell of the decision log: the repository chosen from the configured store, the
- * projector started with the application and stopped (checkpoint saved) before the store closes,
- * and the read/verify service.
+ * The Nest shell of the decision log: the repository from the storage (in the events' database;
+ * closed with it), the projector started with the application and stopped (checkpoint saved)
+ * before the storage closes, and the read/verify service.
  */
 @Injectable()
-export class DecisionLogProjector implements OnModuleInit, OnModuleDestroy, OnApplicationShutdown {
+export class DecisionLogProjector implements OnModuleInit, OnModuleDestroy {
   readonly projection: DecisionLogProjection;
 
   constructor(
     @Inject(EVENT_STORE) store: EventStore,
-    @Inject(DECISION_RECORD_REPOSITORY) private readonly repo: DecisionRecordRepository,
+    @Inject(DECISION_RECORD_REPOSITORY) repo: DecisionRecordRepository,
     @Inject(HEALTH_REGISTRY) health: HealthRegistry,
   ) {
     this.projection = new DecisionLogProjection(store, repo, { logger: new Logger('DecisionLog'), health });
@@ -27,13 +27,9 @@ export class DecisionLogProjector implements OnModuleInit, OnModuleDestroy, OnAp
     this.projection.start();
   }
 
-  // onModuleDestroy runs before any onApplicationShutdown, so the store is still open here.
+  // onModuleDestroy runs before any onApplicationShutdown, so the storage is still open here.
   async onModuleDestroy(): Promise<void> {
     await this.projection.stop();
-  }
-
-  async onApplicationShutdown(): Promise<void> {
-    await this.repo.close();
   }
 }
 
@@ -49,7 +45,7 @@ export class DecisionLogService extends DecisionLog {
 }
 
 export const DECISION_LOG_PROVIDERS: Provider[] = [
-  { provide: DECISION_RECORD_REPOSITORY, inject: [EVENT_STORE], useFactory: (store: EventStore) => createDecisionRecordRepository(store) },
+  { provide: DECISION_RECORD_REPOSITORY, inject: [STORAGE], useFactory: (storage: Storage) => storage.decisions },
   DecisionLogProjector,
   DecisionLogService,
 ];

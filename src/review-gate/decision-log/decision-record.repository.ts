@@ -33,7 +33,7 @@ export interface DecisionRecordRepository {
   /** Every (matching) record in seq order, after `afterSeq`, read `pageSize` at a time (default 1000). */
   iterate(options?: { filter?: DecisionFilter; afterSeq?: number; pageSize?: number }): AsyncIterable<DecisionRecord>;
   count(): Promise<number>;
-  /** Releases what the repository holds itself (never the store's connection). */
+  /** Releases what the repository holds itself (never the storage's connection). */
   close(): Promise<void>;
 }
 

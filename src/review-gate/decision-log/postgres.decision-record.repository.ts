@@ -75,7 +75,7 @@ const COLUMNS = DECISION_COLUMNS.join(', ');
 const PARAM_TYPES = ['bigint', 'text', 'text', 'text', 'integer', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'bigint', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'integer'];
 
 /**
- * PostgreSQL adapter: a `decision_records` table next to the events, on the store's pool. An
+ * PostgreSQL adapter: a `decision_records` table next to the events, on the storage's pool. An
  * append is one statement that inserts only when the record is the next one (its seq follows the
  * head and its prevHash is the head's hash) and its decision is not stored yet; the unique seq and
  * decision id settle concurrent appends from several processes (ON CONFLICT DO NOTHING), and a
@@ -112,7 +112,7 @@ export class PostgresDecisionRecordRepository implements DecisionRecordRepositor
     };
   }
 
-  /** Opens the repository on a pool (the PostgreSQL event store's), bringing its schema up to date. */
+  /** Opens the repository on a pool (the storage's, shared with the event store), bringing its schema up to date. */
   static async open(pool: Pool, schema = 'public'): Promise<PostgresDecisionRecordRepository> {
     if (!SCHEMA_NAME.test(schema)) throw new Error(`invalid PostgreSQL schema name '${schema}'`);
     const repo = new PostgresDecisionRecordRepository(pool, schema);
@@ -172,7 +172,7 @@ export class PostgresDecisionRecordRepository implements DecisionRecordRepositor
   }
 
   async close(): Promise<void> {
-    // The pool belongs to the event store, which ends it.
+    // The pool belongs to the storage, which ends it.
   }
 
   private async listPage(filter: DecisionFilter, afterSeq: number, limit: number): Promise<DecisionRecord[]> {

@@ -90,9 +90,9 @@ export const SQLITE_DECISION_LOG_SCHEMA_VERSION = MIGRATIONS.length;
 const COLUMNS = DECISION_COLUMNS.join(', ');
 
 /**
- * SQLite adapter: a `decision_records` table in the events database file, on the store's own
- * connection. Appends run in BEGIN IMMEDIATE transactions (the check that the record is the next
- * one and the insert are atomic, also against other processes sharing the file).
+ * SQLite adapter: a `decision_records` table in the events database file, on the storage's shared
+ * connection (the event store's). Appends run in BEGIN IMMEDIATE transactions (the check that the
+ * record is the next one and the insert are atomic, also against other processes sharing the file).
  *
  * Durability: records are a projection of the events, so an append commits with the
  * connection's synchronous=NORMAL and waits for no fsync of its own: the WAL is synced by the
@@ -179,7 +179,7 @@ export class SqliteDecisionRecordRepository implements DecisionRecordRepository 
   }
 
   async close(): Promise<void> {
-    // The connection belongs to the event store, which closes it.
+    // The connection belongs to the storage, which closes it.
   }
 
   private listSync(filter: DecisionFilter, afterSeq: number, limit: number): DecisionRecord[] {

@@ -57,7 +57,7 @@ export class InMemoryRunLeases implements RunLeases {
 }
 
 /**
- * Leases in the events file, on the store's connection (synchronous=NORMAL): taking or renewing
+ * Leases in the events file, on the storage's shared connection (synchronous=NORMAL): taking or renewing
  * one waits for no fsync. A power cut can only lose the latest renewals, and a lease is time-bound
  * anyway; what fences a driver is its DriverClaimed event, which is durable like every append.
  */

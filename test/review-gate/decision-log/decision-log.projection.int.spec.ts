@@ -5,36 +5,36 @@ import { seedRunAwaitingReview } from '../../../src/bench/decisions.bench';
 import { commandPathFor } from '../../../src/events/command-handling';
 import { runContext, runStream } from '../../../src/team/run-stream';
 import type { EventStore } from '../../../src/events/event-store.port';
-import { InMemoryEventStore } from '../../../src/events/in-memory.event-store';
-import { PostgresEventStore } from '../../../src/events/postgres.event-store';
 import { SqliteEventStore } from '../../../src/events/sqlite.event-store';
 import { DecisionLog } from '../../../src/review-gate/decision-log/decision-log';
 import { DECISION_LOG_SUBSCRIPTION, DecisionLogBehindError, DecisionLogProjection } from '../../../src/review-gate/decision-log/decision-log.projection';
 import type { DecisionRecordRepository } from '../../../src/review-gate/decision-log/decision-record.repository';
-import { createDecisionRecordRepository } from '../../../src/review-gate/decision-log/decision-record.repository.factory';
+import { SqliteDecisionRecordRepository } from '../../../src/review-gate/decision-log/sqlite.decision-record.repository';
 import { decideReview, type ReviewCommand } from '../../../src/review-gate/domain/review-decider';
 import { parseReviewId } from '../../../src/team/domain/review-id';
+import { openStorage, type Storage } from '../../../src/storage/storage';
 import { tempDir } from '../../support/temp-dir';
 import { PG_URL } from '../../support/pg';
 
 
 interface StoreHarness {
-  /** A store on the shared database; each call is another connection (another process, in effect). */
-  open(): Promise<EventStore>;
+  /** Storage on the shared database; each call is another connection (another process, in effect). */
+  open(): Promise<Storage>;
   cleanup(): Promise<void>;
 }
 
 const harnesses: Record<string, () => StoreHarness> = {
   memory: () => {
-    const store = new InMemoryEventStore();
-    return { open: async () => store, cleanup: async () => undefined };
+    // The in-memory "database" is the one storage object: projectors on it share its one log.
+    const storage = openStorage({ store: 'memory', dataDir: '/nonexistent' });
+    return { open: () => storage, cleanup: async () => (await storage).close() };
   },
   sqlite: () => {
     const dir = tempDir('triad-dlp-');
-    const stores: EventStore[] = [];
+    const stores: Storage[] = [];
     return {
       open: async () => {
-        const s = new SqliteEventStore({ file: join(dir.path, 'triad.db') });
+        const s = await openStorage({ store: 'sqlite', dataDir: dir.path });
         stores.push(s);
         return s;
       },
@@ -46,10 +46,10 @@ const harnesses: Record<string, () => StoreHarness> = {
   },
   postgres: () => {
     const schema = `triad_dlp_${process.pid}_${randomBytes(5).toString('hex')}`;
-    const stores: EventStore[] = [];
+    const stores: Storage[] = [];
     return {
       open: async () => {
-        const s = await PostgresEventStore.connect({ url: PG_URL, schema, poolSize: 4 });
+        const s = await openStorage({ store: 'postgres', pgUrl: PG_URL, dataDir: '/nonexistent' }, { pgSchema: schema, pgPoolSize: 4 });
         stores.push(s);
         return s;
       },
@@ -87,19 +87,14 @@ async function decisions(store: EventStore, n: number, how: (i: number) => 'appr
 describe.each(Object.keys(harnesses))('the decision log projector on %s', (kind) => {
   let h: StoreHarness;
   const projections: DecisionLogProjection[] = [];
-  const repos: DecisionRecordRepository[] = [];
 
-  const memoryRepos = new Map<EventStore, DecisionRecordRepository>();
-
-  async function projector(store?: EventStore) {
-    const s = store ?? (await h.open());
-    // The in-memory "database" is the one store object: projectors on it share its one log.
-    const repo = kind === 'memory' ? (memoryRepos.get(s) ?? (await createDecisionRecordRepository(s))) : await createDecisionRecordRepository(s);
-    if (kind === 'memory') memoryRepos.set(s, repo);
-    repos.push(repo);
+  async function projector(storage?: Storage) {
+    const st = storage ?? (await h.open());
+    const s = st.events;
+    const repo = st.decisions;
     const projection = new DecisionLogProjection(s, repo, { retryDelayMs: 20, checkpointIdleMs: 50 });
     projections.push(projection);
-    return { store: s, repo, projection, log: new DecisionLog(s, repo, projection) };
+    return { storage: st, store: s, repo, projection, log: new DecisionLog(s, repo, projection) };
   }
 
   beforeEach(() => {
@@ -107,8 +102,6 @@ describe.each(Object.keys(harnesses))('the decision log projector on %s', (kind)
   });
   afterEach(async () => {
     for (const p of projections.splice(0)) await p.stop();
-    for (const r of repos.splice(0)) await r.close();
-    memoryRepos.clear();
     await h.cleanup();
   });
 
@@ -151,7 +144,7 @@ describe.each(Object.keys(harnesses))('the decision log projector on %s', (kind)
     expect(saved).toBe(events[events.length - 1].position);
 
     await decisions(first.store, 2);
-    const second = await projector(first.store);
+    const second = await projector(first.storage);
     second.projection.start();
     expect((await second.log.list()).map((r) => r.seq)).toEqual([1, 2, 3, 4, 5]);
     expect(await second.log.verify()).toEqual({ ok: true, checked: 5 });
@@ -213,7 +206,7 @@ describe('the decision log projector after tampering (SQLite)', () => {
     const dir = tempDir('triad-dlp-');
     const store = new SqliteEventStore({ file: join(dir.path, 'triad.db') });
     try {
-      const repo = await createDecisionRecordRepository(store);
+      const repo = new SqliteDecisionRecordRepository(store.db);
       let projection = new DecisionLogProjection(store, repo, { checkpointIdleMs: 20 });
       projection.start();
       await decisions(store, 2);

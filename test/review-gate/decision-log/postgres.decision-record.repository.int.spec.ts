@@ -1,7 +1,6 @@
 import { Pool } from 'pg';
-import { PostgresEventStore } from '../../../src/events/postgres.event-store';
-import { createDecisionRecordRepository } from '../../../src/review-gate/decision-log/decision-record.repository.factory';
 import { POSTGRES_DECISION_LOG_SCHEMA_VERSION, PostgresDecisionRecordRepository } from '../../../src/review-gate/decision-log/postgres.decision-record.repository';
+import { openStorage, type Storage } from '../../../src/storage/storage';
 import { decisionRecordRepositoryContract } from './decision-record.repository.contract';
 import { dropSchema, freshSchema, PG_URL, withClient } from '../../support/pg';
 
@@ -41,11 +40,11 @@ decisionRecordRepositoryContract(
 
 describe('postgres decision records specifics', () => {
   let schema: string;
-  const stores: PostgresEventStore[] = [];
+  const stores: Storage[] = [];
   const connect = async () => {
-    const store = await PostgresEventStore.connect({ url: PG_URL, schema, poolSize: 2 });
-    stores.push(store);
-    return store;
+    const storage = await openStorage({ store: 'postgres', pgUrl: PG_URL, dataDir: '/nonexistent' }, { pgSchema: schema, pgPoolSize: 2 });
+    stores.push(storage);
+    return storage.decisions;
   };
   beforeEach(() => (schema = freshSchema('triad_dl')));
   afterEach(async () => {
@@ -54,7 +53,7 @@ describe('postgres decision records specifics', () => {
   });
 
   it('live in the event store schema, with their own schema version table; concurrent opens migrate once', async () => {
-    const opened = await Promise.all(Array.from({ length: 4 }, async () => createDecisionRecordRepository(await connect())));
+    const opened = await Promise.all(Array.from({ length: 4 }, () => connect()));
     expect(opened[0]).toBeInstanceOf(PostgresDecisionRecordRepository);
     const { rows } = await withClient((c) =>
       c.query<{ table_name: string }>(`SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name`, [schema]),
@@ -65,8 +64,8 @@ describe('postgres decision records specifics', () => {
   });
 
   it('refuses a decision log schema newer than this build', async () => {
-    await createDecisionRecordRepository(await connect());
+    await connect();
     await withClient((c) => c.query(`INSERT INTO "${schema}".decision_log_migrations (version, applied_at) VALUES (99, now())`));
-    await expect(createDecisionRecordRepository(await connect())).rejects.toThrow(/newer than this triad/);
+    await expect(connect()).rejects.toThrow(/newer than this triad/);
   });
 });

@@ -1,7 +1,6 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { SqliteEventStore } from '../../../src/events/sqlite.event-store';
-import { createDecisionRecordRepository } from '../../../src/review-gate/decision-log/decision-record.repository.factory';
 import { SQLITE_DECISION_LOG_SCHEMA_VERSION, SqliteDecisionRecordRepository } from '../../../src/review-gate/decision-log/sqlite.decision-record.repository';
 import { openWalDatabase } from '../../support/sqlite';
 import { tempDir } from '../../support/temp-dir';
@@ -38,8 +37,7 @@ describe('sqlite decision records specifics', () => {
   it('live in the events database file, with their own schema version table', async () => {
     const file = join(dir.path, 'triad.db');
     const store = new SqliteEventStore({ file });
-    const repo = await createDecisionRecordRepository(store);
-    expect(repo).toBeInstanceOf(SqliteDecisionRecordRepository);
+    new SqliteDecisionRecordRepository(store.db);
     const tables = (store.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[]).map((t) => t.name);
     expect(tables).toEqual(expect.arrayContaining(['events', 'decision_records', 'decision_log_migrations', 'schema_migrations']));
     const versions = store.db.prepare('SELECT version FROM decision_log_migrations').all();
@@ -47,7 +45,7 @@ describe('sqlite decision records specifics', () => {
     await store.close();
     // Opening again applies nothing twice.
     const again = new SqliteEventStore({ file });
-    await createDecisionRecordRepository(again);
+    new SqliteDecisionRecordRepository(again.db);
     expect(again.db.prepare('SELECT COUNT(*) AS n FROM decision_log_migrations').get()).toEqual({ n: SQLITE_DECISION_LOG_SCHEMA_VERSION });
     await again.close();
   });

@@ -2,11 +2,10 @@ import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import type { EventStore } from '../../../src/events/event-store.port';
-import { PostgresEventStore } from '../../../src/events/postgres.event-store';
-import { SqliteEventStore } from '../../../src/events/sqlite.event-store';
 import { DecisionLog } from '../../../src/review-gate/decision-log/decision-log';
 import { DecisionLogProjection } from '../../../src/review-gate/decision-log/decision-log.projection';
-import { createDecisionRecordRepository } from '../../../src/review-gate/decision-log/decision-record.repository.factory';
+import type { DecisionRecordRepository } from '../../../src/review-gate/decision-log/decision-record.repository';
+import { openStorage } from '../../../src/storage/storage';
 import { freshSchema, PG_URL } from '../../support/pg';
 import { tempDir } from '../../support/temp-dir';
 import { decisionEvent } from './fixtures';
@@ -24,6 +23,7 @@ const RUNS = 1100;
 
 interface Db {
   store: EventStore;
+  decisions: DecisionRecordRepository;
   /** Runs one statement on the events table (`E`), params as `$n`. */
   exec(sql: string, params: unknown[]): Promise<void>;
   close(): Promise<void>;
@@ -33,29 +33,31 @@ const databases: Record<'sqlite' | 'postgres', () => Promise<Db>> = {
   sqlite: async () => {
     const dir = tempDir('triad-stream-gaps-');
     const file = join(dir.path, 'triad.db');
-    const store = new SqliteEventStore({ file });
+    const storage = await openStorage({ store: 'sqlite', dataDir: dir.path });
     const raw = new Database(file);
     raw.pragma('busy_timeout = 10000');
     return {
-      store,
+      store: storage.events,
+      decisions: storage.decisions,
       exec: async (sql, params) => void raw.prepare(sql.replace(/\bE\b/g, 'events').replace(/\$\d+/g, '?')).run(...params),
       close: async () => {
         raw.close();
-        await store.close();
+        await storage.close();
         dir.remove();
       },
     };
   },
   postgres: async () => {
     const schema = freshSchema('triad_stream_gaps');
-    const store = await PostgresEventStore.connect({ url: PG_URL, schema, poolSize: 4 });
+    const storage = await openStorage({ store: 'postgres', pgUrl: PG_URL, dataDir: '/nonexistent' }, { pgSchema: schema, pgPoolSize: 4 });
     const client = new Client({ connectionString: PG_URL });
     await client.connect();
     return {
-      store,
+      store: storage.events,
+      decisions: storage.decisions,
       exec: async (sql, params) => void (await client.query(sql.replace(/\bE\b/g, `"${schema}".events`), params)),
       close: async () => {
-        await store.close();
+        await storage.close();
         await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).finally(() => client.end());
       },
     };
@@ -83,9 +85,12 @@ describe.each(['sqlite', 'postgres'] as const)('decision log stream check on %s'
         ),
       );
     }
-    const repo = await createDecisionRecordRepository(db.store);
+    const repo = db.decisions;
     projection = new DecisionLogProjection(db.store, repo, { checkpointIdleMs: 10 });
     projection.start();
+    // Projecting every record takes seconds on a loaded machine, longer than a read waits for it
+    // (10 s); the tests are about the stream check.
+    await projection.catchUp(120_000);
     log = new DecisionLog(db.store, repo, projection);
   });
 

@@ -4,7 +4,7 @@ import { SqliteEventStore } from '../../../src/events/sqlite.event-store';
 import { DecisionLog } from '../../../src/review-gate/decision-log/decision-log';
 import { DecisionLogProjection } from '../../../src/review-gate/decision-log/decision-log.projection';
 import type { DecisionRecordRepository } from '../../../src/review-gate/decision-log/decision-record.repository';
-import { createDecisionRecordRepository } from '../../../src/review-gate/decision-log/decision-record.repository.factory';
+import { SqliteDecisionRecordRepository } from '../../../src/review-gate/decision-log/sqlite.decision-record.repository';
 import { tempDir } from '../../support/temp-dir';
 import { decisionEvent } from './fixtures';
 
@@ -39,7 +39,7 @@ describe('decision log truncation on a real SQLite file', () => {
     }
     const again = decisionEvent(2, { decisionId: 'dec-2b', reason: 'decided again' });
     await store.append(again.streamId, [{ type: again.type, data: again.data }]);
-    repo = await createDecisionRecordRepository(store);
+    repo = new SqliteDecisionRecordRepository(store.db);
     projection = new DecisionLogProjection(store, repo, { checkpointIdleMs: 10 });
     projection.start();
     log = new DecisionLog(store, repo, projection);

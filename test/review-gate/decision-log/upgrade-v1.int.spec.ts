@@ -5,8 +5,8 @@ import { recordFrom } from '../../../src/review-gate/decision-log/chain';
 import { DecisionLog } from '../../../src/review-gate/decision-log/decision-log';
 import { DecisionLogProjection } from '../../../src/review-gate/decision-log/decision-log.projection';
 import type { DecisionRecord } from '../../../src/review-gate/decision-log/decision-record';
-import { createDecisionRecordRepository } from '../../../src/review-gate/decision-log/decision-record.repository.factory';
 import { DECISION_COLUMNS, rowValues } from '../../../src/review-gate/decision-log/decision-record.rows';
+import { SqliteDecisionRecordRepository } from '../../../src/review-gate/decision-log/sqlite.decision-record.repository';
 import { tempDir } from '../../support/temp-dir';
 import { approvalEvent, decisionEvent } from './fixtures';
 
@@ -56,7 +56,7 @@ describe('upgrading a version 1 decision log (SQLite)', () => {
     raw.close();
 
     // The upgrade, then a tool approval and a review decided after it.
-    const repo = await createDecisionRecordRepository(store);
+    const repo = new SqliteDecisionRecordRepository(store.db);
     expect(await repo.approvalsFrom()).toBe(stored[2].position);
     expect(await repo.list()).toEqual(old);
     for (const e of [approvalEvent(3), decisionEvent(4)]) await store.append(e.streamId, [{ type: e.type, data: e.data }]);

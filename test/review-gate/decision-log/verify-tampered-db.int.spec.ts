@@ -4,15 +4,13 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import type { EventStore } from '../../../src/events/event-store.port';
-import { PostgresEventStore } from '../../../src/events/postgres.event-store';
-import { SqliteEventStore } from '../../../src/events/sqlite.event-store';
 import { recordFrom } from '../../../src/review-gate/decision-log/chain';
 import { expectationFrom, verifyChainAsync, type ChainVerification } from '../../../src/review-gate/decision-log/chain-verification';
 import { DecisionLog } from '../../../src/review-gate/decision-log/decision-log';
 import { DECISION_EVENTS, DecisionLogProjection } from '../../../src/review-gate/decision-log/decision-log.projection';
 import type { DecisionRecordRepository } from '../../../src/review-gate/decision-log/decision-record.repository';
-import { createDecisionRecordRepository } from '../../../src/review-gate/decision-log/decision-record.repository.factory';
 import { DECISION_COLUMNS, rowValues } from '../../../src/review-gate/decision-log/decision-record.rows';
+import { openStorage } from '../../../src/storage/storage';
 import { PG_URL } from '../../support/pg';
 import { tempDir } from '../../support/temp-dir';
 import { decisionEvent } from './fixtures';
@@ -30,6 +28,7 @@ const N = 8;
 
 interface Db {
   store: EventStore;
+  decisions: DecisionRecordRepository;
   /** A copy of the table as the projector wrote it. */
   backup: string;
   /** Runs SQL in which `T` stands for the decision records table; params as `?` (SQLite) or `$n` (PostgreSQL). */
@@ -41,11 +40,12 @@ const databases: Record<'sqlite' | 'postgres', () => Promise<Db>> = {
   sqlite: async () => {
     const dir = tempDir('triad-verify-fuzz-');
     const file = join(dir.path, 'triad.db');
-    const store = new SqliteEventStore({ file });
+    const storage = await openStorage({ store: 'sqlite', dataDir: dir.path });
     const raw = new Database(file);
     raw.pragma('busy_timeout = 10000');
     return {
-      store,
+      store: storage.events,
+      decisions: storage.decisions,
       backup: 'decision_records_backup',
       exec: async (sql, params = []) => {
         const text = sql.replace(/\bT\b/g, 'decision_records').replace(/\$\d+/g, '?');
@@ -54,18 +54,19 @@ const databases: Record<'sqlite' | 'postgres', () => Promise<Db>> = {
       },
       close: async () => {
         raw.close();
-        await store.close();
+        await storage.close();
         dir.remove();
       },
     };
   },
   postgres: async () => {
     const schema = `triad_verify_fuzz_${process.pid}_${randomBytes(4).toString('hex')}`;
-    const store = await PostgresEventStore.connect({ url: PG_URL, schema, poolSize: 2 });
+    const storage = await openStorage({ store: 'postgres', pgUrl: PG_URL, dataDir: '/nonexistent' }, { pgSchema: schema, pgPoolSize: 2 });
     const client = new Client({ connectionString: PG_URL });
     await client.connect();
     return {
-      store,
+      store: storage.events,
+      decisions: storage.decisions,
       backup: `"${schema}".decision_records_backup`,
       exec: async (sql, params = []) => {
         const text = sql.replace(/\bT\b/g, `"${schema}".decision_records`);
@@ -73,7 +74,7 @@ const databases: Record<'sqlite' | 'postgres', () => Promise<Db>> = {
         await (params.length === 0 ? client.query(text) : client.query(text, params));
       },
       close: async () => {
-        await store.close();
+        await storage.close();
         await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).finally(() => client.end());
       },
     };
@@ -124,7 +125,7 @@ describe.each(['sqlite', 'postgres'] as const)('DecisionLog.verify after raw SQL
       await db.store.append(`other-${i}`, [{ type: 'SomethingElse', data: { i } }]);
       await db.store.append(i % 4 === 0 ? `review-${i}` : e.streamId, [{ type: e.type, data: e.data, metadata: { runId: `run_${i}` } }]);
     }
-    repo = await createDecisionRecordRepository(db.store);
+    repo = db.decisions;
     const projection = new DecisionLogProjection(db.store, repo, { checkpointIdleMs: 10 });
     projection.start();
     await projection.catchUp();

@@ -1,0 +1,154 @@
+import { join } from 'node:path';
+import { ConfigError, type TriadConfig } from '../config/config';
+import type { EventStore } from '../events/event-store.port';
+import { InMemoryEventStore } from '../events/in-memory.event-store';
+import { openPostgresPool, PostgresEventStore } from '../events/postgres.event-store';
+import { openSqliteDatabase, SqliteEventStore } from '../events/sqlite.event-store';
+import type { UpcasterRegistry } from '../events/upcasting';
+import type { CheckpointStore } from '../checkpoint/checkpoint-store.port';
+import { InMemoryCheckpointStore, PostgresCheckpointStore, SqliteCheckpointStore } from '../checkpoint/checkpoint-stores';
+import type { DecisionRecordRepository } from '../review-gate/decision-log/decision-record.repository';
+import { InMemoryDecisionRecordRepository } from '../review-gate/decision-log/in-memory.decision-record.repository';
+import { PostgresDecisionRecordRepository } from '../review-gate/decision-log/postgres.decision-record.repository';
+import { SqliteDecisionRecordRepository } from '../review-gate/decision-log/sqlite.decision-record.repository';
+import type { StoreHealthSink } from '../shared/health';
+import { InMemoryRunLeases, PostgresRunLeases, SqliteRunLeases, type RunLeases } from '../team/leases/run-leases';
+
+/** The process's Storage (a Nest provider of the global events module). */
+export const STORAGE = Symbol('STORAGE');
+
+export type StorageKind = 'sqlite' | 'postgres' | 'memory';
+
+/**
+ * Every store of a process, in one database opened once: the events, run checkpoints, run leases
+ * and the decision log (API keys are events, in the `apikeys` stream). On SQLite they share one
+ * connection to `<TRIAD_DATA_DIR>/triad.db` (checkpoints add a side connection that does not
+ * fsync, see `SqliteCheckpointStore`); on PostgreSQL one pool, in one schema.
+ */
+export interface Storage {
+  readonly kind: StorageKind;
+  readonly events: EventStore;
+  readonly checkpoints: CheckpointStore;
+  readonly leases: RunLeases;
+  readonly decisions: DecisionRecordRepository;
+  /**
+   * Closes every store, then the connection or pool; once (a second call waits for the first).
+   * Call it when nothing writes any more: in the app, the global events module does, after every
+   * other module's shutdown (the supervisor's last checkpoints, suspensions and lease releases).
+   * The order: checkpoints (on SQLite their side connection goes first, so the store's own
+   * connection is the last on the file and runs the final, synced WAL checkpoint as it closes),
+   * leases and decisions (nothing of their own), the event store (queued appends written and
+   * their WAL sync awaited, the read-ahead thread and the LISTEN connection stopped), and last the
+   * shared connection or pool. A failing step does not keep the next from running; the first
+   * failure is thrown at the end.
+   */
+  close(): Promise<void>;
+}
+
+export interface StorageOptions {
+  upcasters?: UpcasterRegistry;
+  maxEventBytes?: number;
+  /** PostgreSQL schema for triad's tables (default `public`); lets tests and tools isolate themselves. */
+  pgSchema?: string;
+  /** Connections in the PostgreSQL pool (default 10). */
+  pgPoolSize?: number;
+  /** Told when the store stops answering and when it answers again (`GET /health`). */
+  health?: StoreHealthSink;
+}
+
+/** The one place where `TRIAD_STORE` picks the adapters, and the one place the database is opened. */
+export async function openStorage(config: Pick<TriadConfig, 'store' | 'dataDir' | 'pgUrl'>, options: StorageOptions = {}): Promise<Storage> {
+  switch (config.store) {
+    case 'sqlite':
+      return openSqliteStorage(join(config.dataDir, 'triad.db'), options);
+    case 'postgres':
+      if (!config.pgUrl) throw new ConfigError('TRIAD_STORE=postgres needs TRIAD_PG_URL');
+      return openPostgresStorage(config.pgUrl, options);
+    case 'memory':
+      return memoryStorage(options);
+    case 'esdb':
+      throw new ConfigError('TRIAD_STORE=esdb: the esdb store is not available in this build (use sqlite or postgres)');
+  }
+}
+
+interface Stores {
+  events: EventStore;
+  checkpoints: CheckpointStore;
+  leases: RunLeases;
+  decisions: DecisionRecordRepository;
+}
+
+function storage(kind: StorageKind, stores: Stores, closeConnection: () => unknown): Storage {
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    closeInOrder([
+      () => stores.checkpoints.close(),
+      () => stores.leases.close(),
+      () => stores.decisions.close(),
+      () => stores.events.close(),
+      closeConnection,
+    ]);
+  return { kind, ...stores, close: () => (closing ??= close()) };
+}
+
+async function closeInOrder(steps: Array<() => unknown>): Promise<void> {
+  let failure: { error: unknown } | undefined;
+  for (const step of steps) {
+    try {
+      await step();
+    } catch (error) {
+      failure ??= { error };
+    }
+  }
+  if (failure) throw failure.error;
+}
+
+async function openSqliteStorage(file: string, options: StorageOptions): Promise<Storage> {
+  const db = openSqliteDatabase(file);
+  const opened: Array<{ close(): Promise<void> }> = [];
+  try {
+    const events = new SqliteEventStore({ db, upcasters: options.upcasters, maxEventBytes: options.maxEventBytes });
+    opened.push(events);
+    const checkpoints = new SqliteCheckpointStore(db);
+    opened.push(checkpoints);
+    const leases = new SqliteRunLeases(db);
+    const decisions = new SqliteDecisionRecordRepository(db);
+    return storage('sqlite', { events, checkpoints, leases, decisions }, () => db.close());
+  } catch (err) {
+    await closeInOrder([...opened.reverse().map((s) => () => s.close()), () => db.close()]).catch(() => undefined);
+    throw err;
+  }
+}
+
+async function openPostgresStorage(url: string, options: StorageOptions): Promise<Storage> {
+  const pool = openPostgresPool({ url, poolSize: options.pgPoolSize, health: options.health });
+  let events: PostgresEventStore | undefined;
+  try {
+    // Each brings its tables up to date here, once: the events' and the decision log's migrations
+    // (under advisory locks, so processes starting together do not race); checkpoints and leases
+    // create theirs on first use.
+    events = await PostgresEventStore.open(pool, {
+      url,
+      schema: options.pgSchema,
+      health: options.health,
+      upcasters: options.upcasters,
+      maxEventBytes: options.maxEventBytes,
+    });
+    const decisions = await PostgresDecisionRecordRepository.open(pool, events.schema);
+    const checkpoints = new PostgresCheckpointStore(pool, events.schema);
+    const leases = new PostgresRunLeases(pool, events.schema);
+    return storage('postgres', { events, checkpoints, leases, decisions }, () => pool.end());
+  } catch (err) {
+    await closeInOrder([() => events?.close(), () => pool.end()]).catch(() => undefined);
+    throw err;
+  }
+}
+
+function memoryStorage(options: StorageOptions): Storage {
+  const events = new InMemoryEventStore({ upcasters: options.upcasters, maxEventBytes: options.maxEventBytes });
+  return storage(
+    'memory',
+    { events, checkpoints: new InMemoryCheckpointStore(), leases: new InMemoryRunLeases(), decisions: new InMemoryDecisionRecordRepository() },
+    () => undefined,
+  );
+}
