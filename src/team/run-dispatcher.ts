@@ -1,124 +1,17 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
-import { EVENT_STORE, type EventStore, type RecordedEvent, type Subscription } from '../events/event-store.port';
-import { isStoreUnavailable } from '../events/errors';
-import { pause, storeBackoffMs } from '../events/store-retry';
+import { EVENT_STORE, type EventStore } from '../events/event-store.port';
 import { HEALTH_REGISTRY, type HealthRegistry } from '../shared/health';
-import { RUN_STREAM_PREFIX } from './domain/run-events';
+import { RunDispatch } from './run-dispatch';
 import { RunSupervisor } from './run-supervisor';
-import { runIdOfStream } from './run-summary';
 
-/** The durable name of the dispatcher's subscription (its saved position survives restarts). */
-export const DISPATCHER_SUBSCRIPTION = 'run-dispatcher';
-
-/**
- * Events after which a run needs a driver: it was launched, forked or resumed, or a human (or a
- * timeout) decided what it waited for. A driver started on a run with nothing to do stops at once
- * and records nothing, so the rule can stay this simple.
- */
-export const WAKES_A_DRIVER = ['RunLaunched', 'RunForked', 'RunResumed', 'ReviewDecided', 'ToolApprovalDecided'] as const;
-
-/** The run an event wakes a driver for, if any. */
-export function runToWake(event: Pick<RecordedEvent, 'type' | 'streamId'>): string | undefined {
-  return (WAKES_A_DRIVER as readonly string[]).includes(event.type) ? runIdOfStream(event.streamId) : undefined;
-}
-
-/** How often the subscription's position is saved while events arrive. */
-const SAVE_EVERY_MS = 1000;
-const COMPONENT = 'run dispatcher';
-
-/**
- * Reactions from the store: a named, checkpointed subscription to the events that wake a driver,
- * on every serving process. For each, the process tries to take the run's lease and drives the run
- * if it gets it; processes that do not get it go on (another one drives it). A launch, a resume, a
- * fork or a decision is never lost to a process stopping between its append and the driver's
- * start: the event is in the store, and the subscription resumes from its saved position (events
- * seen twice are harmless — a run already driven, or with nothing to do, is left alone). Runs whose
- * driver died with its process are recovery's (RecoveryService: expired leases).
- */
+/** The dispatcher of a serving process (see RunDispatch); `triad serve` starts it. */
 @Injectable()
-export class RunDispatcher implements OnApplicationShutdown {
-  private readonly logger = new Logger(RunDispatcher.name);
-  private subscription?: Subscription;
-  private readonly stop = new AbortController();
-  private running?: Promise<void>;
-  private position = 0;
-  private saved = 0;
-  private savedAt = 0;
-
-  constructor(
-    @Inject(EVENT_STORE) private readonly store: EventStore,
-    @Inject(HEALTH_REGISTRY) private readonly health: HealthRegistry,
-    private readonly supervisor: RunSupervisor,
-  ) {}
-
-  /**
-   * Starts dispatching (idempotent); started by `triad serve`, not by one-shot CLI commands.
-   * Resolves once the starting position is known: every event appended after that is dispatched.
-   */
-  async start(): Promise<void> {
-    if (this.running) return;
-    // A store that never had a dispatcher (a new store, or one written by an older triad) starts
-    // at its head: what came before is recovery's, not a burst of old launches. A store that does
-    // not answer now is waited out in the background (from its saved position, or its head then).
-    let from: number | undefined;
-    try {
-      from = (await this.store.loadCheckpoint(DISPATCHER_SUBSCRIPTION)) ?? (await this.store.headPosition());
-    } catch (err) {
-      if (!isStoreUnavailable(err)) throw err;
-    }
-    this.running ??= this.run(from);
+export class RunDispatcher extends RunDispatch implements OnApplicationShutdown {
+  constructor(@Inject(EVENT_STORE) store: EventStore, @Inject(HEALTH_REGISTRY) health: HealthRegistry, supervisor: RunSupervisor) {
+    super(store, health, supervisor, new Logger(RunDispatcher.name));
   }
 
-  private async run(from: number | undefined): Promise<void> {
-    for (let attempt = 1; !this.stop.signal.aborted; attempt++) {
-      try {
-        if (from === undefined) from = (await this.store.loadCheckpoint(DISPATCHER_SUBSCRIPTION)) ?? (await this.store.headPosition());
-        this.position = Math.max(this.position, from);
-        const sub = this.store.subscribe({
-          after: this.position,
-          filter: { streamPrefixes: [RUN_STREAM_PREFIX], types: [...WAKES_A_DRIVER] },
-          signal: this.stop.signal,
-        });
-        this.subscription = sub;
-        for await (const event of sub) {
-          const runId = runToWake(event);
-          // Awaited: the lease is decided before the next event (the drive itself goes on in the background).
-          if (runId && !this.supervisor.isDriving(runId)) await this.supervisor.startIfLeased(runId);
-          this.position = event.position;
-          if (attempt > 1) {
-            attempt = 1;
-            this.health.recovered(COMPONENT);
-            this.logger.log(`dispatching again from position ${this.position}`);
-          }
-          await this.save(false);
-        }
-        return;
-      } catch (err) {
-        if (this.stop.signal.aborted) return;
-        const reason = isStoreUnavailable(err) ? 'the event store is not reachable' : (err as Error).message;
-        this.health.failed(COMPONENT, reason);
-        this.health.restarted(COMPONENT);
-        this.logger.error(`run dispatcher stopped, restarting after position ${this.position}: ${reason}`);
-        await pause(storeBackoffMs(attempt), this.stop.signal);
-      } finally {
-        this.subscription?.close();
-      }
-    }
-  }
-
-  /** Saves the position, at most once a second unless `force`. */
-  private async save(force: boolean): Promise<void> {
-    if (this.position <= this.saved || (!force && Date.now() - this.savedAt < SAVE_EVERY_MS)) return;
-    const position = this.position;
-    this.savedAt = Date.now();
-    await this.store.saveCheckpoint(DISPATCHER_SUBSCRIPTION, position);
-    this.saved = position;
-  }
-
-  async onApplicationShutdown(): Promise<void> {
-    this.stop.abort();
-    this.subscription?.close();
-    await this.running?.catch(() => undefined);
-    await this.save(true).catch(() => undefined);
+  onApplicationShutdown(): Promise<void> {
+    return this.stop();
   }
 }
