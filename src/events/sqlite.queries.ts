@@ -18,7 +18,7 @@ export function sqliteStatements(db: Database.Database) {
     loadCheckpoint: db.prepare('SELECT position FROM subscription_checkpoints WHERE name = ?'),
     saveCheckpoint: db.prepare(
       `INSERT INTO subscription_checkpoints (name, position, updated_at) VALUES (?, ?, ?)
-       ON CONFLICT (name) DO UPDATE SET position = excluded.position, updated_at = excluded.updated_at`,
+         ON CONFLICT (name) DO UPDATE SET position = excluded.position, updated_at = excluded.updated_at`,
     ),
   };
 }
