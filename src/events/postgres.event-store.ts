@@ -1,13 +1,10 @@
-import { createHash } from 'node:crypto';
-import { applyPgMigrations, quoteIdent } from '../shared/postgres-tables';
-import { Client, Pool, type PoolClient, type QueryConfig, type QueryResultRow } from 'pg';
+import type { Pool, QueryConfig, QueryResultRow } from 'pg';
 import type { StoreHealthSink } from '../shared/health';
 import { classifyStoreError, StoreUnavailableError, WrongExpectedRevisionError } from './errors';
 import {
   DEFAULT_MAX_EVENT_BYTES,
   type AppendOptions,
   type AppendResult,
-  type EventFilter,
   type EventStore,
   type ExpectedRevision,
   type NewEvent,
@@ -21,6 +18,9 @@ import {
 } from './event-store.port';
 import type { StoreOptions } from './in-memory.event-store';
 import { PositionNotifier } from './position-notifier';
+import { migratePostgresEventStore, openPostgresPool, type PostgresPoolOptions } from './postgres.database';
+import { PostgresAppendListener, postgresEventsChannel } from './postgres.listener';
+import { postgresStatements, readAllQuery } from './postgres.queries';
 import {
   checkExpectedRevision,
   decodeRow,
@@ -35,99 +35,6 @@ import {
 import { extentBatches, pagesByReadStream, streamWindow } from './read-helpers';
 import { CatchUpSubscription } from './subscription';
 
-/**
- * Versioned schema, as functions of the (already quoted) schema name. Each entry runs once, in
- * order, in the migration transaction; the applied version is kept in `schema_migrations`.
- * Append new entries, never edit old ones.
- *
- * Why the append is one server-side function: it makes an append a single round trip (one
- * statement in its own implicit transaction), so the global counter's row lock is never held
- * while the client talks to the server. See docs/EVENTS.md, "PostgreSQL global order".
- */
-const MIGRATIONS: Array<(s: string, names: { lockClass: number; channel: string }) => string> = [
-  (s, { lockClass, channel }) => `
-    CREATE TABLE ${s}.events (
-      position     bigint PRIMARY KEY,
-      id           text NOT NULL CONSTRAINT events_id_key UNIQUE,
-      stream_id    text NOT NULL,
-      revision     bigint NOT NULL,
-      type         text NOT NULL,
-      -- Kept as the exact canonical JSON text the shared prepare step produced, so content
-      -- hashes computed on re-append compare equal byte for byte.
-      data         text NOT NULL,
-      metadata     text NOT NULL,
-      content_hash text NOT NULL,
-      recorded_at  timestamptz NOT NULL,
-      CONSTRAINT events_stream_revision_key UNIQUE (stream_id, revision)
-    );
-    CREATE INDEX events_type_position ON ${s}.events (type, position);
-
-    -- One row: the last allocated global position. Its row lock, taken by the UPDATE in
-    -- append_events and held until COMMIT, is what makes position order equal commit order.
-    CREATE TABLE ${s}.global_position (
-      singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
-      position  bigint NOT NULL
-    );
-    INSERT INTO ${s}.global_position (singleton, position) VALUES (true, 0);
-
-    CREATE TABLE ${s}.subscription_checkpoints (
-      name       text PRIMARY KEY,
-      position   bigint NOT NULL,
-      updated_at timestamptz NOT NULL
-    );
-
-    -- p_expected: -1 any, -2 no_stream, -3 stream_exists, n >= 0 an exact revision.
-    -- Returns one 'appended' row, one 'conflict' row carrying the actual head, or 'stored' rows
-    -- (some ids are already stored: the client decides between replay and conflict). A batch
-    -- reusing a stored id on the success path fails on events_id_key instead; the client then
-    -- looks the ids up. Checking ids only when needed keeps the common path short, and avoids a
-    -- lookup whose cached generic plan may be a sequential scan chosen while the table was small.
-    CREATE FUNCTION ${s}.append_events(
-      p_stream_id text, p_expected bigint,
-      p_ids text[], p_types text[], p_data text[], p_metadata text[], p_hashes text[]
-    ) RETURNS TABLE (outcome text, event_id text, event_stream text, event_revision bigint, event_position bigint, event_hash text)
-    LANGUAGE plpgsql VOLATILE AS $fn$
-    DECLARE
-      v_n    integer := cardinality(p_ids);
-      v_head bigint;
-      v_last bigint;
-    BEGIN
-      -- Serialise appends to one stream, so the head read below stays the head until COMMIT
-      -- (also for 'any'). The unique (stream_id, revision) constraint remains the final arbiter.
-      PERFORM pg_advisory_xact_lock(${lockClass}, hashtext(p_stream_id));
-
-      SELECT max(e.revision) INTO v_head FROM ${s}.events e WHERE e.stream_id = p_stream_id;
-      IF NOT (p_expected = -1
-              OR (p_expected = -2 AND v_head IS NULL)
-              OR (p_expected = -3 AND v_head IS NOT NULL)
-              OR (p_expected >= 0 AND v_head IS NOT NULL AND p_expected = v_head)) THEN
-        -- A re-append of a stored batch is not a conflict: report the stored ids first.
-        -- EXECUTE plans with the actual ids, so this uses the id index on any table size.
-        RETURN QUERY EXECUTE
-          'SELECT ''stored''::text, e.id, e.stream_id, e.revision, e.position, e.content_hash
-           FROM ${s}.events e WHERE e.id = ANY ($1)' USING p_ids;
-        IF NOT FOUND THEN
-          RETURN QUERY SELECT 'conflict'::text, NULL::text, p_stream_id, v_head, NULL::bigint, NULL::text;
-        END IF;
-        RETURN;
-      END IF;
-
-      -- Everything above ran without the global lock. From here to COMMIT it is held: one
-      -- UPDATE, one multi-row INSERT, the NOTIFY.
-      UPDATE ${s}.global_position g SET position = g.position + v_n RETURNING g.position INTO v_last;
-      INSERT INTO ${s}.events (position, id, stream_id, revision, type, data, metadata, content_hash, recorded_at)
-        SELECT v_last - v_n + u.ord, u.id, p_stream_id, coalesce(v_head, -1) + u.ord,
-               u.type, u.data, u.metadata, u.hash, clock_timestamp()
-        FROM unnest(p_ids, p_types, p_data, p_metadata, p_hashes) WITH ORDINALITY AS u(id, type, data, metadata, hash, ord);
-      PERFORM pg_notify('${channel}', v_last::text);
-
-      RETURN QUERY SELECT 'appended'::text, NULL::text, p_stream_id, coalesce(v_head, -1) + v_n, v_last, NULL::text;
-    END
-    $fn$;`,
-];
-
-export const POSTGRES_SCHEMA_VERSION = MIGRATIONS.length;
-
 export interface PostgresStoreOptions extends StoreOptions {
   /** Where the LISTEN connection goes (it cannot be a pooled one): the pool's server. */
   url: string;
@@ -137,42 +44,9 @@ export interface PostgresStoreOptions extends StoreOptions {
   health?: StoreHealthSink;
 }
 
-export interface PostgresPoolOptions {
-  url: string;
-  /** Connections in the pool used for appends and reads (default 10); LISTEN uses one more. */
-  poolSize?: number;
-  /** Told when an idle pooled connection is lost. */
-  health?: StoreHealthSink;
-  /** A query (or the wait for a pooled connection) that takes longer fails as unavailable (default 30 s). */
-  queryTimeoutMs?: number;
-}
-
 const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 const EXPECTED_CODE: Record<Exclude<ExpectedRevision, number>, number> = { any: -1, no_stream: -2, stream_exists: -3 };
 const UNIQUE_VIOLATION = '23505';
-/** Listener reconnect delay after its connection drops; subscriptions keep polling meanwhile. */
-const LISTENER_RETRY_MS = 1000;
-/** Client-side bound on one query: a server that stops answering must not stall its callers forever. */
-const DEFAULT_QUERY_TIMEOUT_MS = 30_000;
-const ROW_COLUMNS = 'id, stream_id, revision, position, type, data, metadata, recorded_at';
-
-/**
- * Opens the pool every PostgreSQL store of a process shares (`src/storage/storage.ts`). Connections
- * are made on first use, so a server that does not answer fails the first query, not this.
- */
-export function openPostgresPool(options: PostgresPoolOptions): Pool {
-  const pool = new Pool({
-    connectionString: options.url,
-    max: options.poolSize ?? 10,
-    connectionTimeoutMillis: 10_000,
-    query_timeout: options.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS,
-    keepAlive: true,
-  });
-  // An idle client losing its connection must not crash the process; the pool drops it and the
-  // next query opens a new one.
-  pool.on('error', (err) => options.health?.storeFailed((err as Error).message));
-  return pool;
-}
 
 interface AppendRow {
   outcome: 'stored' | 'conflict' | 'appended';
@@ -201,8 +75,7 @@ export class PostgresEventStore implements EventStore {
   readonly kind = 'postgres';
   private readonly notifier = new PositionNotifier();
   private readonly maxEventBytes: number;
-  private listener: Client | null = null;
-  private listenerRetry: NodeJS.Timeout | null = null;
+  private readonly listener: PostgresAppendListener;
   private closed = false;
   private readonly sql;
 
@@ -212,24 +85,11 @@ export class PostgresEventStore implements EventStore {
     private readonly ownsPool: boolean,
     private readonly options: PostgresStoreOptions,
     readonly schema: string,
-    private readonly channel: string,
+    channel: string,
   ) {
     this.maxEventBytes = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
-    const s = quoteIdent(schema);
-    this.sql = {
-      append: `SELECT outcome, event_id, event_stream, event_revision, event_position, event_hash
-               FROM ${s}.append_events($1, $2, $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])`,
-      head: `SELECT max(revision) AS revision FROM ${s}.events WHERE stream_id = $1`,
-      forwards: `SELECT ${ROW_COLUMNS} FROM ${s}.events WHERE stream_id = $1 AND revision >= $2 ORDER BY revision ASC LIMIT $3`,
-      backwards: `SELECT ${ROW_COLUMNS} FROM ${s}.events WHERE stream_id = $1 AND revision <= $2 ORDER BY revision DESC LIMIT $3`,
-      // Unnamed (an id list): planned with the actual ids, as an index lookup per stream.
-      extents: `SELECT stream_id, count(*) AS count, min(revision) AS first, max(revision) AS last FROM ${s}.events WHERE stream_id = ANY ($1::text[]) GROUP BY stream_id`,
-      headPosition: `SELECT coalesce(max(position), 0) AS position FROM ${s}.events`,
-      loadCheckpoint: `SELECT position FROM ${s}.subscription_checkpoints WHERE name = $1`,
-      saveCheckpoint: `INSERT INTO ${s}.subscription_checkpoints (name, position, updated_at) VALUES ($1, $2, now())
-                       ON CONFLICT (name) DO UPDATE SET position = excluded.position, updated_at = excluded.updated_at`,
-      events: `${s}.events`,
-    };
+    this.sql = postgresStatements(schema);
+    this.listener = new PostgresAppendListener(options.url, channel, (position) => this.notifier.notify(position));
   }
 
   /**
@@ -251,72 +111,16 @@ export class PostgresEventStore implements EventStore {
       if (ownsPool) await pool.end();
       throw new Error(`invalid PostgreSQL schema name '${schema}'`);
     }
-    // pg_notify channel names are limited to 63 bytes, so derive a short one from the schema.
-    const channel = `triad_events_${createHash('sha256').update(schema).digest('hex').slice(0, 16)}`;
+    const channel = postgresEventsChannel(schema);
     const store = new PostgresEventStore(pool, ownsPool, options, schema, channel);
     try {
-      await store.migrate();
-      await store.startListener();
+      await migratePostgresEventStore(pool, schema, channel);
+      await store.listener.start();
     } catch (err) {
       await store.close();
       throw err;
     }
     return store;
-  }
-
-  /**
-   * Applies pending migrations once, in order, in one transaction under an advisory lock keyed
-   * by the schema, so several processes starting at once neither race nor half-apply.
-   */
-  private async migrate(): Promise<void> {
-    await applyPgMigrations(this.pool, {
-      schema: this.schema,
-      lockKey: `triad.migrations.${this.schema}`,
-      table: 'schema_migrations',
-      label: 'the database schema',
-      migrations: MIGRATIONS,
-      context: async (client) => ({ lockClass: await this.streamLockClass(client), channel: this.channel }),
-    });
-  }
-
-  /** The advisory-lock class for per-stream locks: per schema, so separate schemas never contend. */
-  private async streamLockClass(client: PoolClient): Promise<number> {
-    const { rows } = await client.query<{ h: number }>('SELECT hashtext($1) AS h', [`triad.streams.${this.schema}`]);
-    return rows[0].h;
-  }
-
-  private async startListener(): Promise<void> {
-    const client = new Client({ connectionString: this.options.url, connectionTimeoutMillis: 10_000 });
-    client.on('notification', (msg) => {
-      const position = Number(msg.payload);
-      if (Number.isSafeInteger(position)) this.notifier.notify(position);
-    });
-    client.on('error', () => this.dropListener(client));
-    client.on('end', () => this.dropListener(client));
-    await client.connect();
-    await client.query(`LISTEN ${quoteIdent(this.channel)}`);
-    if (this.closed) {
-      await client.end().catch(() => undefined);
-      return;
-    }
-    this.listener = client;
-  }
-
-  /** A lost listener is replaced after a pause; until then subscriptions fall back to polling. */
-  private dropListener(client: Client): void {
-    if (this.listener !== client) return;
-    this.listener = null;
-    client.end().catch(() => undefined);
-    this.scheduleListenerRestart();
-  }
-
-  private scheduleListenerRestart(): void {
-    if (this.closed || this.listenerRetry) return;
-    this.listenerRetry = setTimeout(() => {
-      this.listenerRetry = null;
-      if (!this.closed) this.startListener().catch(() => this.scheduleListenerRestart());
-    }, LISTENER_RETRY_MS);
-    this.listenerRetry.unref();
   }
 
   async append(streamId: string, events: NewEvent[], options: AppendOptions = {}): Promise<AppendResult> {
@@ -452,10 +256,7 @@ export class PostgresEventStore implements EventStore {
     if (this.closed) return;
     this.closed = true;
     this.notifier.releaseAll();
-    if (this.listenerRetry) clearTimeout(this.listenerRetry);
-    const listener = this.listener;
-    this.listener = null;
-    if (listener) await listener.end().catch(() => undefined);
+    await this.listener.close();
     if (this.ownsPool) await this.pool.end();
   }
 
@@ -487,29 +288,7 @@ export class PostgresEventStore implements EventStore {
   }
 }
 
-
 function isUniqueViolation(err: unknown, constraint: string): boolean {
   const e = err as { code?: string; constraint?: string } | null;
   return e?.code === UNIQUE_VIOLATION && e.constraint === constraint;
-}
-
-function readAllQuery(table: string, options: ReadAllOptions): { text: string; values: unknown[] } {
-  const filter: EventFilter | undefined = options.filter;
-  const values: unknown[] = [options.after ?? 0];
-  const where = ['position > $1'];
-  if (filter?.types && filter.types.length > 0) {
-    values.push(filter.types);
-    where.push(`type = ANY ($${values.length}::text[])`);
-  }
-  if (filter?.streamPrefixes && filter.streamPrefixes.length > 0) {
-    values.push(filter.streamPrefixes);
-    // left(...) = prefix compares literally: no LIKE wildcards to escape.
-    where.push(`EXISTS (SELECT 1 FROM unnest($${values.length}::text[]) AS p(prefix) WHERE left(stream_id, length(p.prefix)) = p.prefix)`);
-  }
-  // LIMIT NULL is LIMIT ALL; a negative count means no limit, as in the SQLite adapter.
-  values.push(options.maxCount === undefined || options.maxCount < 0 ? null : options.maxCount);
-  return {
-    text: `SELECT ${ROW_COLUMNS} FROM ${table} WHERE ${where.join(' AND ')} ORDER BY position ASC LIMIT $${values.length}`,
-    values,
-  };
 }

@@ -1,12 +1,10 @@
-import Database from 'better-sqlite3';
-import { mkdirSync, realpathSync } from 'node:fs';
-import { dirname } from 'node:path';
+import type Database from 'better-sqlite3';
+import { realpathSync } from 'node:fs';
 import { classifyStoreError } from './errors';
 import {
   DEFAULT_MAX_EVENT_BYTES,
   type AppendOptions,
   type AppendResult,
-  type EventFilter,
   type ExpectedRevision,
   type EventStore,
   type NewEvent,
@@ -24,10 +22,7 @@ import {
   checkExpectedRevision,
   decodeRawRow,
   decodeRawStreamRow,
-  decodeStreamPage,
   prepareEvents,
-  ROW_COLUMNS,
-  STREAM_ROW_COLUMNS,
   resolveIdempotentAppend,
   validateExpectedRevision,
   validateStreamId,
@@ -37,37 +32,11 @@ import {
   type StoredIdentity,
 } from './prepare';
 import { EXTENT_BATCH_STREAMS, extentBatches, pageCount, pagesWindow, streamWindow } from './read-helpers';
+import { migrateSqliteEventStore, openSqliteDatabase, type SqliteDatabaseOptions } from './sqlite.database';
+import { decodePageText, extentsQuery, readAllQuery, sqliteStatements } from './sqlite.queries';
 import { SqliteReadAhead } from './sqlite-read-ahead';
-import type { UpcasterRegistry } from './upcasting';
 import { CatchUpSubscription } from './subscription';
 import { WalSync } from './wal-sync';
-
-/**
- * Versioned schema. Each entry runs once, in order, inside a transaction; the applied version is
- * kept in `schema_migrations`. Append new entries, never edit old ones.
- */
-const MIGRATIONS: string[] = [
-  `CREATE TABLE events (
-     position     INTEGER PRIMARY KEY,
-     id           TEXT NOT NULL UNIQUE,
-     stream_id    TEXT NOT NULL,
-     revision     INTEGER NOT NULL,
-     type         TEXT NOT NULL,
-     data         TEXT NOT NULL,
-     metadata     TEXT NOT NULL,
-     content_hash TEXT NOT NULL,
-     recorded_at  TEXT NOT NULL,
-     UNIQUE (stream_id, revision)
-   );
-   CREATE INDEX events_type_position ON events (type, position);
-   CREATE TABLE subscription_checkpoints (
-     name       TEXT PRIMARY KEY,
-     position   INTEGER NOT NULL,
-     updated_at TEXT NOT NULL
-   );`,
-];
-
-export const SQLITE_SCHEMA_VERSION = MIGRATIONS.length;
 
 interface PendingAppend {
   streamId: string;
@@ -90,47 +59,12 @@ export interface SqliteStoreOptions extends StoreOptions {
   readAhead?: boolean;
 }
 
-export interface SqliteDatabaseOptions {
-  /** How long a write waits for another connection's lock before failing as unavailable (default 10 s). */
-  busyTimeoutMs?: number;
-}
-
 /**
  * Where the store's rows live: a connection opened by `openSqliteDatabase` and owned by the caller
  * (the storage, which closes it after every store on it), or a file the store opens and closes
  * itself (tests and tools that want an event store alone).
  */
 export type SqliteStoreSource = { db: Database.Database } | ({ file: string } & SqliteDatabaseOptions);
-
-/**
- * Opens the events database: one connection in WAL mode, as the durability scheme needs (see
- * `SqliteEventStore`). Every store of the file uses it (`src/storage/storage.ts`).
- */
-export function openSqliteDatabase(file: string, options: SqliteDatabaseOptions = {}): Database.Database {
-  if (!file || file === ':memory:') throw new Error('the SQLite store needs a file path');
-  mkdirSync(dirname(file), { recursive: true });
-  const db = new Database(file);
-  const mode = db.pragma('journal_mode = WAL', { simple: true });
-  if (mode !== 'wal') {
-    db.close();
-    throw new Error(`SQLite could not put ${file} in WAL mode (journal_mode is ${String(mode)}); the embedded store needs a filesystem that supports it`);
-  }
-  // No fsync inside a commit: WalSync makes commits durable before they are acknowledged.
-  db.pragma('synchronous = NORMAL');
-  db.pragma(`busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 10_000))}`);
-  db.pragma('foreign_keys = ON');
-  return db;
-}
-
-/** A page from the read-ahead thread, or undefined when its text is not that page's rows (read it here). */
-function decodePageText(streamId: string, text: string, upcasters: UpcasterRegistry | undefined, from: number): RecordedEvent[] | undefined {
-  try {
-    return decodeStreamPage(streamId, text, upcasters, from);
-  } catch (err) {
-    if (err instanceof SyntaxError) return undefined;
-    throw err;
-  }
-}
 
 /** Pages a long stream read keeps asked of the read-ahead thread. */
 const READ_AHEAD_PAGES = 2;
@@ -180,7 +114,7 @@ export class SqliteEventStore implements EventStore {
       if (this.db.memory || this.db.pragma('journal_mode', { simple: true }) !== 'wal') {
         throw new Error('the SQLite store needs a database file in WAL mode (openSqliteDatabase)');
       }
-      this.migrate();
+      migrateSqliteEventStore(this.db);
       // SQLite names the WAL after the database's resolved path (symlinks followed); opened now, so
       // a WAL that cannot be synced fails at startup, not at the first append.
       this.file = realpathSync(this.db.name);
@@ -191,22 +125,7 @@ export class SqliteEventStore implements EventStore {
       throw err;
     }
     this.readAhead = new SqliteReadAhead(this.file, require.resolve('better-sqlite3'));
-    this.stmts = {
-      head: this.db.prepare('SELECT MAX(revision) AS revision FROM events WHERE stream_id = ?'),
-      byId: this.db.prepare('SELECT id, stream_id, revision, position, content_hash FROM events WHERE id = ?'),
-      insert: this.db.prepare(
-        'INSERT INTO events (id, stream_id, revision, type, data, metadata, content_hash, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-      ),
-      // Raw rows (arrays): no row object per event before its envelope is built.
-      forwards: this.db.prepare(`SELECT ${STREAM_ROW_COLUMNS} FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision ASC LIMIT ?`).raw(true),
-      backwards: this.db.prepare(`SELECT ${STREAM_ROW_COLUMNS} FROM events WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`).raw(true),
-      headPosition: this.db.prepare('SELECT COALESCE(MAX(position), 0) AS position FROM events'),
-      loadCheckpoint: this.db.prepare('SELECT position FROM subscription_checkpoints WHERE name = ?'),
-      saveCheckpoint: this.db.prepare(
-        `INSERT INTO subscription_checkpoints (name, position, updated_at) VALUES (?, ?, ?)
-         ON CONFLICT (name) DO UPDATE SET position = excluded.position, updated_at = excluded.updated_at`,
-      ),
-    };
+    this.stmts = sqliteStatements(this.db);
     this.appendTx = this.db.transaction((streamId: string, expected, prepared: ReturnType<typeof prepareEvents>) => {
       const stored: StoredIdentity[] = [];
       for (const e of prepared) {
@@ -239,21 +158,6 @@ export class SqliteEventStore implements EventStore {
         }
       }
     });
-  }
-
-  private migrate(): void {
-    this.db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)');
-    const migrateTx = this.db.transaction(() => {
-      const row = this.db.prepare('SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations').get() as { v: number };
-      if (row.v > MIGRATIONS.length) {
-        throw new Error(`the database schema is at version ${row.v}, newer than this triad (${MIGRATIONS.length}); upgrade triad`);
-      }
-      for (let v = row.v + 1; v <= MIGRATIONS.length; v++) {
-        this.db.exec(MIGRATIONS[v - 1]);
-        this.db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)').run(v, new Date().toISOString());
-      }
-    });
-    migrateTx.immediate();
   }
 
   /**
@@ -488,24 +392,3 @@ export class SqliteEventStore implements EventStore {
   }
 }
 
-/** Count, first and last revision of each of `n` streams, read from the (stream_id, revision) index alone. */
-export function extentsQuery(n: number): string {
-  return `SELECT stream_id, count(*), min(revision), max(revision) FROM events WHERE stream_id IN (${new Array<string>(n).fill('?').join(', ')}) GROUP BY stream_id`;
-}
-
-function readAllQuery(filter?: EventFilter): { sql: string; params: (string | number)[] } {
-  const where = ['position > ?'];
-  const params: (string | number)[] = [];
-  if (filter?.types && filter.types.length > 0) {
-    where.push(`type IN (${filter.types.map(() => '?').join(', ')})`);
-    params.push(...filter.types);
-  }
-  if (filter?.streamPrefixes && filter.streamPrefixes.length > 0) {
-    where.push(`(${filter.streamPrefixes.map(() => 'substr(stream_id, 1, ?) = ?').join(' OR ')})`);
-    for (const p of filter.streamPrefixes) params.push(p.length, p);
-  }
-  return {
-    sql: `SELECT ${ROW_COLUMNS} FROM events WHERE ${where.join(' AND ')} ORDER BY position ASC LIMIT ?`,
-    params,
-  };
-}

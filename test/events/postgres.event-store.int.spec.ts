@@ -3,7 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { EventIdConflictError } from '../../src/events/errors';
 import type { RecordedEvent } from '../../src/events/event-store.port';
-import { POSTGRES_SCHEMA_VERSION, PostgresEventStore } from '../../src/events/postgres.event-store';
+import { POSTGRES_SCHEMA_VERSION } from '../../src/events/postgres.database';
+import { PostgresEventStore } from '../../src/events/postgres.event-store';
 import { eventStoreContract } from './event-store.contract';
 import { dropSchema, freshSchema, PG_URL, withClient } from '../support/pg';
 

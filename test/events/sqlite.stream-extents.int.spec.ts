@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
-import { extentsQuery, SqliteEventStore } from '../../src/events/sqlite.event-store';
+import { SqliteEventStore } from '../../src/events/sqlite.event-store';
+import { extentsQuery } from '../../src/events/sqlite.queries';
 import { EXTENT_BATCH_STREAMS } from '../../src/events/read-helpers';
 import { tempDir } from '../support/temp-dir';
 

@@ -6,6 +6,10 @@ import type { ApprovalThreshold, ContextWindowPolicy, RetryPolicy, StagnationPol
  * conversation exactly: a model call records only the user content that is not recorded elsewhere
  * (tool results are referenced by id from their ToolCallCompleted events), so bytes per turn stay
  * flat however long the conversation grows. Catalogue: docs/EVENTS.md.
+ *
+ * One file over 400 lines on purpose: it is the catalogue of a run's events, declarations only,
+ * looked up in one place (as docs/EVENTS.md points here); split by area, each event's data would
+ * sit apart from the union and the type list that name it.
  */
 
 export type Phase = 'planning' | 'executing' | 'reviewing';

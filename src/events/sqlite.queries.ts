@@ -1,0 +1,56 @@
+import type Database from 'better-sqlite3';
+import type { EventFilter, RecordedEvent } from './event-store.port';
+import { decodeStreamPage, ROW_COLUMNS, STREAM_ROW_COLUMNS } from './prepare';
+import type { UpcasterRegistry } from './upcasting';
+
+/** The statements `SqliteEventStore` runs on every call, prepared once on its connection. */
+export function sqliteStatements(db: Database.Database) {
+  return {
+    head: db.prepare('SELECT MAX(revision) AS revision FROM events WHERE stream_id = ?'),
+    byId: db.prepare('SELECT id, stream_id, revision, position, content_hash FROM events WHERE id = ?'),
+    insert: db.prepare(
+      'INSERT INTO events (id, stream_id, revision, type, data, metadata, content_hash, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+    ),
+    // Raw rows (arrays): no row object per event before its envelope is built.
+    forwards: db.prepare(`SELECT ${STREAM_ROW_COLUMNS} FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision ASC LIMIT ?`).raw(true),
+    backwards: db.prepare(`SELECT ${STREAM_ROW_COLUMNS} FROM events WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`).raw(true),
+    headPosition: db.prepare('SELECT COALESCE(MAX(position), 0) AS position FROM events'),
+    loadCheckpoint: db.prepare('SELECT position FROM subscription_checkpoints WHERE name = ?'),
+    saveCheckpoint: db.prepare(
+      `INSERT INTO subscription_checkpoints (name, position, updated_at) VALUES (?, ?, ?)
+         ON CONFLICT (name) DO UPDATE SET position = excluded.position, updated_at = excluded.updated_at`,
+    ),
+  };
+}
+
+/** Count, first and last revision of each of `n` streams, read from the (stream_id, revision) index alone. */
+export function extentsQuery(n: number): string {
+  return `SELECT stream_id, count(*), min(revision), max(revision) FROM events WHERE stream_id IN (${new Array<string>(n).fill('?').join(', ')}) GROUP BY stream_id`;
+}
+
+export function readAllQuery(filter?: EventFilter): { sql: string; params: (string | number)[] } {
+  const where = ['position > ?'];
+  const params: (string | number)[] = [];
+  if (filter?.types && filter.types.length > 0) {
+    where.push(`type IN (${filter.types.map(() => '?').join(', ')})`);
+    params.push(...filter.types);
+  }
+  if (filter?.streamPrefixes && filter.streamPrefixes.length > 0) {
+    where.push(`(${filter.streamPrefixes.map(() => 'substr(stream_id, 1, ?) = ?').join(' OR ')})`);
+    for (const p of filter.streamPrefixes) params.push(p.length, p);
+  }
+  return {
+    sql: `SELECT ${ROW_COLUMNS} FROM events WHERE ${where.join(' AND ')} ORDER BY position ASC LIMIT ?`,
+    params,
+  };
+}
+
+/** A page from the read-ahead thread, or undefined when its text is not that page's rows (read it here). */
+export function decodePageText(streamId: string, text: string, upcasters: UpcasterRegistry | undefined, from: number): RecordedEvent[] | undefined {
+  try {
+    return decodeStreamPage(streamId, text, upcasters, from);
+  } catch (err) {
+    if (err instanceof SyntaxError) return undefined;
+    throw err;
+  }
+}
