@@ -38,13 +38,15 @@ describe('search_files from the compiled program', () => {
 
   it('finds text, and stops a runaway regex at the timeout', async () => {
     const { createBuiltinTools } = (await import(join(DIST_BUILTIN, '..', 'builtin-tools.js'))) as BuiltinToolsModule;
-    const search = toolNamed(createBuiltinTools({ searchTimeoutMs: 300 }), 'search_files');
+    // A generous limit for the plain search (a loaded machine starts threads slowly), a short one for the runaway.
+    const search = toolNamed(createBuiltinTools({ searchTimeoutMs: 60_000 }), 'search_files');
+    const quick = toolNamed(createBuiltinTools({ searchTimeoutMs: 300 }), 'search_files');
 
     const found = await search.execute({ pattern: 'hello' }, contextFor(root.path));
     expect(found).toEqual({ isError: false, output: 'README.md:2: hello world\nsrc/main.ts:1: export const greeting = "hello";' });
 
     writeFileSync(join(root.path, 'evil.txt'), `${'a'.repeat(40)}!\n`);
-    const stopped = await search.execute({ pattern: '^(a+)+$', regex: true }, contextFor(root.path));
+    const stopped = await quick.execute({ pattern: '^(a+)+$', regex: true }, contextFor(root.path));
     expect(stopped).toEqual({ isError: true, output: 'search stopped after 300 ms; try a simpler pattern or a narrower path' });
   });
 });
