@@ -4,8 +4,8 @@ import { runStatus, type RunState } from './run-state';
 
 /**
  * What people and recovery ask of a run from outside its driver, decided on the run's folded
- * state: pure, with time given in the command. (The driver's own steps are decided by
- * `nextAction`; review and tool-approval decisions by their deciders.)
+ * state: pure, with time given in the command. (The driver's own steps: `nextAction` picks
+ * one, `run-steps.ts` builds its events; review and tool-approval decisions: their deciders.)
  */
 export type RunCommand =
   | { type: 'CancelRun'; runId: string; by: string; reason?: string; at: string }
