@@ -3,11 +3,9 @@ import 'reflect-metadata';
 import { HttpException, type INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Command, Option } from 'commander';
 import { instanceToPlain } from 'class-transformer';
-import { userInfo } from 'node:os';
 import { AppModule } from '../app.module';
-import type { HumanRole, Identity } from '../auth/identity';
 import { ConfigError, describeConfig, loadConfig } from '../config/config';
 import { EVENT_STORE, type EventStore } from '../events/event-store.port';
 import { createHttpApp, VALIDATION_PIPE } from '../http/bootstrap';
@@ -23,7 +21,7 @@ import type { RunSummary } from '../team/run-summary';
 import { LaunchRunDto } from '../team/http/launch-run.dto';
 import { describeEvent, describeRun } from './format';
 import { CliLogger, CliOutput, packageVersion, processIo, type CliIo } from './cli-io';
-import { runBenchCommand, SUITES } from '../bench/bench-command';
+import { addBenchCommand } from './commands/bench';
 import { loadRunHistory } from '../team/run-history';
 import { contextOf, replayRun } from '../session-replay/replay';
 import { transcript } from '../session-replay/transcript';
@@ -31,7 +29,6 @@ import { ResumeRunCommand } from '../session-replay/commands/resume-run.command'
 import { ForkRunCommand, validateOverrides, type ForkResult } from '../session-replay/commands/fork-run.command';
 import { AddApiKeyCommand, type AddedApiKey } from '../auth/keys/add-api-key.command';
 import { countStoredApiKeys } from '../auth/keys/count-stored-api-keys';
-import { normaliseName } from '../auth/names';
 import { API_KEYS_STREAM, foldApiKeys, parseKeyRoles, validateKeyName } from '../auth/keys/api-key-events';
 import { ApproveReviewCommand, RejectReviewCommand, type DecisionResult } from '../review-gate/commands/decide-review.command';
 import { parseReviewId } from '../team/domain/review-id';
@@ -45,6 +42,7 @@ import { DECISION_KINDS, DECISION_OUTCOMES } from '../review-gate/decision-log/d
 import { describeVerification } from '../review-gate/decision-log/describe-verification';
 import { ApproveToolCallCommand, RejectToolCallCommand, type ApprovalResult } from '../team/approvals/commands/decide-approval.command';
 import { parseApprovalId } from '../team/approvals/approval-id';
+import { cliIdentity, int } from './options';
 import { illFormedCliInput } from './well-formed-args';
 import { CliError, EXIT, exitCodeOf } from './exit-codes';
 
@@ -53,32 +51,6 @@ export { EXIT, exitCodeOf };
 /** A run that completed or waits for a human (review or tool approval) is a success for the CLI. */
 const WAITING_OR_DONE = new Set<string>(['completed', 'awaiting_review', 'awaiting_approval']);
 const WAITING_FOR_A_HUMAN = new Set<string>(['awaiting_review', 'awaiting_approval']);
-
-function int(name: string, min: number, max: number) {
-  return (raw: string) => {
-    if (!/^\d+$/.test(raw)) throw new InvalidArgumentError(`${name} must be a whole number`);
-    const n = Number(raw);
-    if (n < min || n > max) throw new InvalidArgumentError(`${name} must be between ${min} and ${max}`);
-    return n;
-  };
-}
-
-/** The CLI acts as a local user: `TRIAD_USER` or the OS account, with every role. */
-function cliIdentity(as?: string): Identity {
-  const given = as ?? process.env.TRIAD_USER ?? safeUserName();
-  if (!/^[A-Za-z0-9_.@-]{1,64}$/.test(given)) throw new CliError(`'${given}' is not a valid user name`, EXIT.usage);
-  // Names are case-insensitive: TRIAD_USER=ALICE acts as user:alice.
-  const name = normaliseName(given);
-  return { id: `user:${name}`, name, roles: ['admin'] as HumanRole[] };
-}
-
-function safeUserName(): string {
-  try {
-    return userInfo().username || 'cli';
-  } catch {
-    return 'cli';
-  }
-}
 
 /**
  * The app for one command. Configuration is checked first (exit 2 with its message); an app that
@@ -615,17 +587,7 @@ export function buildProgram(output: CliOutput = new CliOutput(processIo()), jso
       });
     });
 
-  program
-    .command('bench')
-    .description(`run benchmarks: ${Object.keys(SUITES).join(', ')} or all (docs/BENCHMARKS.md)`)
-    .argument('[suite]', `${Object.keys(SUITES).join(' | ')} | all`, 'all')
-    .allowUnknownOption(false)
-    .addOption(new Option('--runs <n>', 'repetitions per scenario (median reported)').argParser(int('--runs', 1, 100)))
-    .option('--turns <n>', 'turns for the turns/replay suites', int('--turns', 1, 10_000_000))
-    .option('--json', 'print one JSON line per suite')
-    .action(async (suite: string, opts) => {
-      process.exitCode = await runBenchCommand(suite, opts);
-    });
+  addBenchCommand(program);
 
   refuseUnknownSubcommands(program);
   return program;
