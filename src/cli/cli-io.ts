@@ -1,6 +1,6 @@
 import type { LoggerService, LogLevel } from '@nestjs/common';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import type { Writable } from 'node:stream';
 import { styleText } from 'node:util';
 
@@ -108,10 +108,22 @@ export class CliLogger implements LoggerService {
   }
 }
 
-/** The version in package.json (two levels above both src/cli and dist/cli). */
+/**
+ * The folder of package.json nearest above this file: the checkout, or the installed package.
+ * Searched for, since this file is compiled to dist/cli/ for the program and to
+ * build/bench/src/cli/ for the benchmarks.
+ */
+export function packageRoot(from: string = __dirname): string {
+  for (let dir = from; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'package.json'))) return dir;
+    if (dirname(dir) === dir) return from;
+  }
+}
+
+/** The version in package.json. */
 export function packageVersion(): string {
   try {
-    return (JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string }).version;
+    return (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
   } catch {
     return 'unknown';
   }

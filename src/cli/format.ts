@@ -1,5 +1,6 @@
 import type { RecordedEvent } from '../events/event-store.port';
 import type { TeamRunEvent } from '../team/domain/run-events';
+import type { ModelProvider } from '../team/models/model.port';
 import type { RunSummary } from '../team/run-summary';
 
 const short = (s: string, n = 100) => {
@@ -72,4 +73,11 @@ export function describeRun(r: RunSummary): string {
   for (const a of r.pendingApprovals ?? []) lines.push(`approval  ${a.tool} waits for a human: triad approvals approve ${a.approvalId} (or reject --reason "…")`);
   if (r.pendingReview) lines.push(`review    ${r.pendingReview.reviewId} is waiting for a human (not the launcher): triad review approve ${r.pendingReview.reviewId} --reason "…" --as <reviewer>`);
   return lines.join('\n');
+}
+
+/** Which model answers, said once before a run is driven and when the server starts. */
+export function providerLine(model: ModelProvider): string {
+  return model.name === 'offline'
+    ? 'model: offline — the built-in deterministic offline model (no network, no API key)'
+    : `model: ${model.name}`;
 }

@@ -1,6 +1,6 @@
 import { DEFAULT_CHECKPOINT_EVERY_TURNS } from '../../src/team/run-driver';
-import { SUITES } from '../../src/bench/bench-command';
-import { runTurnsBench, type TurnsBenchResult } from '../../src/bench/turns.bench';
+import { SUITES } from '../../bench/bench-command';
+import { runTurnsBench, type TurnsBenchResult } from '../../bench/turns.bench';
 import { tempDir } from '../support/temp-dir';
 
 /** A tiny run of the turns benchmark: the shape of its result and flat bytes per turn, never timings. */

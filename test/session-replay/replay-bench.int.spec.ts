@@ -1,11 +1,14 @@
 import { spawn } from 'node:child_process';
 import { CLI } from '../recovery/crash-support';
+import { buildBench } from '../support/build-bench';
 import { tempDir } from '../support/temp-dir';
 
-// `triad bench replay --turns N --json`: a tiny run, for the shape of its one JSON line (SPEC §7),
-// never for timings.
+// `triad bench replay --turns N --json`: a tiny run, for the shape of its one JSON line, never
+// for timings. The program (dist/) loads the benchmarks from build/bench/, compiled here first.
 
 jest.setTimeout(60_000);
+
+beforeAll(buildBench, 300_000);
 
 it('prints one JSON line with events, replayMs, eventsPerSec and checkpointResumeMs', async () => {
   const dir = tempDir('triad-replay-bench-');

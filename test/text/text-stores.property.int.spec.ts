@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { seedRunAwaitingReview } from '../../src/bench/decisions.bench';
+import { seedRunAwaitingReview } from '../../bench/seed-review';
 import { commandPathFor } from '../../src/events/command-handling';
 import { runContext, runStream } from '../../src/team/run-stream';
 import { InvalidAppendError } from '../../src/events/errors';

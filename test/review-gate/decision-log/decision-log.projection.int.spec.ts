@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { seedRunAwaitingReview } from '../../../src/bench/decisions.bench';
+import { seedRunAwaitingReview } from '../../../bench/seed-review';
 import { commandPathFor } from '../../../src/events/command-handling';
 import { runContext, runStream } from '../../../src/team/run-stream';
 import type { EventStore } from '../../../src/events/event-store.port';

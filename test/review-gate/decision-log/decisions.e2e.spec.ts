@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { seedRunAwaitingReview } from '../../../src/bench/decisions.bench';
+import { seedRunAwaitingReview } from '../../../bench/seed-review';
 import type { EventStore } from '../../../src/events/event-store.port';
 import { PostgresEventStore } from '../../../src/events/postgres.event-store';
 import { SqliteEventStore } from '../../../src/events/sqlite.event-store';

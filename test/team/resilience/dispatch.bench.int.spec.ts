@@ -1,5 +1,5 @@
-import { SUITES } from '../../../src/bench/bench-command';
-import { runDispatchBench, type DispatchBenchResult } from '../../../src/bench/dispatch.bench';
+import { SUITES } from '../../../bench/bench-command';
+import { runDispatchBench, type DispatchBenchResult } from '../../../bench/dispatch.bench';
 import { tempDir } from '../../support/temp-dir';
 
 /** A tiny run of the dispatch benchmark: its shape, and that concurrency shows (never exact timings). */

@@ -1,23 +1,21 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig } from '../config/config';
+import { BENCH_SUITES, type BenchModule, type BenchOptions, type BenchSuite } from '../src/cli/commands/bench';
+import { loadConfig } from '../src/config/config';
 import { runDecisionsBench } from './decisions.bench';
 import { runDispatchBench } from './dispatch.bench';
 import { runReplayBench } from './replay.bench';
 import { runStoreBench } from './store.bench';
 import { runTurnsBench } from './turns.bench';
 
-export interface BenchCommandOptions {
-  runs?: number;
-  turns?: number;
-  json?: boolean;
-}
+type Suite = (opts: BenchOptions, log: (line: string) => void, scratch: string) => Promise<unknown>;
 
-type Suite = (opts: BenchCommandOptions, log: (line: string) => void, scratch: string) => Promise<unknown>;
-
-/** Benchmark suites by name; `all` runs every one. Each prints its machine, inputs and medians. */
-export const SUITES: Record<string, Suite> = {
+/**
+ * Benchmark suites by the names `triad bench` declares (src/cli/commands/bench.ts); `all` runs
+ * every one. Each prints its machine, inputs and medians.
+ */
+export const SUITES: Record<BenchSuite, Suite> = {
   store: async (opts, log, scratch) => {
     const config = loadConfig();
     const pgUrl = config.pgUrl ?? process.env.TRIAD_PG_URL;
@@ -43,13 +41,14 @@ export const SUITES: Record<string, Suite> = {
   dispatch: async (opts, log, scratch) => runDispatchBench({ runs: opts.runs, dataDir: scratch, log }),
 };
 
-export async function runBenchCommand(suite: string, opts: BenchCommandOptions): Promise<number> {
-  const names = suite === 'all' ? Object.keys(SUITES) : [suite];
-  for (const name of names) {
-    if (!SUITES[name]) {
-      process.stderr.write(`triad: unknown benchmark suite '${name}' (suites: ${Object.keys(SUITES).join(', ')}, all)\n`);
-      return 2;
-    }
+const isSuite = (name: string): name is BenchSuite => (BENCH_SUITES as readonly string[]).includes(name);
+
+/** `triad bench <suite>` (and `npm run bench`): the exit code. */
+export const runBenchCommand: BenchModule['runBenchCommand'] = async (suite, opts) => {
+  const names = suite === 'all' ? [...BENCH_SUITES] : [suite];
+  if (!names.every(isSuite)) {
+    process.stderr.write(`triad: unknown benchmark suite '${suite}' (suites: ${BENCH_SUITES.join(', ')}, all)\n`);
+    return 2;
   }
   for (const name of names) {
     const scratch = mkdtempSync(join(tmpdir(), `triad-bench-${name}-`));
@@ -63,4 +62,4 @@ export async function runBenchCommand(suite: string, opts: BenchCommandOptions):
     }
   }
   return 0;
-}
+};

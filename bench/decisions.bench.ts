@@ -3,21 +3,18 @@ import { mkdirSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { redactUrl } from '../config/config';
-import type { EventStore, NewEvent } from '../events/event-store.port';
-import { SqliteEventStore } from '../events/sqlite.event-store';
-import { recordFrom, type DecisionEvent } from '../review-gate/decision-log/chain';
-import { expectationFrom, verifyChain, verifyChainAsync, verifyInOrder } from '../review-gate/decision-log/chain-verification';
-import { DecisionLog } from '../review-gate/decision-log/decision-log';
-import { DecisionLogProjection } from '../review-gate/decision-log/decision-log.projection';
-import type { DecisionRecord } from '../review-gate/decision-log/decision-record';
-import { SqliteDecisionRecordRepository } from '../review-gate/decision-log/sqlite.decision-record.repository';
-import { charterVersion } from '../team/domain/charter';
-import { reviewIdOf } from '../team/domain/review-id';
-import { agentIdentity, toRunStreamId, type ReviewDecidedData } from '../team/domain/run-events';
-import { buildRunLaunched, type LaunchRunInput } from '../team/launch';
-import { OFFLINE_MODEL_ID } from '../team/models/offline.model';
-import { ROLE_PROMPTS } from '../team/prompts';
+import { redactUrl } from '../src/config/config';
+import type { EventStore } from '../src/events/event-store.port';
+import { SqliteEventStore } from '../src/events/sqlite.event-store';
+import { recordFrom, type DecisionEvent } from '../src/review-gate/decision-log/chain';
+import { expectationFrom, verifyChain, verifyChainAsync, verifyInOrder } from '../src/review-gate/decision-log/chain-verification';
+import { DecisionLog } from '../src/review-gate/decision-log/decision-log';
+import { seedRunAwaitingReview } from './seed-review';
+import { DecisionLogProjection } from '../src/review-gate/decision-log/decision-log.projection';
+import type { DecisionRecord } from '../src/review-gate/decision-log/decision-record';
+import { SqliteDecisionRecordRepository } from '../src/review-gate/decision-log/sqlite.decision-record.repository';
+import { reviewIdOf } from '../src/team/domain/review-id';
+import { agentIdentity, toRunStreamId, type ReviewDecidedData } from '../src/team/domain/run-events';
 import { machineInfo, measureFdatasyncRate, sqliteVersion, summarise, type FdatasyncRate, type MachineInfo, type Summary } from './machine';
 
 /**
@@ -138,69 +135,6 @@ function syntheticDecision(i: number, position: number): DecisionEvent & { data:
 
 const perSec = (n: number, ms: number) => (n / Math.max(ms, 0.001)) * 1000;
 const since = (t: bigint) => Number(process.hrtime.bigint() - t) / 1e6;
-
-export interface SeedReviewOptions {
-  runId?: string;
-  /** `user:<name>` of the launcher (who may not decide, by default). */
-  launchedBy: string;
-  goal?: string;
-  acceptanceCriteria?: string[];
-  reviewPolicy?: LaunchRunInput['reviewPolicy'];
-  now?: Date;
-}
-
-/**
- * Launches a run (the real launch path) and appends, through the domain's events, what its
- * agents would have done up to the human gate: plan, work, an APPROVE verdict and the open
- * review — one append, no model. Used where the review gate, not the agents, is measured or tested.
- */
-export async function seedRunAwaitingReview(store: EventStore, options: SeedReviewOptions): Promise<{ runId: string; reviewId: string }> {
-  const runId = options.runId ?? `run_${randomUUID().replace(/-/g, '').slice(0, 20)}`;
-  const now = options.now ?? new Date();
-  const at = now.toISOString();
-  // The whole run in one append: a serving process's dispatcher wakes on RunLaunched, and its
-  // driver must find the run already at the gate (nothing to do), not half written.
-  const launched = buildRunLaunched(
-    { goal: options.goal ?? 'Write a greeting', acceptanceCriteria: options.acceptanceCriteria ?? CRITERIA, reviewPolicy: options.reviewPolicy },
-    { runId, launchedBy: options.launchedBy, now, provider: 'offline', defaultModel: OFFLINE_MODEL_ID },
-  );
-  const stream = toRunStreamId(runId);
-  const phase = (p: 'planning' | 'executing' | 'reviewing', role: 'architect' | 'executor' | 'reviewer') => ({
-    type: 'PhaseStarted',
-    data: { phase: p, role, iteration: 1, agent: agentIdentity(role, runId), system: ROLE_PROMPTS[role], tools: launched.team[role].tools, maxTurns: launched.team[role].maxTurns, at },
-  });
-  const timeout = launched.reviewPolicy.timeout;
-  const events: NewEvent[] = [
-    { type: 'RunLaunched', data: launched },
-    phase('planning', 'architect'),
-    { type: 'PlanSubmitted', data: { toolUseId: `toolu_${runId}_plan`, plan: '1. write hello.txt', steps: ['write hello.txt'], at } },
-    phase('executing', 'executor'),
-    { type: 'WorkSubmitted', data: { toolUseId: `toolu_${runId}_work`, iteration: 1, summary: 'wrote hello.txt', files: ['hello.txt'], at } },
-    phase('reviewing', 'reviewer'),
-    { type: 'VerdictSubmitted', data: { toolUseId: `toolu_${runId}_verdict`, iteration: 1, verdict: 'APPROVE', findings: [], summary: 'all criteria met', at } },
-    {
-      type: 'ReviewOpened',
-      data: {
-        reviewId: reviewIdOf(runId, 1),
-        iteration: 1,
-        executor: agentIdentity('executor', runId),
-        artifactHash: `sha256:${randomBytes(32).toString('hex')}`,
-        charterVersion: charterVersion(ROLE_PROMPTS.executor, launched.team.executor),
-        ...(timeout.policy !== 'wait' ? { timeout: { policy: timeout.policy, dueAt: new Date(now.getTime() + (timeout.afterMs ?? 0)).toISOString() } } : {}),
-        at,
-      },
-    },
-  ];
-  await store.append(
-    stream,
-    events.map((e) => ({
-      ...e,
-      metadata: { runId, correlationId: runId, actor: e.type === 'RunLaunched' ? options.launchedBy : e.type === 'ReviewOpened' ? 'system' : agentIdentity('executor', runId) },
-    })),
-    { expectedRevision: 'no_stream' },
-  );
-  return { runId, reviewId: reviewIdOf(runId, 1) };
-}
 
 /**
  * Where DecisionLog.verify's time goes on an intact log: one more verify, through a store whose
@@ -361,8 +295,8 @@ async function apiPart(
   const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
   Object.assign(process.env, env);
   // Loaded here, not at the top: the rest of this file (the seeding helper) stays framework-free.
-  const { createHttpApp } = await import('../http/bootstrap');
-  const { EVENT_STORE } = await import('../events/event-store.port');
+  const { createHttpApp } = await import('../src/http/bootstrap');
+  const { EVENT_STORE } = await import('../src/events/event-store.port');
   const app = await createHttpApp({ logger: ['error', 'warn'] });
   try {
     await app.listen(0, '127.0.0.1');

@@ -3,10 +3,10 @@ import { rmSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { redactUrl } from '../config/config';
-import type { EventStore, ExpectedRevision, NewEvent } from '../events/event-store.port';
-import { PostgresEventStore } from '../events/postgres.event-store';
-import { SqliteEventStore } from '../events/sqlite.event-store';
+import { redactUrl } from '../src/config/config';
+import type { EventStore, ExpectedRevision, NewEvent } from '../src/events/event-store.port';
+import { PostgresEventStore } from '../src/events/postgres.event-store';
+import { SqliteEventStore } from '../src/events/sqlite.event-store';
 import {
   machineInfo,
   measureFdatasyncRate,

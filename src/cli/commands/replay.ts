@@ -1,0 +1,84 @@
+import { CommandBus } from '@nestjs/cqrs';
+import type { Command } from 'commander';
+import { EVENT_STORE, type EventStore } from '../../events/event-store.port';
+import { ForkRunCommand, validateOverrides, type ForkResult } from '../../session-replay/commands/fork-run.command';
+import { ResumeRunCommand } from '../../session-replay/commands/resume-run.command';
+import { contextOf, replayRun } from '../../session-replay/replay';
+import { transcript } from '../../session-replay/transcript';
+import { loadRunHistory } from '../../team/run-history';
+import type { CliContext } from '../cli-context';
+import { driveHere } from '../drive-here';
+import { CliError, EXIT } from '../exit-codes';
+import { cliIdentity, int } from '../options';
+
+/** `triad replay`, `resume` and `fork`: a run rebuilt from its events, continued, or branched. */
+export function addReplayCommands(program: Command, ctx: CliContext): void {
+  const { output, withApp, print } = ctx;
+  program
+    .command('replay')
+    .description("rebuild a run's context from its events and print a turn-by-turn transcript")
+    .argument('<runId>')
+    .option('--revision <n>', "stop at this revision of the run's stream", int('--revision', 0, Number.MAX_SAFE_INTEGER))
+    .option('--json', 'print the rebuilt context as JSON')
+    .action(async (runId: string, opts) => {
+      await withApp(async (app) => {
+        const store = app.get<EventStore>(EVENT_STORE);
+        const history = await loadRunHistory(store, runId, opts.revision);
+        if (history.length === 0) throw new CliError(`run ${runId} not found`, EXIT.notFound);
+        const { state, completeness } = replayRun(history, runId, opts.revision);
+        const context = contextOf(state, completeness);
+        print(opts.json, context, () => transcript(history, context, opts.revision));
+      });
+    });
+
+  program
+    .command('resume')
+    .description('resume a suspended or crashed run and drive it here')
+    .argument('<runId>')
+    .option('--follow', 'show events as they happen')
+    .option('--as <user>', 'act as this user')
+    .option('--json', 'print JSON')
+    .action(async (runId: string, opts) => {
+      process.exitCode = await withApp((app) =>
+        driveHere(ctx, app, runId, {
+          follow: opts.follow,
+          json: opts.json,
+          blankLine: true,
+          before: () => app.get(CommandBus).execute(new ResumeRunCommand(runId, cliIdentity(opts.as))),
+        }),
+      );
+    });
+
+  program
+    .command('fork')
+    .description('start a new run from run X at turn N, optionally with another model or prompt')
+    .argument('<runId>')
+    .requiredOption('--turn <n>', 'fork after this many model turns', int('--turn', 0, 10_000_000))
+    .option('--model <model>', 'model for every role of the fork')
+    .option('--role-model <role=model...>', 'model for one role, e.g. executor=claude-opus-4-5')
+    .option('--role-prompt <role=prompt...>', 'system prompt for one role')
+    .option('--follow', 'drive the fork here and show events as they happen')
+    .option('--as <user>', 'act as this user')
+    .option('--json', 'print JSON')
+    .action(async (runId: string, opts) => {
+      const team: Record<string, { model?: string; systemPrompt?: string }> = {};
+      const set = (role: string, key: 'model' | 'systemPrompt', value: string) => ((team[role] ??= {})[key] = value);
+      if (opts.model) for (const r of ['architect', 'executor', 'reviewer']) set(r, 'model', opts.model);
+      for (const pair of (opts.roleModel ?? []) as string[]) {
+        const i = pair.indexOf('=');
+        if (i <= 0) throw new CliError(`--role-model expects role=model, got '${pair}'`, EXIT.usage);
+        set(pair.slice(0, i), 'model', pair.slice(i + 1));
+      }
+      for (const pair of (opts.rolePrompt ?? []) as string[]) {
+        const i = pair.indexOf('=');
+        if (i <= 0) throw new CliError(`--role-prompt expects role=prompt, got '${pair}'`, EXIT.usage);
+        set(pair.slice(0, i), 'systemPrompt', pair.slice(i + 1));
+      }
+      process.exitCode = await withApp(async (app) => {
+        const overrides = validateOverrides(Object.keys(team).length ? { team } : undefined);
+        const result = await app.get(CommandBus).execute<ForkRunCommand, ForkResult>(new ForkRunCommand(runId, opts.turn, overrides, cliIdentity(opts.as)));
+        if (!opts.json) output.out(`fork ${result.runId} of ${runId} at turn ${opts.turn} (${result.workspaceNote})\n`);
+        return driveHere(ctx, app, result.runId, { follow: opts.follow, json: opts.json, result, blankLine: true });
+      });
+    });
+}

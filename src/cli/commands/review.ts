@@ -1,0 +1,77 @@
+import { CommandBus } from '@nestjs/cqrs';
+import type { Command } from 'commander';
+import { ApproveReviewCommand, RejectReviewCommand, type DecisionResult } from '../../review-gate/commands/decide-review.command';
+import { parseReviewId } from '../../team/domain/review-id';
+import { RunsProjection } from '../../team/runs.projection';
+import type { CliContext } from '../cli-context';
+import { driveHere } from '../drive-here';
+import { CliError, EXIT } from '../exit-codes';
+import { cliIdentity } from '../options';
+
+/** `triad review list|approve|reject`: the human review gate. */
+export function addReviewCommands(program: Command, ctx: CliContext): void {
+  const { output, withApp, print } = ctx;
+  const review = program.command('review').description('the human review gate: list pending reviews, approve or reject one');
+  const reviewReason = (raw: string): string => {
+    const reason = String(raw ?? '').trim();
+    if (reason === '' || reason.length > 4000) throw new CliError('--reason must be 1 to 4000 characters, not blank', EXIT.usage);
+    return reason;
+  };
+  review
+    .command('list', { isDefault: true })
+    .description('reviews waiting for a human decision')
+    .option('--json', 'print JSON')
+    .action(async (opts) => {
+      await withApp(async (app) => {
+        const projection = app.get(RunsProjection);
+        await projection.catchUp();
+        const pending = projection
+          .list({ status: 'awaiting_review' })
+          .filter((r) => r.pendingReview)
+          .map((r) => ({ ...r.pendingReview!, runId: r.runId, goal: r.goal, acceptanceCriteria: r.acceptanceCriteria, launchedBy: r.launchedBy }));
+        print(opts.json, pending, () =>
+          pending.length === 0
+            ? 'no pending reviews'
+            : pending.map((r) => `${r.reviewId}  iteration ${r.iteration}  launched by ${r.launchedBy}${r.escalated ? '  ESCALATED' : ''}  ${r.goal.slice(0, 50)}`).join('\n'),
+        );
+      });
+    });
+  review
+    .command('approve')
+    .description('approve the work: the run ends COMPLETED')
+    .argument('<reviewId>')
+    .requiredOption('--reason <text>', 'why (kept in the decision log)')
+    .option('--as <user>', 'decide as this user (default: TRIAD_USER or the OS account)')
+    .option('--json', 'print JSON')
+    .action(async (reviewId: string, opts) => {
+      const decider = { id: cliIdentity(opts.as).id, kind: 'human' as const };
+      const reason = reviewReason(opts.reason);
+      await withApp(async (app) => {
+        const result = await app.get(CommandBus).execute<ApproveReviewCommand, DecisionResult>(new ApproveReviewCommand(reviewId, decider, reason));
+        print(opts.json, result, () => `review ${reviewId} approved: the run is ${result.runStatus}`);
+      });
+    });
+  review
+    .command('reject')
+    .description('reject the work: back to the executor while iterations remain, else the run ends REJECTED')
+    .argument('<reviewId>')
+    .requiredOption('--reason <text>', 'why (sent to the executor, kept in the decision log)')
+    .option('--no-rework', 'end the run REJECTED at once instead of another iteration')
+    .option('--as <user>', 'decide as this user (default: TRIAD_USER or the OS account)')
+    .option('--json', 'print JSON')
+    .action(async (reviewId: string, opts) => {
+      const decider = { id: cliIdentity(opts.as).id, kind: 'human' as const };
+      const reason = reviewReason(opts.reason);
+      await withApp(async (app) => {
+        const result = await app.get(CommandBus).execute<RejectReviewCommand, DecisionResult>(new RejectReviewCommand(reviewId, decider, reason, opts.rework !== false));
+        if (result.runStatus !== 'executing') {
+          print(opts.json, result, () => `review ${reviewId} rejected: the run is ${result.runStatus}`);
+          return;
+        }
+        // Like `triad run`: this process drives the rework until the run ends or waits for review again.
+        if (!opts.json) output.out(`review ${reviewId} rejected: the executor reworks it\n`);
+        // The decision succeeded whatever the rework then does: the exit code stays 0.
+        await driveHere(ctx, app, parseReviewId(reviewId)!.runId, { json: opts.json, result });
+      });
+    });
+}

@@ -1,0 +1,66 @@
+import { HttpException } from '@nestjs/common';
+import { CommandBus } from '@nestjs/cqrs';
+import { instanceToPlain } from 'class-transformer';
+import type { Command } from 'commander';
+import { VALIDATION_PIPE } from '../../http/bootstrap';
+import { LaunchRunCommand } from '../../team/commands/launch-run.command';
+import { LaunchRunDto } from '../../team/http/launch-run.dto';
+import type { LaunchResult, LaunchRunInput } from '../../team/launch';
+import { MODEL_PROVIDER, type ModelProvider } from '../../team/models/model.port';
+import type { CliContext } from '../cli-context';
+import { driveHere } from '../drive-here';
+import { CliError, EXIT } from '../exit-codes';
+import { providerLine } from '../format';
+import { cliIdentity, int } from '../options';
+
+/** `triad run <goal>`: launch a run and drive it here. */
+export function addRunCommand(program: Command, ctx: CliContext): void {
+  const { output } = ctx;
+  program
+    .command('run')
+    .description('launch a team run and drive it here until it ends or waits for a human review')
+    .argument('<goal>', 'what the team should achieve')
+    .option('-c, --criteria <criterion...>', 'acceptance criteria (one or more)')
+    .option('-f, --follow', 'show phases, turns, tool calls and usage as they happen')
+    .option('--max-iterations <n>', 'maximum executor/reviewer iterations', int('--max-iterations', 1, 50))
+    .option('--timeout-ms <ms>', 'run timeout in milliseconds', int('--timeout-ms', 1000, 7 * 24 * 3600 * 1000))
+    .option('--budget <tokens>', 'total token budget', int('--budget', 1, 1_000_000_000))
+    .option('--model <model>', 'model for every role')
+    .option('--no-human-gate', 'waive the human review gate (recorded in the run)')
+    .option('--idempotency-key <key>', 'launch at most once per key')
+    .option('--as <user>', 'launch as this user (default: TRIAD_USER or the OS account)')
+    .option('--json', 'print JSON lines')
+    .action(async (goal: string, opts) => {
+      const identity = cliIdentity(opts.as);
+      const body = await validateLaunch({
+        goal,
+        acceptanceCriteria: opts.criteria ?? [],
+        ...(opts.maxIterations !== undefined ? { maxIterations: opts.maxIterations } : {}),
+        ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
+        ...(opts.budget !== undefined ? { budget: { totalTokens: opts.budget } } : {}),
+        ...(opts.model ? { team: { architect: { model: opts.model }, executor: { model: opts.model }, reviewer: { model: opts.model } } } : {}),
+        ...(opts.humanGate === false ? { reviewPolicy: { humanGate: false } } : {}),
+        ...(opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey } : {}),
+      });
+      process.exitCode = await ctx.withApp(async (app) => {
+        const model = app.get<ModelProvider>(MODEL_PROVIDER);
+        if (!opts.json) output.err(`${providerLine(model)}\n`);
+        const result = await app.get(CommandBus).execute<LaunchRunCommand, LaunchResult>(new LaunchRunCommand(instanceToPlain(body) as LaunchRunInput, identity));
+        if (!opts.json) output.out(`run ${result.runId} accepted at ${result.acceptedAt}\n`);
+        return driveHere(ctx, app, result.runId, { follow: opts.follow, json: opts.json, blankLine: true });
+      });
+    });
+}
+
+/** The same checks as `POST /v1/runs` (the DTO and its pipe); a refusal is exit 2 with its messages. */
+async function validateLaunch(body: unknown): Promise<LaunchRunDto> {
+  try {
+    return (await VALIDATION_PIPE.transform(body, { type: 'body', metatype: LaunchRunDto })) as LaunchRunDto;
+  } catch (err) {
+    if (err instanceof HttpException) {
+      const msg = (err.getResponse() as { message?: string | string[] }).message;
+      throw new CliError(Array.isArray(msg) ? msg.join('; ') : String(msg ?? err.message), EXIT.usage);
+    }
+    throw err;
+  }
+}

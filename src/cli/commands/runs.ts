@@ -1,0 +1,79 @@
+import { CommandBus, QueryBus } from '@nestjs/cqrs';
+import type { Command } from 'commander';
+import { CancelRunCommand } from '../../team/commands/cancel-run.command';
+import { TERMINAL_STATUSES, type RunStatus } from '../../team/domain/run-events';
+import { GetRunQuery, ListRunsQuery } from '../../team/queries/run.queries';
+import type { RunSummary } from '../../team/run-summary';
+import type { CliContext } from '../cli-context';
+import { EXIT } from '../exit-codes';
+import { describeRun } from '../format';
+import { cliIdentity, int } from '../options';
+
+const WAITING_FOR_A_HUMAN = new Set<string>(['awaiting_review', 'awaiting_approval']);
+
+/** `triad runs list|show|wait|cancel`. */
+export function addRunsCommands(program: Command, { withApp, print }: CliContext): void {
+  const runs = program.command('runs').description('list, show, wait for and cancel runs');
+  runs
+    .command('list', { isDefault: true })
+    .option('--status <status>', 'only runs with this status')
+    .option('--limit <n>', 'at most this many', int('--limit', 1, 10000), 50)
+    .option('--json', 'print JSON')
+    .action(async (opts) => {
+      await withApp(async (app) => {
+        const list = await app.get(QueryBus).execute<ListRunsQuery, RunSummary[]>(new ListRunsQuery(opts.status as RunStatus | undefined, opts.limit));
+        print(opts.json, list, () =>
+          list.length === 0
+            ? 'no runs'
+            : list.map((r) => `${r.runId}  ${r.status.padEnd(15)} ${(r.terminationReason ?? '').padEnd(16)} ${r.startedAt}  ${r.goal.slice(0, 50)}`).join('\n'),
+        );
+      });
+    });
+  runs
+    .command('show')
+    .argument('<runId>')
+    .option('--json', 'print JSON')
+    .action(async (runId: string, opts) => {
+      await withApp(async (app) => {
+        const run = await app.get(QueryBus).execute<GetRunQuery, RunSummary>(new GetRunQuery(runId));
+        print(opts.json, run, () => describeRun(run));
+      });
+    });
+  runs
+    .command('wait')
+    .argument('<runId>')
+    .option('--timeout-ms <ms>', 'how long to wait', int('--timeout-ms', 0, 24 * 3600 * 1000), 30_000)
+    .option('--json', 'print JSON')
+    .action(async (runId: string, opts) => {
+      const exit = await withApp(async (app) => {
+        const deadline = Date.now() + opts.timeoutMs;
+        const queries = app.get(QueryBus);
+        const settled = (r: RunSummary) => TERMINAL_STATUSES.has(r.status) || WAITING_FOR_A_HUMAN.has(r.status);
+        let run = await queries.execute<GetRunQuery, RunSummary>(new GetRunQuery(runId));
+        while (!settled(run) && Date.now() < deadline) {
+          await new Promise((r) => setTimeout(r, 100));
+          run = await queries.execute<GetRunQuery, RunSummary>(new GetRunQuery(runId));
+        }
+        // Waiting for a human is as far as a run gets on its own: a success, like `triad run`.
+        const status = WAITING_FOR_A_HUMAN.has(run.status) ? 'waiting' : !TERMINAL_STATUSES.has(run.status) ? 'timeout' : run.status === 'completed' ? 'ok' : 'error';
+        const endedAt = status === 'waiting' ? null : run.endedAt;
+        print(opts.json, { status, runStatus: run.status, terminationReason: run.terminationReason, startedAt: run.startedAt, endedAt }, () =>
+          `${status}: run ${runId} is ${run.status}${run.terminationReason ? ` (${run.terminationReason})` : ''}`,
+        );
+        return status === 'ok' || status === 'waiting' ? EXIT.ok : status === 'timeout' ? EXIT.timeout : EXIT.failed;
+      });
+      process.exitCode = exit;
+    });
+  runs
+    .command('cancel')
+    .argument('<runId>')
+    .option('--reason <text>', 'why')
+    .option('--as <user>', 'cancel as this user')
+    .option('--json', 'print JSON')
+    .action(async (runId: string, opts) => {
+      await withApp(async (app) => {
+        const result = await app.get(CommandBus).execute(new CancelRunCommand(runId, cliIdentity(opts.as), opts.reason));
+        print(opts.json, result, () => `run ${runId} cancelled`);
+      });
+    });
+}

@@ -1,0 +1,32 @@
+import { InvalidArgumentError } from 'commander';
+import { userInfo } from 'node:os';
+import type { HumanRole, Identity } from '../auth/identity';
+import { normaliseName } from '../auth/names';
+import { CliError, EXIT } from './exit-codes';
+
+/** A parser for an option that takes a whole number between `min` and `max`. */
+export function int(name: string, min: number, max: number) {
+  return (raw: string) => {
+    if (!/^\d+$/.test(raw)) throw new InvalidArgumentError(`${name} must be a whole number`);
+    const n = Number(raw);
+    if (n < min || n > max) throw new InvalidArgumentError(`${name} must be between ${min} and ${max}`);
+    return n;
+  };
+}
+
+/** The CLI acts as a local user: `TRIAD_USER` or the OS account, with every role. */
+export function cliIdentity(as?: string): Identity {
+  const given = as ?? process.env.TRIAD_USER ?? safeUserName();
+  if (!/^[A-Za-z0-9_.@-]{1,64}$/.test(given)) throw new CliError(`'${given}' is not a valid user name`, EXIT.usage);
+  // Names are case-insensitive: TRIAD_USER=ALICE acts as user:alice.
+  const name = normaliseName(given);
+  return { id: `user:${name}`, name, roles: ['admin'] as HumanRole[] };
+}
+
+function safeUserName(): string {
+  try {
+    return userInfo().username || 'cli';
+  } catch {
+    return 'cli';
+  }
+}
