@@ -23,6 +23,7 @@ module.exports = {
   // Generous: a loaded machine (shared CI runners, parallel builds) must slow tests down, not fail
   // them. A global option: jest reads the test timeout from the root config, not from projects.
   testTimeout: 60_000,
+  testSequencer: '<rootDir>/test/support/sequencer.js',
   projects: [
     { ...base, displayName: 'unit', testMatch: ['**/*.unit.spec.ts'] },
     { ...base, ...buildsDist, displayName: 'int', testMatch: ['**/*.int.spec.ts'] },

@@ -11,7 +11,7 @@ import { http, launchRuns, startServe, stopServe, streamFaults, waitFor, type Se
 // process may find one of its leases taken. 100 runs here; `npm run soak` runs 1,000
 // (TRIAD_SOAK_RUNS). Fails (never skips) without PostgreSQL.
 
-const RUNS = Number(process.env.TRIAD_SOAK_RUNS || 100);
+const RUNS = Number(process.env.TRIAD_SOAK_RUNS || 50);
 jest.setTimeout(Math.max(180_000, RUNS * 1_500));
 
 describe(`${RUNS} runs on two processes under CPU load`, () => {

@@ -10,7 +10,7 @@ import { declaredRoutes, FUZZ_KEYS, startFuzzApp, type FuzzApp, type FuzzKey, ty
 
 jest.setTimeout(120_000);
 
-const RUNS = Number(process.env.TRIAD_FUZZ_RUNS ?? 600);
+const RUNS = Number(process.env.TRIAD_FUZZ_RUNS ?? 250);
 const SECONDS = Number(process.env.TRIAD_FUZZ_SECONDS ?? 25);
 const SEED = process.env.TRIAD_FUZZ_SEED === undefined ? undefined : Number(process.env.TRIAD_FUZZ_SEED);
 

@@ -25,10 +25,11 @@ import {
 // 5-30 ms latency) drives several runs and is killed with SIGKILL at random moments, over and over;
 // each restart's RecoveryService takes the runs over once their leases (300 ms) have expired.
 
-// Each restart boots the app from dist/: seconds apiece on a loaded machine, over 22 to 44 restarts.
+// Each restart boots the app from dist/: seconds apiece on a loaded machine, over KILLS to 2×KILLS restarts.
 jest.setTimeout(900_000);
 
-const KILLS = 22;
+// Kills per suite run (TRIAD_CRASH_KILLS for a longer soak): at least this many, half of them mid-run.
+const KILLS = Number(process.env.TRIAD_CRASH_KILLS ?? 12);
 const TTL_MS = 300;
 
 // Two unmet criteria per executor iteration (the offline model's pace): four criteria take two iterations.
@@ -62,7 +63,7 @@ describe('kill -9 at random moments', () => {
     let store: SqliteEventStore | undefined;
     try {
       // The first process launches two runs; two more are launched (as another process would,
-      // straight into the store) before the 6th, 11th and 16th restarts, so that the kills keep landing in runs
+      // straight into the store) at a quarter, half and three quarters of the restarts, so that the kills keep landing in runs
       // at every stage, planning included.
       const inputs = [launchInput(0), launchInput(1)];
       let child = spawnChild({ ...env, CRASH_LAUNCH: JSON.stringify(inputs) });
@@ -84,7 +85,10 @@ describe('kill -9 at random moments', () => {
       // At least KILLS kills, and more (up to twice as many) until half of them landed mid-run: the
       // moments are random, so the loop makes sure the coverage the assertions below ask for.
       let kills = 0;
-      for (let kill = 0; kill < KILLS || (midRunKills < KILLS / 2 && kill < KILLS * 2); kill++) {
+      const everyPhaseHit = () => ['planning', 'executing', 'reviewing'].every((p) => phasesHit.has(p));
+      // Two more runs at a quarter, half and three quarters of the kills.
+      const moreRunsAt = new Set([Math.floor(KILLS / 4), Math.floor(KILLS / 2), Math.floor((3 * KILLS) / 4)]);
+      for (let kill = 0; kill < KILLS || ((midRunKills < KILLS / 2 || !everyPhaseHit()) && kill < KILLS * 2); kill++) {
         kills = kill + 1;
         // Killed after a random amount of progress rather than a random time: on a loaded machine a
         // restarted process may spend any fixed time just taking the leases over, and the kills must
@@ -100,8 +104,8 @@ describe('kill -9 at random moments', () => {
         if (active.length > 0) midRunKills++;
         if (process.env.CRASH_DEBUG) process.stdout.write(`kill ${kill}: ${statuses.join(' ')}\n`);
         // Until a kill has landed in planning, every restart also brings a new run.
-        if (kill === 5 || kill === 10 || kill === 15) for (let n = 0; n < 2; n++) await launchHere();
-        else if (kill >= 14 && !phasesHit.has('planning')) await launchHere();
+        if (moreRunsAt.has(kill)) for (let n = 0; n < 2; n++) await launchHere();
+        else if (kill >= Math.floor(KILLS * 0.6) && !phasesHit.has('planning')) await launchHere();
         // Nothing left in flight: a new run, so that the next kill lands mid-run again.
         else if (active.length === 0) await launchHere();
         child = spawnChild(env);

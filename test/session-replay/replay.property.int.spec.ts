@@ -21,7 +21,8 @@ import { toRunStreamId } from '../../src/team/domain/run-events';
 
 jest.setTimeout(60_000);
 
-const RUNS = 30;
+// Random runs per property (TRIAD_PROPERTY_RUNS for a longer search).
+const RUNS = Number(process.env.TRIAD_PROPERTY_RUNS ?? 20);
 
 const fullReplay = (events: Parameters<typeof foldRun>[0], runId: string) => foldRun(events, initialRunState(runId));
 

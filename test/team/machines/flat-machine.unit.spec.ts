@@ -172,6 +172,9 @@ const validTeamRun: fc.Arbitrary<Ev[]> = fc
     ...(ended ? [{ type: 'RunEnded', data: ended }] : []),
   ]);
 
+// Runs per property (more with TRIAD_PROPERTY_RUNS, for a longer search).
+const PROPERTY_RUNS = Number(process.env.TRIAD_PROPERTY_RUNS ?? 150);
+
 describe("machine steps: the fold's step equals xstate's transition()", () => {
   it('both of triad machines are flat, so folds take the fast path', () => {
     expect(compileFlatMachine(agentLoopMachine)).toBeDefined();
@@ -183,14 +186,14 @@ describe("machine steps: the fold's step equals xstate's transition()", () => {
       fc.property(fc.constantFrom('architect', 'executor', 'reviewer'), fc.integer({ min: 0, max: 4 }), withNoise(validLoopRun, loopEvent), (role, maxTurns, events) =>
         runBoth(agentLoopMachine, { role, maxTurns }, events),
       ),
-      { numRuns: 400 },
+      { numRuns: PROPERTY_RUNS },
     );
   });
 
   it('given valid and random events, the team run goes through the same snapshots', () => {
     fc.assert(
       fc.property(withNoise(validTeamRun, teamEvent), (events) => runBoth(teamRunMachine, undefined, events)),
-      { numRuns: 400 },
+      { numRuns: PROPERTY_RUNS },
     );
   });
 
