@@ -26,7 +26,9 @@ export const VALIDATION_PIPE = new ValidationPipe({
 /** The HTTP app, configured the same way for `triad serve` and for e2e tests. */
 export async function createHttpApp(options: { logger?: LogLevel[] | false | LoggerService } = {}): Promise<INestApplication> {
   // bodyParser: false: no form-encoded parser; JSON is the only body format read.
-  const app = await NestFactory.create<NestExpressApplication>(AppModule, { logger: options.logger ?? ['error', 'warn', 'log'], bodyParser: false });
+  // abortOnError: false: a module that cannot start (the store cannot be opened) is thrown to the
+  // caller, which says why, instead of Nest ending the process with the reason only in its log.
+  const app = await NestFactory.create<NestExpressApplication>(AppModule, { logger: options.logger ?? ['error', 'warn', 'log'], bodyParser: false, abortOnError: false });
   app.use(requireJsonBody);
   // Raw bytes first: UTF-8, then nesting and value counts, both before the body is parsed.
   // Nest's type reserves `verify` for its rawBody option, which triad does not use.

@@ -86,6 +86,18 @@ describe('configuration and store errors', () => {
       /^triad: cannot open the postgres store: .*ECONNREFUSED/,
     );
   });
+
+  it('`triad serve` that cannot start says why in one line (after its start-up log) and exits 1, or 2 for configuration', async () => {
+    const keys = { TRIAD_API_KEYS: 'ops:operator:serve-secret-1', TRIAD_PORT: '0' };
+    const lastLine = (r: CliResult) => r.stderr.trimEnd().split('\n').pop();
+    const unreachable = await triad(['serve'], { ...keys, TRIAD_STORE: 'postgres', TRIAD_PG_URL: 'postgres://postgres@127.0.0.1:1/test' });
+    expect({ code: unreachable.code, stdout: unreachable.stdout }).toEqual({ code: 1, stdout: '' });
+    expect(lastLine(unreachable)).toMatch(/^triad: cannot start: the postgres store cannot be opened: .*ECONNREFUSED/);
+    const esdb = await triad(['serve'], { ...keys, TRIAD_STORE: 'esdb', TRIAD_ESDB_URL: 'esdb://127.0.0.1:1' });
+    expect({ code: esdb.code, stdout: esdb.stdout }).toEqual({ code: 2, stdout: '' });
+    expect(lastLine(esdb)).toMatch(/^triad: TRIAD_STORE=esdb: the esdb store is not available in this build/);
+    for (const r of [unreachable, esdb]) expect(r.stderr).not.toMatch(/\u001b\[|\n\s+at /);
+  });
 });
 
 describe('logs', () => {

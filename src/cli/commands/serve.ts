@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { countStoredApiKeys } from '../../auth/keys/count-stored-api-keys';
-import { describeConfig, loadConfig } from '../../config/config';
+import { ConfigError, describeConfig, loadConfig } from '../../config/config';
 import { createHttpApp } from '../../http/bootstrap';
 import { MODEL_PROVIDER, type ModelProvider } from '../../team/models/model.port';
 import type { CliContext } from '../cli-context';
@@ -21,7 +21,14 @@ export function addServeCommand(program: Command, { output }: CliContext): void 
         throw new CliError('no API keys are configured: set TRIAD_API_KEYS=name:role+role:secret or add one with `triad keys add` (see README)', EXIT.usage);
       }
       // Its request and lifecycle logs go to stderr: stdout says where it listens.
-      const app = await createHttpApp({ logger: new CliLogger(output.io.stderr, ['error', 'warn', 'log']) });
+      let app: Awaited<ReturnType<typeof createHttpApp>>;
+      try {
+        app = await createHttpApp({ logger: new CliLogger(output.io.stderr, ['error', 'warn', 'log']) });
+      } catch (err) {
+        // One line, as for every other command: a configuration error is exit 2, anything else 1.
+        if (err instanceof ConfigError) throw err;
+        throw new CliError(`cannot start: the ${config.store} store cannot be opened: ${(err as Error).message}`, EXIT.failed);
+      }
       await app.listen(config.port, config.host);
       const model = app.get<ModelProvider>(MODEL_PROVIDER);
       const summary = describeConfig(config);
