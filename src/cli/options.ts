@@ -14,6 +14,15 @@ export function int(name: string, min: number, max: number) {
   };
 }
 
+/** A decision's `--reason`: 1 to 4000 characters, not blank; undefined when optional and not given. */
+export function decisionReason(raw: string | undefined, required: true): string;
+export function decisionReason(raw: string | undefined, required: false): string | undefined;
+export function decisionReason(raw: string | undefined, required: boolean): string | undefined {
+  const reason = String(raw ?? '').trim();
+  if ((required || raw !== undefined) && (reason === '' || reason.length > 4000)) throw new CliError('--reason must be 1 to 4000 characters, not blank', EXIT.usage);
+  return reason || undefined;
+}
+
 /** The CLI acts as a local user: `TRIAD_USER` or the OS account, with every role. */
 export function cliIdentity(as?: string): Identity {
   const given = as ?? process.env.TRIAD_USER ?? safeUserName();

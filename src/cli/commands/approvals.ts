@@ -8,17 +8,12 @@ import { RunsProjection } from '../../team/runs.projection';
 import type { CliContext } from '../cli-context';
 import { driveHere } from '../drive-here';
 import { CliError, EXIT } from '../exit-codes';
-import { cliIdentity } from '../options';
+import { cliIdentity, decisionReason } from '../options';
 
 /** `triad approvals list|approve|reject`: risky tool calls waiting for a human. */
 export function addApprovalsCommands(program: Command, ctx: CliContext): void {
   const { output, withApp, print } = ctx;
   const approvals = program.command('approvals').description('risky tool calls waiting for a human: list, approve or reject one');
-  const approvalReason = (raw: string | undefined, required: boolean): string | undefined => {
-    const reason = String(raw ?? '').trim();
-    if ((required || raw !== undefined) && (reason === '' || reason.length > 4000)) throw new CliError('--reason must be 1 to 4000 characters, not blank', EXIT.usage);
-    return reason || undefined;
-  };
   /** After a decision that frees the run: drive it here, like `triad review reject`, until it ends or waits again. */
   const afterApprovalDecision = async (app: INestApplicationContext, result: ApprovalResult, json: boolean, verb: string) => {
     if (result.runStatus === 'awaiting_approval' || TERMINAL_STATUSES.has(result.runStatus as RunStatus)) {
@@ -60,7 +55,7 @@ export function addApprovalsCommands(program: Command, ctx: CliContext): void {
     .option('--json', 'print JSON')
     .action(async (approvalId: string, opts) => {
       const approver = { id: cliIdentity(opts.as).id, kind: 'human' as const };
-      const reason = approvalReason(opts.reason, false) ?? 'approved';
+      const reason = decisionReason(opts.reason, false) ?? 'approved';
       if (!parseApprovalId(approvalId)) throw new CliError(`approval ${approvalId} not found`, EXIT.notFound);
       await withApp(async (app) => {
         const result = await app.get(CommandBus).execute<ApproveToolCallCommand, ApprovalResult>(new ApproveToolCallCommand(approvalId, approver, reason));
@@ -76,7 +71,7 @@ export function addApprovalsCommands(program: Command, ctx: CliContext): void {
     .option('--json', 'print JSON')
     .action(async (approvalId: string, opts) => {
       const approver = { id: cliIdentity(opts.as).id, kind: 'human' as const };
-      const reason = approvalReason(opts.reason, true)!;
+      const reason = decisionReason(opts.reason, true);
       if (!parseApprovalId(approvalId)) throw new CliError(`approval ${approvalId} not found`, EXIT.notFound);
       await withApp(async (app) => {
         const result = await app.get(CommandBus).execute<RejectToolCallCommand, ApprovalResult>(new RejectToolCallCommand(approvalId, approver, reason));

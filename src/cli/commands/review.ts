@@ -5,18 +5,12 @@ import { parseReviewId } from '../../team/domain/review-id';
 import { RunsProjection } from '../../team/runs.projection';
 import type { CliContext } from '../cli-context';
 import { driveHere } from '../drive-here';
-import { CliError, EXIT } from '../exit-codes';
-import { cliIdentity } from '../options';
+import { cliIdentity, decisionReason } from '../options';
 
 /** `triad review list|approve|reject`: the human review gate. */
 export function addReviewCommands(program: Command, ctx: CliContext): void {
   const { output, withApp, print } = ctx;
   const review = program.command('review').description('the human review gate: list pending reviews, approve or reject one');
-  const reviewReason = (raw: string): string => {
-    const reason = String(raw ?? '').trim();
-    if (reason === '' || reason.length > 4000) throw new CliError('--reason must be 1 to 4000 characters, not blank', EXIT.usage);
-    return reason;
-  };
   review
     .command('list', { isDefault: true })
     .description('reviews waiting for a human decision')
@@ -45,7 +39,7 @@ export function addReviewCommands(program: Command, ctx: CliContext): void {
     .option('--json', 'print JSON')
     .action(async (reviewId: string, opts) => {
       const decider = { id: cliIdentity(opts.as).id, kind: 'human' as const };
-      const reason = reviewReason(opts.reason);
+      const reason = decisionReason(opts.reason, true);
       await withApp(async (app) => {
         const result = await app.get(CommandBus).execute<ApproveReviewCommand, DecisionResult>(new ApproveReviewCommand(reviewId, decider, reason));
         print(opts.json, result, () => `review ${reviewId} approved: the run is ${result.runStatus}`);
@@ -61,7 +55,7 @@ export function addReviewCommands(program: Command, ctx: CliContext): void {
     .option('--json', 'print JSON')
     .action(async (reviewId: string, opts) => {
       const decider = { id: cliIdentity(opts.as).id, kind: 'human' as const };
-      const reason = reviewReason(opts.reason);
+      const reason = decisionReason(opts.reason, true);
       await withApp(async (app) => {
         const result = await app.get(CommandBus).execute<RejectReviewCommand, DecisionResult>(new RejectReviewCommand(reviewId, decider, reason, opts.rework !== false));
         if (result.runStatus !== 'executing') {
