@@ -2,7 +2,6 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { Client } from 'pg';
 import { redactUrl } from '../src/config/config';
 import type { EventStore } from '../src/events/event-store.port';
 import { SqliteEventStore } from '../src/events/sqlite.event-store';
@@ -15,7 +14,7 @@ import type { DecisionRecord } from '../src/review-gate/decision-log/decision-re
 import { SqliteDecisionRecordRepository } from '../src/review-gate/decision-log/sqlite.decision-record.repository';
 import { reviewIdOf } from '../src/team/domain/review-id';
 import { agentIdentity, toRunStreamId, type ReviewDecidedData } from '../src/team/domain/run-events';
-import { machineInfo, measureFdatasyncRate, sqliteVersion, summarise, type FdatasyncRate, type MachineInfo, type Summary } from './machine';
+import { dropPostgresSchema, machineInfo, measureFdatasyncRate, sqliteVersion, summarise, type FdatasyncRate, type MachineInfo, type Summary } from './machine';
 
 /**
  * Decision log (`npm run bench -- decisions`):
@@ -357,9 +356,7 @@ async function apiPart(
       else process.env[k] = v;
     }
     if (kind === 'postgres') {
-      const client = new Client({ connectionString: o.pgUrl, connectionTimeoutMillis: 5000 });
-      await client.connect();
-      await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).finally(() => client.end());
+      await dropPostgresSchema(o.pgUrl!, schema);
     }
   }
 }

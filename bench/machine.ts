@@ -83,6 +83,17 @@ export async function postgresServerVersion(url: string): Promise<string> {
   }
 }
 
+/** Drops a benchmark's own PostgreSQL schema and everything in it. */
+export async function dropPostgresSchema(url: string, schema: string): Promise<void> {
+  const client = new Client({ connectionString: url, connectionTimeoutMillis: 5000 });
+  await client.connect();
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  } finally {
+    await client.end();
+  }
+}
+
 export interface Summary {
   median: number;
   min: number;

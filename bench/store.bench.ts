@@ -2,12 +2,12 @@ import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
-import { Client } from 'pg';
 import { redactUrl } from '../src/config/config';
 import type { EventStore, ExpectedRevision, NewEvent } from '../src/events/event-store.port';
 import { PostgresEventStore } from '../src/events/postgres.event-store';
 import { SqliteEventStore } from '../src/events/sqlite.event-store';
 import {
+  dropPostgresSchema,
   machineInfo,
   measureFdatasyncRate,
   postgresServerVersion,
@@ -173,13 +173,7 @@ async function openFresh(kind: BenchStoreKind, opts: StoreBenchOptions, run: num
     store,
     dispose: async () => {
       await store.close();
-      const client = new Client({ connectionString: opts.pgUrl });
-      await client.connect();
-      try {
-        await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-      } finally {
-        await client.end();
-      }
+      await dropPostgresSchema(opts.pgUrl!, schema);
     },
   };
 }

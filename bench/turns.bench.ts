@@ -4,7 +4,6 @@ import { existsSync, rmSync, statSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { Client } from 'pg';
 import type { CheckpointStore } from '../src/checkpoint/checkpoint-store.port';
 import { redactUrl } from '../src/config/config';
 import type { AppendOptions, EventStore, NewEvent } from '../src/events/event-store.port';
@@ -23,7 +22,7 @@ import { openStorage } from '../src/storage/storage';
 import { ToolRegistry } from '../src/team/tools/tool-registry';
 import { processFairShare } from '../src/team/fair-share';
 import type { ToolDefinition } from '../src/team/tools/tool.port';
-import { machineInfo, measureFdatasyncRate, sqliteVersion, summarise, type FdatasyncRate, type MachineInfo, type Summary } from './machine';
+import { dropPostgresSchema, machineInfo, measureFdatasyncRate, sqliteVersion, summarise, type FdatasyncRate, type MachineInfo, type Summary } from './machine';
 
 /**
  * Team-run turns (`npm run bench -- turns`): how fast the run driver turns a team run over, and
@@ -359,13 +358,7 @@ export async function openStore(kind: TurnsStoreKind | 'sqlite-nosync', opts: Tu
     footprint: async () => null,
     dispose: async () => {
       await storage.close();
-      const client = new Client({ connectionString: opts.pgUrl });
-      await client.connect();
-      try {
-        await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-      } finally {
-        await client.end();
-      }
+      await dropPostgresSchema(opts.pgUrl!, schema);
     },
   };
 }

@@ -1,3 +1,4 @@
+import { EVENT_SCHEMA_VERSION } from '../events/command-handling';
 import type { RecordedEvent } from '../events/event-store.port';
 import type { ChatMessage, RoleName } from '../team/models/model.port';
 import { agentLoopMachine } from '../team/domain/agent-loop.machine';
@@ -6,8 +7,8 @@ import { evolve, initialRunState, runStatus, terminationReason, type RoleUsage, 
 import { teamRunMachine } from '../team/domain/team-run.machine';
 import { ROLES } from '../team/domain/roles';
 
-/** Schema version of each event type this build writes; older ones need an upcaster to be understood. */
-export const CURRENT_SCHEMA_VERSION = 1;
+/** Schema version of each event type this build writes (the command path's); older ones need an upcaster to be understood. */
+export const CURRENT_SCHEMA_VERSION = EVENT_SCHEMA_VERSION;
 
 export interface Completeness {
   /** 1.0 when every event needed was recorded and understood. */

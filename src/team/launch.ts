@@ -2,9 +2,10 @@ import { ConflictError, InvalidRequestError } from '../shared/errors';
 import { hashOf } from '../shared/canonical-json';
 import type { CommandPath } from '../events/command-handling';
 import { runContext, runStream } from './run-stream';
+import { foldRun } from './domain/run-state';
 import type { RoleName } from './models/model.port';
 import { DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TURNS, DEFAULT_TIMEOUT_MS, DEFAULT_TOKEN_BUDGET, ROLES } from './domain/roles';
-import { type TeamRunEvent, type ReviewPolicy, type ReviewTimeoutPolicy, type RoleConfig, type RunLaunchedData } from './domain/run-events';
+import { toRunStreamId, type TeamRunEvent, type ReviewPolicy, type ReviewTimeoutPolicy, type RoleConfig, type RunLaunchedData } from './domain/run-events';
 import { resolveRoleTools, ToolPolicyError } from './tools/tool-registry';
 import {
   DEFAULT_RETRY_POLICY,
@@ -203,8 +204,10 @@ export interface LaunchResult {
 export async function launchRun(path: CommandPath, input: LaunchRunInput, ctx: LaunchContext): Promise<LaunchResult> {
   const runId = input.idempotencyKey ? runIdForIdempotencyKey(ctx.launchedBy, input.idempotencyKey) : ctx.runId;
   const data = buildRunLaunched(input, { ...ctx, runId });
+  // Only RunLaunched matters to this decision: an idempotent retry reads that one event, not the run.
+  const stream = { ...runStream(path.store, runId), load: async () => foldRun(await path.store.readStream(toRunStreamId(runId), { maxCount: 1 })) };
   const { state, events } = await path.handle(
-    runStream(path.store, runId),
+    stream,
     (state): TeamRunEvent[] => {
       if (!state.launched) return [{ type: 'RunLaunched', data }];
       if (requestFingerprint(state.launched) !== requestFingerprint(data)) throw new IdempotencyKeyConflictError();

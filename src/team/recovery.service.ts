@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import type { CommandPath } from '../events/command-handling';
 import { COMMAND_PATH } from '../events/command-path.module';
+import { CHECKPOINT_STORE, type CheckpointStore } from '../checkpoint/checkpoint-store.port';
 import { isStoreUnavailable } from '../events/errors';
 import { ConflictError } from '../shared/errors';
 import { OutageBackoff } from '../events/store-retry';
@@ -30,6 +31,7 @@ export class RecoveryService implements OnApplicationShutdown {
     private readonly runs: RunsProjection,
     private readonly supervisor: RunSupervisor,
     @Inject(COMMAND_PATH) private readonly path: CommandPath,
+    @Inject(CHECKPOINT_STORE) private readonly checkpoints: CheckpointStore,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(RECOVERY_INTERVAL_MS) private readonly intervalMs: number,
   ) {}
@@ -76,7 +78,7 @@ export class RecoveryService implements OnApplicationShutdown {
     const at = new Date(this.clock.now()).toISOString();
     try {
       const { state } = await this.path.handle(
-        runStream(this.path.store, runId),
+        runStream(this.path.store, runId, this.checkpoints),
         (state) => (state.suspended ? decideRun({ type: 'ResumeRun', runId, by: `system:${this.supervisor.owner}`, at }, state) : []),
         runContext(runId, 'system'),
         { maxAttempts: 1 },
