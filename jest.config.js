@@ -4,7 +4,10 @@
  * Integration and end-to-end tests spawn the compiled program (the app, the CLI, crash children),
  * so only those projects build dist/ first; `npm run test:unit` starts at once.
  *
- * ts-jest only transpiles (tsconfig.json sets isolatedModules): type checking is `npm run lint`'s.
+ * TypeScript is transpiled by SWC (`@swc/jest`): syntax is stripped, nothing is type-checked (type
+ * checking is `npm run lint`'s, and tsconfig.json sets isolatedModules so that per-file transpiling
+ * is sound). It costs about a third less CPU than ts-jest's transpiler on a cold cache, which
+ * matters on a 2-core machine where the suite is CPU-bound.
  *
  * @type {import('jest').Config}
  */
@@ -12,7 +15,7 @@ const base = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test', '<rootDir>/src'],
   transform: {
-    '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }],
+    '^.+\\.ts$': '@swc/jest',
   },
   moduleFileExtensions: ['ts', 'js', 'json'],
 };

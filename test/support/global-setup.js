@@ -1,13 +1,18 @@
 // Builds dist/ before the integration and end-to-end projects: crash, CLI and app tests spawn the
-// compiled program as a real child process. tsc builds incrementally, and not at all when no
-// source or tsconfig changed since the last successful build (a stamp written after it): both
-// projects name this setup, and running one test file should not cost a compile.
+// compiled program as a real child process, and the console's browser tests load the web console
+// (dist/console, built by Vite) from it. It emits dist/ the way `npm run build` does (SWC, about a
+// second) but skips the type check, which is `npm run lint`'s (tsc over src/ would cost the suite
+// half a minute of CPU). Nothing runs when no source or build setting changed since the last
+// successful build (a stamp written after it): both projects name this setup, and running one test
+// file should not cost a build.
 const { execFileSync } = require('node:child_process');
 const { existsSync, readdirSync, statSync, writeFileSync } = require('node:fs');
 const path = require('node:path');
 
 const root = path.resolve(__dirname, '..', '..');
 const stamp = path.join(root, 'dist', '.test-build-stamp');
+// Outside dist/console: Vite empties its output folder.
+const consoleStamp = path.join(root, 'dist', '.console-build-stamp');
 
 function newestChange(entry) {
   const stat = statSync(entry);
@@ -15,18 +20,21 @@ function newestChange(entry) {
   return readdirSync(entry).reduce((newest, name) => Math.max(newest, newestChange(path.join(entry, name))), stat.mtimeMs);
 }
 
-function upToDate() {
-  if (!existsSync(stamp)) return false;
-  const inputs = ['src', 'tsconfig.json', 'tsconfig.build.json', 'package.json'].map((p) => path.join(root, p));
-  return Math.max(...inputs.map(newestChange)) < statSync(stamp).mtimeMs;
+function upToDate(stampFile, inputs) {
+  if (!existsSync(stampFile)) return false;
+  return Math.max(...inputs.map((p) => newestChange(path.join(root, p)))) < statSync(stampFile).mtimeMs;
+}
+
+function buildConsole() {
+  // The console imports the server's API types, so a change under src/ can change it too.
+  if (upToDate(consoleStamp, ['console', 'src', 'package.json']) && existsSync(path.join(root, 'dist', 'console', 'index.html'))) return;
+  execFileSync(process.execPath, [path.join(path.dirname(require.resolve('vite/package.json')), 'bin', 'vite.js'), 'build', '--config', 'console/vite.config.mts'], { cwd: root, stdio: 'inherit' });
+  writeFileSync(consoleStamp, `${new Date().toISOString()}\n`);
 }
 
 module.exports = async () => {
-  if (upToDate()) return;
-  execFileSync(
-    process.execPath,
-    [require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--incremental', '--tsBuildInfoFile', path.join('dist', '.tsbuildinfo')],
-    { cwd: root, stdio: 'inherit' },
-  );
+  buildConsole();
+  if (upToDate(stamp, ['src', '.swcrc', 'scripts/build-dist.js', 'package.json'])) return;
+  execFileSync(process.execPath, [path.join(root, 'scripts', 'build-dist.js')], { cwd: root, stdio: 'inherit' });
   writeFileSync(stamp, `${new Date().toISOString()}\n`);
 };
