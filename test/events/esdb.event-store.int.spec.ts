@@ -1,0 +1,149 @@
+import { randomUUID } from 'node:crypto';
+import { EsdbConnection } from '../../src/events/esdb.client';
+import { StoreUnavailableError } from '../../src/events/errors';
+import { EsdbEventStore } from '../../src/events/esdb.event-store';
+import { eventStoreContract } from './event-store.contract';
+import { esdbTarget, freshNamespace, type EsdbTarget } from '../support/esdb';
+import { startFakeEsdb } from '../support/esdb-server/esdb-server';
+import { RecordedPositionError, WrongExpectedRevisionError } from '../../src/events/errors';
+import type { RecordedEvent } from '../../src/events/event-store.port';
+
+let target: EsdbTarget;
+const eventStoreOptions = (o: ConstructorParameters<typeof EsdbEventStore>[1]) => o;
+const connections: EsdbConnection[] = [];
+
+beforeAll(async () => {
+  target = await esdbTarget();
+});
+
+afterAll(async () => {
+  for (const c of connections.splice(0)) await c.close();
+  await target.stop();
+});
+
+function connect(url = target.url): EsdbConnection {
+  const conn = new EsdbConnection(url);
+  connections.push(conn);
+  return conn;
+}
+
+eventStoreContract(
+  'esdb',
+  () => {
+    // In-process, each contract test gets a server of its own (cheap to start): reads of `$all`
+    // then see only that test's events, as on a server triad has to itself. On a real server each
+    // test has a namespace of its own.
+    const namespace = freshNamespace();
+    let own: Promise<EsdbTarget> | undefined;
+    const url = async () => (process.env.TRIAD_ESDB_URL ? target.url : (await (own ??= esdbTarget())).url);
+    const open = async (o?: Parameters<typeof eventStoreOptions>[0]) => new EsdbEventStore(connect(await url()), eventStoreOptions({ namespace, ...o }));
+    return {
+      open,
+      reopen: open,
+      cleanup: async () => {
+        for (const c of connections.splice(0)) await c.close();
+        await (await own)?.stop();
+      },
+    };
+  },
+  { manyWritersEvents: 400, concurrentAppenders: 8, densePositions: false, idsUniqueAcrossStreams: false, recordedPositions: 'kept' },
+);
+
+describe('esdb store specifics', () => {
+  it('events copied in keep their positions and times; a fresh process reads after any of them, numbers its own appends above them and takes no more copies', async () => {
+    const namespace = freshNamespace();
+    const copier = new EsdbEventStore(connect(), { namespace });
+    const events: RecordedEvent[] = [3, 7, 8, 20, 21].map((position, i) => ({
+      id: randomUUID(),
+      type: 'Copied',
+      streamId: i % 2 === 0 ? 'run-a' : 'run-b',
+      revision: Math.floor(i / 2),
+      position,
+      data: { i },
+      metadata: { correlationId: 'c', causationId: null, actor: 'system', schemaVersion: 1 },
+      recordedAt: new Date(Date.UTC(2021, 5, 6, 7, 8, 9, i)).toISOString(),
+    }));
+    // Two batches, as a copy writes them: the map has an entry for each.
+    await copier.appendRecorded(events.slice(0, 2));
+    await copier.appendRecorded(events.slice(2));
+    const reader = new EsdbEventStore(connect(), { namespace });
+    expect(await reader.readAll()).toEqual(events);
+    expect(await reader.headPosition()).toBe(21);
+    for (const after of [0, 3, 5, 8, 20]) {
+      const fresh = new EsdbEventStore(connect(), { namespace });
+      expect((await fresh.readAll({ after })).map((e) => e.position)).toEqual(events.filter((e) => e.position > after).map((e) => e.position));
+    }
+    const own = await reader.append('run-a', [{ type: 'Own', data: {} }], { expectedRevision: 2 });
+    expect(own.position).toBeGreaterThan(21);
+    const later = new EsdbEventStore(connect(), { namespace });
+    expect((await later.readAll({ after: 20 })).map((e) => e.type)).toEqual(['Copied', 'Own']);
+    expect(await later.headPosition()).toBe(own.position);
+    const more = { ...events[0], id: randomUUID(), streamId: 'run-c', revision: 0, position: own.position + 1000 };
+    await expect(later.appendRecorded([more])).rejects.toBeInstanceOf(RecordedPositionError);
+  });
+
+  it('an append of several events resumes mid-append: a reader after its first event gets the rest, from a fresh process', async () => {
+    const namespace = freshNamespace();
+    const writer = new EsdbEventStore(connect(), { namespace });
+    await writer.append('a', [{ type: 'X', data: {} }]);
+    await writer.append('b', [1, 2, 3].map((n) => ({ id: randomUUID(), type: 'N', data: { n } })));
+    const all = await writer.readAll();
+    expect(all.map((e) => e.type)).toEqual(['X', 'N', 'N', 'N']);
+    // A store that has seen none of these positions finds where to resume by itself.
+    const reader = new EsdbEventStore(connect(), { namespace });
+    for (let i = 0; i < all.length; i++) {
+      expect((await reader.readAll({ after: all[i].position })).map((e) => e.id)).toEqual(all.slice(i + 1).map((e) => e.id));
+    }
+  });
+
+  it("events of other applications and the server's own are not triad's: not read, not the head", async () => {
+    const namespace = freshNamespace();
+    const store = new EsdbEventStore(connect(), { namespace });
+    const { position } = await store.append('mine', [{ type: 'A', data: {} }]);
+    target.fake?.foreign('orders-1', 'OrderPlaced');
+    target.fake?.foreign('$stats-127.0.0.1:2113', '$statsCollected');
+    expect(await store.headPosition()).toBe(position);
+    expect((await store.readAll()).map((e) => e.streamId)).toEqual(['mine']);
+  });
+
+  it('a re-append after a lost answer, at the old expected revision, returns the original result', async () => {
+    const store = new EsdbEventStore(connect(), { namespace: freshNamespace() });
+    await store.append('r', [{ type: 'A', data: {} }]);
+    const batch = [{ id: randomUUID(), type: 'B', data: {} }, { id: randomUUID(), type: 'C', data: {} }];
+    const first = await store.append('r', batch, { expectedRevision: 0 });
+    await store.append('r', [{ type: 'D', data: {} }], { expectedRevision: 2 });
+    expect(await store.append('r', batch, { expectedRevision: 0 })).toEqual(first);
+    expect((await store.readStream('r')).map((e) => e.type)).toEqual(['A', 'B', 'C', 'D']);
+  });
+
+  it('a server without BatchAppend (before 21.10) is written through Append, with the same rules', async () => {
+    const old = await startFakeEsdb({ batchAppend: false });
+    try {
+      const store = new EsdbEventStore(connect(old.url), { namespace: freshNamespace() });
+      const batch = [{ id: randomUUID(), type: 'A', data: {} }];
+      const first = await store.append('s', batch, { expectedRevision: 'no_stream' });
+      await expect(store.append('s', [{ type: 'B', data: {} }], { expectedRevision: 'no_stream' })).rejects.toBeInstanceOf(WrongExpectedRevisionError);
+      expect(await store.append('s', batch, { expectedRevision: 'no_stream' })).toEqual(first);
+      expect(old.calls.get('append')).toBeGreaterThan(0);
+      expect(old.calls.get('batchAppend')).toBeUndefined();
+    } finally {
+      await old.stop();
+    }
+  });
+
+  it('a server that takes a read and never answers: the read fails as unavailable at its deadline, and the health sink hears of it', async () => {
+    const hung = await startFakeEsdb({ stallReads: true });
+    const conn = new EsdbConnection(hung.url, { readDeadlineMs: 300 });
+    const failures: string[] = [];
+    try {
+      const store = new EsdbEventStore(conn, { namespace: freshNamespace(), health: { storeFailed: (r) => failures.push(r), storeAnswered: () => undefined } });
+      const started = Date.now();
+      await expect(store.readStream('s')).rejects.toBeInstanceOf(StoreUnavailableError);
+      expect(Date.now() - started).toBeLessThan(10_000);
+      expect(failures).toEqual([expect.stringMatching(/no answer within 300 ms/)]);
+    } finally {
+      await conn.close();
+      await hung.stop();
+    }
+  });
+});

@@ -1,0 +1,92 @@
+import { randomUUID } from 'node:crypto';
+import { EsdbCheckpointStore } from '../../src/checkpoint/esdb.checkpoint-store';
+import { ConfigError } from '../../src/config/config';
+import { EsdbConnection } from '../../src/events/esdb.client';
+import { EsdbEventStore } from '../../src/events/esdb.event-store';
+import { EsdbDecisionRecordRepository } from '../../src/review-gate/decision-log/esdb.decision-record.repository';
+import { openStorage } from '../../src/storage/storage';
+import { EsdbRunLeases } from '../../src/team/leases/esdb.run-leases';
+import { checkpointStoreContract } from '../checkpoint/checkpoint-store.contract';
+import { decisionRecordRepositoryContract } from '../review-gate/decision-log/decision-record.repository.contract';
+import { runLeasesContract } from '../team/leases/run-leases.contract';
+import { esdbTarget, freshNamespace, type EsdbTarget } from '../support/esdb';
+
+// The stores beside the events on EventStoreDB, each through its port's contract suite, and the
+// storage that opens them: one server for the whole file.
+
+let target: EsdbTarget;
+const connections: EsdbConnection[] = [];
+
+beforeAll(async () => {
+  target = await esdbTarget();
+});
+
+afterAll(async () => {
+  for (const c of connections.splice(0)) await c.close();
+  await target.stop();
+});
+
+/** A connection of its own, as another process has. */
+function connect(): EsdbConnection {
+  const conn = new EsdbConnection(target.url);
+  connections.push(conn);
+  return conn;
+}
+
+checkpointStoreContract('esdb', async () => {
+  const namespace = freshNamespace();
+  return {
+    open: async () => new EsdbCheckpointStore(connect(), namespace),
+    overwrite: async (runId, text) => {
+      const stream = new EsdbCheckpointStore(connect(), namespace).stream(runId);
+      await connect().append(stream, [{ id: randomUUID(), type: 'RunCheckpoint', data: Buffer.from(text), metadata: Buffer.from('{"revision":3}') }], 'any');
+    },
+    cleanup: async () => undefined,
+  };
+});
+
+runLeasesContract(
+  'esdb',
+  async () => {
+    const namespace = freshNamespace();
+    return { open: async () => new EsdbRunLeases(connect(), namespace), cleanup: async () => undefined };
+  },
+  // EventStoreDB has no query over all leases: a process's load is what it advertised.
+  { contenders: 8, leasesCountAsLoad: false },
+);
+
+decisionRecordRepositoryContract(
+  'esdb',
+  () => {
+    const namespace = freshNamespace();
+    const open = async () => new EsdbDecisionRecordRepository(connect(), namespace);
+    return { open, openAnother: open, cleanup: async () => undefined };
+  },
+  { writers: 4, events: 60 },
+);
+
+describe('esdb storage', () => {
+  it('opens every store on one connection, under one namespace, and closes once', async () => {
+    const storage = await openStorage({ store: 'esdb', esdbUrl: target.url, dataDir: '/nonexistent' }, { esdbNamespace: freshNamespace() });
+    expect(storage.kind).toBe('esdb');
+    expect(storage.events).toBeInstanceOf(EsdbEventStore);
+    await storage.events.append('run-1', [{ type: 'A', data: {} }]);
+    expect(await storage.leases.tryAcquire('run_1', 'owner-a', 60_000, Date.now())).toBe(true);
+    expect(await storage.leases.holder('run_1', Date.now())).toBe('owner-a');
+    await Promise.all([storage.close(), storage.close()]);
+    await expect(storage.events.readAll()).rejects.toMatchObject({ name: 'StoreUnavailableError', detail: 'the store is closed' });
+  });
+
+  it('needs TRIAD_ESDB_URL', async () => {
+    await expect(openStorage({ store: 'esdb', dataDir: '/nonexistent' })).rejects.toBeInstanceOf(ConfigError);
+  });
+
+  it('a server that is not there fails the open in one line naming the store and the cause, without the credentials', async () => {
+    const err = (await openStorage({ store: 'esdb', esdbUrl: 'esdb://admin:changeit@127.0.0.1:1?tls=false', dataDir: '/nonexistent' }).catch((e) => e)) as Error;
+    expect(err.message).toBe('EventStoreDB at esdb://***@127.0.0.1:1?tls=false: not reachable');
+  });
+
+  it('a connection string that is not one is a configuration error', async () => {
+    await expect(openStorage({ store: 'esdb', esdbUrl: 'http://127.0.0.1:2113', dataDir: '/nonexistent' })).rejects.toBeInstanceOf(ConfigError);
+  });
+});
