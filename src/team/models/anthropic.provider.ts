@@ -5,7 +5,13 @@ import Anthropic, {
   APIUserAbortError,
   AnthropicError,
 } from '@anthropic-ai/sdk';
-import type { MessageCreateParamsStreaming, RawMessageStreamEvent } from '@anthropic-ai/sdk/resources/messages';
+import type {
+  CacheControlEphemeral,
+  MessageCountTokensParams,
+  MessageCreateParamsStreaming,
+  RawMessageStreamEvent,
+  Tool,
+} from '@anthropic-ai/sdk/resources/messages';
 import {
   ModelError,
   type AssistantBlock,
@@ -15,9 +21,11 @@ import {
   type ModelRequest,
   type ModelResponse,
   type StopReason,
+  type TokenCountRequest,
+  type ToolSpec,
   type Usage,
 } from './model.port';
-import { encodeMachineText, toMachineText } from '../../shared/text';
+import { decodeMachineText, encodeMachineText, toMachineText } from '../../shared/text';
 
 export interface AnthropicProviderOptions {
   apiKey: string;
@@ -28,7 +36,13 @@ export interface AnthropicProviderOptions {
    * timeout, so long generations that keep streaming are not cut off). Default 10 minutes.
    */
   timeoutMs?: number;
+  /** Prompt caching breakpoints on tools, system prompt and conversation (default true). */
+  promptCaching?: boolean;
+  /** Longest wait, in ms, for a token count (default 10 s): the run falls back to its estimate after it. */
+  countTimeoutMs?: number;
 }
+
+const DEFAULT_COUNT_TIMEOUT_MS = 10_000;
 
 const DEFAULT_TIMEOUT_MS = 10 * 60 * 1000;
 
@@ -42,10 +56,14 @@ export class AnthropicModelProvider implements ModelProvider {
   private readonly client: Anthropic;
   private readonly apiKey: string;
   private readonly timeoutMs: number;
+  private readonly promptCaching: boolean;
+  private readonly countTimeoutMs: number;
 
   constructor(options: AnthropicProviderOptions) {
     if (!options.apiKey) throw new TypeError('AnthropicModelProvider needs an apiKey');
     this.apiKey = options.apiKey;
+    this.promptCaching = options.promptCaching ?? true;
+    this.countTimeoutMs = options.countTimeoutMs ?? DEFAULT_COUNT_TIMEOUT_MS;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.client = new Anthropic({
       apiKey: options.apiKey,
@@ -77,7 +95,7 @@ export class AnthropicModelProvider implements ModelProvider {
     const accumulator = new StreamAccumulator(request.model, request.onTextDelta);
     try {
       armIdleTimer();
-      const stream = await this.client.messages.create(toParams(request), { signal: controller.signal, timeout: this.timeoutMs });
+      const stream = await this.client.messages.create(toParams(request, { cache: this.promptCaching }), { signal: controller.signal, timeout: this.timeoutMs });
       for await (const event of stream) {
         armIdleTimer();
         accumulator.add(event);
@@ -94,6 +112,17 @@ export class AnthropicModelProvider implements ModelProvider {
     }
   }
 
+  /** Anthropic's token-counting endpoint (`POST /v1/messages/count_tokens`); failures are ModelErrors. */
+  async countTokens(request: TokenCountRequest): Promise<number> {
+    try {
+      const counted = await this.client.messages.countTokens(toCountParams(request), { signal: request.signal, timeout: this.countTimeoutMs });
+      if (typeof counted?.input_tokens !== 'number' || !Number.isFinite(counted.input_tokens)) throw malformed('token count without input_tokens');
+      return counted.input_tokens;
+    } catch (error) {
+      throw this.toModelError(error, { aborted: request.signal?.aborted === true, timedOut: false });
+    }
+  }
+
   private toModelError(error: unknown, state: { aborted: boolean; timedOut: boolean }): ModelError {
     const mapped = mapError(error, state, this.timeoutMs);
     // An error's text comes from the server: machine text, like its answers.
@@ -103,35 +132,100 @@ export class AnthropicModelProvider implements ModelProvider {
   }
 }
 
-/** Builds the request body from the port's request without touching (or sharing) the caller's objects. */
-function toParams(request: ModelRequest): MessageCreateParamsStreaming {
+/**
+ * Builds the request body from the port's request without touching (or sharing) the caller's objects.
+ * Exported for unit tests; the whole body is a pure function of the request, so a resumed run sends
+ * byte for byte what an uninterrupted one sends.
+ *
+ * Prompt caching (`cache: true`): tools go in name order (the prefix stays the same whatever order the
+ * registry lists them in) and at most four `cache_control` breakpoints (the API's limit) mark, in
+ * prefix order: the last tool, the system prompt, the last block of the previous user message (what
+ * the previous request cached, so it is read even when a turn adds more than the API's 20-block
+ * lookback) and the last block of the conversation (written for the next request).
+ */
+export function toParams(request: ModelRequest, options: { cache?: boolean } = {}): MessageCreateParamsStreaming {
+  // A summary request is made once: writing it to the cache would only cost more.
+  const cache = (options.cache ?? true) && request.purpose !== 'summary';
+  const messages = request.messages.map(toApiMessage);
+  const thinking = request.purpose === 'summary' ? undefined : request.thinking;
   const params: MessageCreateParamsStreaming = {
     model: request.model,
-    max_tokens: request.maxTokens,
-    messages: request.messages.map(toApiMessage),
+    // Thinking counts toward max_tokens and must stay below it: the role's output allowance comes on top.
+    max_tokens: thinking ? request.maxTokens + thinking.budgetTokens : request.maxTokens,
+    messages,
     stream: true,
   };
-  if (request.system) params.system = request.system;
-  if (request.tools.length > 0) {
-    params.tools = request.tools.map((tool) => ({
-      name: tool.name,
-      description: tool.description,
-      input_schema: structuredClone(tool.input_schema) as { type: 'object'; [key: string]: unknown },
-    }));
-  }
+  if (request.system) params.system = cache ? [{ type: 'text', text: request.system, cache_control: EPHEMERAL() }] : request.system;
+  if (request.tools.length > 0) params.tools = toApiTools(request.tools, cache);
+  if (thinking) params.thinking = { type: 'enabled', budget_tokens: thinking.budgetTokens };
+  if (cache) markConversation(messages);
   return params;
 }
 
-function toApiMessage(message: ChatMessage): MessageCreateParamsStreaming['messages'][number] {
+/** The token-counting request for the same prompt (no breakpoints: they do not change the count). */
+export function toCountParams(request: TokenCountRequest): MessageCountTokensParams {
+  const params: MessageCountTokensParams = { model: request.model, messages: request.messages.map(toApiMessage) };
+  if (request.system) params.system = request.system;
+  if (request.tools.length > 0) params.tools = toApiTools(request.tools, false);
+  if (request.thinking) params.thinking = { type: 'enabled', budget_tokens: request.thinking.budgetTokens };
+  return params;
+}
+
+const EPHEMERAL = (): CacheControlEphemeral => ({ type: 'ephemeral' });
+
+function toApiTools(tools: readonly ToolSpec[], cache: boolean): Tool[] {
+  const sorted = [...tools].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return sorted.map((tool, i) => ({
+    name: tool.name,
+    description: tool.description,
+    input_schema: structuredClone(tool.input_schema) as Tool.InputSchema,
+    ...(cache && i === sorted.length - 1 ? { cache_control: EPHEMERAL() } : {}),
+  }));
+}
+
+type ApiMessage = MessageCreateParamsStreaming['messages'][number];
+type ApiBlock = Exclude<ApiMessage['content'], string>[number];
+
+/** The conversation's two breakpoints: its last block, and the last block of the user message before the last reply. */
+function markConversation(messages: ApiMessage[]): void {
+  const last = messages.length - 1;
+  if (last < 0) return;
+  markMessage(messages[last]);
+  for (let i = last - 1; i >= 0; i--) {
+    if (messages[i].role === 'user' && messages[i + 1]?.role === 'assistant' && i + 1 < last) {
+      markMessage(messages[i]);
+      return;
+    }
+  }
+}
+
+/** Puts a breakpoint on the message's last block that can hold one (not thinking, not empty text). */
+function markMessage(message: ApiMessage): void {
+  if (typeof message.content === 'string') {
+    if (message.content === '') return;
+    message.content = [{ type: 'text', text: message.content, cache_control: EPHEMERAL() }];
+    return;
+  }
+  for (let i = message.content.length - 1; i >= 0; i--) {
+    const block = message.content[i] as ApiBlock & { cache_control?: CacheControlEphemeral };
+    if (block.type === 'thinking' || block.type === 'redacted_thinking') continue;
+    if (block.type === 'text' && block.text === '') continue;
+    block.cache_control = EPHEMERAL();
+    return;
+  }
+}
+
+function toApiMessage(message: ChatMessage): ApiMessage {
   if (typeof message.content === 'string') return { role: message.role, content: message.content };
   return {
     role: message.role,
-    content: message.content.map((block) => {
+    content: message.content.map((block): ApiBlock => {
       switch (block.type) {
         case 'text':
           return { type: 'text' as const, text: block.text };
         case 'tool_use':
-          return { type: 'tool_use' as const, id: block.id, name: block.name, input: structuredClone(block.input) };
+          // Keys in sorted order, as the store keeps them: a resumed run sends the bytes a live one sends.
+          return { type: 'tool_use' as const, id: block.id, name: block.name, input: sortedKeys(block.input) as Record<string, unknown> };
         case 'tool_result':
           return {
             type: 'tool_result' as const,
@@ -139,14 +233,29 @@ function toApiMessage(message: ChatMessage): MessageCreateParamsStreaming['messa
             content: block.content,
             ...(block.is_error !== undefined ? { is_error: block.is_error } : {}),
           };
+        // Thinking goes back exactly as the model sent it (its stored form decoded): the signature covers it.
+        case 'thinking':
+          return { type: 'thinking' as const, thinking: decodeMachineText(block.thinking), signature: block.signature };
+        case 'redacted_thinking':
+          return { type: 'redacted_thinking' as const, data: block.data };
       }
     }),
   };
 }
 
+/** A deep copy with every object's keys in code-unit order. */
+function sortedKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortedKeys);
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value).sort()) out[key] = sortedKeys((value as Record<string, unknown>)[key]);
+  return out;
+}
+
 interface OpenBlock {
-  type: 'text' | 'tool_use' | 'other';
+  type: 'text' | 'tool_use' | 'thinking' | 'redacted_thinking' | 'other';
   text: string;
+  signature: string;
   id: string;
   name: string;
   json: string;
@@ -160,7 +269,7 @@ class StreamAccumulator {
   private started = false;
   private stopped = false;
   private stopReason: StopReason | null = null;
-  private readonly usage: Usage = { inputTokens: 0, outputTokens: 0 };
+  private readonly usage: Usage = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
   private readonly blocks = new Map<number, OpenBlock>();
 
   constructor(
@@ -183,8 +292,15 @@ class StreamAccumulator {
       }
       case 'content_block_start': {
         const block = event.content_block;
-        const open: OpenBlock = { type: 'other', text: '', id: '', name: '', json: '', input: {}, closed: false };
-        if (block.type === 'text') {
+        const open: OpenBlock = { type: 'other', text: '', signature: '', id: '', name: '', json: '', input: {}, closed: false };
+        if (block.type === 'thinking') {
+          open.type = 'thinking';
+          open.text = block.thinking ?? '';
+          open.signature = block.signature ?? '';
+        } else if (block.type === 'redacted_thinking') {
+          open.type = 'redacted_thinking';
+          open.text = block.data;
+        } else if (block.type === 'text') {
           open.type = 'text';
           open.text = block.text ?? '';
         } else if (block.type === 'tool_use') {
@@ -205,6 +321,10 @@ class StreamAccumulator {
           this.emitText(event.delta.text);
         } else if (event.delta.type === 'input_json_delta' && open.type === 'tool_use') {
           open.json += event.delta.partial_json;
+        } else if (event.delta.type === 'thinking_delta' && open.type === 'thinking') {
+          open.text += event.delta.thinking;
+        } else if (event.delta.type === 'signature_delta' && open.type === 'thinking') {
+          open.signature += event.delta.signature;
         }
         return;
       }
@@ -247,6 +367,9 @@ class StreamAccumulator {
       // The API refuses empty text blocks when the conversation is sent back, so none are kept.
       if (block.type === 'text' && block.text !== '') content.push({ type: 'text', text: block.text });
       if (block.type === 'tool_use') content.push({ type: 'tool_use', id: block.id, name: block.name, input: block.input });
+      // Kept whole and in place, even when empty: they go back to the API exactly as they came.
+      if (block.type === 'thinking') content.push({ type: 'thinking', thinking: block.text, signature: block.signature });
+      if (block.type === 'redacted_thinking') content.push({ type: 'redacted_thinking', data: block.text });
     }
     // Model text enters the domain as machine text (NUL and lone surrogates escaped, losslessly).
     return toMachineText({ model: this.model, content, stopReason: this.stopReason ?? 'end_turn', usage: { ...this.usage } });

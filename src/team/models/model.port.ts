@@ -24,8 +24,24 @@ export interface ToolResultBlock {
   is_error?: boolean;
 }
 
-export type ContentBlock = TextBlock | ToolUseBlock | ToolResultBlock;
-export type AssistantBlock = TextBlock | ToolUseBlock;
+/**
+ * Extended thinking. Stored exactly as the model sent it (the signature included) and sent back
+ * unchanged on later turns: the API checks the signature, and requires the blocks with tool use.
+ */
+export interface ThinkingBlock {
+  type: 'thinking';
+  thinking: string;
+  signature: string;
+}
+
+/** Thinking the API returns encrypted (`data`); sent back unchanged like `thinking`. */
+export interface RedactedThinkingBlock {
+  type: 'redacted_thinking';
+  data: string;
+}
+
+export type ContentBlock = TextBlock | ToolUseBlock | ToolResultBlock | ThinkingBlock | RedactedThinkingBlock;
+export type AssistantBlock = TextBlock | ToolUseBlock | ThinkingBlock | RedactedThinkingBlock;
 
 export interface ChatMessage {
   role: 'user' | 'assistant';
@@ -36,6 +52,8 @@ export interface ToolSpec {
   name: string;
   description: string;
   input_schema: Record<string, unknown>;
+  /** MCP tools: the hints their server gave (providers that do not take them leave them out). */
+  annotations?: { readOnlyHint?: boolean; idempotentHint?: boolean };
 }
 
 export interface Usage {
@@ -60,7 +78,19 @@ export interface ModelRequest {
   onTextDelta?: (text: string) => void;
   /** `summary`: compacting a conversation (no tools; the answer is the summary text). Default: an agent turn. */
   purpose?: 'turn' | 'summary';
+  /** Extended thinking for this call (the role's setting); providers without it ignore it. */
+  thinking?: ThinkingSettings;
+  /** Set when a sub-agent of `role` (the phase agent) makes the call: its own role and path. */
+  subAgent?: { role: string; path: string };
 }
+
+/** A role's extended thinking: up to `budgetTokens` tokens of reasoning per call, on top of `maxTokens`. */
+export interface ThinkingSettings {
+  budgetTokens: number;
+}
+
+/** The parts of a request that a token count depends on. */
+export type TokenCountRequest = Pick<ModelRequest, 'model' | 'system' | 'messages' | 'tools' | 'thinking'> & { signal?: AbortSignal };
 
 export interface ModelResponse {
   /** The model that answered (may differ from the requested alias). */
@@ -74,6 +104,11 @@ export interface ModelProvider {
   /** `anthropic`, `offline`, `scripted`... Printed and served so users know what produced output. */
   readonly name: string;
   complete(request: ModelRequest): Promise<ModelResponse>;
+  /**
+   * The input tokens the request would use, counted by the provider (Anthropic's token-counting
+   * endpoint). Optional: without it (or when it fails) the driver estimates.
+   */
+  countTokens?(request: TokenCountRequest): Promise<number>;
 }
 
 /** Failure classes the agent loop decides on (retry, compact, stop). */

@@ -9,9 +9,12 @@ import {
   type ModelRequest,
   type ModelResponse,
   type RoleName,
+  type ToolSpec,
 } from './model.port';
 import { NextCall, Replay, stableJson, takenSteps, UnexpectedState, type ToolObservation } from './offline.script-replay';
 import { toMachineText } from '../../shared/text';
+import { offlineDecompositionTurn, SUBMIT_TASK_GRAPH } from '../../projects/decomposition';
+import { SPAWN_SUB_AGENT_TOOL, SUB_AGENT_ROLES, type SubAgentRole } from '../domain/sub-agents';
 
 /**
  * The built-in offline model: plays the three roles with real tool calls, without a network.
@@ -26,6 +29,9 @@ import { toMachineText } from '../../shared/text';
  * - `file <path> exists`
  * - `file <path> contains "<text>"` (or `'<text>'`, or unquoted text to the end of the line)
  * - anything else: a free-text criterion, met by a line of NOTES.md that mentions it.
+ *
+ * When MCP tools are offered, the executor calls one read-only MCP tool once in its first
+ * iteration (`mcpProbe`); without them its script is unchanged.
  */
 
 export const OFFLINE_MODEL_ID = 'triad-offline-1';
@@ -33,10 +39,16 @@ export const NOTES_FILE = 'NOTES.md';
 /** The executor fixes at most this many unmet criteria per iteration, so review loops show. */
 export const OFFLINE_CRITERIA_PER_ITERATION = 2;
 
-export type OfflineCriterion =
+export type OfflineCriterion = (
   | { kind: 'exists'; text: string; path: string }
   | { kind: 'contains'; text: string; path: string; needle: string }
-  | { kind: 'note'; text: string; path: string };
+  | { kind: 'note'; text: string; path: string }
+) & {
+  /** `delegate[ to a <role>]: <criterion>` or `sub-agent[ <role>]: <criterion>`: the executor hands it to a sub-agent. */
+  delegate?: SubAgentRole;
+};
+
+const DELEGATE = new RegExp(`^\\s*(?:delegate(?:\\s+to)?|sub-?agent)(?:\\s+(?:an?\\s+)?(${SUB_AGENT_ROLES.join('|')}))?(?:\\s+sub-?agent)?\\s*:\\s*(.+)$`, 'is');
 
 const PATH_TOKEN = '(`[^`]+`|"[^"]+"|\'[^\']+\'|\\S+)';
 const EXISTS = new RegExp(`^\\s*file\\s+${PATH_TOKEN}\\s+exists\\s*\\.?\\s*$`, 'i');
@@ -44,6 +56,12 @@ const CONTAINS = new RegExp(`^\\s*file\\s+${PATH_TOKEN}\\s+contains\\s+(.+?)\\s*
 
 /** Reads one acceptance criterion in the grammar above. */
 export function parseCriterion(text: string): OfflineCriterion {
+  const delegated = DELEGATE.exec(text);
+  if (delegated) {
+    const inner = parseCriterion(delegated[2]);
+    // The whole text names the criterion (findings quote it); the rest of it says what to do.
+    return { ...inner, text, delegate: (delegated[1]?.toLowerCase() as SubAgentRole | undefined) ?? 'coder' };
+  }
   const exists = EXISTS.exec(text);
   if (exists) return { kind: 'exists', text, path: normalisePath(unquote(exists[1])) };
   const contains = CONTAINS.exec(text);
@@ -76,7 +94,13 @@ export class OfflineModelProvider implements ModelProvider {
       await pause(this.latencyMs, request.signal);
       if (request.signal?.aborted) throw new ModelError('aborted', 'model request aborted');
     }
-    const content: AssistantBlock[] = request.purpose === 'summary' ? [{ type: 'text', text: offlineSummary(request) }] : respond(request);
+    // A project's architect decomposing a goal is offered submit_task_graph (src/projects/decomposition.ts).
+    const content: AssistantBlock[] =
+      request.purpose === 'summary'
+        ? [{ type: 'text', text: offlineSummary(request) }]
+        : request.tools.some((t) => t.name === SUBMIT_TASK_GRAPH)
+          ? offlineDecompositionTurn(request)
+          : respond(request);
     for (const block of content) {
       if (block.type !== 'text') continue;
       try {
@@ -112,6 +136,7 @@ function offlineSummary(request: ModelRequest): string {
 // Answering: the role's script replayed against the conversation (offline.script-replay.ts)
 
 function respond(request: ModelRequest): AssistantBlock[] {
+  if (request.subAgent) return respondAsSubAgent(request, request.subAgent);
   // A role's conversation continues across phases and iterations: each phase opens with a user
   // message carrying the task (it starts with the goal). Only what follows the latest one counts.
   let taskIndex = -1;
@@ -131,7 +156,7 @@ function respond(request: ModelRequest): AssistantBlock[] {
   const task = parseTaskMessage(taskText);
   const replay = new Replay(history, new Set(request.tools.map((t) => t.name)), role);
   try {
-    const text = SCRIPTS[role](task, replay);
+    const text = SCRIPTS[role](task, replay, request.tools);
     return [say(text)];
   } catch (signal) {
     if (signal instanceof NextCall) {
@@ -213,7 +238,7 @@ function criteriaNamedBy(findings: string[], criteria: OfflineCriterion[]): Offl
 // ---------------------------------------------------------------------------------------------
 // The role scripts: straight-line code, replayed on every turn
 
-type RoleScript = (task: TaskMessageInput, replay: Replay) => string;
+type RoleScript = (task: TaskMessageInput, replay: Replay, tools: readonly ToolSpec[]) => string;
 
 const SCRIPTS: Record<RoleName, RoleScript> = { architect, executor, reviewer };
 
@@ -241,8 +266,11 @@ function planStep(criterion: OfflineCriterion): string {
   }
 }
 
-function executor(task: TaskMessageInput, replay: Replay): string {
+function executor(task: TaskMessageInput, replay: Replay, tools: readonly ToolSpec[]): string {
   const criteria = task.acceptanceCriteria.map(parseCriterion);
+  // Offered MCP tools are shown once per run: the first read-only one is called in the first iteration.
+  const probe = task.iteration === 1 ? mcpProbe(tools) : undefined;
+  const probed = probe ? replay.call(probe.name, probe.input, `Executor: calling the MCP tool ${probe.name} once, to show it works.`) : undefined;
   const views = inspect(replay, criteria);
   const unmet = criteria.filter((c) => !isMet(c, views.get(c.path)));
   // Findings first (the reviewer's order), then the remaining unmet criteria, a few per iteration.
@@ -252,8 +280,12 @@ function executor(task: TaskMessageInput, replay: Replay): string {
   const written: string[] = [];
   const skipped: string[] = [];
   const failed: string[] = [];
-  for (const path of distinctPaths(selected)) {
-    const forPath = selected.filter((c) => c.path === path);
+  // Criteria that ask for delegation go to sub-agents (after the direct writes, which they build on).
+  const canDelegate = tools.some((t) => t.name === SPAWN_SUB_AGENT_TOOL);
+  const delegated = selected.filter((c) => c.delegate && canDelegate);
+  const direct = selected.filter((c) => !delegated.includes(c));
+  for (const path of distinctPaths(direct)) {
+    const forPath = direct.filter((c) => c.path === path);
     const view = views.get(path)!;
     if (view.partial) {
       skipped.push(`${path} (too large to rewrite from a partial read)`);
@@ -264,12 +296,29 @@ function executor(task: TaskMessageInput, replay: Replay): string {
     (result.isError ? failed : written).push(path);
   }
 
+  const byAgents: string[] = [];
+  for (const c of delegated) {
+    const result = replay.call(
+      SPAWN_SUB_AGENT_TOOL,
+      // Only the tools the task needs (low-risk ones: no approval is asked under the default policy).
+      { role: c.delegate!, task: `Make sure this acceptance criterion is met in the workspace.\nCriterion: ${c.text}`, tools: ['read_file', 'write_file'] },
+      `Executor: delegating to a ${c.delegate} sub-agent: ${c.text}.`,
+    );
+    if (result.isError) failed.push(`${c.path} (the sub-agent did not finish)`);
+    else {
+      byAgents.push(`${c.path} by a ${c.delegate} sub-agent`);
+      if (!written.includes(c.path)) written.push(c.path);
+    }
+  }
+
   const unmapped = (task.findings ?? []).filter((f) => criteriaNamedBy([f], criteria).length === 0);
   const summary = [
     `Offline model ${OFFLINE_MODEL_ID}, iteration ${task.iteration}: ${selected.length > 0 ? `worked on ${selected.length} of ${unmet.length} unmet criteria: ${selected.map((c) => c.text).join('; ')}.` : 'every acceptance criterion already looks met.'}`,
     written.length > 0 ? `Wrote ${written.join(', ')}.` : '',
+    byAgents.length > 0 ? `Delegated: ${byAgents.join(', ')}.` : '',
     skipped.length > 0 ? `Skipped ${skipped.join(', ')}.` : '',
     failed.length > 0 ? `Could not write ${failed.join(', ')}.` : '',
+    probe && probed ? `Called the MCP tool ${probe.name}: ${probed.isError ? 'it answered with an error' : 'it answered'}.` : '',
     unmet.length > selected.length ? `Left for a later iteration: ${unmet.length - selected.length} criteria.` : '',
     unmapped.length > 0 ? `Findings the offline model cannot act on: ${unmapped.join('; ')}.` : '',
     task.humanFeedback ? `Human feedback the offline model cannot act on: ${task.humanFeedback}` : '',
@@ -279,6 +328,38 @@ function executor(task: TaskMessageInput, replay: Replay): string {
   const result = replay.call('submit_work', { summary, files: written }, 'Executor: submitting the work for review.');
   if (result.isError) return replay.finish(`submit_work was refused (${result.content}).`);
   return replay.finish('Executor: the work is submitted.');
+}
+
+/**
+ * The MCP tool the executor calls once: the first read-only one (by its server's `readOnlyHint`)
+ * in the order offered, preferring one that needs no input; otherwise one whose required inputs
+ * are all simple (a string gets ".", a number 1, a boolean false, an enum its first value).
+ */
+export function mcpProbe(tools: readonly ToolSpec[]): { name: string; input: Record<string, unknown> } | undefined {
+  const candidates = tools.filter((t) => t.name.startsWith('mcp__') && t.annotations?.readOnlyHint === true);
+  let fallback: { name: string; input: Record<string, unknown> } | undefined;
+  for (const tool of candidates) {
+    const input = simpleInput(tool.input_schema);
+    if (!input) continue;
+    if (Object.keys(input).length === 0) return { name: tool.name, input };
+    fallback ??= { name: tool.name, input };
+  }
+  return fallback;
+}
+
+function simpleInput(schema: Record<string, unknown>): Record<string, unknown> | undefined {
+  const properties = (schema.properties ?? {}) as Record<string, Record<string, unknown>>;
+  const required = Array.isArray(schema.required) ? (schema.required as string[]) : [];
+  const input: Record<string, unknown> = {};
+  for (const name of required) {
+    const p = properties[name] ?? {};
+    if (Array.isArray(p.enum) && p.enum.length > 0) input[name] = p.enum[0];
+    else if (p.type === 'string') input[name] = '.';
+    else if (p.type === 'number' || p.type === 'integer') input[name] = 1;
+    else if (p.type === 'boolean') input[name] = false;
+    else return undefined;
+  }
+  return input;
 }
 
 /** The new text of `path`: what it holds now plus what the selected criteria still need. */
@@ -318,4 +399,38 @@ function reviewer(task: TaskMessageInput, replay: Replay): string {
     `Reviewer: ${unmet.length === 0 ? 'every criterion is met' : `${unmet.length} criterion(s) not met`}, submitting ${verdict}.`,
   );
   return replay.finish(result.isError ? `submit_verdict was refused (${result.content}).` : 'Reviewer: the verdict is submitted.');
+}
+
+// ---------------------------------------------------------------------------------------------
+// A sub-agent: the executor delegated one criterion (`Criterion: <text>` in its task)
+
+function respondAsSubAgent(request: ModelRequest, sub: { role: string; path: string }): AssistantBlock[] {
+  const first = request.messages.find((m) => m.role === 'user');
+  const taskText = first ? textOf(first) : '';
+  const history = takenSteps(request.messages.slice(1));
+  if (typeof history === 'string') return [say(`The conversation is in a state I cannot continue from: ${history}.`)];
+  const replay = new Replay(history, new Set(request.tools.map((t) => t.name)), request.role);
+  try {
+    return [say(subAgentScript(sub.role, taskText, replay))];
+  } catch (signal) {
+    if (signal instanceof NextCall) {
+      const id = `toolu_offline_${sha256Hex(`sub-agent ${sub.path}\n${taskText}\n${history.length}\n${signal.name}\n${stableJson(signal.input)}`).slice(0, 24)}`;
+      return [say(signal.say), { type: 'tool_use', id, name: signal.name, input: signal.input }];
+    }
+    if (signal instanceof UnexpectedState) return [say(`The conversation is in a state I cannot continue from: ${signal.reason}.`)];
+    throw signal;
+  }
+}
+
+function subAgentScript(role: string, taskText: string, replay: Replay): string {
+  const line = /^Criterion: (.+)$/m.exec(taskText);
+  if (!line) return replay.finish(`Sub-agent ${role}: the offline model acts only on a task with a "Criterion: <criterion>" line; nothing was done.`);
+  const criterion = parseCriterion(line[1].trim());
+  const view = viewOf(replay.call('read_file', { path: criterion.path }, `Sub-agent ${role}: reading ${criterion.path}.`));
+  if (isMet(criterion, view)) return replay.finish(`Sub-agent ${role}: ${criterion.path} already meets "${criterion.text}".`);
+  if (view.partial) return replay.finish(`Sub-agent ${role}: ${criterion.path} is too large to rewrite from a partial read; nothing was done.`);
+  const content = contentFor(criterion.path, [criterion], view, '');
+  const result = replay.call('write_file', { path: criterion.path, content }, `Sub-agent ${role}: writing ${criterion.path}.`);
+  if (result.isError) return replay.finish(`Sub-agent ${role}: could not write ${criterion.path}: ${result.content}`);
+  return replay.finish(`Sub-agent ${role}: wrote ${criterion.path} for "${criterion.text}".`);
 }

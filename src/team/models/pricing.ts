@@ -1,6 +1,21 @@
 import type { Usage } from './model.port';
 
-/** USD per million tokens. Cache writes are priced at the 5-minute TTL rate. */
+/**
+ * One table per model: price per million tokens and context window.
+ *
+ * Source: Anthropic's pricing page (https://docs.claude.com/en/docs/about-claude/pricing) and models
+ * overview (context windows), prices as listed there in November 2025; the table was written on
+ * 2026-11-24 without re-checking the page, so check it before relying on a figure. Cache multipliers
+ * on the input price, from the same page: a 5-minute cache write costs 1.25x, a cache read (hit)
+ * 0.1x. triad only writes 5-minute entries (no `ttl`).
+ */
+export const CACHE_WRITE_5M_MULTIPLIER = 1.25;
+export const CACHE_READ_MULTIPLIER = 0.1;
+
+/** Context window of every current Claude model without the long-context beta (which triad does not request). */
+export const CLAUDE_CONTEXT_TOKENS = 200_000;
+
+/** USD per million tokens. Cache writes are priced at the 5-minute rate. */
 export interface ModelPrice {
   input: number;
   output: number;
@@ -8,55 +23,76 @@ export interface ModelPrice {
   cacheRead: number;
 }
 
-const FREE: ModelPrice = { input: 0, output: 0, cacheWrite: 0, cacheRead: 0 };
-
-/** Cache writes cost 1.25x input and cache reads 0.1x input across Anthropic's current models. */
-function price(input: number, output: number): ModelPrice {
-  return { input, output, cacheWrite: round6(input * 1.25), cacheRead: round6(input * 0.1) };
+export interface ModelInfo {
+  /** Undefined: unknown (the cost then counts as 0). */
+  price?: ModelPrice;
+  /** Context window in tokens; undefined: unknown (no compaction by budget). */
+  contextTokens?: number;
 }
 
+function claude(input: number, output: number): ModelInfo {
+  return {
+    price: { input, output, cacheWrite: round6(input * CACHE_WRITE_5M_MULTIPLIER), cacheRead: round6(input * CACHE_READ_MULTIPLIER) },
+    contextTokens: CLAUDE_CONTEXT_TOKENS,
+  };
+}
+
+const FREE: ModelInfo = { price: { input: 0, output: 0, cacheWrite: 0, cacheRead: 0 } };
+
 /**
- * Prices by model-id prefix; the first (longest, most specific) match wins, so dated ids
- * (`claude-sonnet-4-5-20250929`) and aliases (`claude-sonnet-4-5`) share a row. Opus 4 and 4.1 kept
- * the old Opus price; Opus 4.5 and later cost less. Families without a known price (newer names)
- * fall back to their family's latest known price.
+ * Rows by model-id prefix; the longest matching prefix wins, so dated ids (`claude-sonnet-4-5-20250929`)
+ * and aliases (`claude-sonnet-4-5`) share a row. Opus 4 and 4.1 kept the old Opus price; Opus 4.5 and
+ * later cost less. Families without a known row (newer names) fall back to their family's latest.
  */
-const PRICES: ReadonlyArray<readonly [prefix: string, price: ModelPrice]> = [
+export const MODELS: ReadonlyArray<readonly [prefix: string, info: ModelInfo]> = [
   ['triad-offline', FREE],
   ['offline', FREE],
   ['scripted', FREE],
-  ['claude-opus-4-1', price(15, 75)],
-  ['claude-opus-4-0', price(15, 75)],
-  ['claude-opus-4-20250514', price(15, 75)],
-  ['claude-opus-4', price(5, 25)],
-  ['claude-opus', price(5, 25)],
-  ['claude-sonnet-4', price(3, 15)],
-  ['claude-sonnet', price(3, 15)],
-  ['claude-haiku-4', price(1, 5)],
-  ['claude-haiku', price(1, 5)],
-  ['claude-3-7-sonnet', price(3, 15)],
-  ['claude-3-5-sonnet', price(3, 15)],
-  ['claude-3-5-haiku', price(0.8, 4)],
-  ['claude-3-opus', price(15, 75)],
-  ['claude-3-sonnet', price(3, 15)],
-  ['claude-3-haiku', { input: 0.25, output: 1.25, cacheWrite: 0.3, cacheRead: 0.03 }],
+  ['claude-opus-4-1', claude(15, 75)],
+  ['claude-opus-4-0', claude(15, 75)],
+  ['claude-opus-4-20250514', claude(15, 75)],
+  ['claude-opus-4', claude(5, 25)],
+  ['claude-opus', claude(5, 25)],
+  ['claude-sonnet-4', claude(3, 15)],
+  ['claude-sonnet', claude(3, 15)],
+  ['claude-haiku-4', claude(1, 5)],
+  ['claude-haiku', claude(1, 5)],
+  ['claude-3-7-sonnet', claude(3, 15)],
+  ['claude-3-5-sonnet', claude(3, 15)],
+  ['claude-3-5-haiku', claude(0.8, 4)],
+  ['claude-3-opus', claude(15, 75)],
+  ['claude-3-sonnet', claude(3, 15)],
+  ['claude-3-haiku', claude(0.25, 1.25)],
 ];
 
-const PRICES_LONGEST_FIRST = [...PRICES].sort((a, b) => b[0].length - a[0].length);
+const MODELS_LONGEST_FIRST = [...MODELS].sort((a, b) => b[0].length - a[0].length);
+
+/** The table's row for a model id, or undefined when it is unknown. */
+export function modelInfoOf(model: string): ModelInfo | undefined {
+  const id = model.trim().toLowerCase();
+  // Provider-qualified ids (`anthropic/claude-...`, Bedrock's `anthropic.claude-...`) read as the bare id.
+  // Vertex writes the date after '@' (`claude-opus-4@20250514`).
+  const bare = id.replace(/^(?:[a-z]{2}\.)?anthropic[/.]/, '').replace('@', '-');
+  // A prefix matches whole name parts only: `claude-opus-4-1` must not match `claude-opus-4-10`.
+  const row = MODELS_LONGEST_FIRST.find(([prefix]) => bare === prefix || bare.startsWith(`${prefix}-`))?.[1];
+  if (row) return row;
+  // Any other Claude id: the context window is known even when the price is not.
+  return /^claude-/.test(bare) ? { contextTokens: CLAUDE_CONTEXT_TOKENS } : undefined;
+}
 
 /** The price row for a model id, or undefined when it is unknown (its cost then counts as 0). */
 export function priceOf(model: string): ModelPrice | undefined {
-  const id = model.trim().toLowerCase();
-  // Provider-qualified ids (`anthropic/claude-...`, Bedrock's `anthropic.claude-...`) price as the bare id.
-  // Vertex writes the date after '@' (`claude-opus-4@20250514`).
-  const bare = id.replace(/^(?:[a-z]{2}\.)?anthropic[/.]/, '').replace('@', '-');
-  // A prefix matches whole name parts only: `claude-opus-4-1` must not price `claude-opus-4-10`.
-  return PRICES_LONGEST_FIRST.find(([prefix]) => bare === prefix || bare.startsWith(`${prefix}-`))?.[1];
+  return modelInfoOf(model)?.price;
 }
 
-/** Cost in USD of one model call's usage, rounded to a millionth of a dollar. */
+/** The model's context window in tokens, or undefined when unknown. */
+export function contextTokensOf(model: string): number | undefined {
+  return modelInfoOf(model)?.contextTokens;
+}
+
+/** Cost in USD of one model call's usage (cache writes and reads included), rounded to a millionth of a dollar. */
 export function costOf(model: string, usage: Usage): number {
-  const p = priceOf(model) ?? FREE;
+  const p = priceOf(model) ?? FREE.price!;
   const micros =
     usage.inputTokens * p.input +
     usage.outputTokens * p.output +

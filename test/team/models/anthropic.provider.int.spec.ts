@@ -144,13 +144,19 @@ describe('AnthropicModelProvider against the fake Messages API', () => {
     expect(sent.headers['x-api-key']).toBeUndefined();
     expect(apiKeyOf(sent)).toBe(API_KEY);
     expect(sent.headers['anthropic-version']).toBeDefined();
-    expect(sent.body).toMatchObject({
+    // As given, plus the prompt-cache breakpoints (test/team/models/anthropic-request.unit.spec.ts).
+    const ephemeral = { cache_control: { type: 'ephemeral' } };
+    expect(sent.body).toEqual({
       model: 'claude-sonnet-4-6',
       max_tokens: 1024,
       stream: true,
-      system: 'You are the Executor.',
-      messages: req.messages,
-      tools: [{ name: 'write_file', description: 'Write a file', input_schema: req.tools[0].input_schema }],
+      system: [{ type: 'text', text: 'You are the Executor.', ...ephemeral }],
+      messages: [
+        { role: 'user', content: [{ type: 'text', text: 'Goal:\nSay hello', ...ephemeral }] },
+        req.messages[1],
+        { role: 'user', content: [{ ...(req.messages[2].content[0] as object), ...ephemeral }] },
+      ],
+      tools: [{ name: 'write_file', description: 'Write a file', input_schema: req.tools[0].input_schema, ...ephemeral }],
     });
   });
 

@@ -1,4 +1,4 @@
-import { costOf, priceOf } from '../../../src/team/models/pricing';
+import { CACHE_READ_MULTIPLIER, CACHE_WRITE_5M_MULTIPLIER, contextTokensOf, costOf, MODELS, priceOf } from '../../../src/team/models/pricing';
 
 describe('pricing', () => {
   it.each([
@@ -35,5 +35,32 @@ describe('pricing', () => {
     expect(costOf('claude-sonnet-4-5', { inputTokens: 1000, outputTokens: 500, cacheWriteTokens: 2000, cacheReadTokens: 10000 })).toBe(0.021);
     expect(costOf('claude-3-haiku-20240307', { inputTokens: 1, outputTokens: 0 })).toBe(0); // $0.00000025 rounds away
     expect(costOf('claude-haiku-4-5', { inputTokens: 3, outputTokens: 1 })).toBe(0.000008);
+  });
+
+  it('prices every Claude row from its input price with the cache multipliers (writes 1.25x, reads 0.1x)', () => {
+    expect([CACHE_WRITE_5M_MULTIPLIER, CACHE_READ_MULTIPLIER]).toEqual([1.25, 0.1]);
+    for (const [prefix, info] of MODELS.filter(([p]) => p.startsWith('claude'))) {
+      expect({ prefix, cacheWrite: info.price!.cacheWrite, cacheRead: info.price!.cacheRead }).toEqual({
+        prefix,
+        cacheWrite: Math.round(info.price!.input * 1.25 * 1e6) / 1e6,
+        cacheRead: Math.round(info.price!.input * 0.1 * 1e6) / 1e6,
+      });
+    }
+  });
+
+  it('gives context windows from the same table: 200k for Claude (known price or not), none for unknown models', () => {
+    expect(contextTokensOf('claude-sonnet-4-6')).toBe(200_000);
+    expect(contextTokensOf('anthropic.claude-haiku-4-5-20251001-v1:0')).toBe(200_000);
+    expect(contextTokensOf('claude-sonnetx')).toBe(200_000);
+    expect(priceOf('claude-sonnetx')).toBeUndefined();
+    expect(contextTokensOf('triad-offline-1')).toBeUndefined();
+    expect(contextTokensOf('gpt-4o')).toBeUndefined();
+  });
+
+  it('a cached turn costs less than the same prompt uncached', () => {
+    const uncached = costOf('claude-sonnet-4-6', { inputTokens: 10_000, outputTokens: 0 });
+    const cached = costOf('claude-sonnet-4-6', { inputTokens: 0, outputTokens: 0, cacheReadTokens: 9_000, cacheWriteTokens: 1_000 });
+    expect(uncached).toBe(0.03);
+    expect(cached).toBe(0.00645); // 9,000 × $0.30 + 1,000 × $3.75 per million
   });
 });
