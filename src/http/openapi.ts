@@ -1,0 +1,87 @@
+import type { INestApplication } from '@nestjs/common';
+import { ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
+import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
+import { ModulesContainer } from '@nestjs/core';
+import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
+import type { MetadataStorage } from 'class-transformer/types/MetadataStorage';
+import { validationMetadatasToSchemas } from 'class-validator-jsonschema';
+
+// class-transformer's metadata (nested `@Type`s) lives in its CommonJS build; its types are apart.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { defaultMetadataStorage } = require('class-transformer/cjs/storage') as { defaultMetadataStorage: MetadataStorage };
+
+type Schema = { properties?: Record<string, unknown>; required?: string[] };
+type Operation = { operationId?: string; parameters?: Array<{ name: string; in: string; required?: boolean; schema?: unknown }>; responses: Record<string, unknown>; security?: unknown[] };
+
+/**
+ * The OpenAPI document, generated from the app: @nestjs/swagger reads the routes, their path and
+ * query parameters and body types; the schemas come from the DTOs' own class-validator decorators
+ * (class-validator-jsonschema), so the rules the validation pipe enforces and the document cannot
+ * drift apart. Served at `/openapi.json`, with Swagger UI at `/docs` (its assets served from the
+ * bundled swagger-ui-dist, no CDN).
+ */
+export function openApiDocument(app: INestApplication, version: string): OpenAPIObject {
+  const config = new DocumentBuilder()
+    .setTitle('triad')
+    .setDescription(
+      'Event-sourced orchestrator for teams of LLM agents. Routes under /v1 need `Authorization: Bearer <API key>`. ' +
+        'Errors are `{statusCode, error, message}` (docs/API.md).',
+    )
+    .setVersion(version)
+    .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'API key', description: 'an API key (`triad keys add`, or TRIAD_API_KEYS)' }, 'apiKey')
+    .build();
+  const document = SwaggerModule.createDocument(app, config);
+  const schemas = validationMetadatasToSchemas({ refPointerPrefix: '#/components/schemas/', classTransformerMetadataStorage: defaultMetadataStorage }) as Record<string, Schema>;
+  schemas.Error = {
+    type: 'object',
+    required: ['statusCode', 'error', 'message'],
+    properties: { statusCode: { type: 'integer' }, error: { type: 'string' }, message: { oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }] } },
+  } as Schema;
+  document.components = { ...document.components, schemas: { ...document.components?.schemas, ...(schemas as Record<string, object>) } };
+
+  const queryDtos = wholeQueryDtos(app);
+  for (const [path, item] of Object.entries(document.paths)) {
+    for (const op of Object.values(item as Record<string, Operation>)) {
+      if (typeof op !== 'object' || op === null || !('responses' in op)) continue;
+      // Every query parameter is optional (each route states its default in docs/API.md).
+      for (const p of op.parameters ?? []) if (p.in === 'query') p.required = false;
+      // A whole-query DTO: its validated properties are the query parameters.
+      const dto = op.operationId ? queryDtos.get(op.operationId) : undefined;
+      const schema = dto ? schemas[dto] : undefined;
+      for (const [name, s] of Object.entries(schema?.properties ?? {})) {
+        op.parameters = [...(op.parameters ?? []).filter((p) => !(p.in === 'query' && p.name === name)), { name, in: 'query', required: false, schema: s }];
+      }
+      op.responses.default = { description: 'an error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
+      op.security = path.startsWith('/v1/') ? [{ apiKey: [] }] : [];
+    }
+  }
+  return document;
+}
+
+/** `Controller_method` → the class name of the handler's whole-query DTO (`@Query() dto`). */
+function wholeQueryDtos(app: INestApplication): Map<string, string> {
+  const found = new Map<string, string>();
+  for (const module of app.get(ModulesContainer).values()) {
+    for (const wrapper of module.controllers.values()) {
+      const controller = wrapper.metatype as (new (...args: never[]) => object) | null;
+      if (!controller) continue;
+      for (const method of Object.getOwnPropertyNames(controller.prototype)) {
+        const args = (Reflect.getMetadata(ROUTE_ARGS_METADATA, controller, method) ?? {}) as Record<string, { index: number; data?: unknown }>;
+        const types = (Reflect.getMetadata('design:paramtypes', controller.prototype, method) ?? []) as unknown[];
+        for (const [key, arg] of Object.entries(args)) {
+          const type = types[arg.index];
+          if (Number(key.split(':')[0]) === RouteParamtypes.QUERY && arg.data === undefined && typeof type === 'function') found.set(`${controller.name}_${method}`, type.name);
+        }
+      }
+    }
+  }
+  return found;
+}
+
+export function serveOpenApi(app: INestApplication, version: string): void {
+  SwaggerModule.setup('docs', app, () => openApiDocument(app, version), {
+    jsonDocumentUrl: 'openapi.json',
+    yamlDocumentUrl: 'openapi.yaml',
+    customSiteTitle: 'triad API',
+  });
+}

@@ -1,0 +1,54 @@
+/**
+ * How triad's log lines look, framework-free: readable text on a terminal, one JSON object per line
+ * otherwise (for log collectors), and never a secret — every line passes the redaction below.
+ */
+
+export type LogFormat = 'text' | 'json';
+
+/** Fields a log call may carry; `runId`, `actor` and `event` where they are known. */
+export type LogFields = Record<string, unknown>;
+
+export interface LogRecord {
+  level: string;
+  context?: string;
+  message: string;
+  fields?: LogFields;
+  time: Date;
+}
+
+/** The JSON line: time, level, context, msg, then the fields. */
+export function jsonLine(record: LogRecord): string {
+  return JSON.stringify({ time: record.time.toISOString(), level: record.level, ...(record.context ? { context: record.context } : {}), msg: record.message, ...record.fields });
+}
+
+const SECRET_PATTERNS: RegExp[] = [
+  // Anthropic keys, triad's generated API keys, and any bearer credential quoted in a message.
+  /sk-ant-[A-Za-z0-9_-]+/g,
+  /\btriad_[A-Za-z0-9_-]{20,}/g,
+  /(\bBearer\s+)[^\s"',;]+/gi,
+];
+
+/**
+ * Replaces every known secret (the configured keys' values) and anything shaped like one with
+ * `[redacted]`. Secrets shorter than 8 characters are not searched for (they would match words).
+ */
+export class Redactor {
+  private readonly secrets: string[];
+
+  constructor(secrets: Iterable<string | undefined>) {
+    this.secrets = [...new Set([...secrets].filter((s): s is string => typeof s === 'string' && s.length >= 8))].sort((a, b) => b.length - a.length);
+  }
+
+  /** The secrets of this process's environment: the Anthropic key and the TRIAD_API_KEYS secrets. */
+  static fromEnv(env: NodeJS.ProcessEnv = process.env): Redactor {
+    const keys = (env.TRIAD_API_KEYS ?? '').split(',').map((entry) => entry.split(':').slice(2).join(':').trim());
+    return new Redactor([env.ANTHROPIC_API_KEY, ...keys]);
+  }
+
+  redact(text: string): string {
+    let out = text;
+    for (const s of this.secrets) out = out.split(s).join('[redacted]');
+    for (const p of SECRET_PATTERNS) out = out.replace(p, (...m: unknown[]) => (typeof m[1] === 'string' ? `${m[1]}[redacted]` : '[redacted]'));
+    return out;
+  }
+}

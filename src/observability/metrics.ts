@@ -1,0 +1,283 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/**
+ * The process's Prometheus metrics (prom-client), framework-free so unit tests load it. Three kinds
+ * of source feed it:
+ * - the events this process's drivers record (`observeRunEvents`): model turns, tokens, cost,
+ *   call latency, model errors and retries — counted once, where they are recorded;
+ * - read models and components, read at scrape time (`use(sources)`): runs by status, pending
+ *   reviews and approvals, the decision log projector, the store head, drivers;
+ * - the HTTP layer and the store adapter, timed as they work (`observeHttp`, `observeAppend`).
+ * Labels are bounded sets (role, model, kind, status, route pattern): never a run, review or
+ * request id.
+ */
+
+/** What a run event looks like to the metrics: its type and data. */
+export interface MetricEvent {
+  type: string;
+  data: unknown;
+}
+
+export interface PendingItem {
+  /** ISO time it has been waiting since. */
+  since: string;
+}
+
+/** Read at each scrape; each is optional (a part that is not there is left out). */
+export interface MetricSources {
+  runStatuses?: () => Iterable<string>;
+  pendingReviews?: () => PendingItem[];
+  pendingApprovals?: () => PendingItem[];
+  activeDrivers?: () => number;
+  headPosition?: () => Promise<number | undefined>;
+  decisionLog?: () => Promise<DecisionLogLag | undefined>;
+  /** Prometheus text lines kept by components themselves (health registry, lease heartbeat). */
+  componentLines?: () => string[];
+}
+
+export interface DecisionLogLag {
+  /** Decision events in the store not yet in the log (counted up to 1,000). */
+  events: number;
+  /** Age of the oldest of them (0 when none). */
+  seconds: number;
+  failing: boolean;
+  failures: number;
+}
+
+const LATENCY_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160, 320];
+const APPEND_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+interface ModelCallData {
+  role: string;
+  model: string;
+  usage?: { inputTokens?: number; outputTokens?: number; cacheReadTokens?: number; cacheWriteTokens?: number };
+  costUsd?: number;
+  durationMs?: number;
+}
+
+export class TriadMetrics {
+  readonly registry = new Registry();
+  private sources: MetricSources = {};
+
+  private readonly turns: Counter<'role' | 'model'>;
+  private readonly tokens: Counter<'role' | 'model' | 'type'>;
+  private readonly cost: Counter<'role' | 'model'>;
+  private readonly callSeconds: Histogram<'role' | 'model'>;
+  private readonly modelErrors: Counter<'kind'>;
+  private readonly modelRetries: Counter<'kind'>;
+  private readonly toolCalls: Counter<'tool' | 'outcome'>;
+  private readonly appendSeconds: Histogram<'store' | 'outcome'>;
+  private readonly httpRequests: Counter<'method' | 'route' | 'status'>;
+  private readonly httpSeconds: Histogram<'method' | 'route'>;
+  private readonly sseOpen: Gauge;
+
+  constructor(options: { now?: () => number; defaultMetrics?: boolean } = {}) {
+    const now = options.now ?? Date.now;
+    const r = this.registry;
+    // Process and Node series (CPU, memory, handles, GC, event-loop lag `nodejs_eventloop_lag_*`).
+    if (options.defaultMetrics !== false) {
+      collectDefaultMetrics({ register: r });
+      // Gauges named like counters (promtool refuses them); `nodejs_active_handles{type}` and
+      // friends carry the same counts.
+      for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) r.removeSingleMetric(name);
+    }
+    const sources = () => this.sources;
+    const ageSeconds = (items: PendingItem[]) => {
+      const oldest = Math.min(...items.map((i) => Date.parse(i.since)).filter((t) => Number.isFinite(t)));
+      return Number.isFinite(oldest) ? Math.max(0, (now() - oldest) / 1000) : 0;
+    };
+
+    new Gauge({
+      name: 'triad_runs',
+      help: 'Runs by status, from the runs read model.',
+      labelNames: ['status'],
+      registers: [r],
+      collect() {
+        const list = sources().runStatuses;
+        if (!list) return;
+        this.reset();
+        const byStatus = new Map<string, number>();
+        for (const s of list()) byStatus.set(s, (byStatus.get(s) ?? 0) + 1);
+        for (const [status, n] of byStatus) this.set({ status }, n);
+      },
+    });
+    new Gauge({
+      name: 'triad_active_drivers',
+      help: 'Runs driven by this process now.',
+      registers: [r],
+      collect() {
+        this.set(sources().activeDrivers?.() ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'process_uptime_seconds',
+      help: 'Process uptime.',
+      registers: [r],
+      collect() {
+        this.set(Math.round(process.uptime()));
+      },
+    });
+
+    this.turns = new Counter({ name: 'triad_model_turns_total', help: 'Model turns completed, by role and model.', labelNames: ['role', 'model'], registers: [r] });
+    this.tokens = new Counter({
+      name: 'triad_model_tokens_total',
+      help: 'Tokens of completed model turns, by role, model and type (input, output, cache_read, cache_write).',
+      labelNames: ['role', 'model', 'type'],
+      registers: [r],
+    });
+    this.cost = new Counter({ name: 'triad_model_cost_usd_total', help: 'Cost of completed model turns in US dollars, by role and model.', labelNames: ['role', 'model'], registers: [r] });
+    this.callSeconds = new Histogram({
+      name: 'triad_model_call_duration_seconds',
+      help: 'Duration of completed model calls, by role and model.',
+      labelNames: ['role', 'model'],
+      buckets: LATENCY_BUCKETS,
+      registers: [r],
+    });
+    this.modelErrors = new Counter({ name: 'triad_model_errors_total', help: 'Failed model calls, by failure kind.', labelNames: ['kind'], registers: [r] });
+    this.modelRetries = new Counter({ name: 'triad_model_retries_total', help: 'Failed model calls that are retried, by failure kind.', labelNames: ['kind'], registers: [r] });
+    this.toolCalls = new Counter({ name: 'triad_tool_calls_total', help: 'Tool calls completed, by tool and outcome (ok, error, unknown).', labelNames: ['tool', 'outcome'], registers: [r] });
+    this.appendSeconds = new Histogram({
+      name: 'triad_store_append_duration_seconds',
+      help: 'Duration of event store appends, by store and outcome (ok, error).',
+      labelNames: ['store', 'outcome'],
+      buckets: APPEND_BUCKETS,
+      registers: [r],
+    });
+
+    const pending = (name: string, help: string, read: () => PendingItem[] | undefined, age: boolean) =>
+      new Gauge({
+        name,
+        help,
+        registers: [r],
+        collect() {
+          const items = read() ?? [];
+          this.set(age ? ageSeconds(items) : items.length);
+        },
+      });
+    pending('triad_reviews_pending', 'Human reviews waiting for a decision.', () => sources().pendingReviews?.(), false);
+    pending('triad_reviews_oldest_pending_age_seconds', 'How long the oldest pending review has waited (0 when none).', () => sources().pendingReviews?.(), true);
+    pending('triad_approvals_pending', 'Tool calls waiting for a human approval.', () => sources().pendingApprovals?.(), false);
+    pending('triad_approvals_oldest_pending_age_seconds', 'How long the oldest pending tool approval has waited (0 when none).', () => sources().pendingApprovals?.(), true);
+
+    // The decision log projector, read once per scrape for its four series.
+    let lag: Promise<DecisionLogLag | undefined> | undefined;
+    const decisionLog = () => (lag ??= (sources().decisionLog?.() ?? Promise.resolve(undefined)).catch(() => undefined).finally(() => setImmediate(() => (lag = undefined))));
+    const fromLog = (name: string, help: string, pick: (l: DecisionLogLag) => number) =>
+      new Gauge({
+        name,
+        help,
+        registers: [r],
+        // Kept at the last value read while the store does not answer.
+        async collect() {
+          const l = await decisionLog();
+          if (l) this.set(pick(l));
+        },
+      });
+    fromLog('triad_decision_log_lag_events', 'Decision events in the store not yet in the decision log (counted up to 1000).', (l) => l.events);
+    fromLog('triad_decision_log_lag_seconds', 'Age of the oldest decision event not yet in the decision log (0 when none).', (l) => l.seconds);
+    fromLog('triad_decision_log_projector_failing', '1 while the decision log projector is failing (it restarts by itself).', (l) => (l.failing ? 1 : 0));
+    new Counter({
+      name: 'triad_decision_log_projector_failures_total',
+      help: 'Failures of the decision log projector (each followed by a restart).',
+      registers: [r],
+      async collect() {
+        const l = await decisionLog();
+        if (!l) return;
+        this.reset();
+        this.inc(l.failures);
+      },
+    });
+
+    this.httpRequests = new Counter({
+      name: 'triad_http_requests_total',
+      help: 'HTTP requests by method, route pattern (`unmatched` when no route took it) and status.',
+      labelNames: ['method', 'route', 'status'],
+      registers: [r],
+    });
+    this.httpSeconds = new Histogram({
+      name: 'triad_http_request_duration_seconds',
+      help: 'HTTP request duration by method and route pattern (event streams: until closed).',
+      labelNames: ['method', 'route'],
+      buckets: HTTP_BUCKETS,
+      registers: [r],
+    });
+    this.sseOpen = new Gauge({ name: 'triad_sse_streams_open', help: 'Open event streams (text/event-stream).', registers: [r] });
+  }
+
+  /** The parts read at scrape time (merged with those given before). */
+  use(sources: MetricSources): void {
+    this.sources = { ...this.sources, ...sources };
+  }
+
+  /** Events a local driver recorded. */
+  observeRunEvents(events: readonly MetricEvent[]): void {
+    for (const e of events) {
+      switch (e.type) {
+        case 'ModelCallCompleted': {
+          const d = e.data as ModelCallData;
+          const labels = { role: d.role, model: d.model };
+          this.turns.inc(labels);
+          const u = d.usage ?? {};
+          this.tokens.inc({ ...labels, type: 'input' }, u.inputTokens ?? 0);
+          this.tokens.inc({ ...labels, type: 'output' }, u.outputTokens ?? 0);
+          this.tokens.inc({ ...labels, type: 'cache_read' }, u.cacheReadTokens ?? 0);
+          this.tokens.inc({ ...labels, type: 'cache_write' }, u.cacheWriteTokens ?? 0);
+          this.cost.inc(labels, d.costUsd ?? 0);
+          if (typeof d.durationMs === 'number') this.callSeconds.observe(labels, d.durationMs / 1000);
+          break;
+        }
+        case 'ModelCallFailed': {
+          const d = e.data as { kind: string; retryInMs?: number; compactBeforeRetry?: boolean };
+          this.modelErrors.inc({ kind: d.kind });
+          if (d.retryInMs !== undefined || d.compactBeforeRetry) this.modelRetries.inc({ kind: d.kind });
+          break;
+        }
+        case 'ToolCallCompleted': {
+          const d = e.data as { name: string; isError?: boolean; outcomeUnknown?: boolean };
+          this.toolCalls.inc({ tool: d.name, outcome: d.outcomeUnknown ? 'unknown' : d.isError ? 'error' : 'ok' });
+          break;
+        }
+        default:
+      }
+    }
+  }
+
+  observeAppend(store: string, seconds: number, ok: boolean): void {
+    this.appendSeconds.observe({ store, outcome: ok ? 'ok' : 'error' }, seconds);
+  }
+
+  observeHttp(method: string, route: string, status: number, seconds: number): void {
+    this.httpRequests.inc({ method, route, status: String(status) });
+    this.httpSeconds.observe({ method, route }, seconds);
+  }
+
+  /** An event stream opened; the function returned closes it (once). */
+  sseOpened(): () => void {
+    this.sseOpen.inc();
+    let open = true;
+    return () => {
+      if (open) this.sseOpen.dec();
+      open = false;
+    };
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** The exposition text: prom-client's series, then the store head and the components' own lines. */
+  async text(): Promise<string> {
+    const [own, head] = await Promise.all([this.registry.metrics(), this.sources.headPosition?.().catch(() => undefined)]);
+    const lines: string[] = [];
+    // Left out while the store does not answer (a gauge without labels would say 0).
+    if (head !== undefined) {
+      lines.push('# HELP triad_event_store_head_position Global position of the last event.', '# TYPE triad_event_store_head_position gauge', `triad_event_store_head_position ${head}`);
+    }
+    lines.push(...(this.sources.componentLines?.() ?? []));
+    return lines.length > 0 ? `${own}${lines.join('\n')}\n` : own;
+  }
+}
+
+/** The process's TriadMetrics (a provider of the global events module). */
+export const METRICS = Symbol('METRICS');

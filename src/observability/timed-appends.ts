@@ -1,0 +1,38 @@
+import type { EventStore, NewEvent } from '../events/event-store.port';
+
+export interface AppendObserver {
+  /** Each append's duration and whether it succeeded. */
+  timed(store: string, seconds: number, ok: boolean): void;
+  /** The events of each successful append. */
+  appended?(streamId: string, events: readonly NewEvent[]): void;
+}
+
+/**
+ * The event store with each `append` observed (the append latency histogram, the event log lines);
+ * every other member is the store's own, bound to it. A proxy rather than a wrapper class, so the
+ * port can grow without this file changing.
+ */
+export function observedAppends(store: EventStore, observer: AppendObserver): EventStore {
+  const bound = new Map<PropertyKey, unknown>();
+  const append: EventStore['append'] = async (streamId, events, options) => {
+    const started = process.hrtime.bigint();
+    let ok = false;
+    try {
+      const result = await store.append(streamId, events, options);
+      ok = true;
+      return result;
+    } finally {
+      observer.timed(store.kind, Number(process.hrtime.bigint() - started) / 1e9, ok);
+      if (ok) observer.appended?.(streamId, events);
+    }
+  };
+  return new Proxy(store, {
+    get(target, prop) {
+      if (prop === 'append') return append;
+      const value: unknown = Reflect.get(target, prop, target);
+      if (typeof value !== 'function') return value;
+      if (!bound.has(prop)) bound.set(prop, (value as (...args: unknown[]) => unknown).bind(target));
+      return bound.get(prop);
+    },
+  });
+}
