@@ -1,0 +1,138 @@
+// The console's typed client of the HTTP API. Types come from the server (type-only imports).
+import type {
+  ApiErrorBody,
+  ApprovalResult,
+  DecisionLogVerification,
+  DecisionPage,
+  DecisionResult,
+  ForkOverrides,
+  ForkResult,
+  LaunchAccepted,
+  LaunchRunInput,
+  PendingApprovalItem,
+  PendingReviewItem,
+  ProjectList,
+  ProjectStatus,
+  ProjectView,
+  RunContext,
+  RunEventsPage,
+  RunList,
+  RunStatus,
+  RunSummary,
+  SessionView,
+} from '../../src/http/api-types';
+
+export class ApiError extends Error {
+  override readonly name = 'ApiError';
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const CSRF_HEADER = 'x-csrf-token';
+let csrfToken: string | undefined;
+const signedOutListeners = new Set<() => void>();
+/**
+ * Which session the page is in: bumped at every sign-in and sign-out. A 401 answering a request
+ * sent in an earlier session (a poll still in flight at sign-out) says nothing about the current
+ * one, and must not sign out a user who has just signed in again.
+ */
+let sessionEpoch = 0;
+
+/** Called when the server says the session is gone (401), so the app shows the sign-in form. */
+export function onSignedOut(listener: () => void): () => void {
+  signedOutListeners.add(listener);
+  return () => signedOutListeners.delete(listener);
+}
+
+async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const epoch = sessionEpoch;
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  if (method !== 'GET' && csrfToken) headers[CSRF_HEADER] = csrfToken;
+  const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'same-origin' });
+  const text = await res.text();
+  let parsed: unknown;
+  try {
+    parsed = text === '' ? undefined : JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  if (!res.ok) {
+    const err = parsed as ApiErrorBody | undefined;
+    const message = err?.message === undefined ? `${res.status} ${res.statusText}` : Array.isArray(err.message) ? err.message.join('; ') : err.message;
+    if (res.status === 401 && path !== '/v1/session' && epoch === sessionEpoch) for (const l of signedOutListeners) l();
+    throw new ApiError(res.status, message);
+  }
+  return parsed as T;
+}
+
+const q = (params: Record<string, string | number | undefined>): string => {
+  const s = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== '') s.set(k, String(v));
+  const text = s.toString();
+  return text ? `?${text}` : '';
+};
+
+const enc = encodeURIComponent;
+
+export const api = {
+  async signIn(apiKey: string): Promise<SessionView> {
+    const view = await call<SessionView>('POST', '/v1/session', { apiKey });
+    csrfToken = view.csrfToken;
+    sessionEpoch += 1;
+    return view;
+  },
+  async session(): Promise<SessionView> {
+    const view = await call<SessionView>('GET', '/v1/session');
+    csrfToken = view.csrfToken;
+    return view;
+  },
+  async signOut(): Promise<void> {
+    sessionEpoch += 1;
+    try {
+      await call<void>('DELETE', '/v1/session');
+    } finally {
+      csrfToken = undefined;
+    }
+  },
+  runs: (status?: RunStatus) => call<RunList>('GET', `/v1/runs${q({ status })}`),
+  run: (id: string) => call<RunSummary>('GET', `/v1/runs/${enc(id)}`),
+  events: (id: string, fromRevision = 0) => call<RunEventsPage>('GET', `/v1/runs/${enc(id)}/events${q({ fromRevision })}`),
+  launch: (input: LaunchRunInput) => call<LaunchAccepted>('POST', '/v1/runs', input),
+  cancel: (id: string, reason?: string) => call<unknown>('POST', `/v1/runs/${enc(id)}/cancel`, reason ? { reason } : {}),
+  resume: (id: string) => call<unknown>('POST', `/v1/runs/${enc(id)}/resume`, {}),
+  context: (id: string, revision?: number) => call<RunContext>('GET', `/v1/runs/${enc(id)}/context${q({ revision })}`),
+  fork: (id: string, turn: number, overrides?: ForkOverrides) => call<ForkResult>('POST', `/v1/runs/${enc(id)}/fork`, overrides ? { turn, overrides } : { turn }),
+  reviews: () => call<{ reviews: PendingReviewItem[] }>('GET', '/v1/reviews'),
+  approveReview: (id: string, reason: string) => call<DecisionResult>('POST', `/v1/reviews/${enc(id)}/approve`, { reason }),
+  rejectReview: (id: string, reason: string, rework: boolean) => call<DecisionResult>('POST', `/v1/reviews/${enc(id)}/reject`, { reason, rework }),
+  approvals: () => call<{ approvals: PendingApprovalItem[] }>('GET', '/v1/approvals'),
+  approveToolCall: (id: string, reason?: string) => call<ApprovalResult>('POST', `/v1/approvals/${enc(id)}/approve`, reason ? { reason } : {}),
+  rejectToolCall: (id: string, reason: string) => call<ApprovalResult>('POST', `/v1/approvals/${enc(id)}/reject`, { reason }),
+  decisions: (filter: DecisionFilter) => call<DecisionPage>('GET', `/v1/decisions${q({ ...filter })}`),
+  decisionsExportUrl: (filter: DecisionFilter, format: 'ndjson' | 'csv') => `/v1/decisions${q({ ...filter, format })}`,
+  verifyDecisions: () => call<DecisionLogVerification>('GET', '/v1/decisions/verify'),
+  projects: (status?: ProjectStatus) => call<ProjectList>('GET', `/v1/projects${q({ status })}`),
+  project: (id: string) => call<ProjectView>('GET', `/v1/projects/${enc(id)}`),
+  cancelProject: (id: string, reason?: string) => call<ProjectView>('POST', `/v1/projects/${enc(id)}/cancel`, reason ? { reason } : {}),
+  retryTask: (id: string, key: string) => call<ProjectView>('POST', `/v1/projects/${enc(id)}/tasks/${enc(key)}/retry`, {}),
+  approveProject: (id: string, reason: string) => call<ProjectView>('POST', `/v1/projects/${enc(id)}/review/approve`, { reason }),
+  rejectProject: (id: string, reason: string) => call<ProjectView>('POST', `/v1/projects/${enc(id)}/review/reject`, { reason }),
+  workspace: (id: string, iteration?: number) => call<WorkspaceView>('GET', `/v1/runs/${enc(id)}/workspace${q({ iteration })}`),
+};
+
+export interface DecisionFilter {
+  kind?: string;
+  runId?: string;
+  decider?: string;
+  outcome?: string;
+  from?: string;
+  to?: string;
+}
+
+export type { WorkspaceView } from '../../src/http/api-types';
+import type { WorkspaceView } from '../../src/http/api-types';

@@ -1,0 +1,109 @@
+import { useEffect, useState } from 'preact/hooks';
+import type { PendingApprovalItem } from '../../../src/http/api-types';
+import { api } from '../api';
+import { href } from '../router';
+import { ErrorNote, fmtTime, Json, Notice } from '../ui';
+
+export function ApprovalsPage() {
+  const [approvals, setApprovals] = useState<PendingApprovalItem[] | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [done, setDone] = useState<string | null>(null);
+  const load = () => api.approvals().then((r) => (setApprovals(r.approvals), setError(null)), setError);
+  useEffect(() => {
+    load();
+    const timer = window.setInterval(load, 2000);
+    return () => window.clearInterval(timer);
+  }, []);
+  return (
+    <>
+      <h1>Tool approvals</h1>
+      {done ? <Notice>{done}</Notice> : null}
+      <ErrorNote error={error} />
+      {approvals && approvals.length === 0 ? <p>No tool call waits for a decision.</p> : null}
+      {approvals?.map((a) => (
+        <Approval
+          key={a.approvalId}
+          approval={a}
+          onDecided={(what) => {
+            setDone(what);
+            load();
+          }}
+        />
+      ))}
+    </>
+  );
+}
+
+function Approval({ approval: a, onDecided }: { approval: PendingApprovalItem; onDecided: (what: string) => void }) {
+  const [reason, setReason] = useState('');
+  const [error, setError] = useState<unknown>(null);
+  const [busy, setBusy] = useState(false);
+  const decide = async (approve: boolean) => {
+    if (!approve && reason.trim() === '') {
+      setError(new Error('a reason is needed to reject a tool call'));
+      return;
+    }
+    setBusy(true);
+    setError(null);
+    try {
+      const r = approve ? await api.approveToolCall(a.approvalId, reason.trim() || undefined) : await api.rejectToolCall(a.approvalId, reason);
+      onDecided(`Tool call ${a.tool} ${r.outcome}; the run is now ${r.runStatus.replace(/_/g, ' ')}.`);
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const id = a.approvalId;
+  return (
+    <article class="card" aria-labelledby={`h-${id}`}>
+      <h2 id={`h-${id}`}>
+        <span class="mono">{a.tool}</span> waits for approval
+      </h2>
+      <dl class="facts">
+        <dt>Run</dt>
+        <dd>
+          <a href={href.run(a.runId)}>{a.goal}</a>
+        </dd>
+        <dt>Risk</dt>
+        <dd>
+          <span class={`badge risk-${a.risk}`}>{a.risk}</span>
+        </dd>
+        <dt>Asked by</dt>
+        <dd>
+          {a.role}, turn {a.turn}
+        </dd>
+        <dt>Requested</dt>
+        <dd>{fmtTime(a.requestedAt)}</dd>
+        {a.timeout ? (
+          <>
+            <dt>Timeout</dt>
+            <dd>
+              {a.timeout.policy.replace(/_/g, ' ')} at {fmtTime(a.timeout.dueAt)}
+            </dd>
+          </>
+        ) : null}
+      </dl>
+      <h3>Input</h3>
+      <Json value={a.input} label={`Input of ${a.tool}`} />
+      <form
+        aria-label={`Decide ${id}`}
+        onSubmit={(e) => {
+          e.preventDefault();
+        }}
+      >
+        <label for={`reason-${id}`}>Reason (required to reject)</label>
+        <textarea id={`reason-${id}`} rows={2} value={reason} onInput={(e) => setReason(e.currentTarget.value)} />
+        <div class="actions">
+          <button type="button" disabled={busy} onClick={() => decide(true)}>
+            Approve call
+          </button>
+          <button type="button" disabled={busy} onClick={() => decide(false)}>
+            Reject call
+          </button>
+        </div>
+      </form>
+      <ErrorNote error={error} />
+    </article>
+  );
+}

@@ -1,0 +1,140 @@
+import { useEffect, useState } from 'preact/hooks';
+import type { PendingReviewItem } from '../../../src/http/api-types';
+import { api } from '../api';
+import { href } from '../router';
+import { ErrorNote, fmtTime, Notice } from '../ui';
+import { WorkspaceDiff } from '../workspace-diff';
+
+export function ReviewsPage() {
+  const [reviews, setReviews] = useState<PendingReviewItem[] | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [done, setDone] = useState<string | null>(null);
+  const load = () => api.reviews().then((r) => (setReviews(r.reviews), setError(null)), setError);
+  useEffect(() => {
+    load();
+    const timer = window.setInterval(load, 3000);
+    return () => window.clearInterval(timer);
+  }, []);
+  return (
+    <>
+      <h1>Reviews</h1>
+      {done ? <Notice>{done}</Notice> : null}
+      <ErrorNote error={error} />
+      {reviews && reviews.length === 0 ? <p>No review waits for a decision.</p> : null}
+      {reviews?.map((r) => (
+        <Review
+          key={r.reviewId}
+          review={r}
+          onDecided={(what) => {
+            setDone(what);
+            load();
+          }}
+        />
+      ))}
+    </>
+  );
+}
+
+function Review({ review, onDecided }: { review: PendingReviewItem; onDecided: (what: string) => void }) {
+  const [approveReason, setApproveReason] = useState('');
+  const [rejectReason, setRejectReason] = useState('');
+  const [rework, setRework] = useState(true);
+  const [error, setError] = useState<unknown>(null);
+  const [busy, setBusy] = useState(false);
+  const decide = async (f: () => Promise<{ outcome: string; runStatus: string }>) => {
+    setBusy(true);
+    setError(null);
+    try {
+      const result = await f();
+      onDecided(`Review ${review.reviewId} ${result.outcome}; the run is now ${result.runStatus.replace(/_/g, ' ')}.`);
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const verdict = review.lastVerdict;
+  const id = review.reviewId;
+  return (
+    <article class="card" aria-labelledby={`h-${id}`}>
+      <h2 id={`h-${id}`}>
+        Review of <a href={href.run(review.runId)}>{review.goal}</a>
+      </h2>
+      <dl class="facts">
+        <dt>Review</dt>
+        <dd class="mono">{id}</dd>
+        <dt>Iteration</dt>
+        <dd>{review.iteration}</dd>
+        <dt>Launched by</dt>
+        <dd>{review.launchedBy}</dd>
+        <dt>Executor</dt>
+        <dd>{review.executor}</dd>
+        <dt>Opened</dt>
+        <dd>{fmtTime(review.openedAt)}</dd>
+        {review.timeout ? (
+          <>
+            <dt>Timeout</dt>
+            <dd>
+              {review.timeout.policy.replace(/_/g, ' ')} at {fmtTime(review.timeout.dueAt)}
+              {review.escalated ? ' · escalated' : ''}
+            </dd>
+          </>
+        ) : null}
+        <dt>Artifact hash</dt>
+        <dd class="mono small">{review.artifactHash}</dd>
+      </dl>
+      <h3>Acceptance criteria</h3>
+      <ul>
+        {review.acceptanceCriteria.map((c, i) => (
+          <li key={i}>{c}</li>
+        ))}
+      </ul>
+      {verdict ? (
+        <>
+          <h3>Reviewer verdict: {verdict.verdict}</h3>
+          <p>{verdict.summary}</p>
+          {verdict.findings.length > 0 ? (
+            <ul aria-label="Findings">
+              {verdict.findings.map((f, i) => (
+                <li key={i}>{f}</li>
+              ))}
+            </ul>
+          ) : null}
+        </>
+      ) : null}
+      <WorkspaceDiff runId={review.runId} iteration={review.iteration} />
+      <div class="decide">
+        <form
+          aria-label={`Approve ${id}`}
+          onSubmit={(e) => {
+            e.preventDefault();
+            decide(() => api.approveReview(id, approveReason));
+          }}
+        >
+          <label for={`approve-${id}`}>Reason for approving</label>
+          <textarea id={`approve-${id}`} required rows={2} value={approveReason} onInput={(e) => setApproveReason(e.currentTarget.value)} />
+          <button type="submit" disabled={busy}>
+            Approve
+          </button>
+        </form>
+        <form
+          aria-label={`Reject ${id}`}
+          onSubmit={(e) => {
+            e.preventDefault();
+            decide(() => api.rejectReview(id, rejectReason, rework));
+          }}
+        >
+          <label for={`reject-${id}`}>Reason for rejecting</label>
+          <textarea id={`reject-${id}`} required rows={2} value={rejectReason} onInput={(e) => setRejectReason(e.currentTarget.value)} />
+          <label class="check">
+            <input type="checkbox" checked={rework} onChange={(e) => setRework(e.currentTarget.checked)} /> Send back to the executor for rework
+          </label>
+          <button type="submit" disabled={busy}>
+            Reject
+          </button>
+        </form>
+      </div>
+      <ErrorNote error={error} />
+    </article>
+  );
+}

@@ -1,0 +1,252 @@
+import { mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { BrowserContext, Page } from 'playwright-core';
+import { startE2eApp, type E2eApp } from '../support/e2e-app';
+import { openBrowser, signIn as signInAs, signOut as signOutOf, type Browser } from './browser';
+
+// The web console in a real browser (Debian's Chromium, driven by playwright-core; no browser is
+// downloaded) against the real app: one app and one browser for the whole file, users taking
+// turns in it by signing in and out, as people sharing a machine would. Elements are found by
+// their role and accessible name. TRIAD_SCREENSHOTS=1 writes each page to docs/console/*.png.
+
+jest.setTimeout(180_000);
+
+const SHOTS = process.env.TRIAD_SCREENSHOTS === '1' ? resolve(__dirname, '..', '..', 'docs', 'console') : undefined;
+const KEYS = {
+  ann: 'ann-secret-0123456789', // operator + reviewer: launches, so may not review her own runs
+  bob: 'bob-secret-0123456789', // reviewer
+  aud: 'aud-secret-0123456789', // auditor
+};
+
+/** What the tests read in the page (the test project's types have no DOM; the functions run in the page, so they name globalThis). */
+interface PageGlobals {
+  document: { body: unknown; cookie: string; activeElement: { id: string } | null; documentElement: { scrollWidth: number }; querySelectorAll(selector: string): { length: number } };
+  localStorage: { length: number };
+  MutationObserver: new (callback: (records: Array<{ addedNodes: ArrayLike<{ nodeType: number; matches?(s: string): boolean; textContent: string | null }> }>) => void) => { observe(target: unknown, options: { childList: boolean; subtree: boolean }): void };
+  streamed?: string[];
+  sessionStorage: { length: number };
+  notReloaded?: boolean;
+}
+
+let app: E2eApp;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+let runId: string;
+
+/** The whole page, or only what the window shows (a run's timeline runs to thousands of pixels). */
+async function shot(name: string, fullPage = true): Promise<void> {
+  if (!SHOTS) return;
+  mkdirSync(SHOTS, { recursive: true });
+  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage });
+}
+
+const signIn = (key: string) => signInAs(page, key);
+const signOut = () => signOutOf(page);
+
+const summary = () => page.getByRole('region', { name: 'Run summary' });
+const timelineItems = () => page.locator('ol[aria-label="Timeline"] > li');
+
+beforeAll(async () => {
+  app = await startE2eApp({
+    TRIAD_API_KEYS: `ann:operator+reviewer:${KEYS.ann},bob:reviewer:${KEYS.bob},aud:auditor:${KEYS.aud}`,
+    // Slow enough that a run's events arrive one after another while the page watches.
+    TRIAD_OFFLINE_LATENCY_MS: '60',
+  });
+  browser = await openBrowser();
+  ({ context, page } = browser);
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await app?.close();
+});
+
+it('signs in with an API key; the key is not kept by the page, the session cookie is HttpOnly', async () => {
+  await page.goto(`${app.url}/`);
+  await shot('sign-in');
+  await page.getByLabel('API key').fill('not-a-key-0123');
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('alert').filter({ hasText: 'the API key is not valid' }).waitFor();
+  await signIn(KEYS.ann);
+  const cookies = await context.cookies(app.url);
+  const session = cookies.find((c) => c.name === 'triad_session');
+  expect(session).toMatchObject({ httpOnly: true, sameSite: 'Strict', secure: false });
+  // Not readable by the page's scripts, and nothing kept in its storage.
+  expect(await page.evaluate(() => (globalThis as unknown as PageGlobals).document.cookie)).toBe('');
+  expect(await page.evaluate(() => (globalThis as unknown as PageGlobals).localStorage.length + (globalThis as unknown as PageGlobals).sessionStorage.length)).toBe(0);
+  // An operator and reviewer: no decision log in the navigation.
+  const nav = page.getByRole('navigation', { name: 'Main' });
+  await nav.getByRole('link', { name: 'Reviews' }).waitFor();
+  expect(await nav.getByRole('link', { name: 'Decision log' }).count()).toBe(0);
+});
+
+it('launches a run and watches its timeline grow live, without a reload', async () => {
+  await page.getByLabel('Goal').fill('Write a greeting');
+  await page.getByLabel('Acceptance criteria (one per line)').fill('file hello.txt contains "Hello"\nfile bye.txt contains "Bye"');
+  await page.getByText('Team, budget and policies').click();
+  await page.getByLabel('Max iterations').fill('3');
+  await page.getByLabel('executor max turns').fill('30');
+  await shot('runs-launch');
+  await page.getByRole('button', { name: 'Launch' }).click();
+  await page.waitForURL(/#\/runs\/.+/);
+  runId = decodeURIComponent(page.url().split('#/runs/')[1]);
+  await page.evaluate(() => {
+    const g = globalThis as unknown as PageGlobals;
+    g.notReloaded = true;
+    // Model text streamed live shows in its own item until the turn's completed event replaces it.
+    g.streamed = [];
+    new g.MutationObserver((records) => {
+      for (const r of records) for (const n of Array.from(r.addedNodes)) if (n.nodeType === 1 && n.matches?.('li.live')) g.streamed!.push(n.textContent ?? '');
+    }).observe(g.document.body, { childList: true, subtree: true });
+  });
+  await timelineItems().first().waitFor();
+  const early = await timelineItems().count();
+  await page.waitForFunction((n) => (globalThis as unknown as PageGlobals).document.querySelectorAll('ol[aria-label="Timeline"] > li').length > n + 5, early);
+  await timelineItems().filter({ hasText: 'Phase' }).first().waitFor();
+  await timelineItems().filter({ hasText: 'Tool call' }).first().waitFor();
+  await summary().getByText('awaiting review').waitFor();
+  await timelineItems().filter({ hasText: 'Review opened' }).waitFor();
+  expect(await page.evaluate(() => (globalThis as unknown as PageGlobals).notReloaded)).toBe(true);
+  const streamed = await page.evaluate(() => (globalThis as unknown as PageGlobals).streamed!);
+  expect(streamed.length).toBeGreaterThan(0);
+  expect(streamed.join('\n')).toMatch(/streaming/);
+  // Usage and cost per role, and the offline model named.
+  await summary().getByRole('table', { name: 'Usage per role' }).waitFor();
+  await summary().getByText('offline model').waitFor();
+  await shot('run', false);
+});
+
+it('refuses the launcher at the review gate, plainly', async () => {
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Reviews' }).click();
+  const review = page.getByRole('article').filter({ hasText: 'Write a greeting' });
+  await review.getByLabel('Reason for approving').fill('looks right to me');
+  await review.getByRole('button', { name: 'Approve' }).click();
+  await review.getByRole('alert').filter({ hasText: 'Refused' }).waitFor();
+  expect(await review.getByRole('alert').textContent()).toContain('HTTP 403');
+  await signOut();
+});
+
+it('another reviewer, signed in with the keyboard, rejects with rework and watches the next iteration arrive', async () => {
+  await page.keyboard.press('Tab');
+  expect(await page.evaluate(() => (globalThis as unknown as PageGlobals).document.activeElement?.id)).toBe('api-key');
+  await page.keyboard.type(KEYS.bob);
+  await page.keyboard.press('Enter');
+  await page.getByRole('button', { name: 'Sign out' }).waitFor();
+  // A reviewer only: no launch form.
+  expect(await page.getByRole('form', { name: 'Launch a run' }).count()).toBe(0);
+
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Reviews' }).click();
+  const review = page.getByRole('article').filter({ hasText: 'Write a greeting' });
+  await review.getByText('Reviewer verdict: APPROVE').waitFor();
+  await review.getByRole('region', { name: 'Workspace files of iteration 1' }).getByText('hello.txt').waitFor();
+  await shot('review');
+  await review.getByLabel('Reason for rejecting').fill('Say hello to the world too');
+  expect(await review.getByLabel('Send back to the executor for rework').isChecked()).toBe(true);
+  await review.getByRole('button', { name: 'Reject' }).click();
+  await page.getByRole('status').filter({ hasText: 'rejected' }).waitFor();
+
+  await page.goto(`${app.url}/#/runs/${encodeURIComponent(runId)}`);
+  await timelineItems().filter({ hasText: 'Review decided' }).filter({ hasText: 'rejected by user:bob' }).waitFor();
+  await timelineItems().filter({ hasText: '2 (human rejected)' }).waitFor();
+  await timelineItems().filter({ hasText: 'Feedback: Say hello to the world too' }).waitFor();
+  await summary().getByText('awaiting review').waitFor();
+  expect(await summary().getByText('2 of 3').count()).toBe(1);
+});
+
+it('approves as a reviewer who did not launch the run, and the run completes', async () => {
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Reviews' }).click();
+  const review = page.getByRole('article').filter({ hasText: 'Write a greeting' });
+  await review.getByRole('region', { name: 'Workspace files of iteration 2' }).getByText('diff against iteration 1').waitFor();
+  await review.getByLabel('Reason for approving').fill('Both files are right');
+  await review.getByRole('button', { name: 'Approve' }).click();
+  await page.getByRole('status').filter({ hasText: 'approved' }).waitFor();
+  await page.getByText('No review waits for a decision.').waitFor();
+  await page.goto(`${app.url}/#/runs/${encodeURIComponent(runId)}`);
+  await summary().getByText('COMPLETED', { exact: true }).waitFor();
+  await page.getByRole('status').filter({ hasText: 'Run ended' }).waitFor();
+  await timelineItems().filter({ hasText: 'Run ended' }).scrollIntoViewIfNeeded();
+  await shot('run-completed', false);
+  await signOut();
+});
+
+it('an auditor filters, exports and verifies the decision log', async () => {
+  await signIn(KEYS.aud);
+  const nav = page.getByRole('navigation', { name: 'Main' });
+  expect(await nav.getByRole('link', { name: 'Reviews' }).count()).toBe(0);
+  await nav.getByRole('link', { name: 'Decision log' }).click();
+  const table = page.getByRole('table', { name: 'Decisions' });
+  await table.waitFor();
+  expect(await table.locator('tbody tr').count()).toBe(2);
+  await page.getByLabel('Outcome').selectOption('rejected');
+  await page.getByRole('button', { name: 'Apply filters' }).click();
+  await page.waitForFunction(() => (globalThis as unknown as PageGlobals).document.querySelectorAll('table[aria-label="Decisions"] tbody tr').length === 1);
+  await page.getByRole('button', { name: 'Verify the log' }).click();
+  await page.getByRole('status').filter({ hasText: 'The log is intact: 2 records checked.' }).waitFor();
+  await shot('decisions');
+  // The exports carry the filters and are read with the session cookie.
+  const csvHref = (await page.getByRole('link', { name: 'Export CSV' }).getAttribute('href'))!;
+  const ndjsonHref = (await page.getByRole('link', { name: 'Export NDJSON' }).getAttribute('href'))!;
+  const csv = await page.request.get(`${app.url}${csvHref}`);
+  expect(csv.headers()['content-type']).toContain('text/csv');
+  const csvLines = (await csv.text()).trim().split('\r\n');
+  expect(csvLines[0].startsWith('seq,decisionId,runId')).toBe(true);
+  expect(csvLines).toHaveLength(2);
+  const ndjson = (await (await page.request.get(`${app.url}${ndjsonHref}`)).text()).trim().split('\n');
+  expect(ndjson.map((l) => JSON.parse(l).outcome)).toEqual(['rejected']);
+});
+
+it('replays the run at a revision and moves through its revisions', async () => {
+  await page.goto(`${app.url}/#/replay/${encodeURIComponent(runId)}`);
+  await page.getByRole('heading', { name: /^Context at revision \d+$/ }).waitFor();
+  await page.getByLabel('Revision number').fill('12');
+  await page.getByLabel('Revision number').press('Tab');
+  await page.getByRole('heading', { name: 'Context at revision 12' }).waitFor();
+  await page.getByRole('button', { name: 'Previous revision' }).click();
+  await page.getByRole('heading', { name: 'Context at revision 11' }).waitFor();
+  await page.getByRole('region', { name: 'architect conversation' }).getByRole('listitem').first().waitFor();
+  // An auditor may not fork.
+  expect(await page.getByRole('form', { name: 'Fork' }).count()).toBe(0);
+  await shot('replay');
+  await signOut();
+});
+
+it('forks the run from a turn with a prompt override', async () => {
+  await signIn(KEYS.ann);
+  await page.goto(`${app.url}/#/replay/${encodeURIComponent(runId)}`);
+  const fork = page.getByRole('form', { name: 'Fork' });
+  await fork.getByLabel(/^Turn/).fill('2');
+  await fork.getByLabel('executor system prompt').fill('Write short files.');
+  await fork.getByRole('button', { name: 'Fork run' }).click();
+  await page.waitForURL((url) => url.hash.startsWith('#/runs/') && !url.hash.endsWith(encodeURIComponent(runId)));
+  await timelineItems().filter({ hasText: `from ${runId} at turn 2` }).waitFor();
+});
+
+it('shows the tool approvals page to operators and reviewers', async () => {
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Tool approvals' }).click();
+  await page.getByText('No tool call waits for a decision.').waitFor();
+});
+
+it('fits a 390 px wide screen', async () => {
+  await page.setViewportSize({ width: 390, height: 844 });
+  for (const [name, hash] of [
+    ['runs-mobile', '#/runs'],
+    ['run-mobile', `#/runs/${encodeURIComponent(runId)}`],
+  ] as const) {
+    await page.goto(`${app.url}/${hash}`);
+    await page.getByRole('heading', { level: 1 }).waitFor();
+    await page.getByRole('button', { name: 'Sign out' }).waitFor();
+    if (name === 'run-mobile') await summary().getByText('COMPLETED', { exact: true }).waitFor();
+    expect(await page.evaluate(() => (globalThis as unknown as PageGlobals).document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    await shot(name, name === 'runs-mobile');
+  }
+  await page.setViewportSize({ width: 1280, height: 900 });
+});
+
+it('ends the session at sign-out: the cookie is gone and the API refuses it', async () => {
+  const before = (await context.cookies(app.url)).find((c) => c.name === 'triad_session')!;
+  await signOut();
+  expect((await context.cookies(app.url)).find((c) => c.name === 'triad_session')).toBeUndefined();
+  const res = await fetch(`${app.url}/v1/runs`, { headers: { cookie: `triad_session=${before.value}` } });
+  expect(res.status).toBe(401);
+});
