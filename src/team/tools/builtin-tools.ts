@@ -5,17 +5,18 @@ import { listFilesTool } from './builtin/list-files';
 import { readFileTool } from './builtin/read-file';
 import { runCommandTool } from './builtin/run-command';
 import { searchFilesTool } from './builtin/search-files';
+import { spawnSubAgentTool } from './builtin/spawn-sub-agent';
 import { writeFileTool } from './builtin/write-file';
 
 /**
- * The six tools a team works with, one module each under builtin/. Each confines its paths to the
+ * The tools a team works with, one module each under builtin/ (spawn_sub_agent is run by the driver). Each confines its paths to the
  * run's workspace and reports failures (missing file, escape, non-zero exit...) as `isError`
  * outcomes the model can act on; only programming errors throw.
  */
 
 export { DEFAULT_TOOL_LIMITS, type BuiltinToolLimits };
 
-export const BUILTIN_TOOL_NAMES = ['read_file', 'list_files', 'search_files', 'write_file', 'edit_file', 'run_command'] as const;
+export const BUILTIN_TOOL_NAMES = ['read_file', 'list_files', 'search_files', 'write_file', 'edit_file', 'run_command', 'spawn_sub_agent'] as const;
 export type BuiltinToolName = (typeof BUILTIN_TOOL_NAMES)[number];
 
 export function createBuiltinTools(overrides: Partial<BuiltinToolLimits> = {}): ToolDefinition[] {
@@ -27,5 +28,6 @@ export function createBuiltinTools(overrides: Partial<BuiltinToolLimits> = {}): 
     writeFileTool(),
     editFileTool(),
     runCommandTool(limits),
+    spawnSubAgentTool(),
   ];
 }

@@ -4,6 +4,7 @@ import type { RoleName, ToolSpec, ToolUseBlock } from '../models/model.port';
 import { createBuiltinTools } from './builtin-tools';
 import type { ToolContext, ToolDefinition, ToolOutcome } from './tool.port';
 import { encodeMachineText, fromMachineText } from '../../shared/text';
+import { isMcpToolName, mcpServerPrefixOf } from './mcp/mcp-names';
 
 /**
  * Which tools each role may use, input validation, and dispatch. Architect and reviewer only ever
@@ -163,19 +164,49 @@ interface ToolCatalogueEntry {
   readOnly: boolean;
 }
 
-function resolveFromCatalogue(catalogue: readonly ToolCatalogueEntry[], role: RoleName, allowList?: readonly string[]): string[] {
+/** An allow-list entry with `*` (any run of characters): `mcp__fs__*`, `mcp__*`, `read_*`. */
+function patternOf(entry: string): RegExp | undefined {
+  if (!entry.includes('*')) return undefined;
+  return new RegExp(`^${entry.split('*').map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
+}
+
+function resolveFromCatalogue(
+  catalogue: readonly ToolCatalogueEntry[],
+  role: RoleName,
+  allowList?: readonly string[],
+  mcpPrefixes: ReadonlySet<string> = new Set(),
+): string[] {
   if (!ROLES.includes(role)) throw new TypeError(`unknown role ${JSON.stringify(role)}`);
   const readOnlyRole = READ_ONLY_ROLES.has(role);
   const permitted = catalogue.filter((tool) => !readOnlyRole || tool.readOnly).map((tool) => tool.name);
   if (allowList === undefined) return permitted;
 
   const requested = new Set<string>();
+  /** Named tools of configured MCP servers whose tools are not known yet (the server is not reachable). */
+  const pending = new Set<string>();
   for (const name of allowList) {
     if (name === SUBMIT_TOOL_BY_ROLE[role]) continue; // always given; naming it is harmless
     const owner = ROLES.find((r) => SUBMIT_TOOL_BY_ROLE[r] === name);
     if (owner) throw new ToolPolicyError(role, name, `${name} belongs to the ${owner}, not the ${role}`);
+    const pattern = patternOf(name);
+    if (pattern) {
+      // A pattern takes what it matches and the role may have; matching nothing is an error
+      // unless it names a configured MCP server (whose tools may not be known yet).
+      const matches = catalogue.filter((t) => pattern.test(t.name));
+      const prefix = mcpServerPrefixOf(name);
+      if (matches.length === 0 && !(prefix !== undefined && mcpPrefixes.has(prefix))) {
+        throw new ToolPolicyError(role, name, `${JSON.stringify(name)} in the ${role}'s allow-list matches no tool (known tools: ${catalogue.map((t) => t.name).join(', ')})`);
+      }
+      for (const t of matches) if (!readOnlyRole || t.readOnly) requested.add(t.name);
+      continue;
+    }
     const tool = catalogue.find((t) => t.name === name);
     if (!tool) {
+      const prefix = mcpServerPrefixOf(name);
+      if (prefix !== undefined && mcpPrefixes.has(prefix) && !catalogue.some((t) => mcpServerPrefixOf(t.name) === prefix)) {
+        pending.add(name);
+        continue;
+      }
       throw new ToolPolicyError(
         role,
         name,
@@ -192,7 +223,7 @@ function resolveFromCatalogue(catalogue: readonly ToolCatalogueEntry[], role: Ro
     requested.add(name);
   }
   // Catalogue order, so the model sees the same tool order whatever order the config used.
-  return permitted.filter((name) => requested.has(name));
+  return [...permitted.filter((name) => requested.has(name)), ...[...pending].sort()];
 }
 
 /**
@@ -214,11 +245,25 @@ export const DEFAULT_ROLE_TOOLS: Readonly<Record<RoleName, readonly string[]>> =
 // ---------------------------------------------------------------------------------------------
 // Registry
 
+/**
+ * Tools found at run time (an MCP hub): `discover` answers every tool known so far and never
+ * throws; `close` ends what it opened.
+ */
+export interface ToolSource {
+  /** Tool-name prefixes the source serves (`fs` for `mcp__fs__*`), known before its tools are. */
+  readonly prefixes: readonly string[];
+  discover(): Promise<ToolDefinition[]>;
+  close(): Promise<void>;
+}
+
 export class ToolRegistry {
   private readonly tools = new Map<string, ToolDefinition>();
   private readonly validators = new Map<string, ValidateFunction>();
   private readonly ajv = newAjv();
+  private lenientAjv?: Ajv;
   private readonly specCache = new Map<string, readonly ToolSpec[]>();
+  private readonly sources: ToolSource[] = [];
+  private readonly mcpPrefixes = new Set<string>();
 
   constructor(tools: Iterable<ToolDefinition> = []) {
     for (const tool of tools) this.register(tool);
@@ -231,10 +276,50 @@ export class ToolRegistry {
     if (ROLES.some((role) => SUBMIT_TOOL_BY_ROLE[role] === tool.name)) {
       throw new Error(`${tool.name} is a submit tool, handled by the agent loop; it cannot be registered`);
     }
-    this.validators.set(tool.name, this.ajv.compile(tool.inputSchema));
+    this.validators.set(tool.name, tool.lenientSchema ? this.compileLenient(tool.inputSchema) : this.ajv.compile(tool.inputSchema));
     this.tools.set(tool.name, tool);
     this.specCache.clear();
     return this;
+  }
+
+  /** Adds a source of tools found at run time; `ready` registers what it finds. */
+  addSource(source: ToolSource): this {
+    this.sources.push(source);
+    for (const prefix of source.prefixes) this.mcpPrefixes.add(prefix);
+    return this;
+  }
+
+  /**
+   * Registers the tools the sources know (connecting what is not connected yet). Called before a
+   * launch resolves its allow-lists and before a run is driven; never throws.
+   */
+  async ready(): Promise<void> {
+    for (const source of this.sources) {
+      for (const tool of await source.discover()) if (!this.tools.has(tool.name)) this.register(tool);
+    }
+  }
+
+  /** Closes the sources (their connections and processes). */
+  async close(): Promise<void> {
+    await Promise.all(this.sources.map((s) => s.close().catch(() => undefined)));
+  }
+
+  /** Tools from elsewhere may use any JSON-schema dialect: checked as far as it can be compiled. */
+  private compileLenient(schema: Record<string, unknown>): ValidateFunction {
+    this.lenientAjv ??= new Ajv({ strict: false, allErrors: true, validateFormats: false });
+    const { $schema: _dialect, ...rest } = schema;
+    try {
+      return this.lenientAjv.compile(rest);
+    } catch {
+      return this.lenientAjv.compile({ type: 'object' });
+    }
+  }
+
+  /** Registered tools in the order roles get them: the built-in ones as registered, then MCP tools by name. */
+  private catalogue(): ToolDefinition[] {
+    const all = [...this.tools.values()];
+    const mcp = all.filter((t) => isMcpToolName(t.name)).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return [...all.filter((t) => !isMcpToolName(t.name)), ...mcp];
   }
 
   get(name: string): ToolDefinition | undefined {
@@ -242,12 +327,15 @@ export class ToolRegistry {
   }
 
   names(): string[] {
-    return [...this.tools.keys()];
+    return this.catalogue().map((t) => t.name);
   }
 
-  /** Like the module-level `resolveRoleTools`, over this registry's tools. */
+  /**
+   * Like the module-level `resolveRoleTools`, over this registry's tools; allow-list entries may
+   * be patterns with `*` (`mcp__fs__*`), and may name tools of a configured MCP server not reached yet.
+   */
   resolveRoleTools(role: RoleName, allowList?: readonly string[]): string[] {
-    return resolveFromCatalogue([...this.tools.values()], role, allowList);
+    return resolveFromCatalogue(this.catalogue(), role, allowList, this.mcpPrefixes);
   }
 
   /**
@@ -258,9 +346,14 @@ export class ToolRegistry {
     const key = `${role}\u0000${allowList === undefined ? '*' : allowList.join('\u0000')}`;
     let specs = this.specCache.get(key);
     if (!specs) {
-      const list: ToolSpec[] = this.resolveRoleTools(role, allowList).map((name) => {
+      // A run's recorded list may name MCP tools this process does not have (their server is not
+      // configured or not reached): they are not offered, and a call to one is refused.
+      const known = allowList?.filter((name) => this.tools.has(name) || !isMcpToolName(name));
+      const list: ToolSpec[] = this.resolveRoleTools(role, known).map((name) => {
         const tool = this.tools.get(name)!;
-        return { name: tool.name, description: tool.description, input_schema: structuredClone(tool.inputSchema) };
+        const spec: ToolSpec = { name: tool.name, description: tool.description, input_schema: structuredClone(tool.inputSchema) };
+        if (tool.annotations) spec.annotations = { ...tool.annotations };
+        return spec;
       });
       const submit = SUBMIT_TOOL_SPECS[role];
       list.push({ ...submit, input_schema: structuredClone(submit.input_schema) });

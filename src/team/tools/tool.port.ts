@@ -29,5 +29,12 @@ export interface ToolDefinition {
   idempotent: boolean;
   /** `high` tools may need a human approval before they run. */
   risk: 'low' | 'high';
+  /**
+   * The input schema comes from elsewhere (an MCP server): compiled leniently (unknown keywords and
+   * formats allowed), and not checked at all if it cannot be compiled; the tool checks its input.
+   */
+  lenientSchema?: boolean;
+  /** What the tool's server declared about it (MCP tools), shown to the model with the tool. */
+  annotations?: { readOnlyHint?: boolean; idempotentHint?: boolean };
   execute(input: Record<string, unknown>, context: ToolContext): Promise<ToolOutcome>;
 }

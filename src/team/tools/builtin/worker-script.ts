@@ -6,7 +6,7 @@ import * as path from 'node:path';
  * module starting it (`search.worker.ts` beside `search-files.ts`).
  *
  * In the compiled program (dist/) the caller is a `.js` file and the worker's compiled `.js` is
- * beside it: the thread loads that file by path. Run from the sources (ts-jest transpiles src/ in
+ * beside it: the thread loads that file by path. Run from the sources (jest transpiles src/ in
  * memory), there is no `.js`, and a thread cannot load a `.ts` file: the worker's source is
  * transpiled here with the `typescript` package (a development dependency, never loaded by the
  * compiled program), once per process, and handed over as code (`eval: true`). Only syntax is
