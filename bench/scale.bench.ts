@@ -1,0 +1,511 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { Agent, request as httpRequest } from 'node:http';
+import { loadavg } from 'node:os';
+import { dirname, join } from 'node:path';
+import { machineInfo, measureFdatasyncRate, type FdatasyncRate, type MachineInfo, type Summary } from './machine';
+
+/**
+ * One process, many runs (`npm run bench -- scale --runs N --latency-ms L`): N runs launched at
+ * once through the real HTTP API of one `triad serve` process (the app `createHttpApp` builds, from
+ * dist/, in a child process), driven by its supervisor on the offline model with a model latency of
+ * L ms (TRIAD_OFFLINE_LATENCY_MS) until each waits for a human at the review gate.
+ *
+ * Measured in the server process: the event loop's lag while the runs are driven, the heap per
+ * active run (when the most runs are active at once, after a forced gc) and per run waiting at the
+ * gate (every driver released, after a forced gc), and when each run's driver started and
+ * stopped. Measured by the client: the launch rate (202s per second, `concurrency` requests in
+ * flight on keep-alive connections) and the wall time from the first launch to the last run
+ * waiting. The latency floor is the model calls of a run × L: what a run takes if nothing but the
+ * model counted.
+ */
+
+export interface ScaleBenchOptions {
+  /** Runs launched at once; default 1000. */
+  runs?: number;
+  /** Model latency per call (ms); default 1000. */
+  latencyMs?: number;
+  /** Repetitions (a fresh server and store each); medians reported. Default 1. */
+  repeat?: number;
+  /** Launch requests in flight at once; default 64. */
+  concurrency?: number;
+  /** Store of the server; default sqlite (in a directory under dataDir). */
+  store?: 'sqlite' | 'postgres' | 'memory';
+  pgUrl?: string;
+  dataDir: string;
+  log: (line: string) => void;
+  /** Duration of the fdatasync probe (ms); default 1000. */
+  fdatasyncMs?: number;
+  /** Stop waiting for the runs to reach the gate after this long (the sample says it timed out); default 10 min, TRIAD_BENCH_SCALE_TIMEOUT_MS. */
+  timeoutMs?: number;
+}
+
+export interface ScaleSample {
+  runs: number;
+  /** The runs were not all at the gate within `timeoutMs`: wallMs is the timeout, the heap per waiting run counts the active ones too. */
+  timedOut: boolean;
+  /** Drivers that stopped (at the gate) by the end. */
+  runsAtGate: number;
+  wallMs: number;
+  latencyFloorMs: number;
+  /** wallMs ÷ latencyFloorMs. */
+  wallToFloor: number;
+  /** Launches answered 202 per second, first request sent to last answer. */
+  launchesPerSec: number;
+  launchMs: number;
+  /** Launch request round trips (ms). */
+  launchLatencyMs: { p50: number; p99: number; max: number };
+  /** Per run, the supervisor's start of its driver to the driver's stop at the gate (ms). */
+  driveMs: { p50: number; p99: number; max: number };
+  /** Model calls of one run (its ModelCallStarted events). */
+  modelCallsPerRun: number;
+  /** Events of one run up to the gate, and their data + metadata JSON bytes (what a store writes, before its own overhead). */
+  eventsPerRun: number;
+  eventBytesPerRun: number;
+  eventLoopLagMs: { samples: number; p50: number; p90: number; p99: number; max: number; mean: number };
+  memory: {
+    baselineHeapMiB: number;
+    baselineRssMiB: number;
+    /** The most drivers active at once, and the heap then (after a gc) minus the baseline, per active run. */
+    peakActive: number;
+    heapPerActiveRunKiB: number;
+    /** RSS at that moment minus the baseline, per active run (RSS is not given back at once; an upper bound). */
+    rssPerActiveRunKiB: number;
+    /** Every run waiting at the gate, no driver held: heap after a gc minus the baseline, per run. */
+    heapPerWaitingRunKiB: number;
+  };
+  /** Runs found at awaiting_review (a sample of them is checked through GET /v1/runs/:id). */
+  waitingChecked: number;
+  storeFsyncs: number | null;
+}
+
+export interface ScaleBenchResult {
+  benchmark: 'scale';
+  startedAt: string;
+  durationMs: number;
+  runs: number;
+  latencyMs: number;
+  store: string;
+  /** Medians over the repetitions. */
+  wallMs: Summary;
+  latencyFloorMs: number;
+  wallToFloor: Summary;
+  launchesPerSec: Summary;
+  eventLoopLagP99Ms: Summary;
+  heapPerActiveRunKiB: Summary;
+  heapPerWaitingRunKiB: Summary;
+  samples: ScaleSample[];
+  machine: MachineInfo & { loadAverage: number[] };
+  fdatasync: FdatasyncRate | null;
+  inputs: { runs: number; latencyMs: number; repeat: number; concurrency: number; store: string };
+  targets: Array<{ name: string; description: string; target: string; measured: number; unit: string; met: boolean }>;
+}
+
+export const SCALE_TARGETS = {
+  wallToFloor: 1.5,
+  lagP99Ms: 20,
+  heapPerActiveRunKiB: 100,
+  heapPerWaitingRunKiB: 10,
+  launchesPerSec: 2000,
+};
+
+/** The checkout's root: bench/ from source (jest), build/bench/bench/ compiled. */
+function packageRoot(from = __dirname): string {
+  let dir = from;
+  while (!existsSync(join(dir, 'package.json')) && dirname(dir) !== dir) dir = dirname(dir);
+  return dir;
+}
+
+/** TRIAD_BENCH_DIST: another build of the app to measure (an A/B against older code), inside the checkout so it finds node_modules. */
+const DIST = process.env.TRIAD_BENCH_DIST ?? join(packageRoot(), 'dist');
+const BOOTSTRAP = join(DIST, 'http', 'bootstrap.js');
+const SUPERVISOR = join(DIST, 'team', 'run-supervisor.js');
+const OPERATOR_KEY = 'bench-operator-0123456789abcdef';
+
+/**
+ * The server: `createHttpApp` as `triad serve` builds it, plus an IPC channel through which the
+ * bench reads the event loop's lag, the heap and the supervisor's drivers. It runs with
+ * --expose-gc so the heap figures are live objects, not garbage.
+ */
+const SERVER_SCRIPT = `
+const { createHttpApp } = require(process.env.SCALE_BOOTSTRAP);
+const { RunSupervisor } = require(process.env.SCALE_SUPERVISOR);
+const { monitorEventLoopDelay } = require('node:perf_hooks');
+(async () => {
+  const app = await createHttpApp({ logger: ['error', 'warn'] });
+  await app.listen(0, '127.0.0.1');
+  const sup = app.get(RunSupervisor);
+  const started = new Map();
+  const drive = [];
+  const origStart = sup.start.bind(sup);
+  sup.start = (runId) => {
+    const fresh = !sup.isDriving(runId);
+    const p = origStart(runId);
+    if (fresh) {
+      const t0 = performance.now();
+      p.then(() => drive.push(performance.now() - t0), () => drive.push(performance.now() - t0));
+    }
+    return p;
+  };
+  let h;
+  let sampler;
+  let peakActive = 0;
+  let atPeak = null;
+  const mem = () => { const m = process.memoryUsage(); return { heapUsed: m.heapUsed, rss: m.rss }; };
+  const fullGc = () => { global.gc(); global.gc(); };
+  process.on('message', (m) => {
+    if (m.cmd === 'baseline') { fullGc(); process.send({ id: m.id, mem: mem() }); }
+    else if (m.cmd === 'start') {
+      drive.length = 0; peakActive = 0; atPeak = null;
+      h = monitorEventLoopDelay({ resolution: 1 });
+      h.enable();
+      sampler = setInterval(() => {
+        const n = sup.activeCount;
+        if (n > peakActive) peakActive = n;
+      }, 50);
+      process.send({ id: m.id });
+    }
+    // Every run launched, (nearly) all still active: the heap then, after a gc the lag histogram
+    // does not see.
+    else if (m.cmd === 'launched') { takePeak(sup.activeCount); process.send({ id: m.id }); }
+    else if (m.cmd === 'status') process.send({ id: m.id, active: sup.activeCount, drove: drive.length });
+    else if (m.cmd === 'stop') {
+      clearInterval(sampler);
+      h.disable();
+      const ns = (q) => h.percentile(q) / 1e6;
+      const lag = { samples: h.count, p50: ns(50), p90: ns(90), p99: ns(99), max: h.max / 1e6, mean: h.mean / 1e6 };
+      if (!atPeak) takePeak(sup.activeCount);
+      fullGc();
+      const sorted = [...drive].sort((a, b) => a - b);
+      const q = (p) => sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] : 0;
+      process.send({ id: m.id, lag, peakActive, atPeak, waiting: mem(), drive: { p50: q(0.5), p99: q(0.99), max: sorted[sorted.length - 1] || 0 } });
+    }
+  });
+  function takePeak(n) {
+    h.disable();
+    fullGc();
+    atPeak = { active: n, ...mem() };
+    h.enable();
+  }
+  process.send({ port: app.getHttpServer().address().port });
+  const stop = () => app.close().then(() => process.exit(0), () => process.exit(1));
+  process.once('SIGTERM', stop);
+  process.once('disconnect', stop);
+})().catch((err) => {
+  process.stderr.write(String((err && err.stack) || err) + '\\n');
+  process.exit(1);
+});
+`;
+
+interface Server {
+  port: number;
+  ask<T = Record<string, unknown>>(msg: Record<string, unknown>): Promise<T>;
+  stderr(): string;
+  stop(): Promise<void>;
+}
+
+async function startServer(env: NodeJS.ProcessEnv): Promise<Server> {
+  if (!existsSync(BOOTSTRAP)) throw new Error(`${BOOTSTRAP} is missing: build dist/ first (npm run build)`);
+  // TRIAD_BENCH_NODE_ARGS: extra flags for the server (e.g. --cpu-prof) when profiling.
+  const extra = (process.env.TRIAD_BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+  const child: ChildProcess = spawn(process.execPath, ['--expose-gc', ...extra, '-e', SERVER_SCRIPT], {
+    env: { ...env, SCALE_BOOTSTRAP: BOOTSTRAP, SCALE_SUPERVISOR: SUPERVISOR },
+    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+  });
+  let stderr = '';
+  child.stderr!.on('data', (c: Buffer) => (stderr = (stderr + c.toString('utf8')).slice(-20_000)));
+  let seq = 0;
+  const pending = new Map<number, (v: Record<string, unknown>) => void>();
+  const port = await new Promise<number>((resolvePort, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the server did not start within 60 s\n${stderr}`)), 60_000);
+    child.on('message', (m: Record<string, unknown>) => {
+      if (typeof m.port === 'number') {
+        clearTimeout(timer);
+        resolvePort(m.port);
+      } else if (typeof m.id === 'number') {
+        pending.get(m.id)?.(m);
+        pending.delete(m.id);
+      }
+    });
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`the server exited (${code ?? signal})\n${stderr}`));
+    });
+  });
+  return {
+    port,
+    ask: <T>(msg: Record<string, unknown>) =>
+      new Promise<T>((res) => {
+        const id = ++seq;
+        pending.set(id, res as (v: Record<string, unknown>) => void);
+        child.send({ ...msg, id });
+      }),
+    stderr: () => stderr,
+    stop: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise<void>((r) => child.once('exit', () => r()));
+      child.kill('SIGTERM');
+      const kill = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      await exited;
+      clearTimeout(kill);
+    },
+  };
+}
+
+interface Reply {
+  status: number;
+  body: string;
+}
+
+function httpCall(agent: Agent, port: number, method: string, path: string, body?: unknown): Promise<Reply> {
+  const payload = body === undefined ? undefined : JSON.stringify(body);
+  return new Promise((res, rej) => {
+    const req = httpRequest(
+      {
+        agent,
+        host: '127.0.0.1',
+        port,
+        method,
+        path,
+        headers: {
+          authorization: `Bearer ${OPERATOR_KEY}`,
+          ...(payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }),
+        },
+      },
+      (r) => {
+        const chunks: Buffer[] = [];
+        r.on('data', (c: Buffer) => chunks.push(c));
+        r.on('end', () => res({ status: r.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+        r.on('error', rej);
+      },
+    );
+    req.on('error', rej);
+    req.end(payload);
+  });
+}
+
+const LAUNCH_BODY = {
+  goal: 'Write a greeting',
+  acceptanceCriteria: ['file hello.txt contains "Hello"'],
+};
+
+const quantile = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] : 0);
+const round2 = (n: number) => Math.round(n * 100) / 100;
+const kib = (bytes: number, n: number) => (n > 0 ? round2(bytes / 1024 / n) : 0);
+
+/** Polls `check` until it holds (true) or `timeoutMs` has passed (false). */
+async function waitUntil(check: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) return false;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return true;
+}
+
+async function runOnce(opts: Required<Pick<ScaleBenchOptions, 'runs' | 'latencyMs' | 'concurrency' | 'timeoutMs'>> & ScaleBenchOptions, index: number): Promise<ScaleSample> {
+  const dataDir = join(opts.dataDir, `server-${index}`);
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    TRIAD_DATA_DIR: dataDir,
+    TRIAD_STORE: opts.store ?? 'sqlite',
+    TRIAD_API_KEYS: `bench:operator:${OPERATOR_KEY}`,
+    TRIAD_MODEL: 'offline',
+    TRIAD_OFFLINE_LATENCY_MS: String(opts.latencyMs),
+    TRIAD_LOG_LEVEL: 'warn',
+  };
+  delete env.ANTHROPIC_API_KEY;
+  delete env.TRIAD_ESDB_URL;
+  if (opts.store === 'postgres' && opts.pgUrl) env.TRIAD_PG_URL = opts.pgUrl;
+  else delete env.TRIAD_PG_URL;
+  const server = await startServer(env);
+  const agent = new Agent({ keepAlive: true, maxSockets: opts.concurrency });
+  try {
+    // Warm-up: one run through the whole path, so the baseline includes what the first run loads.
+    const warm = await httpCall(agent, server.port, 'POST', '/v1/runs', LAUNCH_BODY);
+    if (warm.status !== 202) throw new Error(`warm-up launch answered ${warm.status}: ${warm.body}`);
+    const warmId = (JSON.parse(warm.body) as { runId: string }).runId;
+    await httpCall(agent, server.port, 'POST', `/v1/runs/${warmId}/wait?timeoutMs=600000`);
+    const events = JSON.parse((await httpCall(agent, server.port, 'GET', `/v1/runs/${warmId}/events`)).body) as {
+      events: Array<{ type: string; data: unknown; metadata: unknown }>;
+    };
+    const modelCallsPerRun = events.events.filter((e) => e.type === 'ModelCallStarted').length;
+    const eventsPerRun = events.events.length;
+    const eventBytesPerRun = events.events.reduce((n, e) => n + Buffer.byteLength(JSON.stringify(e.data)) + Buffer.byteLength(JSON.stringify(e.metadata)), 0);
+
+    const baseline = (await server.ask<{ mem: { heapUsed: number; rss: number } }>({ cmd: 'baseline' })).mem;
+    await server.ask({ cmd: 'start', runs: opts.runs });
+    const started = performance.now();
+    const runIds: string[] = [];
+    const launchLatency: number[] = [];
+    let next = 0;
+    const launcher = async () => {
+      while (next < opts.runs) {
+        next++;
+        const t0 = performance.now();
+        const r = await httpCall(agent, server.port, 'POST', '/v1/runs', LAUNCH_BODY);
+        launchLatency.push(performance.now() - t0);
+        if (r.status !== 202) throw new Error(`launch answered ${r.status}: ${r.body}`);
+        runIds.push((JSON.parse(r.body) as { runId: string }).runId);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(opts.concurrency, opts.runs) }, launcher));
+    const launchMs = performance.now() - started;
+    await server.ask({ cmd: 'launched' });
+    let atGate = 0;
+    const allAtGate = await waitUntil(async () => {
+      const s = await server.ask<{ active: number; drove: number }>({ cmd: 'status' });
+      atGate = s.drove;
+      return s.drove >= opts.runs && s.active === 0;
+    }, opts.timeoutMs);
+    const wallMs = performance.now() - started;
+    const end = await server.ask<{
+      lag: ScaleSample['eventLoopLagMs'];
+      peakActive: number;
+      atPeak: { active: number; heapUsed: number; rss: number };
+      waiting: { heapUsed: number; rss: number };
+      drive: ScaleSample['driveMs'];
+    }>({ cmd: 'stop' });
+    // A sample of the runs: each must be waiting at the review gate (not checked after a timeout).
+    const step = Math.max(1, Math.floor(runIds.length / 20));
+    let waitingChecked = 0;
+    for (let i = 0; allAtGate && i < runIds.length; i += step) {
+      const r = await httpCall(agent, server.port, 'GET', `/v1/runs/${runIds[i]}`);
+      const status = (JSON.parse(r.body) as { status?: string }).status;
+      if (status !== 'awaiting_review') throw new Error(`run ${runIds[i]} is ${status}, not awaiting_review`);
+      waitingChecked++;
+    }
+    const latencyFloorMs = modelCallsPerRun * opts.latencyMs;
+    const sortedLaunch = [...launchLatency].sort((a, b) => a - b);
+    return {
+      runs: opts.runs,
+      timedOut: !allAtGate,
+      runsAtGate: allAtGate ? opts.runs : atGate,
+      wallMs: Math.round(wallMs),
+      latencyFloorMs,
+      wallToFloor: latencyFloorMs > 0 ? round2(wallMs / latencyFloorMs) : 0,
+      launchesPerSec: Math.round((opts.runs * 1000) / launchMs),
+      launchMs: Math.round(launchMs),
+      launchLatencyMs: { p50: round2(quantile(sortedLaunch, 0.5)), p99: round2(quantile(sortedLaunch, 0.99)), max: round2(sortedLaunch[sortedLaunch.length - 1] ?? 0) },
+      driveMs: { p50: Math.round(end.drive.p50), p99: Math.round(end.drive.p99), max: Math.round(end.drive.max) },
+      modelCallsPerRun,
+      eventsPerRun,
+      eventBytesPerRun,
+      eventLoopLagMs: {
+        samples: end.lag.samples,
+        // Recorded delay minus the 1 ms resolution.
+        p50: round2(Math.max(0, end.lag.p50 - 1)),
+        p90: round2(Math.max(0, end.lag.p90 - 1)),
+        p99: round2(Math.max(0, end.lag.p99 - 1)),
+        max: round2(Math.max(0, end.lag.max - 1)),
+        mean: round2(Math.max(0, end.lag.mean - 1)),
+      },
+      memory: {
+        baselineHeapMiB: Math.round(baseline.heapUsed / 1024 / 1024),
+        baselineRssMiB: Math.round(baseline.rss / 1024 / 1024),
+        peakActive: end.atPeak.active,
+        heapPerActiveRunKiB: kib(end.atPeak.heapUsed - baseline.heapUsed, end.atPeak.active),
+        rssPerActiveRunKiB: kib(end.atPeak.rss - baseline.rss, end.atPeak.active),
+        heapPerWaitingRunKiB: kib(end.waiting.heapUsed - baseline.heapUsed, opts.runs),
+      },
+      waitingChecked,
+      storeFsyncs: null,
+    };
+  } catch (err) {
+    throw new Error(`${(err as Error).message}\nserver stderr:\n${server.stderr()}`);
+  } finally {
+    agent.destroy();
+    await server.stop();
+  }
+}
+
+export async function runScaleBench(options: ScaleBenchOptions): Promise<ScaleBenchResult> {
+  const opts = {
+    ...options,
+    runs: options.runs ?? 1000,
+    latencyMs: options.latencyMs ?? 1000,
+    repeat: options.repeat ?? 1,
+    concurrency: options.concurrency ?? 64,
+    timeoutMs: options.timeoutMs ?? (Number(process.env.TRIAD_BENCH_SCALE_TIMEOUT_MS) || 600_000),
+  };
+  const store = opts.store ?? 'sqlite';
+  const t0 = Date.now();
+  const machine = { ...machineInfo(), loadAverage: loadavg().map((l) => round2(l)) };
+  const fdatasync = store === 'sqlite' ? measureFdatasyncRate(opts.dataDir, opts.fdatasyncMs ?? 1000) : null;
+  opts.log(`machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.totalMemoryGiB} GiB, ${machine.platform} ${machine.osRelease}, Node ${machine.nodeVersion}; load ${machine.loadAverage.join(' ')}`);
+  opts.log(`inputs: ${opts.runs} runs at once, ${opts.latencyMs} ms model, ${opts.repeat} repetition(s), ${opts.concurrency} launch requests in flight, ${store} store${fdatasync ? ` (fdatasync ${Math.round(fdatasync.syncsPerSecond)}/s)` : ''}`);
+  const samples: ScaleSample[] = [];
+  for (let i = 0; i < opts.repeat; i++) {
+    const s = await runOnce(opts, i);
+    samples.push(s);
+    opts.log(
+      `  #${i + 1}: ${s.timedOut ? `TIMED OUT with ${s.runsAtGate} of ${s.runs} runs at the gate; ` : ''}wall ${s.wallMs} ms (floor ${s.latencyFloorMs}, x${s.wallToFloor}); launches ${s.launchesPerSec}/s; lag p99 ${s.eventLoopLagMs.p99} ms; ` +
+        `heap/active run ${s.memory.heapPerActiveRunKiB} KiB (${s.memory.peakActive} active), /waiting run ${s.memory.heapPerWaitingRunKiB} KiB`,
+    );
+  }
+  // Two decimals kept (summarise rounds to integers, too coarse for a ratio or a few KiB).
+  const sum = (f: (s: ScaleSample) => number): Summary => {
+    const values = samples.map(f);
+    const sorted = [...values].sort((a, b) => a - b);
+    const mid = Math.floor(sorted.length / 2);
+    const median = sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+    return { median: round2(median), min: sorted[0], max: sorted[sorted.length - 1], samples: values };
+  };
+  const result: ScaleBenchResult = {
+    benchmark: 'scale',
+    startedAt: new Date(t0).toISOString(),
+    durationMs: Date.now() - t0,
+    runs: opts.runs,
+    latencyMs: opts.latencyMs,
+    store,
+    wallMs: sum((s) => s.wallMs),
+    latencyFloorMs: samples[0].latencyFloorMs,
+    wallToFloor: sum((s) => s.wallToFloor),
+    launchesPerSec: sum((s) => s.launchesPerSec),
+    eventLoopLagP99Ms: sum((s) => s.eventLoopLagMs.p99),
+    heapPerActiveRunKiB: sum((s) => s.memory.heapPerActiveRunKiB),
+    heapPerWaitingRunKiB: sum((s) => s.memory.heapPerWaitingRunKiB),
+    samples,
+    machine,
+    fdatasync,
+    inputs: { runs: opts.runs, latencyMs: opts.latencyMs, repeat: opts.repeat, concurrency: opts.concurrency, store },
+    targets: [],
+  };
+  const target = (name: string, description: string, limit: number, measured: number, unit: string, atMost = true) => ({
+    name,
+    description,
+    target: `${atMost ? '<=' : '>='} ${limit}`,
+    measured,
+    unit,
+    met: atMost ? measured <= limit : measured >= limit,
+  });
+  result.targets = [
+    target('wallToFloor', 'wall time / latency floor', SCALE_TARGETS.wallToFloor, result.wallToFloor.median, 'x'),
+    target('eventLoopLagP99', 'event-loop lag p99', SCALE_TARGETS.lagP99Ms, result.eventLoopLagP99Ms.median, 'ms'),
+    target('heapPerActiveRun', 'heap per active run', SCALE_TARGETS.heapPerActiveRunKiB, result.heapPerActiveRunKiB.median, 'KiB'),
+    target('heapPerWaitingRun', 'heap per run waiting for a human', SCALE_TARGETS.heapPerWaitingRunKiB, result.heapPerWaitingRunKiB.median, 'KiB'),
+    target('launchRate', 'launches accepted per second', SCALE_TARGETS.launchesPerSec, result.launchesPerSec.median, '/s', false),
+  ];
+  const med = (s: Summary) => `${s.median} (${s.min}-${s.max})`;
+  const rows: Array<[string, string]> = [
+    [`measure (${opts.runs} runs, ${opts.latencyMs} ms model, ${store})`, `median of ${samples.length} (min-max)`],
+    ['wall ms, first launch to last run at the gate', `${med(result.wallMs)}; latency floor ${result.latencyFloorMs} (${samples[0].modelCallsPerRun} model calls x ${opts.latencyMs} ms)`],
+    ['  wall / floor', med(result.wallToFloor)],
+    ['  per-run drive ms p50 / p99 / max (first repetition)', `${samples[0].driveMs.p50} / ${samples[0].driveMs.p99} / ${samples[0].driveMs.max}`],
+    ['events per run to the gate / their JSON bytes', `${samples[0].eventsPerRun} / ${samples[0].eventBytesPerRun}`],
+    ['launches/s (202s)', med(result.launchesPerSec)],
+    ['  launch round trip ms p50 / p99 (first repetition)', `${samples[0].launchLatencyMs.p50} / ${samples[0].launchLatencyMs.p99}`],
+    ['event-loop lag ms p99', med(result.eventLoopLagP99Ms)],
+    ['  p50 / p90 / max (first repetition)', `${samples[0].eventLoopLagMs.p50} / ${samples[0].eventLoopLagMs.p90} / ${samples[0].eventLoopLagMs.max}`],
+    ['heap KiB per active run (after gc)', `${med(result.heapPerActiveRunKiB)}; ${samples[0].memory.peakActive} active at once`],
+    ['  rss KiB per active run (first repetition)', `${samples[0].memory.rssPerActiveRunKiB}`],
+    ['heap KiB per run waiting at the gate (after gc)', med(result.heapPerWaitingRunKiB)],
+  ];
+  const w0 = Math.max(...rows.map((r) => r[0].length));
+  rows.forEach((r, i) => {
+    opts.log(`${r[0].padEnd(w0)}  ${r[1]}`);
+    if (i === 0) opts.log(`${'-'.repeat(w0)}  ${'-'.repeat(r[1].length)}`);
+  });
+  for (const t of result.targets) opts.log(`target ${t.name} (${t.description}) ${t.target} ${t.unit}: ${t.measured} ${t.met ? 'met' : 'MISSED'}`);
+  return result;
+}
