@@ -17,6 +17,7 @@ export interface ChildInfo {
   owner: string;
   pid: number;
   launched: string[];
+  projects: string[];
   port?: number;
 }
 

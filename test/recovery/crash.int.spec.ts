@@ -29,7 +29,7 @@ import {
 jest.setTimeout(900_000);
 
 // Kills per suite run (TRIAD_CRASH_KILLS for a longer soak): at least this many, half of them mid-run.
-const KILLS = Number(process.env.TRIAD_CRASH_KILLS ?? 12);
+const KILLS = Number(process.env.TRIAD_CRASH_KILLS ?? 8);
 const TTL_MS = 300;
 
 // Two unmet criteria per executor iteration (the offline model's pace): four criteria take two iterations.

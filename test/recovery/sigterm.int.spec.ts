@@ -63,8 +63,8 @@ describe('SIGTERM suspends runs; they resume and finish', () => {
   const dump = () => children.map((c, i) => `--- child ${i} stderr ---\n${c.stderr}`).join('\n');
 
   it('a process driving runs gets SIGTERM mid-run: model calls are aborted, each run is suspended with a checkpoint, exit 0', async () => {
-    // Slow model calls: when SIGTERM arrives every run has one in flight.
-    const child = spawnChild({ ...env, CRASH_LAUNCH: JSON.stringify(LAUNCHES), CRASH_RECOVERY: '0', CRASH_LATENCY_MS: '600-900' });
+    // A run's third model call never answers: when SIGTERM arrives every run has one in flight.
+    const child = spawnChild({ ...env, CRASH_LAUNCH: JSON.stringify(LAUNCHES), CRASH_RECOVERY: '0', CRASH_PAUSE_AFTER: '2' });
     children.push(child);
     const info = await child.ready;
     owner = info.owner;
@@ -87,9 +87,9 @@ describe('SIGTERM suspends runs; they resume and finish', () => {
       20,
     );
     shutdown = await terminate(child);
+    // The calls in flight never answer: an exit at all (not the SIGKILL after the grace period)
+    // means they were aborted, not awaited.
     expect({ code: shutdown.code, signal: shutdown.signal }).toEqual({ code: 0, signal: null });
-    // Far quicker than the 600 ms a model call takes: the calls in flight were aborted, not awaited.
-    expect(shutdown.ms).toBeLessThan(600);
     const aborted = jsonLines<ModelCallLine>(callsLog).filter((c) => c.aborted);
     expect(new Set(aborted.map((c) => c.runId))).toEqual(new Set(runIds));
 

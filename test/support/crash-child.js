@@ -10,13 +10,17 @@
 // Env (besides the TRIAD_* configuration):
 //   CRASH_MODE          worker (default): drive runs; http: also serve the API on an ephemeral port
 //   CRASH_LAUNCH        JSON array of launch requests to submit at start (driven here)
+//   CRASH_PROJECTS      JSON array of project launch requests to submit at start (the project reactor runs here)
 //   CRASH_RECOVERY      0 to leave RecoveryService stopped (default: started)
 //   CRASH_LATENCY_MS    "min-max" model latency (default 5-30)
 //   CRASH_ROLE_LATENCY_MS "role=min-max,...": another latency for these roles
 //   CRASH_SLOW_MODELS   "model=ms,...": the first call of a run naming one of these models takes that long
+//   CRASH_PAUSE_AFTER   n: a run's calls after its n-th in this process never answer (until aborted),
+//                       so that its runs are certainly still in progress, lease held, when it is killed
 //   CRASH_CALLS_LOG     file: one JSON line per model call
 //   CRASH_EVENTS_LOG    file: one JSON line per event appended by a local driver
-// Stdout: one JSON line {ready, owner, pid, launched, port?}. SIGTERM closes the app (runs in
+// TRIAD_MAX_ACTIVE_RUNS applies as in `triad serve` (launches beyond it are placed elsewhere).
+// Stdout: one JSON line {ready, owner, pid, launched, projects, port?}. SIGTERM closes the app (runs in
 // flight are suspended) and exits 0.
 'use strict';
 require('reflect-metadata');
@@ -34,6 +38,7 @@ const { RunDispatcher } = require(path.join(dist, 'team/run-dispatcher.js'));
 const { RunSupervisor } = require(path.join(dist, 'team/run-supervisor.js'));
 const { LiveRunBus } = require(path.join(dist, 'team/live-run-bus.js'));
 const { LaunchRunCommand } = require(path.join(dist, 'team/commands/launch-run.command.js'));
+const { ProjectsService } = require(path.join(dist, 'projects/projects.service.js'));
 const { VALIDATION_PIPE } = require(path.join(dist, 'http/bootstrap.js'));
 const { ErrorFilter } = require(path.join(dist, 'http/error.filter.js'));
 
@@ -68,18 +73,22 @@ class SlowOfflineModel {
     this.name = 'offline';
     this.inner = new OfflineModelProvider();
     this.slowed = new Set();
+    this.callsPerRun = new Map();
   }
 
   async complete(request) {
     appendLine(
       process.env.CRASH_CALLS_LOG,
-      { pid: process.pid, runId: request.runId, role: request.role, model: request.model, messages: request.messages.length, t: Date.now() },
+      { pid: process.pid, runId: request.runId, role: request.role, model: request.model, messages: request.messages.length, subAgent: request.subAgent && request.subAgent.path, t: Date.now() },
       true,
     );
     const slowFirst = slowModels.has(request.model) && !this.slowed.has(request.runId);
     if (slowFirst) this.slowed.add(request.runId);
     const [min, max] = roleLatency.get(request.role) ?? [minLatency, maxLatency];
-    const ms = slowFirst ? slowModels.get(request.model) : min + Math.random() * (max - min);
+    const calls = (this.callsPerRun.get(request.runId) ?? 0) + 1;
+    this.callsPerRun.set(request.runId, calls);
+    const paused = process.env.CRASH_PAUSE_AFTER !== undefined && calls > Number(process.env.CRASH_PAUSE_AFTER);
+    const ms = paused ? 2 ** 31 - 1 : slowFirst ? slowModels.get(request.model) : min + Math.random() * (max - min);
     await new Promise((resolve, reject) => {
       const signal = request.signal;
       if (signal && signal.aborted) return reject(new ModelError('aborted', 'model request aborted'));
@@ -145,7 +154,9 @@ async function main() {
       });
   });
 
-  // A serving process: launches are driven by the dispatcher of whichever process takes the lease.
+  // A serving process: it advertises its load (launches are placed), and its dispatcher drives the
+  // runs whose lease it takes (placed here, or free).
+  await supervisor.startServing();
   await app.get(RunDispatcher).start();
   const launched = [];
   const requests = process.env.CRASH_LAUNCH ? JSON.parse(process.env.CRASH_LAUNCH) : [];
@@ -154,8 +165,14 @@ async function main() {
     const result = await app.get(CommandBus).execute(new LaunchRunCommand(input, identity));
     launched.push(result.runId);
   }
+  // The project reactor of a serving process: open projects reconciled, then every change reacted to.
+  await app.get(ProjectsService).start();
+  const projects = [];
+  for (const input of process.env.CRASH_PROJECTS ? JSON.parse(process.env.CRASH_PROJECTS) : []) {
+    projects.push((await app.get(ProjectsService).launch(input, identity)).projectId);
+  }
   if (process.env.CRASH_RECOVERY !== '0') app.get(RecoveryService).start();
-  process.stdout.write(`${JSON.stringify({ ready: true, owner, pid: process.pid, launched, port })}\n`);
+  process.stdout.write(`${JSON.stringify({ ready: true, owner, pid: process.pid, launched, projects, port })}\n`);
 }
 
 main().catch((err) => {

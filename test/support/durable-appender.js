@@ -1,7 +1,7 @@
 // Child process for the kill -9 durability test: opens the configured storage, appends in an endless
 // loop and prints one line per acknowledged event (its id) only after append() resolved, so every
 // printed id must survive the process being killed at any instant.
-// Plain JS over dist/ so it runs without ts-jest.
+// Plain JS over dist/ so it runs without jest's transform.
 // Env: TRIAD_STORE, TRIAD_DATA_DIR, TRIAD_PG_URL, TRIAD_PG_SCHEMA (optional), ROUND (an id prefix).
 const { openStorage } = require('../../dist/storage/storage.js');
 const { WrongExpectedRevisionError } = require('../../dist/events/errors.js');

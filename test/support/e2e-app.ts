@@ -59,11 +59,12 @@ export async function startE2eApp(env: Record<string, string> = {}, startTimeout
     TRIAD_STORE: 'sqlite',
     TRIAD_API_KEYS: `ops:operator:${E2E_KEYS.operator},rev:reviewer:${E2E_KEYS.reviewer},aud:auditor:${E2E_KEYS.auditor}`,
     TRIAD_MODEL: 'offline',
-    ...env,
   };
   delete childEnv.TRIAD_PG_URL;
   delete childEnv.TRIAD_ESDB_URL;
   delete childEnv.ANTHROPIC_API_KEY;
+  // What the test asks for wins, a store's URL included.
+  Object.assign(childEnv, env);
 
   let server: ServerChild;
   try {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 
@@ -10,6 +11,14 @@ import type { AddressInfo, Socket } from 'node:net';
  *
  * Every request it receives is recorded (headers and parsed body), so tests can assert what the
  * client sent — including that the API key went in `x-api-key`.
+ *
+ * With `promptCache`, it honours `cache_control` breakpoints the way the API bills them: the prompt
+ * (tools, system, message blocks, in that order) is cut into blocks with a token count each
+ * (`fakeTokens`: a quarter of the block's JSON length); a breakpoint writes its prefix to the cache,
+ * and a later request reads the longest cached prefix that ends at one of its breakpoints or up to
+ * 20 blocks before one. `POST /v1/messages/count_tokens` answers with the same count. Thinking
+ * blocks it sends carry the signature `fakeSignature(thinking)`, and a request that sends one back
+ * changed gets the API's 400.
  */
 
 export interface FakeUsage {
@@ -21,6 +30,8 @@ export interface FakeUsage {
 
 export type FakeContentBlock =
   | { type: 'text'; text: string }
+  | { type: 'thinking'; thinking: string; /** Default: fakeSignature(thinking). */ signature?: string }
+  | { type: 'redacted_thinking'; data: string }
   | {
       type: 'tool_use';
       id?: string;
@@ -131,6 +142,51 @@ export interface FakeMessagesApiOptions {
   apiKey?: string;
   /** Answers requests when the queue is empty (default: a 500 saying the script ran out). */
   fallback?: (request: RecordedRequest, index: number) => FakeStep;
+  /** Bill cache writes and reads by the request's breakpoints (overrides the steps' input usage). */
+  promptCache?: boolean;
+}
+
+/** A request value less the prompt-cache breakpoints (`cache_control`), to compare with a stored conversation. */
+export function withoutCacheControl<T>(value: T): T {
+  return JSON.parse(JSON.stringify(value, (key, v: unknown) => (key === 'cache_control' ? undefined : v))) as T;
+}
+
+/** The signature the fake gives a thinking text (and checks when it comes back). */
+export function fakeSignature(thinking: string): string {
+  return `sig_${createHash('sha256').update(thinking).digest('base64')}`;
+}
+
+/** The fake's token count of a JSON value: a quarter of its length, rounded up. */
+export function fakeTokens(value: unknown): number {
+  return Math.ceil(JSON.stringify(value).length / 4);
+}
+
+/** The prompt's blocks in cache order (tools, system, message blocks), each without its cache_control. */
+export function promptBlocks(body: RequestBody): Array<{ block: unknown; breakpoint: boolean }> {
+  const out: Array<{ block: unknown; breakpoint: boolean }> = [];
+  const add = (role: string | undefined, value: unknown) => {
+    if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
+      const { cache_control, ...rest } = value as Record<string, unknown>;
+      out.push({ block: role ? { role, ...rest } : rest, breakpoint: cache_control !== undefined && cache_control !== null });
+    } else out.push({ block: role ? { role, value } : value, breakpoint: false });
+  };
+  if (Array.isArray(body.tools)) for (const tool of body.tools) add(undefined, tool);
+  if (typeof body.system === 'string') add(undefined, { system: body.system });
+  else if (Array.isArray(body.system)) for (const block of body.system) add(undefined, block);
+  if (Array.isArray(body.messages)) {
+    for (const message of body.messages as Array<{ role?: string; content?: unknown }>) {
+      if (Array.isArray(message.content)) for (const block of message.content) add(message.role, block);
+      else add(message.role, { type: 'text', text: message.content });
+    }
+  }
+  return out;
+}
+
+/** The prompt's input tokens as the fake counts them (what count_tokens answers). */
+export function fakePromptTokens(body: RequestBody): number {
+  let total = 0;
+  for (const { block } of promptBlocks(body)) total += fakeTokens(block);
+  return total;
 }
 
 const DEFAULT_ERROR_TYPES: Record<number, string> = {
@@ -148,7 +204,15 @@ const DEFAULT_ERROR_TYPES: Record<number, string> = {
 
 export class FakeMessagesApi {
   readonly requests: RecordedRequest[] = [];
+  /** Token-counting requests (`POST /v1/messages/count_tokens`), kept apart from `requests`. */
+  readonly countRequests: RecordedRequest[] = [];
+  /** Billed usage per answered messages request, in order (with `promptCache`). */
+  readonly billed: Array<{ input_tokens: number; cache_creation_input_tokens: number; cache_read_input_tokens: number }> = [];
+  /** When set, `count_tokens` requests get this HTTP error (to test the fallback). */
+  countTokensFault: FakeHttpError | undefined;
   private readonly queue: FakeStep[] = [];
+  /** Cached prefixes by hash (model + blocks up to a breakpoint). */
+  private readonly cache = new Set<string>();
   private readonly sockets = new Set<Socket>();
   private server: Server | undefined;
   private port = 0;
@@ -198,10 +262,14 @@ export class FakeMessagesApi {
     return this;
   }
 
-  /** Forgets queued steps and recorded requests. */
+  /** Forgets queued steps, recorded requests and the prompt cache. */
   reset(): this {
     this.queue.length = 0;
     this.requests.length = 0;
+    this.countRequests.length = 0;
+    this.billed.length = 0;
+    this.cache.clear();
+    this.countTokensFault = undefined;
     this.counter = 0;
     return this;
   }
@@ -222,9 +290,18 @@ export class FakeMessagesApi {
       if (value !== undefined) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : value;
     }
     const recorded: RecordedRequest = { method: req.method ?? '', path: (req.url ?? '').split('?')[0], headers, body, rawBody };
+    if (recorded.method === 'POST' && recorded.path === '/v1/messages/count_tokens') {
+      const index = this.countRequests.length;
+      this.countRequests.push(recorded);
+      if (this.options.apiKey !== undefined && apiKeyOf(recorded) !== this.options.apiKey) {
+        return sendError(res, { kind: 'http_error', status: 401, message: 'invalid x-api-key' });
+      }
+      if (this.countTokensFault) return sendError(res, this.countTokensFault);
+      if (!body || typeof body.model !== 'string' || !Array.isArray(body.messages)) return sendError(res, { kind: 'http_error', status: 400, message: 'model and messages are required' });
+      return sendJson(res, 200, { input_tokens: fakePromptTokens(body) }, { 'request-id': `req_fake_count_${index + 1}` });
+    }
     const index = this.requests.length;
     this.requests.push(recorded);
-
     if (recorded.method !== 'POST' || recorded.path !== '/v1/messages') {
       return sendError(res, { kind: 'http_error', status: 404, message: `Not found: ${recorded.method} ${recorded.path}` });
     }
@@ -234,9 +311,14 @@ export class FakeMessagesApi {
     const invalid = validateBody(body);
     if (invalid !== undefined || body === undefined) return sendError(res, { kind: 'http_error', status: 400, message: invalid ?? 'invalid body' });
 
-    const step =
+    let step: FakeStep =
       this.queue.shift() ??
       this.options.fallback?.(recorded, index) ?? { kind: 'http_error', status: 500, message: `fake Messages API: no scripted step for request #${index + 1}` };
+    if (this.options.promptCache && step.kind === 'response') {
+      const billed = this.bill(body);
+      this.billed.push(billed);
+      step = { ...step, usage: { ...step.usage, ...billed } };
+    }
     const requestId = `req_fake_${++this.counter}`;
     const stream = body.stream === true;
 
@@ -257,6 +339,35 @@ export class FakeMessagesApi {
         throw new Error(`unknown step ${JSON.stringify(never)}`);
       }
     }
+  }
+
+  /** Input usage of a request under the cache: reads the longest cached prefix, writes up to the last breakpoint. */
+  private bill(body: RequestBody): { input_tokens: number; cache_creation_input_tokens: number; cache_read_input_tokens: number } {
+    const blocks = promptBlocks(body);
+    const hashes: string[] = [];
+    const cumulative: number[] = [];
+    let hash = createHash('sha256').update(String(body.model)).digest('hex');
+    let sum = 0;
+    for (const { block } of blocks) {
+      hash = createHash('sha256').update(hash).update(JSON.stringify(block)).digest('hex');
+      sum += fakeTokens(block);
+      hashes.push(hash);
+      cumulative.push(sum);
+    }
+    const breakpoints = blocks.flatMap((b, i) => (b.breakpoint ? [i] : []));
+    let read = 0;
+    for (const bp of breakpoints) {
+      for (let j = bp; j >= Math.max(0, bp - 20); j--) {
+        if (this.cache.has(hashes[j])) {
+          read = Math.max(read, cumulative[j]);
+          break;
+        }
+      }
+    }
+    const last = breakpoints.length > 0 ? cumulative[breakpoints[breakpoints.length - 1]] : 0;
+    const write = Math.max(0, last - read);
+    for (const bp of breakpoints) this.cache.add(hashes[bp]);
+    return { input_tokens: sum - read - write, cache_creation_input_tokens: write, cache_read_input_tokens: read };
   }
 
   private async stream(res: ServerResponse, step: FakeResponse, body: RequestBody, requestId: string): Promise<void> {
@@ -396,7 +507,15 @@ export function sseEvents(step: FakeResponse, requestBody?: RequestBody, request
   );
   events.push(sse('ping', { type: 'ping' }));
   step.content.forEach((block, index) => {
-    if (block.type === 'text') {
+    if (block.type === 'thinking') {
+      events.push(sse('content_block_start', { type: 'content_block_start', index, content_block: { type: 'thinking', thinking: '', signature: '' } }));
+      for (const piece of chunks(block.thinking, chunkSize)) {
+        events.push(sse('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'thinking_delta', thinking: piece } }));
+      }
+      events.push(sse('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'signature_delta', signature: block.signature ?? fakeSignature(block.thinking) } }));
+    } else if (block.type === 'redacted_thinking') {
+      events.push(sse('content_block_start', { type: 'content_block_start', index, content_block: { type: 'redacted_thinking', data: block.data } }));
+    } else if (block.type === 'text') {
       events.push(sse('content_block_start', { type: 'content_block_start', index, content_block: { type: 'text', text: '' } }));
       for (const piece of chunks(block.text, chunkSize)) {
         events.push(sse('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'text_delta', text: piece } }));
@@ -430,9 +549,11 @@ function toMessage(step: FakeResponse, body: RequestBody, requestId: string): Re
     type: 'message',
     role: 'assistant',
     model: step.model ?? (typeof body.model === 'string' ? body.model : 'claude-fake'),
-    content: step.content.map((block, index) =>
-      block.type === 'text' ? { type: 'text', text: block.text } : { type: 'tool_use', id: block.id ?? `toolu_fake_${requestId}_${index}`, name: block.name, input: block.input },
-    ),
+    content: step.content.map((block, index) => {
+      if (block.type === 'thinking') return { type: 'thinking', thinking: block.thinking, signature: block.signature ?? fakeSignature(block.thinking) };
+      if (block.type === 'redacted_thinking') return block;
+      return block.type === 'text' ? { type: 'text', text: block.text } : { type: 'tool_use', id: block.id ?? `toolu_fake_${requestId}_${index}`, name: block.name, input: block.input };
+    }),
     stop_reason: stopReasonOf(step),
     stop_sequence: null,
     usage: {
@@ -453,6 +574,19 @@ function validateBody(body: RequestBody | undefined): string | undefined {
   if (typeof body.model !== 'string' || !body.model) return 'model: field required';
   if (typeof body.max_tokens !== 'number') return 'max_tokens: field required';
   if (!Array.isArray(body.messages) || body.messages.length === 0) return 'messages: at least one message is required';
+  let breakpoints = 0;
+  for (const { block, breakpoint } of promptBlocks(body)) {
+    if (breakpoint) breakpoints += 1;
+    const b = block as { type?: unknown; thinking?: unknown; signature?: unknown };
+    if (b.type === 'thinking' && (typeof b.thinking !== 'string' || b.signature !== fakeSignature(b.thinking))) {
+      return 'messages: Invalid `signature` in `thinking` block';
+    }
+  }
+  if (breakpoints > 4) return `A maximum of 4 blocks with cache_control may be provided. Found ${breakpoints}.`;
+  const thinking = body.thinking as { type?: unknown; budget_tokens?: unknown } | undefined;
+  if (thinking?.type === 'enabled' && !(typeof thinking.budget_tokens === 'number' && thinking.budget_tokens < (body.max_tokens as number))) {
+    return '`max_tokens` must be greater than `thinking.budget_tokens`';
+  }
   return undefined;
 }
 

@@ -19,6 +19,21 @@ const { createHttpApp } = require(process.env.E2E_BOOTSTRAP);
   process.stdout.write(JSON.stringify({ port: app.getHttpServer().address().port }) + '\\n');
   process.stdin.on('end', () => process.exit(0));
   process.stdin.resume();
+  // As \`triad serve\` does: SIGTERM closes the app (runs suspended, the store closed), then exit 0.
+  let closing = false;
+  const stop = () => {
+    if (closing) return;
+    closing = true;
+    app.close().then(
+      () => process.exit(0),
+      (err) => {
+        process.stderr.write('close failed: ' + String((err && err.stack) || err) + '\\n');
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
 })().catch((err) => {
   process.stderr.write(String((err && err.stack) || err) + '\\n');
   process.exit(1);

@@ -1,6 +1,6 @@
 // Child process for the multi-process PostgreSQL test: appends to streams shared with other
 // processes, retrying on expected-revision conflicts, and prints each acknowledged event id.
-// Plain JS over dist/ so it runs without ts-jest.
+// Plain JS over dist/ so it runs without jest's transform.
 // Env: TRIAD_PG_URL, PG_SCHEMA, WRITER (a tag), APPENDS, STREAMS (comma separated).
 const { PostgresEventStore } = require('../../dist/events/postgres.event-store.js');
 const { WrongExpectedRevisionError } = require('../../dist/events/errors.js');

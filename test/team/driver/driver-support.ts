@@ -27,6 +27,7 @@ export interface HarnessOptions {
   runId?: string;
   owner?: string;
   fairShare?: Pick<FairShare, 'turn'>;
+  logger?: { warn(message: string): void };
 }
 
 export interface Harness {
@@ -66,6 +67,7 @@ export async function startRun(options: HarnessOptions): Promise<Harness> {
     observer: options.observer,
     owner: options.owner,
     fairShare: options.fairShare as FairShare | undefined,
+    logger: options.logger,
   });
   const events = () => store.readStream(toRunStreamId(runId));
   return {

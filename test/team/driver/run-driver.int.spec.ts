@@ -144,14 +144,21 @@ describe('RunDriver: how runs end', () => {
   it('TIMEOUT: the call in flight is aborted at the deadline and the run ends TIMEOUT', async () => {
     const signals: AbortSignal[] = [];
     const scripted = new ScriptedModelProvider([plan()], { latencyMs: 20_000 });
+    // The run's clock stands still until the first model call: however long a loaded machine takes
+    // to get there, the call starts with the whole 300 ms before the deadline. (Its timer is set a
+    // moment before the call reaches the model: the clock counts 50 ms more from there.)
+    const launchedAt = Date.now();
+    let firstCallAt: number | undefined;
+    const clock = { now: () => launchedAt + (firstCallAt === undefined ? 0 : Date.now() - firstCallAt + 50) };
     const model = {
       name: 'scripted',
       complete: (request: ModelRequest) => {
+        firstCallAt ??= Date.now();
         signals.push(request.signal!);
         return scripted.complete(request);
       },
     };
-    harness = await startRun({ model, launch: { timeoutMs: 300 } });
+    harness = await startRun({ model, clock, launch: { timeoutMs: 300 } });
     const started = Date.now();
     const state = await harness.driver.drive();
     const elapsed = Date.now() - started;

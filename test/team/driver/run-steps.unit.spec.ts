@@ -181,6 +181,16 @@ describe('the events of the driver steps that need no effect (decideStep)', () =
     });
   });
 
+  it('prompt-cache reads and writes count against the token budget: caching lowers the cost, not the count', () => {
+    // The architect's turn processed 100 tokens, only 10 of them input billed at the full rate.
+    const cached = planned({ totalTokens: 100 }).map((e) =>
+      e.type === 'ModelCallCompleted' ? { ...e, data: { ...e.data, usage: { inputTokens: 10, outputTokens: 5, cacheReadTokens: 80, cacheWriteTokens: 5 } } } : e,
+    );
+    when([...cached, phaseStarted('executing')]).then(({ events }) => {
+      expect(events[0]).toEqual({ type: 'BudgetExceeded', data: { scope: 'total', usedTokens: 100, limitTokens: 100, at: AT } });
+    });
+  });
+
   it('past the timeout: the run ends TIMEOUT', () => {
     when([runLaunched({ timeoutMs: 1_000 }), phaseStarted('planning')]).then([{ type: 'RunEnded', data: { status: 'failed', reason: 'TIMEOUT', message: 'the run exceeded its timeout of 1000 ms', at: AT } }]);
   });

@@ -139,6 +139,8 @@ describe('the breaker, permanent errors and context too long (real SDK, fake API
   it('over the budget before a call: compacted up front; when the summary request fails (529), messages are cut to 150 characters', async () => {
     const big = (p: string) => toolUseStep('write_file', { path: p, content: 'x'.repeat(2_000) });
     api.enqueue(planStep(), big('a.txt'), big('b.txt'), big('c.txt'), httpErrorStep(529), workStep(), approveStep());
+    // Token counting is down: the estimate decides (test/team/models/anthropic-context.int.spec.ts counts).
+    api.countTokensFault = { kind: 'http_error', status: 500 };
     await harness({ contextWindow: { limitTokens: 1_500, marginTokens: 0 } });
     const state = await h!.driver.drive();
     const events = await h!.events();
@@ -160,7 +162,7 @@ describe('the breaker, permanent errors and context too long (real SDK, fake API
     const state = await h!.driver.drive();
     const [warned] = dataOf<StagnationWarnedData>(await h!.events(), 'StagnationWarned');
     const seventh = api.requests[7].body!.messages as Array<{ content: Array<{ type: string; text?: string }> }>;
-    expect(seventh.at(-1)!.content.at(-1)).toEqual({ type: 'text', text: warned.message });
+    expect(seventh.at(-1)!.content.at(-1)).toEqual({ type: 'text', text: warned.message, cache_control: { type: 'ephemeral' } });
     expect(terminationReason(state)).toBe('STAGNATION');
     await expectReplayMatchesLive(h!, state);
   });
@@ -241,7 +243,12 @@ describe('cancel and timeouts abort the model stream', () => {
   it('the run timeout aborts a hung stream and ends the run TIMEOUT', async () => {
     const hang = await hangingApi();
     try {
-      h = await startHarness({ model: new AnthropicModelProvider({ apiKey: API_KEY, baseURL: hang.url, timeoutMs: 60_000 }), launch: { team: TEAM, timeoutMs: 800 } });
+      // The run's clock stands still until the hung server has the request, then is past the
+      // deadline: however long a loaded machine takes to get there, the stream is in flight when
+      // the run's 800 ms are up.
+      const launchedAt = Date.now();
+      const clock = { now: () => (hang.opened === 0 ? launchedAt : Math.max(Date.now(), launchedAt + 801)) };
+      h = await startHarness({ model: new AnthropicModelProvider({ apiKey: API_KEY, baseURL: hang.url, timeoutMs: 60_000 }), clock, launch: { team: TEAM, timeoutMs: 800 } });
       const started = Date.now();
       const state = await h.driver.drive();
       expect(Date.now() - started).toBeLessThan(30_000);

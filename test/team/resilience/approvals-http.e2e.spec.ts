@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startFakeMessagesApi, toolUseStep, type FakeMessagesApi } from '../../support/fake-messages-api';
+import { startFakeMessagesApi, toolUseStep, withoutCacheControl, type FakeMessagesApi } from '../../support/fake-messages-api';
 import { runCliInProcess } from '../../support/in-process-cli';
 import { tempDir } from '../../support/temp-dir';
 import { appEnv, startApp, waitForRun, type AppServer, type Loose } from './approvals-app';
@@ -30,6 +30,14 @@ afterAll(async () => {
 afterEach(() => api.reset());
 
 async function launchCommandRun(command: string, extra: Record<string, unknown> = {}): Promise<{ runId: string; approvalId: string }> {
+  const runId = await launchOnly(command, extra);
+  const run = await waitForRun(server, runId, (r) => r.status === 'awaiting_approval');
+  expect(run.pendingApprovals).toHaveLength(1);
+  return { runId, approvalId: run.pendingApprovals[0].approvalId };
+}
+
+/** Launches the run without waiting for its approval: a short timeout policy may decide it first. */
+async function launchOnly(command: string, extra: Record<string, unknown> = {}): Promise<string> {
   api.enqueue(
     toolUseStep('submit_plan', { plan: '1. run the command' }),
     toolUseStep('run_command', { command }, { id: 'toolu_cmd_1' }),
@@ -38,10 +46,7 @@ async function launchCommandRun(command: string, extra: Record<string, unknown> 
   );
   const res = await server.request('POST', '/v1/runs', { as: 'ann', body: { goal: 'Run a command', acceptanceCriteria: ['the command ran'], team: TEAM, ...extra } });
   expect(res.status).toBe(202);
-  const runId = res.body.runId as string;
-  const run = await waitForRun(server, runId, (r) => r.status === 'awaiting_approval');
-  expect(run.pendingApprovals).toHaveLength(1);
-  return { runId, approvalId: run.pendingApprovals[0].approvalId };
+  return res.body.runId as string;
 }
 
 /** The replayed context's conversation is what the live driver sent the model, plus its last answer. */
@@ -50,7 +55,7 @@ async function expectReplayMatchesRequests(runId: string): Promise<void> {
   expect(ctx.status).toBe(200);
   expect(ctx.body.completeness.score).toBe(1);
   const executorRequests = api.requests.filter((r) => JSON.stringify(r.body?.system ?? '').includes('Executor'));
-  const last = executorRequests.at(-1)!.body!.messages;
+  const last = withoutCacheControl(executorRequests.at(-1)!.body!.messages);
   expect(ctx.body.roles.executor.messages.slice(0, -1)).toEqual(last);
 }
 
@@ -108,13 +113,14 @@ describe('tool approvals over HTTP', () => {
     expect(rejected.status).toBe(200);
     expect(rejected.body.outcome).toBe('rejected');
     await waitForRun(server, runId, (r) => r.status === 'awaiting_review');
-    const executorSecond = api.requests[2].body!.messages as Array<{ role: string; content: Array<Record<string, unknown>> }>;
+    const executorSecond = withoutCacheControl(api.requests[2].body!.messages) as Array<{ role: string; content: Array<Record<string, unknown>> }>;
     expect(executorSecond.at(-1)!.content).toEqual([{ type: 'tool_result', tool_use_id: 'toolu_cmd_1', content: 'rejected by user: never delete anything', is_error: true }]);
     await expectReplayMatchesRequests(runId);
   });
 
   it('a timeout policy decides when no human does (auto_deny after 300 ms), fired by the durable timer', async () => {
-    const { runId } = await launchCommandRun('echo late', { toolApproval: { timeout: { policy: 'auto_deny', afterMs: 300 } } });
+    // The call may wait less than a poll under load: the events, not a status seen in passing, prove it waited.
+    const runId = await launchOnly('echo late', { toolApproval: { timeout: { policy: 'auto_deny', afterMs: 300 } } });
     await waitForRun(server, runId, (r) => r.status === 'awaiting_review');
     const events = (await server.request('GET', `/v1/runs/${runId}/events`, { as: 'aud' })).body.events as Array<{ type: string; data: Loose }>;
     const requested = events.find((e) => e.type === 'ToolApprovalRequested')!;
