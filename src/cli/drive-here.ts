@@ -11,6 +11,8 @@ import { describeEvent, describeRun } from './format';
 
 /** A run that completed or waits for a human (review or tool approval) is a success for the CLI. */
 const WAITING_OR_DONE = new Set<string>(['completed', 'awaiting_review', 'awaiting_approval']);
+/** Where a run stops needing a driver until someone acts. */
+const SETTLED = new Set<string>([...WAITING_OR_DONE, 'failed', 'blocked', 'cancelled']);
 
 export interface DriveHereOptions {
   /** Print the run's events as the driver here appends them (`--follow`). */
@@ -33,13 +35,46 @@ export async function driveHere(ctx: CliContext, app: INestApplicationContext, r
   const live = how.follow ? followRun(ctx.output, app, runId, how.json) : undefined;
   try {
     await how.before?.();
-    await app.get(RunSupervisor).start(runId);
+    await driveOrAwait(ctx, app, runId);
   } finally {
     live?.unsubscribe();
   }
-  const run = await app.get(QueryBus).execute<GetRunQuery, RunSummary>(new GetRunQuery(runId));
+  const run = await readRun(app, runId);
   ctx.print(!!how.json, how.result ? { ...how.result, run } : run, () => `${how.blankLine ? '\n' : ''}${describeRun(run)}`);
   return WAITING_OR_DONE.has(run.status) ? EXIT.ok : EXIT.failed;
+}
+
+/** How often the CLI looks at a run another process drives (it reads the store; no live feed crosses processes here). */
+const ELSEWHERE_POLL_MS = 200;
+
+/**
+ * Drives the run here; when a serving process sharing the store took its lease first, waits for
+ * that process to bring it to a gate or an end, and takes over if its lease lapses with the run
+ * still in flight (that process died). The CLI's answer is the same either way.
+ */
+async function driveOrAwait(ctx: CliContext, app: INestApplicationContext, runId: string): Promise<void> {
+  const supervisor = app.get(RunSupervisor);
+  let told = false;
+  let unheld = 0;
+  for (;;) {
+    if ((await supervisor.start(runId, { overCap: true })) !== undefined) return;
+    const run = await readRun(app, runId);
+    if (SETTLED.has(run.status)) return;
+    const holder = await supervisor.drivenElsewhere(runId);
+    if (holder !== undefined) {
+      unheld = 0;
+      if (!told) ctx.output.err(`run ${runId} is driven by another process (${holder}); waiting for it to reach a gate or an end\n`);
+      told = true;
+    } else if (++unheld >= 3) {
+      // Nobody holds it and the driver here keeps stopping (the store is failing): say where it is.
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, ELSEWHERE_POLL_MS));
+  }
+}
+
+async function readRun(app: INestApplicationContext, runId: string): Promise<RunSummary> {
+  return app.get(QueryBus).execute<GetRunQuery, RunSummary>(new GetRunQuery(runId));
 }
 
 /** Prints a run's events as the local driver appends them: one JSON line each, or one human line. */

@@ -1,4 +1,5 @@
 import type { RecordedEvent } from '../../src/events/event-store.port';
+import { openStorage } from '../../src/storage/storage';
 import type { RunSummary } from '../../src/team/run-summary';
 import { startE2eApp, type E2eApp } from '../support/e2e-app';
 import { runCliInProcess, stopInProcessCli } from '../support/in-process-cli';
@@ -84,6 +85,25 @@ describe('fork at the last turn', () => {
     const out = JSON.parse(r.stdout) as { runId: string; run: RunSummary };
     expect(out.run).toMatchObject({ runId: out.runId, status: 'awaiting_review', pendingReview: { reviewId: `rev_${out.runId}_1` } });
     await expectOwnReviewThatCompletes(out.runId, parent.reviewId);
+  });
+});
+
+describe('the CLI and a run another process holds', () => {
+  it('`triad review reject` waits while another process holds the run, then the run goes on to a review of its own: exit 0', async () => {
+    const parent = await runAtGate();
+    // Another process holds the run's lease for a while (a serving process that took it first, or one that died holding it).
+    const storage = await openStorage({ store: 'sqlite', dataDir: e2e.dataDir, pgUrl: undefined });
+    try {
+      expect(await storage.leases.tryAcquire(parent.runId, 'proc-elsewhere', 1_500, Date.now())).toBe(true);
+    } finally {
+      await storage.close();
+    }
+    const env: NodeJS.ProcessEnv = { ...process.env, TRIAD_DATA_DIR: e2e.dataDir, TRIAD_STORE: 'sqlite', TRIAD_MODEL: 'offline', ANTHROPIC_API_KEY: '' };
+    const r = await runCliInProcess(['review', 'reject', parent.reviewId, '--as', 'dave', '--reason', 'Also mention B', '--json'], env);
+    expect(r.stderr).toContain(`run ${parent.runId} is driven by another process (proc-elsewhere)`);
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.stdout) as { run: RunSummary };
+    expect(out.run).toMatchObject({ runId: parent.runId, status: 'awaiting_review', pendingReview: { reviewId: `rev_${parent.runId}_2` } });
   });
 });
 
