@@ -3,13 +3,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BENCH_SUITES, type BenchModule, type BenchOptions, type BenchSuite } from '../src/cli/commands/bench';
 import { loadConfig } from '../src/config/config';
+import { runCacheBench } from './cache.bench';
 import { runDecisionsBench } from './decisions.bench';
 import { runDispatchBench } from './dispatch.bench';
+import { runEsdbBench } from './esdb.bench';
 import { runReplayBench } from './replay.bench';
+import { runScaleBench } from './scale.bench';
 import { runStoreBench } from './store.bench';
 import { runTurnsBench } from './turns.bench';
 
-type Suite = (opts: BenchOptions, log: (line: string) => void, scratch: string) => Promise<unknown>;
+type Suite = (opts: BenchOptions, log: (line: string) => void, scratch: string, all: boolean) => Promise<unknown>;
 
 /**
  * Benchmark suites by the names `triad bench` declares (src/cli/commands/bench.ts); `all` runs
@@ -39,6 +42,21 @@ export const SUITES: Record<BenchSuite, Suite> = {
   },
   replay: async (opts, log, scratch) => runReplayBench({ turns: opts.turns, runs: opts.runs, dataDir: scratch, log }),
   dispatch: async (opts, log, scratch) => runDispatchBench({ runs: opts.runs, dataDir: scratch, log }),
+  esdb: async (opts, log) => runEsdbBench({ runs: opts.runs, url: loadConfig().esdbUrl ?? process.env.TRIAD_ESDB_URL, log }),
+  cache: async (opts, log) => runCacheBench({ turns: opts.turns, log }),
+  scale: async (opts, log, scratch, all) => {
+    const config = loadConfig();
+    // Other suites read --runs as repetitions; run alone, scale reads it as the runs at once.
+    return runScaleBench({
+      runs: all ? undefined : opts.runs,
+      latencyMs: opts.latencyMs,
+      repeat: opts.repeat,
+      store: config.store === 'postgres' ? 'postgres' : 'sqlite',
+      pgUrl: config.pgUrl,
+      dataDir: scratch,
+      log,
+    });
+  },
 };
 
 const isSuite = (name: string): name is BenchSuite => (BENCH_SUITES as readonly string[]).includes(name);
@@ -50,12 +68,17 @@ export const runBenchCommand: BenchModule['runBenchCommand'] = async (suite, opt
     process.stderr.write(`triad: unknown benchmark suite '${suite}' (suites: ${BENCH_SUITES.join(', ')}, all)\n`);
     return 2;
   }
+  // --runs is repetitions (1 to 100) everywhere but in `scale` run alone, where it is the runs at once.
+  if (suite !== 'scale' && opts.runs !== undefined && opts.runs > 100) {
+    process.stderr.write(`triad: --runs must be at most 100 (repetitions) except for the scale suite\n`);
+    return 2;
+  }
   for (const name of names) {
     const scratch = mkdtempSync(join(tmpdir(), `triad-bench-${name}-`));
     // With --json, progress goes to stderr so stdout holds only the result line.
     const log = (line: string) => (opts.json ? process.stderr : process.stdout).write(`${line}\n`);
     try {
-      const result = await SUITES[name](opts, log, scratch);
+      const result = await SUITES[name](opts, log, scratch, suite === 'all');
       if (opts.json) process.stdout.write(`${JSON.stringify({ suite: name, ...(result as object) })}\n`);
     } finally {
       rmSync(scratch, { recursive: true, force: true });

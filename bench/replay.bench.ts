@@ -11,7 +11,7 @@ import { canonicalJson, sha256Hex } from '../src/shared/canonical-json';
 import { agentLoopMachine } from '../src/team/domain/agent-loop.machine';
 import { pureTransition } from '../src/team/domain/pure-transition';
 import { nextAction } from '../src/team/domain/next-action';
-import { agentIdentity, toRunStreamId, type TeamRunEvent } from '../src/team/domain/run-events';
+import { agentIdentity, toRunStreamId, type RunCoreEvent, type TeamRunEvent } from '../src/team/domain/run-events';
 import { evolve, foldRun, initialRunState, type RunState } from '../src/team/domain/run-state';
 import { contextBudget, DEFAULT_MARGIN_TOKENS, estimateMessageTokens, estimateTextTokens, estimateTokens } from '../src/team/resilience/context-window';
 import { teamRunMachine } from '../src/team/domain/team-run.machine';
@@ -638,7 +638,7 @@ interface Machines {
 function machinesOnly(events: RecordedEvent[], m: Machines): number {
   const t0 = performance.now();
   for (const e of events) {
-    const event = { type: e.type, data: e.data } as TeamRunEvent;
+    const event = { type: e.type, data: e.data } as RunCoreEvent;
     m.team = teamStep(m.team, event);
     if (e.type === 'PhaseStarted') m.loop = foldRun([e]).loop;
     else if (m.loop) m.loop = loopStep(m.loop, event);

@@ -9,9 +9,11 @@ import { TeamModule } from './team/team.module';
 import { SessionReplayModule } from './session-replay/session-replay.module';
 import { CheckpointModule } from './checkpoint/checkpoint.module';
 import { ApprovalsModule } from './team/approvals/approvals.module';
+import { ObservabilityModule } from './observability/observability.module';
+import { ProjectsModule } from './projects/projects.module';
 
 @Module({
-  imports: [ConfigModule, EventsModule, CommandPathModule, AuthModule, TeamModule, ReviewGateModule, SessionReplayModule, CheckpointModule, ApprovalsModule],
+  imports: [ConfigModule, EventsModule, CommandPathModule, AuthModule, TeamModule, ReviewGateModule, SessionReplayModule, CheckpointModule, ApprovalsModule, ObservabilityModule, ProjectsModule],
   controllers: [HealthController],
 })
 export class AppModule {}

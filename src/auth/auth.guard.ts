@@ -1,5 +1,6 @@
 import { type CanActivate, type ExecutionContext, ForbiddenException, Inject, Injectable, SetMetadata, UnauthorizedException } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
+import { ConsoleSessions, CSRF_HEADER, csrfViolation, readCookie, SESSION_COOKIE, type ConsoleSession } from './console-sessions';
 import { ApiKeyDirectory, hasRole, type HumanRole, type Identity } from './identity';
 import { MAY, type GuardedAction } from './roles';
 
@@ -13,32 +14,76 @@ export const May = (action: GuardedAction) => Roles(...MAY[action]);
 export const Public = () => SetMetadata(PUBLIC_KEY, true);
 
 export interface AuthenticatedRequest {
+  method: string;
   headers: Record<string, string | string[] | undefined>;
+  /** Express: `http` or `https` (X-Forwarded-Proto when the proxy is trusted). */
+  protocol: string;
+  /** Express: the Host (X-Forwarded-Host when the proxy is trusted), with its port. */
+  host?: string;
   identity?: Identity;
+  /** Set when the request was authenticated by a console session cookie. */
+  consoleSession?: { sessionId: string; session: ConsoleSession };
 }
 
+/** This server's origin as the request reached it, to compare with the browser's Origin header. */
+export function ownOrigin(req: Pick<AuthenticatedRequest, 'protocol' | 'host' | 'headers'>): string {
+  const host = req.host ?? (typeof req.headers.host === 'string' ? req.headers.host : '');
+  return `${req.protocol}://${host}`;
+}
+
+const header = (req: AuthenticatedRequest, name: string): string | undefined => {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+};
+
+/**
+ * Every route but the public ones needs an identity: `Authorization: Bearer <key>`, or a web
+ * console session cookie (see console-sessions.ts), which also passes the CSRF check on requests
+ * that change state. A bearer key wins when both are sent. Roles are then checked by the table.
+ */
 @Injectable()
 export class ApiKeyGuard implements CanActivate {
   constructor(
     private readonly reflector: Reflector,
     @Inject(ApiKeyDirectory) private readonly keys: ApiKeyDirectory,
+    @Inject(ConsoleSessions) private readonly sessions: ConsoleSessions,
   ) {}
 
   canActivate(context: ExecutionContext): boolean {
     const targets = [context.getHandler(), context.getClass()];
     if (this.reflector.getAllAndOverride<boolean>(PUBLIC_KEY, targets)) return true;
     const req = context.switchToHttp().getRequest<AuthenticatedRequest>();
-    const header = req.headers['authorization'];
-    const value = Array.isArray(header) ? header[0] : header;
-    const match = value ? /^Bearer\s+(\S+)$/i.exec(value) : null;
-    if (!match) throw new UnauthorizedException('an API key is required: Authorization: Bearer <key>');
-    const identity = this.keys.authenticate(match[1]);
-    if (!identity) throw new UnauthorizedException('the API key is not valid');
+    const identity = header(req, 'authorization') !== undefined ? this.bearer(req) : this.session(req);
     req.identity = identity;
     const roles = this.reflector.getAllAndOverride<HumanRole[] | undefined>(ROLES_KEY, targets);
     if (roles && roles.length > 0 && !hasRole(identity, ...roles)) {
       throw new ForbiddenException(`this action needs the role ${roles.join(' or ')}`);
     }
     return true;
+  }
+
+  private bearer(req: AuthenticatedRequest): Identity {
+    const value = header(req, 'authorization');
+    const match = value ? /^Bearer\s+(\S+)$/i.exec(value) : null;
+    if (!match) throw new UnauthorizedException('an API key is required: Authorization: Bearer <key>');
+    const identity = this.keys.authenticate(match[1]);
+    if (!identity) throw new UnauthorizedException('the API key is not valid');
+    return identity;
+  }
+
+  private session(req: AuthenticatedRequest): Identity {
+    const sessionId = readCookie(req.headers.cookie, SESSION_COOKIE);
+    if (sessionId === undefined) throw new UnauthorizedException('an API key is required: Authorization: Bearer <key>');
+    const session = this.sessions.find(sessionId);
+    // The key it was opened with must still be valid: a replaced key ends its sessions.
+    const identity = session && this.keys.identityOfHash(session.keyHash);
+    if (!session || !identity) {
+      if (session) this.sessions.close(sessionId);
+      throw new UnauthorizedException('the console session has expired or ended; sign in again');
+    }
+    const violation = csrfViolation({ method: req.method, origin: header(req, 'origin'), ownOrigin: ownOrigin(req), token: header(req, CSRF_HEADER), session });
+    if (violation) throw new ForbiddenException(violation);
+    req.consoleSession = { sessionId, session };
+    return identity;
   }
 }

@@ -4,6 +4,8 @@ import { CqrsModule } from '@nestjs/cqrs';
 import { TRIAD_CONFIG } from '../config/config.module';
 import type { TriadConfig } from '../config/config';
 import { ApiKeyGuard } from './auth.guard';
+import { ConsoleSessions } from './console-sessions';
+import { ConsoleSessionController } from './console-session.controller';
 import { ApiKeyDirectory } from './identity';
 import { AddApiKeyHandler } from './keys/add-api-key.command';
 import { StoredApiKeys } from './keys/stored-api-keys';
@@ -11,7 +13,10 @@ import { StoredApiKeys } from './keys/stored-api-keys';
 @Global()
 @Module({
   imports: [CqrsModule],
+  controllers: [ConsoleSessionController],
   providers: [
+    // Web console sessions, in this process's memory (console-sessions.ts).
+    { provide: ConsoleSessions, inject: [TRIAD_CONFIG], useFactory: (c: TriadConfig) => new ConsoleSessions(c.sessionTtlMs) },
     { provide: ApiKeyDirectory, inject: [TRIAD_CONFIG], useFactory: (c: TriadConfig) => new ApiKeyDirectory(c.apiKeys) },
     // Keys added with `triad keys add`: loaded at boot, then followed from the store.
     StoredApiKeys,

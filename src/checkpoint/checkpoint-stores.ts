@@ -18,7 +18,7 @@ export class InMemoryCheckpointStore implements CheckpointStore {
 
   async latest(runId: string): Promise<Checkpoint | { corrupt: string } | undefined> {
     const row = this.rows.get(runId);
-    return row === undefined ? undefined : parse(row);
+    return row === undefined ? undefined : parseCheckpointText(row);
   }
 
   /** Test hook: replace the stored text (to simulate corruption). */
@@ -29,7 +29,8 @@ export class InMemoryCheckpointStore implements CheckpointStore {
   async close(): Promise<void> {}
 }
 
-function parse(text: string): Checkpoint | { corrupt: string } {
+/** A stored checkpoint text: the checkpoint, or why it cannot be one. */
+export function parseCheckpointText(text: string): Checkpoint | { corrupt: string } {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -77,7 +78,7 @@ export class SqliteCheckpointStore implements CheckpointStore {
 
   async latest(runId: string): Promise<Checkpoint | { corrupt: string } | undefined> {
     const row = this.select.get(runId) as { body: string } | undefined;
-    return row ? parse(row.body) : undefined;
+    return row ? parseCheckpointText(row.body) : undefined;
   }
 
   async close(): Promise<void> {
@@ -109,7 +110,7 @@ export class PostgresCheckpointStore implements CheckpointStore {
   async latest(runId: string): Promise<Checkpoint | { corrupt: string } | undefined> {
     await this.table.ensure();
     const { rows } = await this.pool.query<{ body: string }>(`SELECT body FROM ${this.table.name} WHERE run_id = $1`, [runId]);
-    return rows[0] ? parse(rows[0].body) : undefined;
+    return rows[0] ? parseCheckpointText(rows[0].body) : undefined;
   }
 
   async close(): Promise<void> {}

@@ -64,6 +64,7 @@ function serializeRunStateText(state: RunState): string {
       forkedFrom: state.forkedFrom ?? null,
       resilience: state.resilience,
       approvals: [...state.approvals.values()],
+      subAgents: state.subAgents,
     }).slice(0, -1) +
     // The conversations last, their messages' text reused from earlier checkpoints.
     `,"conversations":${conversationsJson(state.conversations)}}`
@@ -134,6 +135,8 @@ export function deserializeRunState(s: SerializedRunState): RunState {
     forkedFrom: opt(s.forkedFrom),
     resilience: s.resilience as RunState['resilience'],
     approvals: new Map((s.approvals as { requested: { toolUseId: string } }[]).map((a) => [a.requested.toolUseId, a as never])),
+    // Absent in checkpoints taken before sub-agents existed (their runs had none).
+    subAgents: (s.subAgents ?? {}) as RunState['subAgents'],
   };
 }
 

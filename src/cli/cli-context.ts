@@ -3,6 +3,7 @@ import { NestFactory } from '@nestjs/core';
 import { AppModule } from '../app.module';
 import { ConfigError, loadConfig } from '../config/config';
 import { CliLogger, type CliOutput } from './cli-io';
+import { Redactor } from '../observability/log-format';
 import { CliError, EXIT } from './exit-codes';
 
 /** What every command is given: where it writes, the app for one command, and how it prints a result. */
@@ -31,7 +32,7 @@ export function cliContext(output: CliOutput, json: boolean): CliContext {
  */
 async function withAppContext<T>(output: CliOutput, json: boolean, fn: (app: INestApplicationContext) => Promise<T>): Promise<T> {
   const config = loadConfig();
-  const logger = new CliLogger(output.io.stderr, json ? [] : ['error', 'warn']);
+  const logger = new CliLogger(output.io.stderr, json ? [] : ['error', 'warn'], { redactor: Redactor.fromEnv() });
   let app: INestApplicationContext;
   try {
     app = await NestFactory.createApplicationContext(AppModule, { logger, abortOnError: false });

@@ -1,4 +1,5 @@
 import type { LoggerService, LogLevel } from '@nestjs/common';
+import { jsonLine, type LogFields, type LogFormat, type Redactor } from '../observability/log-format';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Writable } from 'node:stream';
@@ -72,39 +73,53 @@ const LEVEL_STYLE: Record<LogLevel, Parameters<typeof styleText>[0]> = {
 /**
  * Nest's own logger writes `log` and `warn` to stdout and colours unconditionally; the CLI's stdout
  * is its output (JSON with `--json`), so its logs go to stderr, one line each, coloured only on a
- * terminal, without stack traces. Errors the CLI reports itself (the app failing to start) are left
- * to its one `triad: <message>` line.
+ * terminal, without stack traces. With `format: 'json'` (`triad serve` when stderr is not a
+ * terminal) each line is a JSON object: `time`, `level`, `context`, `msg`, and the fields a call
+ * passed (`runId`, `actor`, `event`…). Every line is redacted (src/observability/log-format.ts).
+ * Errors the CLI reports itself (the app failing to start) are left to its one `triad: <message>` line.
  */
 export class CliLogger implements LoggerService {
   constructor(
     private readonly stderr: CliIo['stderr'],
     private readonly levels: LogLevel[],
+    private readonly options: { format?: LogFormat; redactor?: Redactor; now?: () => Date } = {},
   ) {}
 
-  log(message: unknown, context?: string): void {
-    this.write('log', message, context);
+  log(message: unknown, ...rest: unknown[]): void {
+    this.write('log', message, rest);
   }
   error(message: unknown, ...rest: unknown[]): void {
-    this.write('error', message, rest.length > 0 ? rest[rest.length - 1] : undefined);
+    this.write('error', message, rest);
   }
-  warn(message: unknown, context?: string): void {
-    this.write('warn', message, context);
+  warn(message: unknown, ...rest: unknown[]): void {
+    this.write('warn', message, rest);
   }
-  debug(message: unknown, context?: string): void {
-    this.write('debug', message, context);
+  debug(message: unknown, ...rest: unknown[]): void {
+    this.write('debug', message, rest);
   }
-  verbose(message: unknown, context?: string): void {
-    this.write('verbose', message, context);
+  verbose(message: unknown, ...rest: unknown[]): void {
+    this.write('verbose', message, rest);
   }
-  fatal(message: unknown, context?: string): void {
-    this.write('fatal', message, context);
+  fatal(message: unknown, ...rest: unknown[]): void {
+    this.write('fatal', message, rest);
   }
 
-  private write(level: LogLevel, message: unknown, context: unknown): void {
+  private write(level: LogLevel, message: unknown, rest: unknown[]): void {
+    // Nest passes the context last; plain objects are fields; an error's stack string is dropped.
+    const last = rest[rest.length - 1];
+    const context = typeof last === 'string' ? last : undefined;
     if (!this.levels.includes(level) || context === 'ExceptionHandler') return;
+    const fields: LogFields = {};
+    for (const r of rest) if (typeof r === 'object' && r !== null && !Array.isArray(r)) Object.assign(fields, r);
     const text = message instanceof Error ? message.message : typeof message === 'string' ? message : JSON.stringify(message);
-    const tag = this.stderr.isTTY ? styleText(LEVEL_STYLE[level], level.toUpperCase()) : level.toUpperCase();
-    this.stderr.write(`triad ${tag}${typeof context === 'string' && context ? ` [${context}]` : ''} ${text}\n`);
+    let line: string;
+    if (this.options.format === 'json') {
+      line = jsonLine({ level, context, message: text, fields, time: (this.options.now ?? (() => new Date()))() });
+    } else {
+      const tag = this.stderr.isTTY ? styleText(LEVEL_STYLE[level], level.toUpperCase()) : level.toUpperCase();
+      line = `triad ${tag}${context ? ` [${context}]` : ''} ${text}`;
+    }
+    this.stderr.write(`${this.options.redactor ? this.options.redactor.redact(line) : line}\n`);
   }
 }
 

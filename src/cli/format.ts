@@ -53,6 +53,32 @@ export function describeEvent(recorded: RecordedEvent): string | undefined {
       return `approval  ${e.data.approvalId} — ${e.data.name} (${e.data.risk} risk) waits for a human: triad approvals approve ${e.data.approvalId}`;
     case 'ToolApprovalDecided':
       return `approval  ${e.data.name} ${e.data.outcome} by ${e.data.decider}${e.data.policy ? ` (timeout policy ${e.data.policy})` : ''}: ${short(e.data.reason, 80)}`;
+    case 'SubAgentSpawned':
+      return `subagent  ${e.data.path} spawned: ${e.data.role} (${e.data.agent}), tools ${e.data.tools.join(', ') || 'none'}: ${short(e.data.task, 70)}`;
+    case 'SubAgentAwaitingApproval':
+      return `subagent  ${e.data.path} awaiting approval ${e.data.approvalId}`;
+    case 'SubAgentQueued':
+      return `subagent  ${e.data.path} queued (priority ${e.data.priority})`;
+    case 'SubAgentStarted':
+      return `subagent  ${e.data.path} running`;
+    case 'SubAgentModelCalled': {
+      const text = e.data.response.filter((b) => b.type === 'text').map((b) => (b as { text: string }).text).join(' ');
+      return `  turn    ${e.data.path} #${e.data.turn} ${e.data.model}: ${short(text, 70)} [in ${e.data.usage.inputTokens} / out ${e.data.usage.outputTokens} tokens]`;
+    }
+    case 'SubAgentToolStarted':
+      return undefined;
+    case 'SubAgentToolCompleted':
+      return `    tool  ${e.data.path} ${e.data.name} → ${e.data.isError ? 'error: ' : ''}${short(e.data.output, 60)} (${e.data.durationMs} ms)`;
+    case 'SubAgentCompleted':
+      return `subagent  ${e.data.path} completed: ${short(e.data.result, 80)}`;
+    case 'SubAgentFailed':
+      return `subagent  ${e.data.path} failed (${e.data.reason}): ${short(e.data.message, 80)}`;
+    case 'SubAgentCancelled':
+      return `subagent  ${e.data.path} cancelled: ${short(e.data.reason, 80)}`;
+    case 'SubAgentTimedOut':
+      return `subagent  ${e.data.path} timed out: ${short(e.data.message, 80)}`;
+    case 'WorkspaceUnrecoverable':
+      return `workspace cannot be rebuilt from the events (${e.data.owner}): ${short(e.data.paths.map((p) => `${p.path}: ${p.reason}`).join('; '), 90)}`;
     default:
       return `${recorded.type}`;
   }
@@ -67,6 +93,7 @@ export function describeRun(r: RunSummary): string {
     `usage     ${r.usage.turns} turns, ${r.usage.inputTokens} input + ${r.usage.outputTokens} output tokens, $${r.usage.costUsd.toFixed(4)}`,
     `provider  ${r.provider}${r.provider === 'offline' ? ' (the built-in offline model)' : ''}`,
     `launched  ${r.startedAt} by ${r.launchedBy}`,
+    ...(r.subAgents ?? []).map((a) => `subagent  ${a.path} ${a.role} ${a.status}, ${a.turns} turn(s)${a.error ? `: ${short(a.error.message, 60)}` : ''}`),
   ];
   if (r.endedAt) lines.push(`ended     ${r.endedAt}${r.message ? ` — ${r.message}` : ''}`);
   if (r.lastVerdict) lines.push(`verdict   ${r.lastVerdict.verdict} (iteration ${r.lastVerdict.iteration}): ${short(r.lastVerdict.summary, 120)}`);

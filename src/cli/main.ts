@@ -7,11 +7,13 @@ import { addApprovalsCommands } from './commands/approvals';
 import { addBenchCommand } from './commands/bench';
 import { addDecisionsCommands } from './commands/decisions';
 import { addKeysCommands } from './commands/keys';
+import { addProjectCommands } from './commands/project';
 import { addReplayCommands } from './commands/replay';
 import { addReviewCommands } from './commands/review';
 import { addRunCommand } from './commands/run';
 import { addRunsCommands } from './commands/runs';
 import { addServeCommand } from './commands/serve';
+import { addStoreCommands } from './commands/store';
 import { CliError, EXIT, exitCodeOf } from './exit-codes';
 import { illFormedCliInput } from './well-formed-args';
 
@@ -35,11 +37,13 @@ export function buildProgram(output: CliOutput = new CliOutput(processIo()), jso
   addServeCommand(program, ctx);
   addRunCommand(program, ctx);
   addRunsCommands(program, ctx);
+  addProjectCommands(program, ctx);
   addReviewCommands(program, ctx);
   addKeysCommands(program, ctx);
   addReplayCommands(program, ctx);
   addDecisionsCommands(program, ctx);
   addApprovalsCommands(program, ctx);
+  addStoreCommands(program, ctx);
   addBenchCommand(program);
 
   refuseUnknownSubcommands(program);

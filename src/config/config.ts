@@ -2,9 +2,11 @@ import { HUMAN_ROLES as VALID_ROLES } from '../auth/roles';
 import { resolve } from 'node:path';
 import { DEFAULT_RETRY_DELAYS_MS } from '../team/resilience/policies';
 import { normaliseName } from '../auth/names';
+import { readFileSync } from 'node:fs';
+import { McpConfigError, parseMcpConfig, type McpConfig } from '../team/tools/mcp/mcp-config';
 
 /**
- * All configuration comes from the environment (SPEC §8), read and validated in this one place.
+ * All configuration comes from the environment, read and validated in this one place.
  * Secrets are kept here and never logged: `describeConfig` prints a redacted view.
  */
 
@@ -32,6 +34,8 @@ export interface TriadConfig {
   pgSchema?: string;
   /** Run leases: how long one lasts without a heartbeat. */
   leaseTtlMs: number;
+  /** Runs one process drives at once; launches beyond it go to a less-loaded process, or wait queued. */
+  maxActiveRuns: number;
   /** How often `triad serve` looks for runs to recover. */
   recoveryIntervalMs: number;
   /** How often review timeouts are checked. */
@@ -42,7 +46,20 @@ export interface TriadConfig {
   offlineLatencyMs: number;
   /** Waits before each retry of a transient model fault, for runs launched without their own. */
   modelRetryDelaysMs: number[];
+  /** MCP servers from the file named by `TRIAD_MCP_CONFIG` (none without it). */
+  mcp?: McpConfig;
+  /** Lifetime of a web console session from sign-in. */
+  sessionTtlMs: number;
+  /** Express's `trust proxy`: whether X-Forwarded-Proto/-Host name the request's origin (false: not trusted). */
+  trustProxy: boolean | number | string;
 }
+
+/**
+ * Runs a process drives at once by default. A driver mostly waits on its model, so one process
+ * holds many; the cap bounds its memory, open model streams and event-loop work, and spreads a
+ * burst of launches over the processes sharing a store.
+ */
+export const DEFAULT_MAX_ACTIVE_RUNS = 100;
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
@@ -80,12 +97,34 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): TriadConfig {
     anthropicBaseUrl: env.ANTHROPIC_BASE_URL || undefined,
     pgSchema: env.TRIAD_PG_SCHEMA || undefined,
     leaseTtlMs: intEnv(env, 'TRIAD_LEASE_TTL_MS', 15_000, 100),
+    maxActiveRuns: intEnv(env, 'TRIAD_MAX_ACTIVE_RUNS', DEFAULT_MAX_ACTIVE_RUNS, 1),
     recoveryIntervalMs: intEnv(env, 'TRIAD_RECOVERY_INTERVAL_MS', 5_000, 0),
     reviewTimerIntervalMs: intEnv(env, 'TRIAD_REVIEW_TIMER_MS', 1_000, 0),
     checkpointEveryTurns: intEnv(env, 'TRIAD_CHECKPOINT_EVERY_TURNS', 100, 1),
     offlineLatencyMs: intEnv(env, 'TRIAD_OFFLINE_LATENCY_MS', 0, 0),
     modelRetryDelaysMs: retryDelaysEnv(env, 'TRIAD_MODEL_RETRY_DELAYS_MS'),
+    ...(env.TRIAD_MCP_CONFIG ? { mcp: loadMcpConfig(env.TRIAD_MCP_CONFIG, env) } : {}),
+    sessionTtlMs: intEnv(env, 'TRIAD_SESSION_TTL_MS', 8 * 60 * 60 * 1000, 1000),
+    trustProxy: trustProxyEnv(env.TRIAD_TRUST_PROXY),
   };
+}
+
+/** The MCP servers file, read and checked now: a bad file is a configuration error naming it. */
+function loadMcpConfig(file: string, env: NodeJS.ProcessEnv): McpConfig {
+  const path = resolve(file);
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new ConfigError(`TRIAD_MCP_CONFIG ${path}: cannot be read (${code === 'ENOENT' ? 'no such file' : (code ?? (err as Error).message)})`);
+  }
+  try {
+    return parseMcpConfig(text, path, env);
+  } catch (err) {
+    if (err instanceof McpConfigError) throw new ConfigError(`TRIAD_MCP_CONFIG ${path}: ${err.message}`);
+    throw err;
+  }
 }
 
 const MAX_RETRIES = 20;
@@ -101,6 +140,16 @@ function retryDelaysEnv(env: NodeJS.ProcessEnv, name: string): number[] {
     throw new ConfigError(`${name} must be up to ${MAX_RETRIES} comma-separated waits in ms, each at most ${MAX_RETRY_DELAY_MS} (e.g. 10000,30000,90000), or none; got '${raw}'`);
   }
   return parts.map(Number);
+}
+
+/** `true`/`false`, a hop count, or addresses and subnets (`loopback`, `10.0.0.0/8,::1`) as Express reads them. */
+function trustProxyEnv(raw: string | undefined): boolean | number | string {
+  const v = raw?.trim();
+  if (v === undefined || v === '' || v === 'false') return false;
+  if (v === 'true') return true;
+  if (/^\d+$/.test(v)) return Number(v);
+  if (!/^[A-Za-z0-9.:/,\s]+$/.test(v)) throw new ConfigError(`TRIAD_TRUST_PROXY must be true, false, a hop count or addresses (e.g. loopback), got '${v}'`);
+  return v;
 }
 
 function intEnv(env: NodeJS.ProcessEnv, name: string, def: number, min: number): number {
@@ -150,6 +199,9 @@ export function describeConfig(c: TriadConfig): Record<string, unknown> {
     model: c.model,
     anthropicBaseUrl: c.anthropicBaseUrl,
     modelRetryDelaysMs: c.modelRetryDelaysMs,
+    ...(c.mcp ? { mcpServers: c.mcp.servers.map((s) => `${s.name} (${s.transport})`) } : {}),
+    sessionTtlMs: c.sessionTtlMs,
+    trustProxy: c.trustProxy,
   };
 }
 

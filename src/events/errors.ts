@@ -42,6 +42,38 @@ export class EventIdConflictError extends ConflictError {
 }
 
 /**
+ * A recorded event (`appendRecorded`) is not at a global position the store can take: recorded
+ * events are stored in their global order, after everything the store holds (the in-memory store:
+ * right after it). Nothing was written.
+ */
+export class RecordedPositionError extends ConflictError {
+  override readonly name = 'RecordedPositionError';
+  constructor(
+    readonly eventId: string,
+    readonly position: number,
+    readonly nextPosition: number,
+  ) {
+    super(`recorded event '${eventId}' is at position ${position}, but the store's next position is ${nextPosition}${position < nextPosition ? '' : ' (this store keeps positions dense)'}`);
+  }
+}
+
+/**
+ * The store cannot keep the global positions of recorded events (`appendRecorded`): EventStoreDB
+ * assigns its own positions, which are offsets in its log. A copy into it would renumber every
+ * event, and decision records and subscription checkpoints name events by position, so it is
+ * refused before anything is written.
+ */
+export class RecordedPositionsNotKeptError extends InvalidRequestError {
+  override readonly name = 'RecordedPositionsNotKeptError';
+  constructor(readonly storeKind: string) {
+    super(
+      `${storeKind === 'esdb' ? 'EventStoreDB' : storeKind} cannot keep the source's global positions (it assigns its own, as offsets in its log), ` +
+        'and decision records and subscription checkpoints name events by position; nothing was written (copy into SQLite or PostgreSQL)',
+    );
+  }
+}
+
+/**
  * The store did not answer: a dropped, refused or timed-out connection, a server shutting down,
  * a database file locked by another writer. Nothing is known about an append that failed so
  * (it may have committed): re-read, or re-append the same event ids, which is idempotent. The

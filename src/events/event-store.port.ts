@@ -35,7 +35,7 @@ export interface NewEvent<T = unknown> {
   metadata?: Partial<EventMetadata>;
 }
 
-/** An event as stored and read back: the envelope of SPEC §2. */
+/** An event as stored and read back: the envelope. */
 export interface RecordedEvent<T = unknown> {
   id: string;
   type: string;
@@ -133,6 +133,24 @@ export interface Subscription extends AsyncIterable<RecordedEvent> {
 export interface EventStore {
   readonly kind: string;
   append(streamId: string, events: NewEvent[], options?: AppendOptions): Promise<AppendResult>;
+  /**
+   * Stores events another store recorded, exactly as they were: each keeps its id, stream,
+   * revision, global position, type, data, metadata and `recordedAt` (`triad store copy`). The
+   * batch is written atomically, in its order, and must continue the store: an event not stored yet
+   * goes after the store's head position (else RecordedPositionError; the SQL stores keep sparse
+   * positions, such as EventStoreDB's log offsets, as they are and continue ordinary appends after
+   * the highest; the in-memory store takes only head + 1) and at its stream's next revision (else
+   * WrongExpectedRevisionError). EventStoreDB, which assigns every event's place in its log, keeps
+   * each recorded position in the event's metadata and reports it, numbers its own appends after
+   * the highest, and refuses recorded events once it holds events of its own (RecordedPositionError);
+   * a store that cannot keep positions at all refuses every batch with
+   * RecordedPositionsNotKeptError. An event whose id is stored already must be stored
+   * identically (same stream, revision, position and content), and is skipped — so a batch written
+   * again after an interruption is a no-op; any other reuse of an id is EventIdConflictError. The
+   * same validation as `append` (size limit, well-formed text) applies. Returns the last event's
+   * revision and position.
+   */
+  appendRecorded(events: readonly RecordedEvent[]): Promise<AppendResult>;
   readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
   /**
    * A stream read forwards a page at a time, for folds over long histories: every page but the

@@ -1,9 +1,12 @@
-import { Global, Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
+import { Global, Inject, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { TRIAD_CONFIG } from '../config/config.module';
 import type { TriadConfig } from '../config/config';
 import { EVENT_STORE } from './event-store.port';
 import { HEALTH_REGISTRY, HealthRegistry } from '../shared/health';
 import { openStorage, STORAGE, type Storage } from '../storage/storage';
+import { METRICS, TriadMetrics } from '../observability/metrics';
+import { observedAppends } from '../observability/timed-appends';
+import { eventLogLines } from '../observability/event-log';
 
 /**
  * The process's storage, opened once (`src/storage/storage.ts`), and its event store. The other
@@ -19,9 +22,24 @@ import { openStorage, STORAGE, type Storage } from '../storage/storage';
       inject: [TRIAD_CONFIG, HEALTH_REGISTRY],
       useFactory: (config: TriadConfig, health: HealthRegistry): Promise<Storage> => openStorage(config, { pgSchema: config.pgSchema, health }),
     },
-    { provide: EVENT_STORE, inject: [STORAGE], useFactory: (storage: Storage) => storage.events },
+    { provide: METRICS, useFactory: () => new TriadMetrics() },
+    // Appends are timed for /metrics (triad_store_append_duration_seconds), and a run's lifecycle
+    // and human decisions logged as they are recorded.
+    {
+      provide: EVENT_STORE,
+      inject: [STORAGE, METRICS],
+      useFactory: (storage: Storage, metrics: TriadMetrics) => {
+        const logger = new Logger('Events');
+        return observedAppends(storage.events, {
+          timed: (store, seconds, ok) => metrics.observeAppend(store, seconds, ok),
+          appended: (streamId, events) => {
+            for (const line of eventLogLines(streamId, events)) logger.log(line.message, line.fields);
+          },
+        });
+      },
+    },
   ],
-  exports: [STORAGE, EVENT_STORE, HEALTH_REGISTRY],
+  exports: [STORAGE, EVENT_STORE, HEALTH_REGISTRY, METRICS],
 })
 export class EventsModule implements OnApplicationShutdown {
   constructor(@Inject(STORAGE) private readonly storage: Storage) {}

@@ -16,7 +16,9 @@ import { PositionNotifier } from './position-notifier';
 import {
   checkExpectedRevision,
   decodeRow,
+  planRecordedAppend,
   prepareEvents,
+  prepareRecordedEvents,
   resolveIdempotentAppend,
   validateExpectedRevision,
   validateStreamId,
@@ -84,6 +86,40 @@ export class InMemoryEventStore implements EventStore {
     this.streams.set(streamId, stream);
     this.notifier.notify(this.rows.length);
     return { nextExpectedRevision: stream.length - 1, position: this.rows.length };
+  }
+
+  async appendRecorded(events: readonly RecordedEvent[]): Promise<AppendResult> {
+    const prepared = prepareRecordedEvents(events, this.maxEventBytes);
+    const stored = prepared
+      .map((e) => this.byId.get(e.id))
+      .filter((r): r is MemoryRow => r !== undefined)
+      .map((r) => ({ id: r.id, streamId: r.stream_id, revision: Number(r.revision), position: Number(r.position), contentHash: r.contentHash }));
+    const heads = new Map<string, number>();
+    for (const e of prepared) {
+      const stream = this.streams.get(e.streamId);
+      if (stream && stream.length > 0) heads.set(e.streamId, stream.length - 1);
+    }
+    const { write, result } = planRecordedAppend(prepared, stored, heads, this.rows.length, 'dense');
+    for (const e of write) {
+      const row: MemoryRow = {
+        id: e.id,
+        stream_id: e.streamId,
+        revision: e.revision,
+        position: e.position,
+        type: e.type,
+        data: e.data,
+        metadata: e.metadata,
+        recorded_at: e.recordedAt,
+        contentHash: e.contentHash,
+      };
+      const stream = this.streams.get(e.streamId) ?? [];
+      stream.push(row);
+      this.streams.set(e.streamId, stream);
+      this.rows.push(row);
+      this.byId.set(e.id, row);
+    }
+    if (write.length > 0) this.notifier.notify(this.rows.length);
+    return result;
   }
 
   async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {

@@ -1,4 +1,5 @@
 import type { Pool, QueryConfig, QueryResultRow } from 'pg';
+import { ConflictError } from '../shared/errors';
 import type { StoreHealthSink } from '../shared/health';
 import { classifyStoreError, StoreUnavailableError, WrongExpectedRevisionError } from './errors';
 import {
@@ -24,7 +25,9 @@ import { postgresStatements, readAllQuery } from './postgres.queries';
 import {
   checkExpectedRevision,
   decodeRow,
+  planRecordedAppend,
   prepareEvents,
+  prepareRecordedEvents,
   resolveIdempotentAppend,
   validateExpectedRevision,
   validateStreamId,
@@ -85,7 +88,7 @@ export class PostgresEventStore implements EventStore {
     private readonly ownsPool: boolean,
     private readonly options: PostgresStoreOptions,
     readonly schema: string,
-    channel: string,
+    private readonly channel: string,
   ) {
     this.maxEventBytes = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
     this.sql = postgresStatements(schema);
@@ -144,6 +147,76 @@ export class PostgresEventStore implements EventStore {
         }
         throw classifyStoreError(err);
       }
+    }
+  }
+
+  /**
+   * One transaction: the global counter's row locked first (as `append_events` does, so position
+   * order stays commit order), then the batch's stored ids and stream heads read, the plan made
+   * by the shared rule, the rows inserted at their recorded positions and the counter moved to the
+   * last. The unique constraints stay the final arbiters against a concurrent append.
+   */
+  async appendRecorded(events: readonly RecordedEvent[]): Promise<AppendResult> {
+    const prepared = prepareRecordedEvents(events, this.maxEventBytes);
+    if (this.closed) throw new StoreUnavailableError('the store is closed');
+    let client;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      throw classifyStoreError(err);
+    }
+    let broken = false;
+    try {
+      await client.query('BEGIN');
+      const { rows: counter } = await client.query<{ position: string }>(`SELECT position FROM ${this.sql.globalPosition} FOR UPDATE`);
+      const { rows: stored } = await client.query<{ id: string; stream_id: string; revision: string; position: string; content_hash: string }>(
+        `SELECT id, stream_id, revision, position, content_hash FROM ${this.sql.events} WHERE id = ANY ($1::text[])`,
+        [prepared.map((e) => e.id)],
+      );
+      const { rows: heads } = await client.query<{ stream_id: string; revision: string }>(
+        `SELECT stream_id, max(revision) AS revision FROM ${this.sql.events} WHERE stream_id = ANY ($1::text[]) GROUP BY stream_id`,
+        [[...new Set(prepared.map((e) => e.streamId))]],
+      );
+      const plan = planRecordedAppend(
+        prepared,
+        stored.map((r) => ({ id: r.id, streamId: r.stream_id, revision: Number(r.revision), position: Number(r.position), contentHash: r.content_hash })),
+        new Map(heads.map((r) => [r.stream_id, Number(r.revision)])),
+        Number(counter[0].position),
+      );
+      const w = plan.write;
+      if (w.length > 0) {
+        await client.query(
+          `INSERT INTO ${this.sql.events} (position, id, stream_id, revision, type, data, metadata, content_hash, recorded_at)
+             SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[], $9::timestamptz[])`,
+          [
+            w.map((e) => e.position),
+            w.map((e) => e.id),
+            w.map((e) => e.streamId),
+            w.map((e) => e.revision),
+            w.map((e) => e.type),
+            w.map((e) => e.data),
+            w.map((e) => e.metadata),
+            w.map((e) => e.contentHash),
+            w.map((e) => e.recordedAt),
+          ],
+        );
+        await client.query(`UPDATE ${this.sql.globalPosition} SET position = $1`, [w[w.length - 1].position]);
+        await client.query(`SELECT pg_notify($1, $2)`, [this.channel, String(w[w.length - 1].position)]);
+      }
+      await client.query('COMMIT');
+      this.options.health?.storeAnswered();
+      if (w.length > 0) this.notifier.notify(w[w.length - 1].position);
+      return plan.result;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => (broken = true));
+      if (isUniqueViolation(err, 'events_stream_revision_key') || isUniqueViolation(err, 'events_id_key') || isUniqueViolation(err, 'events_pkey')) {
+        throw new ConflictError('a concurrent append took a place of the recorded batch; nothing of it was written');
+      }
+      const classified = classifyStoreError(err);
+      if (classified instanceof StoreUnavailableError) this.options.health?.storeFailed(classified.detail);
+      throw classified;
+    } finally {
+      client.release(broken);
     }
   }
 

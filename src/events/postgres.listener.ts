@@ -10,12 +10,17 @@ export function postgresEventsChannel(schema: string): string {
   return `triad_events_${createHash('sha256').update(schema).digest('hex').slice(0, 16)}`;
 }
 
+/** The channel live model text is relayed on between the processes of a schema (see PostgresLiveChannel). */
+export function postgresLiveChannel(schema: string): string {
+  return `triad_live_${createHash('sha256').update(schema).digest('hex').slice(0, 16)}`;
+}
+
 /**
- * LISTEN on the events channel, on a connection of its own (a pooled one cannot hold a LISTEN):
- * hands every position notified by an append of any process to `onPosition`. A lost connection is
- * replaced after a pause; until then subscriptions fall back to polling.
+ * LISTEN on a channel, on a connection of its own (a pooled one cannot hold a LISTEN): hands every
+ * payload notified to `onPayload`. A lost connection is replaced after a pause (what was notified
+ * meanwhile is not seen: listeners poll, or the payloads are only for display).
  */
-export class PostgresAppendListener {
+export class PostgresChannelListener {
   private client: Client | null = null;
   private retry: NodeJS.Timeout | null = null;
   private closed = false;
@@ -23,14 +28,13 @@ export class PostgresAppendListener {
   constructor(
     private readonly url: string,
     private readonly channel: string,
-    private readonly onPosition: (position: number) => void,
+    private readonly onPayload: (payload: string) => void,
   ) {}
 
   async start(): Promise<void> {
     const client = new Client({ connectionString: this.url, connectionTimeoutMillis: 10_000 });
     client.on('notification', (msg) => {
-      const position = Number(msg.payload);
-      if (Number.isSafeInteger(position)) this.onPosition(position);
+      if (msg.payload !== undefined) this.onPayload(msg.payload);
     });
     client.on('error', () => this.drop(client));
     client.on('end', () => this.drop(client));
@@ -41,6 +45,16 @@ export class PostgresAppendListener {
       return;
     }
     this.client = client;
+  }
+
+  /** Like `start`; a failure is retried after a pause (and reported). */
+  async startOrRetry(): Promise<void> {
+    try {
+      await this.start();
+    } catch (err) {
+      this.scheduleRestart();
+      throw err;
+    }
   }
 
   async close(): Promise<void> {
@@ -65,5 +79,18 @@ export class PostgresAppendListener {
       if (!this.closed) this.start().catch(() => this.scheduleRestart());
     }, LISTENER_RETRY_MS);
     this.retry.unref();
+  }
+}
+
+/**
+ * LISTEN on the events channel: hands every position notified by an append of any process to
+ * `onPosition`. Until a lost connection is replaced, subscriptions fall back to polling.
+ */
+export class PostgresAppendListener extends PostgresChannelListener {
+  constructor(url: string, channel: string, onPosition: (position: number) => void) {
+    super(url, channel, (payload) => {
+      const position = Number(payload);
+      if (Number.isSafeInteger(position)) onPosition(position);
+    });
   }
 }

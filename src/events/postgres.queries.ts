@@ -19,6 +19,7 @@ export function postgresStatements(schema: string) {
     saveCheckpoint: `INSERT INTO ${s}.subscription_checkpoints (name, position, updated_at) VALUES ($1, $2, now())
                        ON CONFLICT (name) DO UPDATE SET position = excluded.position, updated_at = excluded.updated_at`,
     events: `${s}.events`,
+    globalPosition: `${s}.global_position`,
   };
 }
 

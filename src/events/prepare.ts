@@ -1,7 +1,7 @@
 import { uuidv7 } from '../shared/uuidv7';
 import { canonicalJson, sha256Hex } from '../shared/canonical-json';
 import type { AppendResult, EventMetadata, ExpectedRevision, NewEvent, RecordedEvent } from './event-store.port';
-import { EventIdConflictError, EventTooLargeError, InvalidAppendError, WrongExpectedRevisionError } from './errors';
+import { EventIdConflictError, EventTooLargeError, InvalidAppendError, RecordedPositionError, WrongExpectedRevisionError } from './errors';
 import type { UpcasterRegistry } from './upcasting';
 import { describeIllFormed, findIllFormedText, isWellFormedText } from '../shared/text';
 
@@ -167,6 +167,80 @@ export function resolveIdempotentAppend(
     previous = found;
   }
   return { nextExpectedRevision: previous!.revision, position: previous!.position };
+}
+
+/** A recorded event ready to be stored as it was (`appendRecorded`). */
+export interface PreparedRecordedEvent extends PreparedEvent {
+  streamId: string;
+  revision: number;
+  position: number;
+  /** As Date#toISOString writes it. */
+  recordedAt: string;
+}
+
+/**
+ * Validates and serialises recorded events for `appendRecorded`: the same checks as `append`
+ * (ids, types, size, well-formed text), plus the envelope's stream, revision, position and time,
+ * and positions that increase through the batch.
+ */
+export function prepareRecordedEvents(events: unknown, maxEventBytes: number): PreparedRecordedEvent[] {
+  if (!Array.isArray(events) || events.length === 0) throw new InvalidAppendError('appendRecorded needs at least one event');
+  const recorded = events as RecordedEvent[];
+  const prepared = prepareEvents(
+    recorded.map((e) => ({ id: e?.id, type: e?.type, data: e?.data, metadata: e?.metadata })),
+    maxEventBytes,
+  );
+  return prepared.map((p, i) => {
+    const e = recorded[i];
+    validateStreamId(e.streamId);
+    if (!Number.isSafeInteger(e.revision) || e.revision < 0) throw new InvalidAppendError(`recorded event ${i} has an invalid revision`);
+    if (!Number.isSafeInteger(e.position) || e.position < 1) throw new InvalidAppendError(`recorded event ${i} has an invalid position`);
+    if (i > 0 && !(e.position > recorded[i - 1].position)) throw new InvalidAppendError(`recorded event ${i} is not at a position after the event before it`);
+    const at = typeof e.recordedAt === 'string' ? new Date(e.recordedAt) : undefined;
+    if (!at || Number.isNaN(at.getTime())) throw new InvalidAppendError(`recorded event ${i} has an invalid recordedAt`);
+    return { ...p, streamId: e.streamId, revision: e.revision, position: e.position, recordedAt: at.toISOString() };
+  });
+}
+
+/**
+ * Decides which recorded events of a batch to write, given what the store holds: the ids of the
+ * batch already stored, the current last revision of each of the batch's streams (absent: no
+ * stream) and the store's head position. Stored events must be identical and are skipped; the
+ * others must continue the global order and their streams. Throws, writing nothing, otherwise.
+ *
+ * `positions`: `dense` (the in-memory store, whose positions are its row numbers) takes only the
+ * head's next position; `increasing` (the SQL stores, which store each position as given and
+ * continue ordinary appends after the highest) takes any position after the head, so the sparse
+ * positions of a source such as EventStoreDB (log offsets) are kept as they were.
+ */
+export function planRecordedAppend(
+  prepared: PreparedRecordedEvent[],
+  stored: StoredIdentity[],
+  streamHeads: ReadonlyMap<string, number>,
+  headPosition: number,
+  positions: 'dense' | 'increasing' = 'increasing',
+): { write: PreparedRecordedEvent[]; result: AppendResult } {
+  const byId = new Map(stored.map((s) => [s.id, s]));
+  const heads = new Map(streamHeads);
+  let position = headPosition;
+  const write: PreparedRecordedEvent[] = [];
+  for (const e of prepared) {
+    const found = byId.get(e.id);
+    if (found) {
+      if (found.streamId !== e.streamId || found.revision !== e.revision || found.position !== e.position || found.contentHash !== e.contentHash) {
+        throw new EventIdConflictError(e.id, `it is stored as a different event (stream '${found.streamId}', revision ${found.revision}, position ${found.position})`);
+      }
+      continue;
+    }
+    if (positions === 'dense' ? e.position !== position + 1 : e.position <= position) throw new RecordedPositionError(e.id, e.position, position + 1);
+    const head = heads.get(e.streamId);
+    if (e.revision !== (head ?? -1) + 1) throw new WrongExpectedRevisionError(e.streamId, e.revision === 0 ? 'no_stream' : e.revision - 1, head ?? null);
+    heads.set(e.streamId, e.revision);
+    position = e.position;
+    write.push(e);
+  }
+  const last = prepared[prepared.length - 1];
+  return { write, result: { nextExpectedRevision: last.revision, position: last.position } };
 }
 
 /** Row shape shared by the SQL adapters. */

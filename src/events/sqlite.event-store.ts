@@ -22,11 +22,14 @@ import {
   checkExpectedRevision,
   decodeRawRow,
   decodeRawStreamRow,
+  planRecordedAppend,
   prepareEvents,
+  prepareRecordedEvents,
   resolveIdempotentAppend,
   validateExpectedRevision,
   validateStreamId,
   type PreparedEvent,
+  type PreparedRecordedEvent,
   type RawRow,
   type RawStreamRow,
   type StoredIdentity,
@@ -66,6 +69,13 @@ export interface SqliteStoreOptions extends StoreOptions {
  */
 export type SqliteStoreSource = { db: Database.Database } | ({ file: string } & SqliteDatabaseOptions);
 
+/**
+ * Appends written in one transaction of the group commit at most: thousands of runs resuming in
+ * the same turn of the event loop would otherwise hold it for one long transaction; the rest go in
+ * the next turn, and the fdatasync that follows still covers every transaction committed before it.
+ */
+export const MAX_APPENDS_PER_COMMIT = 256;
+
 /** Pages a long stream read keeps asked of the read-ahead thread. */
 const READ_AHEAD_PAGES = 2;
 /** Reads of fewer pages than this (from the stream's head when it is read) stay on the store's connection. */
@@ -93,6 +103,7 @@ export class SqliteEventStore implements EventStore {
   private readonly stmts;
   private readonly appendTx;
   private readonly batchTx;
+  private readonly recordedTx;
   private pending: PendingAppend[] = [];
   private flushScheduled = false;
   private readonly wal: WalSync;
@@ -148,6 +159,28 @@ export class SqliteEventStore implements EventStore {
       }
       return { nextExpectedRevision: revision, position, fresh: true };
     });
+    this.recordedTx = this.db.transaction((prepared: PreparedRecordedEvent[]) => {
+      const stored: StoredIdentity[] = [];
+      const heads = new Map<string, number>();
+      const looked = new Set<string>();
+      for (const e of prepared) {
+        const r = this.stmts.byId.get(e.id) as
+          | { id: string; stream_id: string; revision: number; position: number; content_hash: string }
+          | undefined;
+        if (r) stored.push({ id: r.id, streamId: r.stream_id, revision: r.revision, position: r.position, contentHash: r.content_hash });
+        if (!looked.has(e.streamId)) {
+          looked.add(e.streamId);
+          const head = (this.stmts.head.get(e.streamId) as { revision: number | null }).revision;
+          if (head !== null) heads.set(e.streamId, head);
+        }
+      }
+      const headPosition = (this.stmts.headPosition.get() as { position: number }).position;
+      const plan = planRecordedAppend(prepared, stored, heads, headPosition);
+      for (const e of plan.write) {
+        this.stmts.insertRecorded.run(e.position, e.id, e.streamId, e.revision, e.type, e.data, e.metadata, e.contentHash, e.recordedAt);
+      }
+      return plan;
+    });
     // Nested transaction functions run in savepoints: a failed append rolls back alone.
     this.batchTx = this.db.transaction((batch: PendingAppend[], outcomes: unknown[]) => {
       for (const item of batch) {
@@ -161,8 +194,28 @@ export class SqliteEventStore implements EventStore {
   }
 
   /**
+   * One BEGIN IMMEDIATE transaction per batch (outside the group commit: a copy writes large
+   * batches one after another), acknowledged after the WAL's fdatasync like every append.
+   */
+  async appendRecorded(events: readonly RecordedEvent[]): Promise<AppendResult> {
+    const prepared = prepareRecordedEvents(events, this.maxEventBytes);
+    const failure = this.wal.failure;
+    if (failure) throw failure;
+    let outcome: { write: PreparedRecordedEvent[]; result: AppendResult };
+    try {
+      outcome = this.recordedTx.immediate(prepared);
+    } catch (err) {
+      throw classifyStoreError(err);
+    }
+    if (outcome.write.length === 0) return outcome.result;
+    if (this.options.durable !== false) await this.wal.sync();
+    this.notifier.notify(outcome.write[outcome.write.length - 1].position);
+    return outcome.result;
+  }
+
+  /**
    * Group commit: appends that arrive within one turn of the event loop are written in one
-   * transaction — each in its own savepoint, so one append's conflict does not touch the others —
+   * transaction (up to MAX_APPENDS_PER_COMMIT of them; the rest in the next turn's) — each in its own savepoint, so one append's conflict does not touch the others —
    * and acknowledged after the fdatasync that follows the commit. That fdatasync runs off the
    * event loop and is shared by every batch committed while the one before it ran, so many
    * concurrent runs share syncs and the main thread does not wait for each commit's fsync (SQLite's
@@ -185,8 +238,13 @@ export class SqliteEventStore implements EventStore {
 
   private flush(): void {
     this.flushScheduled = false;
-    const batch = this.pending.splice(0);
+    const batch = this.pending.splice(0, MAX_APPENDS_PER_COMMIT);
     if (batch.length === 0) return;
+    if (this.pending.length > 0) {
+      // The rest in the next turn, after the loop has polled (timers, sockets, the sync's callback).
+      this.flushScheduled = true;
+      setImmediate(() => this.flush());
+    }
     const failure = this.wal.failure;
     if (failure) {
       // Queued before the sync failed: refused like every append after it, and not written.
@@ -383,7 +441,7 @@ export class SqliteEventStore implements EventStore {
   }
 
   async close(): Promise<void> {
-    if (this.pending.length > 0) this.flush();
+    while (this.pending.length > 0) this.flush();
     // Appends already committed are answered once their sync completes.
     await this.wal.close();
     await this.readAhead.close();

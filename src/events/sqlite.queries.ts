@@ -11,6 +11,9 @@ export function sqliteStatements(db: Database.Database) {
     insert: db.prepare(
       'INSERT INTO events (id, stream_id, revision, type, data, metadata, content_hash, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
     ),
+    insertRecorded: db.prepare(
+      'INSERT INTO events (position, id, stream_id, revision, type, data, metadata, content_hash, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    ),
     // Raw rows (arrays): no row object per event before its envelope is built.
     forwards: db.prepare(`SELECT ${STREAM_ROW_COLUMNS} FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision ASC LIMIT ?`).raw(true),
     backwards: db.prepare(`SELECT ${STREAM_ROW_COLUMNS} FROM events WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`).raw(true),

@@ -10,7 +10,16 @@ import { enforceBodyLimits, requireJsonBody, verifyJsonShape } from './request-b
 import { ReviewTimers } from '../review-gate/review-timers';
 import { RecoveryService } from '../team/recovery.service';
 import { RunDispatcher } from '../team/run-dispatcher';
+import { ProjectsService } from '../projects/projects.service';
+import { RunSupervisor } from '../team/run-supervisor';
 import { ApprovalTimers } from '../team/approvals/approval-timers';
+import { METRICS, type TriadMetrics } from '../observability/metrics';
+import { httpMetrics } from '../observability/http-metrics';
+import { serveOpenApi } from './openapi';
+import { packageVersion } from '../cli/cli-io';
+import { TRIAD_CONFIG } from '../config/config.module';
+import type { TriadConfig } from '../config/config';
+import { serveConsole } from './console-assets';
 
 export const VALIDATION_PIPE = new ValidationPipe({
   whitelist: true,
@@ -29,6 +38,12 @@ export async function createHttpApp(options: { logger?: LogLevel[] | false | Log
   // abortOnError: false: a module that cannot start (the store cannot be opened) is thrown to the
   // caller, which says why, instead of Nest ending the process with the reason only in its log.
   const app = await NestFactory.create<NestExpressApplication>(AppModule, { logger: options.logger ?? ['error', 'warn', 'log'], bodyParser: false, abortOnError: false });
+  // First, so requests refused by the gates below are counted too.
+  const metrics = app.get<symbol, TriadMetrics>(METRICS);
+  app.use(httpMetrics((method, route, status, seconds) => metrics.observeHttp(method, route, status, seconds)));
+  // Whether X-Forwarded-Proto/-Host say how the request reached triad (the console cookie's Secure, the CSRF origin).
+  app.set('trust proxy', app.get<TriadConfig>(TRIAD_CONFIG).trustProxy);
+  serveConsole(app);
   app.use(requireJsonBody);
   // Raw bytes first: UTF-8, then nesting and value counts, both before the body is parsed.
   // Nest's type reserves `verify` for its rawBody option, which triad does not use.
@@ -37,10 +52,15 @@ export async function createHttpApp(options: { logger?: LogLevel[] | false | Log
   app.useGlobalInterceptors(new RouteInputsInterceptor());
   app.useGlobalPipes(new WellFormedInputPipe(), VALIDATION_PIPE);
   app.useGlobalFilters(new ErrorFilter());
+  // Before init: Nest's not-found handler is registered at init and would shadow later routes.
+  serveOpenApi(app, packageVersion());
   await app.init();
   // Background work of a serving process: drivers for the runs that need one, durable review and
   // approval timers, and crash recovery.
+  // Advertised first: launches made here from now on are placed (see RunSupervisor.place).
+  await app.get(RunSupervisor).startServing();
   await app.get(RunDispatcher).start();
+  await app.get(ProjectsService).start();
   app.get(ReviewTimers).start();
   app.get(ApprovalTimers).start();
   app.get(RecoveryService).start();

@@ -25,7 +25,7 @@ const REASON: Record<number, string> = {
   503: 'Service Unavailable',
 };
 
-/** Every error leaves as JSON `{statusCode, error, message}` (SPEC §6). */
+/** Every error leaves as JSON `{statusCode, error, message}`. */
 @Catch()
 export class ErrorFilter implements ExceptionFilter {
   private readonly logger = new Logger('HTTP');

@@ -4,7 +4,7 @@ import { TeamModule } from '../team/team.module';
 import { TRIAD_CONFIG } from '../config/config.module';
 import type { TriadConfig } from '../config/config';
 import { ApproveReviewHandler, FireReviewTimeoutHandler, RejectReviewHandler } from './commands/decide-review.command';
-import { DECISION_LOG_PROVIDERS, DecisionLogService } from './decision-log/decision-log.providers';
+import { DECISION_LOG_PROVIDERS, DecisionLogProjector, DecisionLogService } from './decision-log/decision-log.providers';
 import { DecisionsController } from './http/decisions.controller';
 import { ReviewsController } from './http/reviews.controller';
 import { REVIEW_TIMER_INTERVAL_MS, ReviewTimers } from './review-timers';
@@ -20,6 +20,6 @@ export const REVIEW_COMMAND_HANDLERS = [ApproveReviewHandler, RejectReviewHandle
     ...DECISION_LOG_PROVIDERS,
     { provide: REVIEW_TIMER_INTERVAL_MS, inject: [TRIAD_CONFIG], useFactory: (c: TriadConfig) => c.reviewTimerIntervalMs },
   ],
-  exports: [ReviewTimers, DecisionLogService],
+  exports: [ReviewTimers, DecisionLogService, DecisionLogProjector],
 })
 export class ReviewGateModule {}

@@ -19,7 +19,7 @@ export interface Completeness {
   missing: string[];
 }
 
-/** A run's agent context at a revision, rebuilt from its events alone (SPEC §5). */
+/** A run's agent context at a revision, rebuilt from its events alone. */
 export interface RunContext {
   runId: string;
   /** The run's own stream revision the context is at. */
@@ -32,6 +32,8 @@ export interface RunContext {
   usage: { inputTokens: number; outputTokens: number; costUsd: number; turns: number };
   machine: { team: unknown; loop: unknown | null };
   forkedFrom?: { runId: string; revision: number; turn: number };
+  /** The run's sub-agents, by path, each with its conversation (absent when it has none). */
+  subAgents?: Record<string, { agent: string; role: string; status: string; turns: number; usage: { inputTokens: number; outputTokens: number; costUsd: number }; messages: ChatMessage[] }>;
   completeness: Completeness;
 }
 
@@ -113,6 +115,15 @@ export function contextOf(state: RunState, completeness: Completeness): RunConte
       loop: state.loop ? agentLoopMachine.getPersistedSnapshot(state.loop) : null,
     },
     ...(state.forkedFrom ? { forkedFrom: state.forkedFrom } : {}),
+    ...(Object.keys(state.subAgents).length > 0 ? { subAgents: subAgentContexts(state) } : {}),
     completeness,
   };
+}
+
+function subAgentContexts(state: RunState): NonNullable<RunContext['subAgents']> {
+  const out: NonNullable<RunContext['subAgents']> = {};
+  for (const [path, r] of Object.entries(state.subAgents)) {
+    out[path] = { agent: r.spawned.agent, role: r.spawned.role, status: r.status, turns: r.turns, usage: { ...r.usage }, messages: structuredClone(r.messages) };
+  }
+  return out;
 }

@@ -31,6 +31,8 @@ export function transcript(history: RecordedEvent[], context: RunContext, untilR
         out.push(`${where} ${e.data.role} #${e.data.turn} (${e.data.model}, ${u.inputTokens}/${u.outputTokens} tokens, ${e.data.stopReason}):`);
         for (const b of e.data.content) {
           if (b.type === 'text') out.push(`      ${clip(b.text.replace(/\n/g, ' ⏎ '), 400)}`);
+          else if (b.type === 'thinking') out.push(`      ✎ ${clip(b.thinking.replace(/\n/g, ' ⏎ '), 200)}`);
+          else if (b.type === 'redacted_thinking') out.push('      ✎ (redacted thinking)');
           else out.push(`      ⚙ ${b.name}(${clip(JSON.stringify(b.input), 200)})`);
         }
         break;

@@ -40,8 +40,10 @@ export class LazyPgTable {
     try {
       await this.pool.query(sql);
     } catch (err) {
+      // Two processes creating it at once: the loser sees a unique violation on the catalogue
+      // (23505), the table (42P07) or its row type (42710) already there; then it is there.
       const code = (err as { code?: string }).code;
-      if (code !== '23505' && code !== '42P07') throw err;
+      if (code !== '23505' && code !== '42P07' && code !== '42710') throw err;
       await this.pool.query(sql);
     }
   }

@@ -8,6 +8,12 @@ import { openSqliteDatabase } from '../events/sqlite.database';
 import { SqliteEventStore } from '../events/sqlite.event-store';
 import type { UpcasterRegistry } from '../events/upcasting';
 import type { CheckpointStore } from '../checkpoint/checkpoint-store.port';
+import { EsdbCheckpointStore } from '../checkpoint/esdb.checkpoint-store';
+import type { EsdbConnection } from '../events/esdb.client';
+import { EsdbEventStore } from '../events/esdb.event-store';
+import { isStoreUnavailable } from '../events/errors';
+import { EsdbDecisionRecordRepository } from '../review-gate/decision-log/esdb.decision-record.repository';
+import { EsdbRunLeases } from '../team/leases/esdb.run-leases';
 import { InMemoryCheckpointStore, PostgresCheckpointStore, SqliteCheckpointStore } from '../checkpoint/checkpoint-stores';
 import type { DecisionRecordRepository } from '../review-gate/decision-log/decision-record.repository';
 import { InMemoryDecisionRecordRepository } from '../review-gate/decision-log/in-memory.decision-record.repository';
@@ -15,17 +21,21 @@ import { PostgresDecisionRecordRepository } from '../review-gate/decision-log/po
 import { SqliteDecisionRecordRepository } from '../review-gate/decision-log/sqlite.decision-record.repository';
 import type { StoreHealthSink } from '../shared/health';
 import { InMemoryRunLeases, PostgresRunLeases, SqliteRunLeases, type RunLeases } from '../team/leases/run-leases';
+import type { LiveChannel } from '../team/live-relay';
+import { PostgresLiveChannel } from '../events/postgres.live-channel';
+import { EsdbLiveChannel } from '../events/esdb.live-channel';
 
 /** The process's Storage (a Nest provider of the global events module). */
 export const STORAGE = Symbol('STORAGE');
 
-export type StorageKind = 'sqlite' | 'postgres' | 'memory';
+export type StorageKind = 'sqlite' | 'postgres' | 'esdb' | 'memory';
 
 /**
  * Every store of a process, in one database opened once: the events, run checkpoints, run leases
  * and the decision log (API keys are events, in the `apikeys` stream). On SQLite they share one
  * connection to `<TRIAD_DATA_DIR>/triad.db` (checkpoints add a side connection that does not
- * fsync, see `SqliteCheckpointStore`); on PostgreSQL one pool, in one schema.
+ * fsync, see `SqliteCheckpointStore`); on PostgreSQL one pool, in one schema; on EventStoreDB one
+ * client connection, every store in streams under one namespace (`triad` by default).
  */
 export interface Storage {
   readonly kind: StorageKind;
@@ -33,6 +43,12 @@ export interface Storage {
   readonly checkpoints: CheckpointStore;
   readonly leases: RunLeases;
   readonly decisions: DecisionRecordRepository;
+  /**
+   * Live model text between processes (PostgreSQL: LISTEN/NOTIFY; EventStoreDB: a short stream and
+   * a live subscription to it). None on SQLite (one host: its SSE clients get the text of the runs
+   * driven by the process they are connected to) nor in memory.
+   */
+  readonly live?: LiveChannel;
   /**
    * Closes every store, then the connection or pool; once (a second call waits for the first).
    * Call it when nothing writes any more: in the app, the global events module does, after every
@@ -54,12 +70,14 @@ export interface StorageOptions {
   pgSchema?: string;
   /** Connections in the PostgreSQL pool (default 10). */
   pgPoolSize?: number;
+  /** Prefix of every EventStoreDB stream triad writes (default `triad`); lets tests and tools isolate themselves. */
+  esdbNamespace?: string;
   /** Told when the store stops answering and when it answers again (`GET /health`). */
   health?: StoreHealthSink;
 }
 
 /** The one place where `TRIAD_STORE` picks the adapters, and the one place the database is opened. */
-export async function openStorage(config: Pick<TriadConfig, 'store' | 'dataDir' | 'pgUrl'>, options: StorageOptions = {}): Promise<Storage> {
+export async function openStorage(config: Pick<TriadConfig, 'store' | 'dataDir' | 'pgUrl'> & { esdbUrl?: string }, options: StorageOptions = {}): Promise<Storage> {
   switch (config.store) {
     case 'sqlite':
       return openSqliteStorage(join(config.dataDir, 'triad.db'), options);
@@ -69,7 +87,8 @@ export async function openStorage(config: Pick<TriadConfig, 'store' | 'dataDir' 
     case 'memory':
       return memoryStorage(options);
     case 'esdb':
-      throw new ConfigError('TRIAD_STORE=esdb: the esdb store is not available in this build (use sqlite or postgres)');
+      if (!config.esdbUrl) throw new ConfigError('TRIAD_STORE=esdb needs TRIAD_ESDB_URL');
+      return openEsdbStorage(config.esdbUrl, options);
   }
 }
 
@@ -78,12 +97,14 @@ interface Stores {
   checkpoints: CheckpointStore;
   leases: RunLeases;
   decisions: DecisionRecordRepository;
+  live?: LiveChannel;
 }
 
 function storage(kind: StorageKind, stores: Stores, closeConnection: () => unknown): Storage {
   let closing: Promise<void> | undefined;
   const close = () =>
     closeInOrder([
+      () => stores.live?.close(),
       () => stores.checkpoints.close(),
       () => stores.leases.close(),
       () => stores.decisions.close(),
@@ -139,11 +160,48 @@ async function openPostgresStorage(url: string, options: StorageOptions): Promis
     const decisions = await PostgresDecisionRecordRepository.open(pool, events.schema);
     const checkpoints = new PostgresCheckpointStore(pool, events.schema);
     const leases = new PostgresRunLeases(pool, events.schema);
-    return storage('postgres', { events, checkpoints, leases, decisions }, () => pool.end());
+    const live = new PostgresLiveChannel(pool, url, events.schema);
+    return storage('postgres', { events, checkpoints, leases, decisions, live }, () => pool.end());
   } catch (err) {
     await closeInOrder([() => events?.close(), () => pool.end()]).catch(() => undefined);
     throw err;
   }
+}
+
+/**
+ * One client connection for every store. Opening reads the head of `$all` once, so a server that
+ * is not there (or refuses the credentials) fails here, in one line naming the store and the cause.
+ */
+async function openEsdbStorage(url: string, options: StorageOptions): Promise<Storage> {
+  // The EventStoreDB client (gRPC, protobuf) is loaded only for this store: others start without it.
+  const { EsdbAccessError, EsdbConnection, redactEsdbUrl } = await import('../events/esdb.client');
+  let conn: EsdbConnection;
+  try {
+    conn = new EsdbConnection(url);
+  } catch (err) {
+    throw new ConfigError(`TRIAD_ESDB_URL is not an EventStoreDB connection string (${redactEsdbUrl(url)}): ${(err as Error).message}`);
+  }
+  const namespace = options.esdbNamespace ?? 'triad';
+  const events = new EsdbEventStore(conn, { namespace, health: options.health, upcasters: options.upcasters, maxEventBytes: options.maxEventBytes });
+  try {
+    await events.headPosition();
+  } catch (err) {
+    await conn.close().catch(() => undefined);
+    const why = err instanceof EsdbAccessError ? err.message : isStoreUnavailable(err) ? 'not reachable' : (err as Error).message;
+    // The cause stays attached: `triad serve` waits for a store that is not reachable (isStoreUnavailable).
+    throw new Error(`EventStoreDB at ${redactEsdbUrl(url)}: ${why}`, { cause: err });
+  }
+  return storage(
+    'esdb',
+    {
+      events,
+      checkpoints: new EsdbCheckpointStore(conn, namespace),
+      leases: new EsdbRunLeases(conn, namespace),
+      decisions: new EsdbDecisionRecordRepository(conn, namespace),
+      live: new EsdbLiveChannel(conn, namespace),
+    },
+    () => conn.close(),
+  );
 }
 
 function memoryStorage(options: StorageOptions): Storage {

@@ -2,10 +2,10 @@ import { ConflictError, InvalidRequestError } from '../shared/errors';
 import { hashOf } from '../shared/canonical-json';
 import type { CommandPath } from '../events/command-handling';
 import { runContext, runStream } from './run-stream';
-import { foldRun } from './domain/run-state';
+import { foldRun, type RunState } from './domain/run-state';
 import type { RoleName } from './models/model.port';
 import { DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TURNS, DEFAULT_TIMEOUT_MS, DEFAULT_TOKEN_BUDGET, ROLES } from './domain/roles';
-import { toRunStreamId, type TeamRunEvent, type ReviewPolicy, type ReviewTimeoutPolicy, type RoleConfig, type RunLaunchedData } from './domain/run-events';
+import { toRunStreamId, type RunProjectLink, type TeamRunEvent, type ReviewPolicy, type ReviewTimeoutPolicy, type RoleConfig, type RunLaunchedData } from './domain/run-events';
 import { resolveRoleTools, ToolPolicyError } from './tools/tool-registry';
 import {
   DEFAULT_RETRY_POLICY,
@@ -27,7 +27,7 @@ import {
 export interface LaunchRunInput {
   goal: string;
   acceptanceCriteria: string[];
-  team?: Partial<Record<RoleName, { model?: string; maxTurns?: number; tools?: string[]; systemPrompt?: string }>>;
+  team?: Partial<Record<RoleName, { model?: string; maxTurns?: number; tools?: string[]; systemPrompt?: string; thinking?: { budgetTokens: number } }>>;
   maxIterations?: number;
   timeoutMs?: number;
   budget?: { totalTokens?: number; perRole?: Partial<Record<RoleName, number>> };
@@ -39,7 +39,7 @@ export interface LaunchRunInput {
    * older form `maxAttempts` / `baseDelayMs` / `maxDelayMs` (exponential) is still accepted.
    */
   retry?: RetryInput;
-  /** Tool calls above the threshold wait for a human (`high`: run_command). */
+  /** Tool calls above the threshold wait for a human (`high`: run_command, MCP tools without read-only/idempotent hints). */
   toolApproval?: { threshold?: ApprovalThreshold; allowLauncherToApprove?: boolean; timeout?: { policy: ApprovalTimeoutPolicy; afterMs?: number } };
   stagnation?: Partial<StagnationPolicy>;
   contextWindow?: ContextWindowPolicy;
@@ -61,6 +61,13 @@ export interface LaunchContext {
   defaultModel: string;
   /** Policies recorded when the input leaves them out (the API and CLI pass PRODUCT_LAUNCH_DEFAULTS). */
   defaults?: LaunchPolicyDefaults;
+  /**
+   * Resolves a role's allow-list to tool names (the process's registry, MCP tools included);
+   * the built-in tools alone when not given.
+   */
+  resolveTools?: (role: RoleName, allowList?: readonly string[]) => string[];
+  /** The project the run is a task of (launched by the project reactor), recorded in RunLaunched. */
+  project?: RunProjectLink;
 }
 
 /** A launch that cannot be accepted as given (beyond DTO shape checks). Maps to 400. */
@@ -81,14 +88,14 @@ export function runIdForIdempotencyKey(launchedBy: string, key: string): string 
   return `run_${hashOf({ launchedBy, key }).slice(0, 24)}`;
 }
 
-/** Applies SPEC §3 defaults and checks what a DTO cannot: tool policy per role. */
+/** Applies the launch defaults and checks what a DTO cannot: tool policy per role. */
 export function buildRunLaunched(input: LaunchRunInput, ctx: LaunchContext): RunLaunchedData {
   const team = {} as Record<RoleName, RoleConfig>;
   for (const role of ROLES) {
     const cfg = input.team?.[role] ?? {};
     let tools: string[];
     try {
-      tools = resolveRoleTools(role, cfg.tools);
+      tools = (ctx.resolveTools ?? resolveRoleTools)(role, cfg.tools);
     } catch (err) {
       if (err instanceof ToolPolicyError) throw new InvalidLaunchError(err.message);
       throw err;
@@ -100,6 +107,7 @@ export function buildRunLaunched(input: LaunchRunInput, ctx: LaunchContext): Run
       tools,
       ...(maxTokens !== undefined ? { maxTokens } : {}),
       ...(cfg.systemPrompt ? { systemPrompt: cfg.systemPrompt } : {}),
+      ...(cfg.thinking ? { thinking: { budgetTokens: cfg.thinking.budgetTokens } } : {}),
     };
   }
   // A plain copy: the input may be a validated DTO instance, and events hold plain JSON only.
@@ -132,6 +140,7 @@ export function buildRunLaunched(input: LaunchRunInput, ctx: LaunchContext): Run
     provider: ctx.provider,
     ...(input.idempotencyKey ? { idempotencyKey: input.idempotencyKey } : {}),
     ...policies,
+    ...(ctx.project ? { project: { ...ctx.project } } : {}),
   };
 }
 
@@ -206,7 +215,8 @@ export async function launchRun(path: CommandPath, input: LaunchRunInput, ctx: L
   const data = buildRunLaunched(input, { ...ctx, runId });
   // Only RunLaunched matters to this decision: an idempotent retry reads that one event, not the run.
   const stream = { ...runStream(path.store, runId), load: async () => foldRun(await path.store.readStream(toRunStreamId(runId), { maxCount: 1 })) };
-  const { state, events } = await path.handle(
+  // Type arguments given: inferring them from the spread stream model is costly for the checker.
+  const { state, events } = await path.handle<RunState, TeamRunEvent>(
     stream,
     (state): TeamRunEvent[] => {
       if (!state.launched) return [{ type: 'RunLaunched', data }];

@@ -1,6 +1,9 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { Subject, filter, type Observable } from 'rxjs';
 import type { RecordedEvent } from '../events/event-store.port';
+import { PROCESS_ID } from '../shared/system';
+import { STORAGE, type Storage } from '../storage/storage';
+import { LiveRelay } from './live-relay';
 import type { RoleName } from './models/model.port';
 import type { RunObserver } from './run-driver';
 
@@ -9,12 +12,27 @@ export type LiveRunItem =
   | { kind: 'delta'; runId: string; role: RoleName; turn: number; text: string };
 
 /**
- * In-process live feed of what local drivers do: streamed model text (never stored) and the events
- * they append. Only for display: anything that must not be lost is read from the store.
+ * Live feed of what drivers do: the events local drivers append, and streamed model text (never
+ * stored). Text from drivers on other processes arrives through the storage's live channel
+ * (PostgreSQL: LISTEN/NOTIFY; EventStoreDB: a short stream, subscribed), so an SSE client gets it on whichever process it is connected to;
+ * this process's text is published on it too. Only for display: anything that must not be lost
+ * is read from the store.
  */
 @Injectable()
-export class LiveRunBus implements RunObserver {
+export class LiveRunBus implements RunObserver, OnModuleInit {
+  private readonly logger = new Logger(LiveRunBus.name);
   private readonly subject = new Subject<LiveRunItem>();
+  private readonly relay?: LiveRelay;
+
+  constructor(@Inject(STORAGE) storage: Pick<Storage, 'live'>, @Inject(PROCESS_ID) owner: string) {
+    if (storage.live) this.relay = new LiveRelay(storage.live, owner, (d) => this.subject.next({ kind: 'delta', ...d }), this.logger);
+  }
+
+  async onModuleInit(): Promise<void> {
+    // Not listening (the channel's connection failed): local text still flows; the channel retries.
+    // The channel is closed with the storage (after every module's shutdown).
+    await this.relay?.start().catch((err: Error) => this.logger.warn(`live text from other processes unavailable for now: ${err.message}`));
+  }
 
   onEvents(runId: string, events: RecordedEvent[]): void {
     this.subject.next({ kind: 'events', runId, events });
@@ -22,6 +40,7 @@ export class LiveRunBus implements RunObserver {
 
   onTextDelta(runId: string, role: RoleName, turn: number, text: string): void {
     this.subject.next({ kind: 'delta', runId, role, turn, text });
+    this.relay?.publish({ runId, role, turn, text });
   }
 
   of(runId: string): Observable<LiveRunItem> {

@@ -12,6 +12,7 @@ import { runContext, runStream } from './run-stream';
 import type { Clock } from '../shared/ports';
 import { RunSupervisor } from './run-supervisor';
 import { RunsProjection } from './runs.projection';
+import { RUN_LEASES, type RunLeases } from './leases/run-leases';
 
 export const RECOVERY_INTERVAL_MS = Symbol('RECOVERY_INTERVAL_MS');
 
@@ -26,6 +27,10 @@ export class RecoveryService implements OnApplicationShutdown {
   private timer?: NodeJS.Timeout;
   private scanning = false;
   private readonly outage = new OutageBackoff();
+  /** A scan asked for while one ran (a slot freed): made right after it. */
+  private again = false;
+  private soon?: NodeJS.Timeout;
+  private unlisten?: () => void;
 
   constructor(
     private readonly runs: RunsProjection,
@@ -34,10 +39,13 @@ export class RecoveryService implements OnApplicationShutdown {
     @Inject(CHECKPOINT_STORE) private readonly checkpoints: CheckpointStore,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(RECOVERY_INTERVAL_MS) private readonly intervalMs: number,
+    @Inject(RUN_LEASES) private readonly leases: RunLeases,
   ) {}
 
   start(): void {
     if (this.timer) return;
+    // A driver that stops frees a slot: a queued run (every process was at its cap) may start now.
+    this.unlisten = this.supervisor.onSlotFreed(() => this.scanSoon());
     void this.scan();
     if (this.intervalMs > 0) {
       this.timer = setInterval(() => void this.scan(), this.intervalMs);
@@ -45,18 +53,36 @@ export class RecoveryService implements OnApplicationShutdown {
     }
   }
 
+  private scanSoon(): void {
+    if (this.soon) return;
+    this.soon = setTimeout(() => {
+      this.soon = undefined;
+      void this.scan();
+    }, 0);
+    this.soon.unref();
+  }
+
   /** One pass; returns the runs this process started driving. */
   async scan(): Promise<string[]> {
     // While the store does not answer, scans back off rather than fail at every interval.
+    if (this.scanning) this.again = true;
     if (this.scanning || this.outage.waiting) return [];
     this.scanning = true;
     const started: string[] = [];
     const candidates: Array<Promise<unknown>> = [];
     try {
       await this.runs.catchUp();
-      for (const run of this.runs.list()) {
-        // Runs waiting for a human are started again by the decision, not by recovery.
-        if (TERMINAL_STATUSES.has(run.status) || run.status === 'awaiting_review' || run.status === 'awaiting_approval' || this.supervisor.isDriving(run.runId)) continue;
+      // Runs waiting for a human are started again by the decision, not by recovery; oldest
+      // first, so queued runs start in the order they were launched.
+      const waiting = this.runs
+        .list()
+        .reverse()
+        .filter((run) => !TERMINAL_STATUSES.has(run.status) && run.status !== 'awaiting_review' && run.status !== 'awaiting_approval' && !this.supervisor.isDriving(run.runId));
+      // One statement for all of them: runs a live lease covers (driven elsewhere, or placed) are skipped.
+      const held = waiting.length > 0 && this.supervisor.hasRoom ? await this.leases.held(waiting.map((r) => r.runId), this.clock.now()) : undefined;
+      for (const run of waiting) {
+        if (!held) break;
+        if (held.has(run.runId) || this.supervisor.isDriving(run.runId)) continue;
         if (run.status === 'suspended' && !(await this.resumeSuspended(run.runId))) continue;
         candidates.push(this.supervisor.startIfLeased(run.runId).then((leased) => leased && started.push(run.runId)));
       }
@@ -69,6 +95,10 @@ export class RecoveryService implements OnApplicationShutdown {
       else if (this.outage.failed()) this.logger.warn('recovery paused: the event store is not reachable');
     } finally {
       this.scanning = false;
+      if (this.again) {
+        this.again = false;
+        this.scanSoon();
+      }
     }
     return started;
   }
@@ -93,5 +123,7 @@ export class RecoveryService implements OnApplicationShutdown {
 
   onApplicationShutdown(): void {
     if (this.timer) clearInterval(this.timer);
+    if (this.soon) clearTimeout(this.soon);
+    this.unlisten?.();
   }
 }

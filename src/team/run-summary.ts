@@ -2,9 +2,10 @@ import { initialTransition } from 'xstate';
 import { pureTransition } from './domain/pure-transition';
 import type { RecordedEvent } from '../events/event-store.port';
 import type { RoleName } from './models/model.port';
-import { RUN_STREAM_PREFIX, type RunStatus, type TeamRunEvent, type TerminationReason } from './domain/run-events';
+import { RUN_STREAM_PREFIX, type RunCoreEvent, type RunStatus, type TeamRunEvent, type TerminationReason } from './domain/run-events';
 import { statusOf, teamRunMachine } from './domain/team-run.machine';
 import type { TeamSnapshot } from './domain/run-state';
+import { SUB_AGENT_TERMINAL, type SubAgentStatus } from './domain/sub-agents';
 
 /**
  * The read model of one run, folded from its events by a store subscription: what GET /v1/runs
@@ -28,6 +29,8 @@ export interface RunSummary {
   endedAt?: string;
   usage: { inputTokens: number; outputTokens: number; costUsd: number; turns: number; byRole: Record<RoleName, { inputTokens: number; outputTokens: number; turns: number }> };
   forkedFrom?: { runId: string; revision: number; turn: number };
+  /** The project this run is a task of. */
+  project?: { projectId: string; taskKey: string; attempt: number };
   pendingReview?: {
     reviewId: string;
     iteration: number;
@@ -41,6 +44,8 @@ export interface RunSummary {
   lastVerdict?: { verdict: string; findings: string[]; summary: string; iteration: number };
   /** Tool calls waiting for a human (status `awaiting_approval`). */
   pendingApprovals?: PendingApproval[];
+  /** The run's sub-agents, in the order they were spawned (absent until one is). */
+  subAgents?: SubAgentSummary[];
   revision: number;
   position: number;
 }
@@ -55,6 +60,36 @@ export interface PendingApproval {
   risk: string;
   requestedAt: string;
   timeout?: { policy: string; dueAt: string };
+}
+
+export interface SubAgentSummary {
+  path: string;
+  agent: string;
+  parent: string;
+  role: string;
+  task: string;
+  depth: number;
+  status: SubAgentStatus;
+  priority: number;
+  tools: string[];
+  limits: { maxTurns: number; maxTokens: number; timeoutMs: number };
+  turns: number;
+  usage: { inputTokens: number; outputTokens: number; costUsd: number };
+  spawnedAt: string;
+  startedAt?: string;
+  endedAt?: string;
+  /** Its answer (completed), cut to 2,000 characters; the whole is in its events. */
+  result?: string;
+  error?: { reason: string; message: string };
+}
+
+const RESULT_PREVIEW_CHARS = 2_000;
+
+/** The text cut to the preview's length, never inside a surrogate pair. */
+function preview(text: string): string {
+  if (text.length <= RESULT_PREVIEW_CHARS) return text;
+  const end = /[\uD800-\uDBFF]/.test(text[RESULT_PREVIEW_CHARS - 1]) ? RESULT_PREVIEW_CHARS - 1 : RESULT_PREVIEW_CHARS;
+  return `${text.slice(0, end)}…`;
 }
 
 export interface RunSummaryState {
@@ -83,6 +118,7 @@ export function applyToSummary(state: RunSummaryState | undefined, recorded: Rec
         launchedBy: d.launchedBy,
         provider: d.provider,
         startedAt: d.launchedAt,
+        ...(d.project ? { project: { ...d.project } } : {}),
         usage: { inputTokens: 0, outputTokens: 0, costUsd: 0, turns: 0, byRole: { architect: zero(), executor: zero(), reviewer: zero() } },
         revision: -1,
         position: 0,
@@ -90,7 +126,7 @@ export function applyToSummary(state: RunSummaryState | undefined, recorded: Rec
     };
   }
   const s = state.summary;
-  if (event.type !== 'RunForked') state.team = teamStep(state.team, event);
+  if (event.type !== 'RunForked') state.team = teamStep(state.team, event as RunCoreEvent);
   if (event.type === 'RunSuspended') state.suspended = true;
   if (event.type === 'RunResumed') state.suspended = false;
   const ctx = state.team.context;
@@ -144,6 +180,13 @@ export function applyToSummary(state: RunSummaryState | undefined, recorded: Rec
       s.pendingReview = undefined;
       s.pendingApprovals = undefined;
       s.phase = undefined;
+      // Sub-agents still unfinished never will be.
+      for (const a of s.subAgents ?? []) {
+        if (SUB_AGENT_TERMINAL.has(a.status)) continue;
+        a.status = 'cancelled';
+        a.error = { reason: 'CANCELLED', message: 'the run ended first' };
+        a.endedAt = event.data.at;
+      }
       break;
     case 'ContextCompacted': {
       // The summarising call's tokens count in the run's usage (not as a turn).
@@ -179,12 +222,96 @@ export function applyToSummary(state: RunSummaryState | undefined, recorded: Rec
       s.pendingApprovals = left.length > 0 ? left : undefined;
       break;
     }
+    case 'SubAgentSpawned': {
+      const d = event.data;
+      s.subAgents = [
+        ...(s.subAgents ?? []),
+        {
+          path: d.path,
+          agent: d.agent,
+          parent: d.parent,
+          role: d.role,
+          task: d.task,
+          depth: d.depth,
+          status: 'pending',
+          priority: d.priority,
+          tools: d.tools,
+          limits: d.limits,
+          turns: 0,
+          usage: { inputTokens: 0, outputTokens: 0, costUsd: 0 },
+          spawnedAt: d.at,
+        },
+      ];
+      break;
+    }
+    case 'SubAgentAwaitingApproval':
+    case 'SubAgentQueued':
+    case 'SubAgentStarted':
+    case 'SubAgentModelCalled':
+    case 'SubAgentCompleted':
+    case 'SubAgentFailed':
+    case 'SubAgentCancelled':
+    case 'SubAgentTimedOut': {
+      const a = s.subAgents?.find((x) => x.path === event.data.path);
+      if (!a) break;
+      applyToSubAgent(a, event, s);
+      break;
+    }
     default:
       break;
   }
-  // A tool call waiting for a human holds the run (SPEC §3: awaiting_approval).
+  // A tool call waiting for a human holds the run (awaiting_approval).
   if (s.pendingApprovals && value !== 'ended' && !state.suspended) s.status = 'awaiting_approval';
   return state;
+}
+
+function applyToSubAgent(a: SubAgentSummary, event: TeamRunEvent, s: RunSummary): void {
+  switch (event.type) {
+    case 'SubAgentAwaitingApproval':
+      a.status = 'awaiting_approval';
+      break;
+    case 'SubAgentQueued':
+      a.status = 'queued';
+      break;
+    case 'SubAgentStarted':
+      a.status = 'running';
+      a.startedAt = event.data.at;
+      break;
+    case 'SubAgentModelCalled': {
+      const u = event.data.usage;
+      a.turns = event.data.turn;
+      a.usage.inputTokens += u.inputTokens;
+      a.usage.outputTokens += u.outputTokens;
+      a.usage.costUsd = Math.round((a.usage.costUsd + event.data.costUsd) * 1e6) / 1e6;
+      // Its tokens and cost are the run's too (not its turns: those are the team's).
+      s.usage.inputTokens += u.inputTokens;
+      s.usage.outputTokens += u.outputTokens;
+      s.usage.costUsd = Math.round((s.usage.costUsd + event.data.costUsd) * 1e6) / 1e6;
+      break;
+    }
+    case 'SubAgentCompleted':
+      a.status = 'completed';
+      a.result = preview(event.data.result);
+      a.endedAt = event.data.at;
+      break;
+    case 'SubAgentFailed':
+      a.status = 'failed';
+      a.error = { reason: event.data.reason, message: event.data.message };
+      a.endedAt = event.data.at;
+      break;
+    case 'SubAgentCancelled':
+      a.status = 'cancelled';
+      a.error = { reason: 'CANCELLED', message: event.data.reason };
+      a.endedAt = event.data.at;
+      break;
+    case 'SubAgentTimedOut':
+      a.status = 'timed_out';
+      a.error = { reason: 'TIMEOUT', message: event.data.message };
+      a.endedAt = event.data.at;
+      break;
+    default:
+      break;
+  }
 }
 
 export function runIdOfStream(streamId: string): string | undefined {

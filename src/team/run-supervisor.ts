@@ -13,8 +13,11 @@ import { RUN_LEASES, type RunLeases } from './leases/run-leases';
 import { LiveRunBus } from './live-run-bus';
 import { MODEL_PROVIDER, type ModelProvider } from './models/model.port';
 import { processFairShare } from './fair-share';
+import { HEARTBEATS_PER_TTL } from './leases/lease-heartbeat';
+import { hasRoom, placeRun, type Placement } from './placement';
 import type { Clock, Ids } from '../shared/ports';
 import { RunDriver, type RetryPolicy } from './run-driver';
+import { SubAgentPool } from './driver/sub-agent-pool';
 import type { RunState } from './domain/run-state';
 import { TOOL_REGISTRY } from './tokens';
 import type { ToolRegistry } from './tools/tool-registry';
@@ -27,6 +30,8 @@ export interface SupervisorOptions {
   /** How long a lease lasts without renewal. */
   leaseTtlMs: number;
   checkpointEveryTurns: number;
+  /** Runs this process drives at most at once (`TRIAD_MAX_ACTIVE_RUNS`); more wait, queued. */
+  maxActiveRuns: number;
 }
 
 interface ActiveRun {
@@ -47,8 +52,17 @@ interface ActiveRun {
 export class RunSupervisor implements OnApplicationShutdown {
   private readonly logger = new Logger(RunSupervisor.name);
   private readonly drivers = new Map<string, ActiveRun>();
+  /** Sub-agent slots shared by every run this process drives (8 at once, 5 per parent). */
+  private readonly subAgentPool = new SubAgentPool();
   private readonly heartbeat: LeaseHeartbeat;
   private shuttingDown = false;
+  /** Runs placed on this process whose driver has not started yet (they count in its load), until when. */
+  private readonly reserved = new Map<string, number>();
+  private advertTimer?: NodeJS.Timeout;
+  private serving = false;
+  private readonly slotListeners = new Set<() => void>();
+  /** Launches placed by this process, by outcome (see place). */
+  private readonly placed = { take: 0, hand: 0, queue: 0 };
 
   constructor(
     @Inject(EVENT_STORE) private readonly store: EventStore,
@@ -84,12 +98,122 @@ export class RunSupervisor implements OnApplicationShutdown {
     return createWorkspace(this.workspaceRoot, runId);
   }
 
+  /** The process that holds the run's lease now, if another one does (it drives the run). */
+  async drivenElsewhere(runId: string): Promise<string | undefined> {
+    const holder = await this.leases.holder(runId, this.clock.now()).catch(() => undefined);
+    return holder !== undefined && holder !== this.owner ? holder : undefined;
+  }
+
   isDriving(runId: string): boolean {
     return this.drivers.has(runId);
   }
 
   get activeCount(): number {
     return this.drivers.size;
+  }
+
+  get maxActiveRuns(): number {
+    return this.options.maxActiveRuns;
+  }
+
+  /** Runs driven here and runs placed here that have not started yet: what this process advertises. */
+  get load(): number {
+    this.dropExpiredReservations();
+    let n = this.drivers.size;
+    for (const runId of this.reserved.keys()) if (!this.drivers.has(runId)) n++;
+    return n;
+  }
+
+  /** Whether this process may start one more run now (below TRIAD_MAX_ACTIVE_RUNS). */
+  get hasRoom(): boolean {
+    return hasRoom(this.load, this.options.maxActiveRuns);
+  }
+
+  /** Told each time a driver stops here (a slot frees): recovery looks for queued runs then. */
+  onSlotFreed(listener: () => void): () => void {
+    this.slotListeners.add(listener);
+    return () => this.slotListeners.delete(listener);
+  }
+
+  /**
+   * Serving (`triad serve`): advertises this process's load and cap every quarter of the lease TTL
+   * (see placement.ts), so launchers on other processes can hand it runs.
+   */
+  async startServing(): Promise<void> {
+    if (this.serving || this.shuttingDown) return;
+    this.serving = true;
+    const every = Math.max(25, Math.floor(this.options.leaseTtlMs / HEARTBEATS_PER_TTL));
+    const beat = async () => {
+      await this.advertise();
+      if (this.shuttingDown) return;
+      this.advertTimer = setTimeout(() => void beat(), every);
+      this.advertTimer.unref();
+    };
+    await beat();
+  }
+
+  private async advertise(): Promise<void> {
+    try {
+      await this.leases.advertise({ owner: this.owner, active: this.load, cap: this.options.maxActiveRuns }, this.options.leaseTtlMs, this.clock.now());
+    } catch (err) {
+      // Launchers then see this process as gone until the next advert: they place runs elsewhere.
+      if (!isStoreUnavailable(err)) this.logger.warn(`could not advertise this process's load: ${(err as Error).message}`);
+    }
+  }
+
+  /**
+   * Where a new run goes, decided before its launch is recorded (so every dispatcher already sees
+   * the decision, the run's lease): this process takes it below its cap, else the least-loaded
+   * live process, else nobody (queued: the first process with a free slot takes it, see recovery).
+   * The lease is taken in the chosen process's name; its dispatcher, woken by the launch, finds the
+   * lease its own and drives the run; the others find it held. A chosen process that does not start
+   * the run (it crashed meanwhile) leaves a lease that expires, and recovery places the run again.
+   * Not serving (a one-shot CLI command): no placement, the caller drives the run itself.
+   */
+  async place(runId: string): Promise<Placement | undefined> {
+    if (!this.serving) return undefined;
+    const me = { owner: this.owner, active: this.load, cap: this.options.maxActiveRuns };
+    let placement = placeRun(me, []);
+    if (placement.kind !== 'take') placement = placeRun(me, await this.leases.loads(this.clock.now()));
+    if (placement.kind !== 'queue') {
+      const to = placement.kind === 'take' ? this.owner : placement.to;
+      const now = this.clock.now();
+      // Held already (an idempotent retry of a launch whose run is driven now, by whichever
+      // process): nothing to place, and so nothing that undoing the placement would release.
+      if ((await this.leases.holder(runId, now)) !== undefined) return { kind: 'queue' };
+      if (!(await this.leases.tryAcquire(runId, to, this.options.leaseTtlMs, now))) return { kind: 'queue' };
+      if (to === this.owner) this.reserved.set(runId, now + this.options.leaseTtlMs);
+    }
+    this.placed[placement.kind]++;
+    return placement;
+  }
+
+  /**
+   * A lease on work that is not a run (a project's planning): held by this process for one lease
+   * TTL, so that of several processes reacting to the same thing one does it; undefined when
+   * another holds it. A holder that dies leaves a lease that expires, and the work is free again.
+   */
+  async claim(key: string): Promise<{ release(): Promise<void> } | undefined> {
+    if (!(await this.leases.tryAcquire(key, this.owner, this.options.leaseTtlMs, this.clock.now()))) return undefined;
+    return { release: () => this.leases.release(key, this.owner).catch(() => undefined) };
+  }
+
+  /** How long a claim (or a run's lease) lasts without renewal. */
+  get leaseTtlMs(): number {
+    return this.options.leaseTtlMs;
+  }
+
+  /** A placement whose launch was not recorded (refused, or an idempotent retry): undone. */
+  async unplace(runId: string, placement: Placement | undefined): Promise<void> {
+    if (!placement || placement.kind === 'queue') return;
+    this.reserved.delete(runId);
+    if (this.drivers.has(runId)) return;
+    await this.leases.release(runId, placement.kind === 'take' ? this.owner : placement.to).catch(() => undefined);
+  }
+
+  private dropExpiredReservations(): void {
+    const now = this.clock.now();
+    for (const [runId, until] of this.reserved) if (until <= now) this.reserved.delete(runId);
   }
 
   get activeRunIds(): string[] {
@@ -100,10 +224,13 @@ export class RunSupervisor implements OnApplicationShutdown {
    * Drives a run in the background if this process can take its lease. Resolves when the driver
    * stops (undefined when the lease is held elsewhere or the driver failed).
    */
-  start(runId: string): Promise<RunState | undefined> {
+  start(runId: string, options: { overCap?: boolean } = {}): Promise<RunState | undefined> {
     const active = this.drivers.get(runId);
     if (active) return active.done;
     if (this.shuttingDown) return Promise.resolve(undefined);
+    // At the cap: not taken here (it stays queued, or its lease is another's); a run placed here counts already.
+    if (!options.overCap && !hasRoom(this.load - (this.reserved.has(runId) ? 1 : 0), this.options.maxActiveRuns)) return Promise.resolve(undefined);
+    this.reserved.delete(runId);
     const driver = new RunDriver(runId, {
       store: this.store,
       path: this.path,
@@ -119,6 +246,7 @@ export class RunSupervisor implements OnApplicationShutdown {
       checkpointEveryTurns: this.options.checkpointEveryTurns,
       logger: this.logger,
       fairShare: processFairShare,
+      subAgentPool: this.subAgentPool,
     });
     let leaseTaken: (taken: boolean) => void = () => undefined;
     const leasedPromise = new Promise<boolean>((resolve) => (leaseTaken = resolve));
@@ -130,6 +258,8 @@ export class RunSupervisor implements OnApplicationShutdown {
         if (!leased) return undefined;
         this.heartbeat.add(runId);
         await this.prepareWorkspace(runId);
+        // The run's MCP tools must be registered before its first model call offers them.
+        await this.tools.ready();
         return await driver.drive();
       } catch (err) {
         // A store that did not answer before the lease was taken: recovery starts the run again.
@@ -141,15 +271,19 @@ export class RunSupervisor implements OnApplicationShutdown {
         this.drivers.delete(runId);
         this.heartbeat.delete(runId);
         if (leased && !this.shuttingDown) await this.leases.release(runId, this.owner).catch(() => undefined);
+        if (!this.shuttingDown) for (const listener of this.slotListeners) listener();
       }
     })();
     this.drivers.set(runId, { driver, done, leased: leasedPromise });
     return done;
   }
 
-  /** Starts the run like `start`; resolves once the lease is decided: true when this process drives it. */
-  startIfLeased(runId: string): Promise<boolean> {
-    void this.start(runId);
+  /**
+   * Starts the run like `start`; resolves once the lease is decided: true when this process drives it.
+   * `overCap`: a human asked for this run here (resume), so the cap does not hold it back.
+   */
+  startIfLeased(runId: string, options: { overCap?: boolean } = {}): Promise<boolean> {
+    void this.start(runId, options);
     return this.drivers.get(runId)?.leased ?? Promise.resolve(false);
   }
 
@@ -161,9 +295,20 @@ export class RunSupervisor implements OnApplicationShutdown {
     await active.done;
   }
 
-  /** Prometheus lines of the lease heartbeat. */
+  /** Prometheus lines of the lease heartbeat and of placement. */
   metricLines(): string[] {
-    return this.heartbeat.metricLines();
+    const p = this.placed;
+    return [
+      ...this.heartbeat.metricLines(),
+      '# HELP triad_runs_placed_total Runs launched through this process, by placement: driven here, handed to another process, or queued (every process at its cap).',
+      '# TYPE triad_runs_placed_total counter',
+      `triad_runs_placed_total{placement="take"} ${p.take}`,
+      `triad_runs_placed_total{placement="hand"} ${p.hand}`,
+      `triad_runs_placed_total{placement="queue"} ${p.queue}`,
+      '# HELP triad_max_active_runs Runs this process drives at most at once (TRIAD_MAX_ACTIVE_RUNS).',
+      '# TYPE triad_max_active_runs gauge',
+      `triad_max_active_runs ${this.options.maxActiveRuns}`,
+    ];
   }
 
   /**
@@ -173,6 +318,8 @@ export class RunSupervisor implements OnApplicationShutdown {
   async onApplicationShutdown(): Promise<void> {
     this.shuttingDown = true;
     this.heartbeat.stop();
+    if (this.advertTimer) clearTimeout(this.advertTimer);
+    if (this.serving) await this.leases.withdraw(this.owner).catch(() => undefined);
     await Promise.all(
       [...this.drivers.entries()].map(async ([runId, active]) => {
         try {
@@ -184,6 +331,8 @@ export class RunSupervisor implements OnApplicationShutdown {
         }
       }),
     );
+    // Tools' connections (MCP servers) last: no driver uses them any more.
+    await this.tools.close();
     // The checkpoint store and the leases are closed with the storage (the events module), after this.
   }
 }

@@ -1,4 +1,4 @@
-import { Module } from '@nestjs/common';
+import { Logger, Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import { TRIAD_CONFIG } from '../config/config.module';
 import type { TriadConfig } from '../config/config';
@@ -7,7 +7,7 @@ import { LaunchRunHandler } from './commands/launch-run.command';
 import { DEFAULT_MODEL, LAUNCH_POLICY_DEFAULTS } from './commands/tokens';
 import { RunsController } from './http/runs.controller';
 import { LiveRunBus } from './live-run-bus';
-import { createModelProvider } from './models/model-provider.factory';
+import { createModelProvider, type ModelSelection } from './models/model-provider.factory';
 import { MODEL_PROVIDER } from './models/model.port';
 import { GetRunHandler, ListRunsHandler } from './queries/run.queries';
 import { productLaunchDefaults, retrySchedule } from './resilience/policies';
@@ -40,12 +40,26 @@ export const TEAM_QUERY_HANDLERS = [GetRunHandler, ListRunsHandler];
     // Next to the events, in the storage opened once by the events module (closed there too).
     { provide: CHECKPOINT_STORE, inject: [STORAGE], useFactory: (s: Storage) => s.checkpoints },
     { provide: RUN_LEASES, inject: [STORAGE], useFactory: (s: Storage) => s.leases },
-    { provide: SUPERVISOR_OPTIONS, inject: [TRIAD_CONFIG], useFactory: (c: TriadConfig) => ({ leaseTtlMs: c.leaseTtlMs, checkpointEveryTurns: c.checkpointEveryTurns }) },
+    { provide: SUPERVISOR_OPTIONS, inject: [TRIAD_CONFIG], useFactory: (c: TriadConfig) => ({ leaseTtlMs: c.leaseTtlMs, checkpointEveryTurns: c.checkpointEveryTurns, maxActiveRuns: c.maxActiveRuns }) },
     { provide: RECOVERY_INTERVAL_MS, inject: [TRIAD_CONFIG], useFactory: (c: TriadConfig) => c.recoveryIntervalMs },
     { provide: MODEL_SELECTION, inject: [TRIAD_CONFIG], useFactory: (c: TriadConfig) => createModelProvider(c) },
-    { provide: MODEL_PROVIDER, inject: [MODEL_SELECTION], useFactory: (s: ReturnType<typeof createModelProvider>) => s.provider },
-    { provide: DEFAULT_MODEL, inject: [MODEL_SELECTION], useFactory: (s: ReturnType<typeof createModelProvider>) => s.defaultModel },
-    { provide: TOOL_REGISTRY, useFactory: createDefaultToolRegistry },
+    { provide: MODEL_PROVIDER, inject: [MODEL_SELECTION], useFactory: (s: ModelSelection) => s.provider },
+    { provide: DEFAULT_MODEL, inject: [MODEL_SELECTION], useFactory: (s: ModelSelection) => s.defaultModel },
+    // The built-in tools, and the MCP servers of TRIAD_MCP_CONFIG: connected on first need (a
+    // launch, a run driven here; `triad serve` at start), closed by the supervisor's shutdown. The
+    // MCP SDK is loaded only when servers are configured.
+    {
+      provide: TOOL_REGISTRY,
+      inject: [TRIAD_CONFIG],
+      useFactory: async (c: TriadConfig) => {
+        const registry = createDefaultToolRegistry();
+        if (c.mcp) {
+          const { McpHub } = await import('./tools/mcp/mcp-hub');
+          registry.addSource(new McpHub(c.mcp, { logger: new Logger('McpTools') }));
+        }
+        return registry;
+      },
+    },
     { provide: RETRY_POLICY, inject: [TRIAD_CONFIG], useFactory: (c: TriadConfig) => retrySchedule(c.modelRetryDelaysMs) },
     { provide: LAUNCH_POLICY_DEFAULTS, inject: [RETRY_POLICY], useFactory: productLaunchDefaults },
   ],

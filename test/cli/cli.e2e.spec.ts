@@ -72,7 +72,7 @@ describe('configuration and store errors', () => {
     expectOneLineError(await triad(['runs', 'list'], { TRIAD_STORE: 'bogus' }), 2, /TRIAD_STORE must be sqlite, postgres or esdb, got 'bogus'/);
     expectOneLineError(await triad(['runs', 'list', '--json'], { TRIAD_STORE: 'postgres', TRIAD_PG_URL: undefined }), 2, /TRIAD_STORE=postgres needs TRIAD_PG_URL/);
     expectOneLineError(await triad(['review', 'list'], { TRIAD_PORT: 'eighty' }), 2, /TRIAD_PORT must be a port number/);
-    expectOneLineError(await triad(['runs', 'list'], { TRIAD_STORE: 'esdb', TRIAD_ESDB_URL: 'esdb://127.0.0.1:1' }), 2, /the esdb store is not available in this build/);
+    expectOneLineError(await triad(['runs', 'list'], { TRIAD_STORE: 'esdb', TRIAD_ESDB_URL: 'http://127.0.0.1:2113' }), 2, /TRIAD_ESDB_URL is not an EventStoreDB connection string/);
   });
 
   it('a store that cannot be opened or reached exits 1 with one line', async () => {
@@ -85,18 +85,26 @@ describe('configuration and store errors', () => {
       1,
       /^triad: cannot open the postgres store: .*ECONNREFUSED/,
     );
+    expectOneLineError(
+      await triad(['runs', 'list'], { TRIAD_STORE: 'esdb', TRIAD_ESDB_URL: 'esdb://admin:changeit@127.0.0.1:1?tls=false' }),
+      1,
+      /^triad: cannot open the esdb store: EventStoreDB at esdb:\/\/\*\*\*@127\.0\.0\.1:1\?tls=false: not reachable\n$/,
+    );
   });
 
   it('`triad serve` that cannot start says why in one line (after its start-up log) and exits 1, or 2 for configuration', async () => {
+    // A PostgreSQL or EventStoreDB store that is not there is waited for (test/cli/serve-waits-for-store.int.spec.ts).
     const keys = { TRIAD_API_KEYS: 'ops:operator:serve-secret-1', TRIAD_PORT: '0' };
     const lastLine = (r: CliResult) => r.stderr.trimEnd().split('\n').pop();
-    const unreachable = await triad(['serve'], { ...keys, TRIAD_STORE: 'postgres', TRIAD_PG_URL: 'postgres://postgres@127.0.0.1:1/test' });
-    expect({ code: unreachable.code, stdout: unreachable.stdout }).toEqual({ code: 1, stdout: '' });
-    expect(lastLine(unreachable)).toMatch(/^triad: cannot start: the postgres store cannot be opened: .*ECONNREFUSED/);
-    const esdb = await triad(['serve'], { ...keys, TRIAD_STORE: 'esdb', TRIAD_ESDB_URL: 'esdb://127.0.0.1:1' });
-    expect({ code: esdb.code, stdout: esdb.stdout }).toEqual({ code: 2, stdout: '' });
-    expect(lastLine(esdb)).toMatch(/^triad: TRIAD_STORE=esdb: the esdb store is not available in this build/);
-    for (const r of [unreachable, esdb]) expect(r.stderr).not.toMatch(/\u001b\[|\n\s+at /);
+    const notADir = join(dir.path, 'serve-not-a-dir');
+    writeFileSync(notADir, 'x');
+    const sqlite = await triad(['serve'], { ...keys, TRIAD_DATA_DIR: join(notADir, 'data') });
+    expect({ code: sqlite.code, stdout: sqlite.stdout }).toEqual({ code: 1, stdout: '' });
+    expect(lastLine(sqlite)).toMatch(/^triad: cannot start: the sqlite store cannot be opened: ENOTDIR/);
+    const badUrl = await triad(['serve'], { ...keys, TRIAD_STORE: 'esdb', TRIAD_ESDB_URL: 'postgres://127.0.0.1:1' });
+    expect({ code: badUrl.code, stdout: badUrl.stdout }).toEqual({ code: 2, stdout: '' });
+    expect(lastLine(badUrl)).toMatch(/^triad: TRIAD_ESDB_URL is not an EventStoreDB connection string/);
+    for (const r of [sqlite, badUrl]) expect(r.stderr).not.toMatch(/\u001b\[|\n\s+at /);
   });
 });
 

@@ -8,7 +8,7 @@ import { tempDir } from '../support/temp-dir';
 import { PG_URL } from '../support/pg';
 
 /**
- * SPEC §2: acknowledged appends survive `kill -9`. A child process appends in a loop and prints
+ * acknowledged appends survive `kill -9`. A child process appends in a loop and prints
  * each event id once its append resolved; the test SIGKILLs it mid-stream, reopens the store and
  * checks that every acknowledged event is there exactly once, with no holes in the order.
  */

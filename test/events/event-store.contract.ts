@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { EventStore, NewEvent, RecordedEvent } from '../../src/events/event-store.port';
-import { EventIdConflictError, EventTooLargeError, InvalidAppendError, WrongExpectedRevisionError } from '../../src/events/errors';
+import { EventIdConflictError, EventTooLargeError, InvalidAppendError, RecordedPositionError, RecordedPositionsNotKeptError, WrongExpectedRevisionError } from '../../src/events/errors';
 import { UpcasterRegistry } from '../../src/events/upcasting';
 
 /**
@@ -20,7 +20,42 @@ export interface ContractOptions {
   /** Events written by the many-writers test; larger for stores with real concurrency. */
   manyWritersEvents?: number;
   concurrentAppenders?: number;
+  /**
+   * Whether positions are dense (1, 2, 3 … with no gaps: the SQL and in-memory stores). EventStoreDB's
+   * are log offsets: strictly increasing in commit order, never skipping an event, but not dense.
+   */
+  densePositions?: boolean;
+  /** Whether an id reused in another stream is refused (EventStoreDB keeps no index by id). */
+  idsUniqueAcrossStreams?: boolean;
+  /**
+   * What `appendRecorded` keeps of recorded positions: `sparse` (default: the SQL stores) any
+   * increasing positions after the head, `dense` (in-memory) only head + 1, `kept` (EventStoreDB,
+   * which assigns its own places in its log) any increasing positions, kept with the events, and
+   * ordinary appends numbered above the highest (not necessarily next to it), `none` nothing: every
+   * batch is refused.
+   */
+  recordedPositions?: 'sparse' | 'dense' | 'kept' | 'none';
 }
+
+/** Events as another store recorded them: two streams interleaved, at positions 1..n, in 2020. */
+const recorded = (n: number): RecordedEvent[] => {
+  const revisions = new Map<string, number>();
+  return Array.from({ length: n }, (_, i) => {
+    const streamId = i % 3 === 2 ? 'apikeys' : 'run-r1';
+    const revision = revisions.get(streamId) ?? 0;
+    revisions.set(streamId, revision + 1);
+    return {
+      id: randomUUID(),
+      type: `T${i}`,
+      streamId,
+      revision,
+      position: i + 1,
+      data: { i, text: 'é 𝄞', nested: { b: [1, 2], a: null } },
+      metadata: { runId: 'r1', correlationId: `c${i}`, causationId: null, actor: 'user:ann', schemaVersion: 2, extra: 'kept' },
+      recordedAt: new Date(Date.UTC(2020, 0, 2, 3, 4, 5, i)).toISOString(),
+    };
+  });
+};
 
 const ev = (type: string, data: unknown = {}, extra: Partial<NewEvent> = {}): NewEvent => ({ id: randomUUID(), type, data, ...extra });
 
@@ -97,7 +132,8 @@ export function eventStoreContract(name: string, makeHarness: () => ContractHarn
       it('positions grow across streams in append order and the envelope is complete', async () => {
         const a = await store.append('s-a', [ev('A', { n: 1 }, { metadata: { runId: 'r1', actor: 'user:ann', correlationId: 'c1' } })]);
         const b = await store.append('s-b', [ev('B')]);
-        expect(b.position).toBe(a.position + 1);
+        if (options.densePositions === false) expect(b.position).toBeGreaterThan(a.position);
+        else expect(b.position).toBe(a.position + 1);
         const [e] = await store.readStream('s-a');
         expect(e).toEqual({
           id: expect.any(String),
@@ -224,7 +260,9 @@ export function eventStoreContract(name: string, makeHarness: () => ContractHarn
         await store.append('idem', [{ id, type: 'A', data: { x: 1 } }]);
         const head = await store.headPosition();
         await expect(store.append('idem', [{ id, type: 'A', data: { x: 2 } }])).rejects.toBeInstanceOf(EventIdConflictError);
-        await expect(store.append('elsewhere', [{ id, type: 'A', data: { x: 1 } }])).rejects.toBeInstanceOf(EventIdConflictError);
+        if (options.idsUniqueAcrossStreams !== false) {
+          await expect(store.append('elsewhere', [{ id, type: 'A', data: { x: 1 } }])).rejects.toBeInstanceOf(EventIdConflictError);
+        }
         await expect(store.append('idem', [{ id, type: 'A', data: { x: 1 } }, ev('New')])).rejects.toBeInstanceOf(EventIdConflictError);
         expect(await store.headPosition()).toBe(head);
         expect(await store.streamRevision('elsewhere')).toBeNull();
@@ -239,6 +277,110 @@ export function eventStoreContract(name: string, makeHarness: () => ContractHarn
           ]),
         ).rejects.toBeInstanceOf(InvalidAppendError);
         expect(await store.headPosition()).toBe(0);
+      });
+    });
+
+    const recordedPositions = options.recordedPositions ?? 'sparse';
+    (recordedPositions === 'none' ? describe : describe.skip)('appendRecorded: refused by a store that assigns its own positions', () => {
+      it('refuses every batch with RecordedPositionsNotKeptError, writing nothing', async () => {
+        await expect(store.appendRecorded(recorded(3))).rejects.toBeInstanceOf(RecordedPositionsNotKeptError);
+        expect(await store.readAll()).toEqual([]);
+      });
+    });
+
+    (recordedPositions === 'sparse' ? describe : describe.skip)('appendRecorded: sparse positions (a source whose positions are log offsets)', () => {
+      it('given recorded events at sparse positions, then they keep them, reads after any position work, and appends continue after the highest', async () => {
+        const gaps = [10, 25, 26, 40];
+        const events = recorded(4).map((e, i) => ({ ...e, position: gaps[i] }));
+        await expect(store.appendRecorded(events.slice(0, 2))).resolves.toEqual({ nextExpectedRevision: events[1].revision, position: 25 });
+        await store.appendRecorded(events.slice(2));
+        expect(await store.readAll()).toEqual(events);
+        expect((await store.readAll({ after: 11 })).map((e) => e.position)).toEqual([25, 26, 40]);
+        expect(await store.headPosition()).toBe(40);
+        // A position at or below the head is taken (or skipped over) already.
+        await expect(store.appendRecorded([{ ...recorded(1)[0], streamId: 'x', revision: 0, position: 33 }])).rejects.toBeInstanceOf(RecordedPositionError);
+        const next = await store.append('run-r1', [ev('After')], { expectedRevision: 2 });
+        expect(next).toEqual({ nextExpectedRevision: 3, position: 41 });
+        const reopened = harness.reopen ? await harness.reopen() : store;
+        if (reopened !== store) opened.push(reopened);
+        await expect(reopened.append('other', [ev('Later')])).resolves.toEqual({ nextExpectedRevision: 0, position: 42 });
+      });
+    });
+
+    (recordedPositions === 'none' ? describe.skip : describe)('appendRecorded: events recorded by another store, stored as they were', () => {
+      it('given recorded events, when appended in batches, then every envelope reads back unchanged and appends continue after them', async () => {
+        const events = recorded(7);
+        await expect(store.appendRecorded(events.slice(0, 4))).resolves.toEqual({ nextExpectedRevision: events[3].revision, position: 4 });
+        await store.appendRecorded(events.slice(4));
+        expect(await store.readAll()).toEqual(events);
+        expect(await store.headPosition()).toBe(7);
+        expect(await store.readStream('apikeys')).toEqual(events.filter((e) => e.streamId === 'apikeys'));
+        const next = await store.append('run-r1', [ev('After')], { expectedRevision: 4 });
+        if (recordedPositions === 'kept') expect(next).toEqual({ nextExpectedRevision: 5, position: expect.any(Number) });
+        else expect(next).toEqual({ nextExpectedRevision: 5, position: 8 });
+        expect(next.position).toBeGreaterThan(7);
+        expect((await store.readAll({ after: 7 })).map((e) => e.type)).toEqual(['After']);
+        expect((await store.readAll({ after: 3 })).map((e) => e.id)).toEqual([...events.slice(3).map((e) => e.id), expect.any(String)]);
+      });
+
+      it('given a batch already stored, when appended again (alone or followed by new events), then only the new ones are written', async () => {
+        const events = recorded(6);
+        const first = await store.appendRecorded(events.slice(0, 3));
+        await expect(store.appendRecorded(events.slice(0, 3))).resolves.toEqual(first);
+        await store.appendRecorded(events.slice(1, 6));
+        expect(await store.readAll()).toEqual(events);
+      });
+
+      it('refuses, writing nothing, a batch that does not continue the store or reuses an id differently', async () => {
+        const events = recorded(6);
+        await store.appendRecorded(events.slice(0, 2));
+        // A position the store holds already.
+        await expect(store.appendRecorded([{ ...events[2], position: 2 }])).rejects.toBeInstanceOf(RecordedPositionError);
+        // A gap in the global order, where positions are dense.
+        if (recordedPositions === 'dense') await expect(store.appendRecorded(events.slice(3, 5))).rejects.toBeInstanceOf(RecordedPositionError);
+        // The next position, but not its stream's next revision.
+        const skipsRevision = { ...events[2], revision: events[2].revision + 1 };
+        await expect(store.appendRecorded([skipsRevision])).rejects.toBeInstanceOf(WrongExpectedRevisionError);
+        // A stored id with other content, or at another place.
+        await expect(store.appendRecorded([{ ...events[1], data: { other: true } }, events[2]])).rejects.toBeInstanceOf(EventIdConflictError);
+        // (An id reused in another stream is found only where ids are unique across streams.)
+        if (options.idsUniqueAcrossStreams !== false) await expect(store.appendRecorded([{ ...events[2], id: events[0].id }])).rejects.toBeInstanceOf(EventIdConflictError);
+        // After a normal append the recorded next position is taken.
+        await store.append('other', [ev('X')]);
+        await expect(store.appendRecorded([events[2]])).rejects.toBeInstanceOf(RecordedPositionError);
+        expect((await store.readAll()).map((e) => e.id)).toEqual([events[0].id, events[1].id, expect.any(String)]);
+      });
+
+      it('refuses malformed recorded events with nothing written', async () => {
+        const [a, b] = recorded(2);
+        const bad: unknown[][] = [
+          [],
+          [{ ...a, recordedAt: 'yesterday' }],
+          [{ ...a, position: 0 }],
+          [{ ...a, revision: -1 }],
+          [{ ...a, streamId: '' }],
+          [{ ...a, position: 3 }, { ...b, position: 3 }],
+          [{ ...a, data: { s: 'nul \u0000' } }],
+        ];
+        for (const batch of bad) {
+          await expect(store.appendRecorded(batch as RecordedEvent[])).rejects.toBeInstanceOf(InvalidAppendError);
+        }
+        expect(await store.headPosition()).toBe(0);
+      });
+
+      it('wakes subscribers like any append', async () => {
+        const events = recorded(3);
+        const sub = store.subscribe();
+        const got: string[] = [];
+        const done = (async () => {
+          for await (const e of sub) {
+            got.push(e.id);
+            if (got.length === 3) break;
+          }
+        })();
+        await store.appendRecorded(events);
+        await done;
+        expect(got).toEqual(events.map((e) => e.id));
       });
     });
 
@@ -270,9 +412,9 @@ export function eventStoreContract(name: string, makeHarness: () => ContractHarn
         ['lone surrogate in the stream id', () => store.append('s\udfff', [ev('A')]), InvalidAppendError],
       ];
       it.each(cases)('%s', async (_label, act, errorType) => {
-        await store.append('keep', [ev('Keep')]);
+        const kept = await store.append('keep', [ev('Keep')]);
         await expect(act()).rejects.toBeInstanceOf(errorType);
-        expect(await store.headPosition()).toBe(1);
+        expect(await store.headPosition()).toBe(kept.position);
         expect(await store.streamRevision('s')).toBeNull();
       });
 
@@ -451,9 +593,11 @@ export function eventStoreContract(name: string, makeHarness: () => ContractHarn
         await store.append('s', [ev('A'), ev('B'), ev('C')]);
         const first = store.subscribe({ name: 'projector' });
         const seen: string[] = [];
+        let savedAt = 0;
         for await (const e of first) {
           seen.push(e.type);
           if (e.type === 'B') {
+            savedAt = e.position;
             await first.checkpoint(e.position);
             break;
           }
@@ -469,7 +613,8 @@ export function eventStoreContract(name: string, makeHarness: () => ContractHarn
         }
         expect(seen).toEqual(['A', 'B']);
         expect(after).toEqual(['C', 'D']);
-        expect(await restarted.loadCheckpoint('projector')).toBe(2);
+        expect(await restarted.loadCheckpoint('projector')).toBe(savedAt);
+        if (options.densePositions !== false) expect(savedAt).toBe(2);
       });
 
       it('stops when closed or aborted while waiting for live events', async () => {

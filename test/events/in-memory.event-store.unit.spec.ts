@@ -4,4 +4,4 @@ import { eventStoreContract } from './event-store.contract';
 eventStoreContract('in-memory', () => ({
   open: async (o) => new InMemoryEventStore(o),
   cleanup: async () => undefined,
-}));
+}), { recordedPositions: 'dense' });

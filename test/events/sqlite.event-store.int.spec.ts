@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { Worker } from 'node:worker_threads';
 import type { RecordedEvent } from '../../src/events/event-store.port';
 import { SqliteReadAhead } from '../../src/events/sqlite-read-ahead';
-import { SqliteEventStore } from '../../src/events/sqlite.event-store';
+import { MAX_APPENDS_PER_COMMIT, SqliteEventStore } from '../../src/events/sqlite.event-store';
 import { UpcasterRegistry } from '../../src/events/upcasting';
 import { DurabilityError } from '../../src/events/wal-sync';
 import { openUnsyncedConnection } from '../../src/shared/sqlite-side-connection';
@@ -31,6 +31,38 @@ describe('sqlite store specifics', () => {
       expect(store.db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get()).toEqual({ v: 1 });
     } finally {
       await store.close();
+      dir.remove();
+    }
+  });
+
+  it('given more concurrent appends than one commit takes, then every one is written, in order, over several transactions', async () => {
+    const dir = tempDir();
+    const store = new SqliteEventStore({ file: join(dir.path, 'triad.db') });
+    try {
+      const n = MAX_APPENDS_PER_COMMIT * 2 + 3;
+      const results = await Promise.all(Array.from({ length: n }, (_, i) => store.append(`run-${i % 7}`, [{ type: 'Noted', data: { i } }])));
+      expect(results.map((r) => r.position)).toEqual(Array.from({ length: n }, (_, i) => i + 1));
+      const all = await store.readAll();
+      expect(all.map((e) => (e.data as { i: number }).i)).toEqual(Array.from({ length: n }, (_, i) => i));
+    } finally {
+      await store.close();
+      dir.remove();
+    }
+  });
+
+  it('given more appends queued than one commit takes, when the store closes, then every one is still written and answered', async () => {
+    const dir = tempDir();
+    const file = join(dir.path, 'triad.db');
+    const store = new SqliteEventStore({ file });
+    const n = MAX_APPENDS_PER_COMMIT + 10;
+    const appends = Array.from({ length: n }, (_, i) => store.append('run-a', [{ type: 'Noted', data: { i } }]));
+    await store.close();
+    await expect(Promise.all(appends)).resolves.toHaveLength(n);
+    const reopened = new SqliteEventStore({ file });
+    try {
+      expect(await reopened.readStream('run-a')).toHaveLength(n);
+    } finally {
+      await reopened.close();
       dir.remove();
     }
   });

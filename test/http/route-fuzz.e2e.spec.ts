@@ -14,9 +14,9 @@ const RUNS = Number(process.env.TRIAD_FUZZ_RUNS ?? 250);
 const SECONDS = Number(process.env.TRIAD_FUZZ_SECONDS ?? 25);
 const SEED = process.env.TRIAD_FUZZ_SEED === undefined ? undefined : Number(process.env.TRIAD_FUZZ_SEED);
 
-type IdKind = 'run' | 'review' | 'approval';
+type IdKind = 'run' | 'review' | 'approval' | 'project';
 interface Route {
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'DELETE';
   path: string;
   /** The key that has the role for it; null for public routes. */
   as: FuzzKey | null;
@@ -35,6 +35,10 @@ const ROUTES: Route[] = [
   { method: 'POST', path: '/v1/runs/:id/wait', as: 'aud', id: 'run', query: ['timeoutMs'] },
   { method: 'POST', path: '/v1/runs/:id/cancel', as: 'op', id: 'run', body: { reason: 'not needed' } },
   { method: 'GET', path: '/v1/runs/:id/context', as: 'aud', id: 'run', query: ['revision'] },
+  { method: 'GET', path: '/v1/runs/:id/workspace', as: 'aud', id: 'run', query: ['iteration'] },
+  { method: 'POST', path: '/v1/session', as: null, body: { apiKey: 'not-a-key-of-anyone' } },
+  { method: 'GET', path: '/v1/session', as: 'aud' },
+  { method: 'DELETE', path: '/v1/session', as: null },
   { method: 'POST', path: '/v1/runs/:id/resume', as: 'op', id: 'run' },
   { method: 'POST', path: '/v1/runs/:id/fork', as: 'op', id: 'run', body: { turn: 1, overrides: { team: { executor: { model: 'offline' } } } } },
   { method: 'GET', path: '/v1/reviews', as: 'rev' },
@@ -46,6 +50,19 @@ const ROUTES: Route[] = [
   { method: 'GET', path: '/v1/decisions', as: 'aud', query: ['runId', 'decider', 'outcome', 'from', 'to', 'limit', 'afterSeq', 'format'] },
   { method: 'GET', path: '/v1/decisions/verify', as: 'aud' },
   { method: 'GET', path: '/v1/decisions/head', as: 'aud', query: ['since'] },
+  {
+    method: 'POST',
+    path: '/v1/projects',
+    as: 'op',
+    body: { goal: 'Two letters', tasks: [{ key: 'c', goal: 'Write c', acceptanceCriteria: ['file c.txt exists'] }], strategy: 'dag', run: { maxIterations: 1 } },
+  },
+  { method: 'GET', path: '/v1/projects', as: 'aud', query: ['status', 'limit'] },
+  { method: 'GET', path: '/v1/projects/:id', as: 'aud', id: 'project' },
+  { method: 'GET', path: '/v1/projects/:id/events', as: 'aud', id: 'project', query: ['fromRevision'] },
+  { method: 'POST', path: '/v1/projects/:id/cancel', as: 'op', id: 'project', body: { reason: 'not needed' } },
+  { method: 'POST', path: '/v1/projects/:id/tasks/:key/retry', as: 'op', id: 'project' },
+  { method: 'POST', path: '/v1/projects/:id/review/approve', as: 'rev', id: 'project', body: REASON },
+  { method: 'POST', path: '/v1/projects/:id/review/reject', as: 'rev', id: 'project', body: REASON },
   { method: 'GET', path: '/health', as: null },
   { method: 'GET', path: '/metrics', as: null },
 ];
@@ -197,7 +214,7 @@ function requestArb(ids: Record<IdKind, string[]>): fc.Arbitrary<FuzzRequest> {
   return fc.constantFrom(...ROUTES).chain((route) =>
     fc.record({
       route: fc.constant(route),
-      path: route.id ? idArb(route, ids).map((id) => route.path.replace(':id', id)) : fc.constant(route.path),
+      path: route.id ? idArb(route, ids).map((id) => route.path.replace(':id', id).replace(':key', 'a')) : fc.constant(route.path),
       query: queryArb(route),
       as: asArb(route),
       contentType: route.method === 'POST' ? contentTypeArb : fc.constant(undefined),
@@ -293,11 +310,12 @@ async function exercise(app: FuzzApp, r: FuzzRequest, ids?: Record<IdKind, strin
       throw new Error(`a refused request (${reply.status}) wrote: ${JSON.stringify(before)} -> ${JSON.stringify(after)}\nrequest: ${describeRequest(r)}`);
     }
   } else if (r.route.method === 'POST') {
-    const runId = (JSON.parse(reply.text) as { runId?: unknown }).runId;
+    const { runId, projectId } = JSON.parse(reply.text) as { runId?: unknown; projectId?: unknown };
     if (ids && reply.status === 202 && typeof runId === 'string' && !ids.run.includes(runId)) {
       ids.run.push(runId);
       ids.review.push(`rev_${runId}_1`);
     }
+    if (ids && reply.status === 202 && typeof projectId === 'string' && !ids.project.includes(projectId)) ids.project.push(projectId);
     await quiesce(app);
   }
 }
@@ -355,8 +373,16 @@ describe.each<StoreKind>(['sqlite', 'postgres'])('route fuzz on %s', (kind) => {
     });
     expect(res.status).toBe(202);
     const { runId } = (await res.json()) as { runId: string };
+    // And a project with one task (key a) waiting at its review.
+    const project = await fetch(`${app.url}/v1/projects`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${FUZZ_KEYS.op}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ goal: 'One letter', tasks: [{ key: 'a', goal: 'Write a', acceptanceCriteria: ['file a.txt exists'] }] }),
+    });
+    expect(project.status).toBe(202);
+    const { projectId } = (await project.json()) as { projectId: string };
     await quiesce(app);
-    ids = { run: [runId], review: [`rev_${runId}_1`, `rev_${runId}_2`], approval: [`apr_${runId}.toolu_1`] };
+    ids = { run: [runId], review: [`rev_${runId}_1`, `rev_${runId}_2`], approval: [`apr_${runId}.toolu_1`], project: [projectId] };
   }, 90_000);
   afterAll(async () => {
     await app?.close();

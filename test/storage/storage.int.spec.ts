@@ -148,9 +148,9 @@ describe('storage in memory, and kinds not built', () => {
     await storage.close();
   });
 
-  it('esdb is refused as a configuration error: not available in this build', async () => {
+  it('esdb without a URL is a configuration error (the esdb storage itself: esdb.storage.int.spec.ts)', async () => {
     const opening = openStorage({ store: 'esdb', dataDir: '/nonexistent' });
     await expect(opening).rejects.toBeInstanceOf(ConfigError);
-    await expect(opening).rejects.toThrow(/the esdb store is not available in this build/);
+    await expect(opening).rejects.toThrow(/TRIAD_STORE=esdb needs TRIAD_ESDB_URL/);
   });
 });

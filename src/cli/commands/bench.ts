@@ -6,12 +6,16 @@ import { CliError, EXIT } from '../exit-codes';
 import { int } from '../options';
 
 /** The benchmark suites, in the order `all` runs them; bench/bench-command.ts has one per name. */
-export const BENCH_SUITES = ['store', 'turns', 'decisions', 'replay', 'dispatch'] as const;
+export const BENCH_SUITES = ['store', 'turns', 'decisions', 'replay', 'dispatch', 'esdb', 'cache', 'scale'] as const;
 export type BenchSuite = (typeof BENCH_SUITES)[number];
 
 export interface BenchOptions {
   runs?: number;
   turns?: number;
+  /** The scale suite: the model's latency per call (TRIAD_OFFLINE_LATENCY_MS of its server). */
+  latencyMs?: number;
+  /** The scale suite: repetitions (its --runs is the number of runs at once). */
+  repeat?: number;
   json?: boolean;
 }
 
@@ -42,8 +46,12 @@ export function addBenchCommand(program: Command, load: () => Promise<BenchModul
     .description(`run benchmarks: ${BENCH_SUITES.join(', ')} or all (docs/BENCHMARKS.md)`)
     .argument('[suite]', `${BENCH_SUITES.join(' | ')} | all`, 'all')
     .allowUnknownOption(false)
-    .addOption(new Option('--runs <n>', 'repetitions per scenario (median reported)').argParser(int('--runs', 1, 100)))
-    .option('--turns <n>', 'turns for the turns/replay suites', int('--turns', 1, 10_000_000))
+    .addOption(
+      new Option('--runs <n>', 'repetitions per scenario (median reported); for scale, the runs launched at once').argParser(int('--runs', 1, 100_000)),
+    )
+    .option('--turns <n>', 'turns for the turns/replay/cache suites', int('--turns', 1, 10_000_000))
+    .option('--latency-ms <ms>', 'scale: model latency per call (default 1000)', int('--latency-ms', 0, 600_000))
+    .option('--repeat <n>', 'scale: repetitions (median reported; default 1)', int('--repeat', 1, 100))
     .option('--json', 'print one JSON line per suite')
     .action(async (suite: string, opts: BenchOptions) => {
       const bench = await load();

@@ -26,6 +26,7 @@ export function addRunCommand(program: Command, ctx: CliContext): void {
     .option('--timeout-ms <ms>', 'run timeout in milliseconds', int('--timeout-ms', 1000, 7 * 24 * 3600 * 1000))
     .option('--budget <tokens>', 'total token budget', int('--budget', 1, 1_000_000_000))
     .option('--model <model>', 'model for every role')
+    .option('--thinking <role=tokens...>', 'extended thinking budget per role (Anthropic), e.g. executor=4096')
     .option('--no-human-gate', 'waive the human review gate (recorded in the run)')
     .option('--idempotency-key <key>', 'launch at most once per key')
     .option('--as <user>', 'launch as this user (default: TRIAD_USER or the OS account)')
@@ -38,7 +39,7 @@ export function addRunCommand(program: Command, ctx: CliContext): void {
         ...(opts.maxIterations !== undefined ? { maxIterations: opts.maxIterations } : {}),
         ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
         ...(opts.budget !== undefined ? { budget: { totalTokens: opts.budget } } : {}),
-        ...(opts.model ? { team: { architect: { model: opts.model }, executor: { model: opts.model }, reviewer: { model: opts.model } } } : {}),
+        ...teamOptions(opts.model, opts.thinking),
         ...(opts.humanGate === false ? { reviewPolicy: { humanGate: false } } : {}),
         ...(opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey } : {}),
       });
@@ -50,6 +51,18 @@ export function addRunCommand(program: Command, ctx: CliContext): void {
         return driveHere(ctx, app, result.runId, { follow: opts.follow, json: opts.json, blankLine: true });
       });
     });
+}
+
+/** The team config of `--model` and `--thinking role=tokens` (checked by the DTO like the API's). */
+function teamOptions(model: string | undefined, thinking: string[] | undefined): { team?: Record<string, Record<string, unknown>> } {
+  const team: Record<string, Record<string, unknown>> = {};
+  if (model) for (const role of ['architect', 'executor', 'reviewer']) team[role] = { model };
+  for (const pair of thinking ?? []) {
+    const match = /^(architect|executor|reviewer)=(\d+)$/.exec(pair);
+    if (!match) throw new CliError(`--thinking takes role=tokens (architect, executor or reviewer), got '${pair}'`, EXIT.usage);
+    (team[match[1]] ??= {}).thinking = { budgetTokens: Number(match[2]) };
+  }
+  return Object.keys(team).length > 0 ? { team } : {};
 }
 
 /** The same checks as `POST /v1/runs` (the DTO and its pipe); a refusal is exit 2 with its messages. */

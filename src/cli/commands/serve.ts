@@ -1,12 +1,18 @@
 import type { Command } from 'commander';
 import { countStoredApiKeys } from '../../auth/keys/count-stored-api-keys';
 import { ConfigError, describeConfig, loadConfig } from '../../config/config';
+import { isStoreUnavailable } from '../../events/errors';
 import { createHttpApp } from '../../http/bootstrap';
 import { MODEL_PROVIDER, type ModelProvider } from '../../team/models/model.port';
 import type { CliContext } from '../cli-context';
-import { CliLogger } from '../cli-io';
+import { Redactor } from '../../observability/log-format';
+import { startTracingFromEnv } from '../../observability/otel-sdk';
+import { CliLogger, packageVersion } from '../cli-io';
 import { CliError, EXIT } from '../exit-codes';
 import { providerLine } from '../format';
+import { TOOL_REGISTRY } from '../../team/tokens';
+import type { ToolRegistry } from '../../team/tools/tool-registry';
+import { waitForStore } from '../store-wait';
 
 /** `triad serve`: the HTTP API, until SIGINT or SIGTERM. */
 export function addServeCommand(program: Command, { output }: CliContext): void {
@@ -15,31 +21,57 @@ export function addServeCommand(program: Command, { output }: CliContext): void 
     .description('serve the HTTP API (TRIAD_HOST:TRIAD_PORT) and drive runs')
     .action(async () => {
       const config = loadConfig();
-      // Keys come from TRIAD_API_KEYS and from the store (`triad keys add`); checked before the app
-      // starts, so a server that refuses to start has driven no run.
-      if (config.apiKeys.length === 0 && (await countStoredApiKeys(config)) === 0) {
-        throw new CliError('no API keys are configured: set TRIAD_API_KEYS=name:role+role:secret or add one with `triad keys add` (see README)', EXIT.usage);
-      }
-      // Its request and lifecycle logs go to stderr: stdout says where it listens.
-      let app: Awaited<ReturnType<typeof createHttpApp>>;
+      // SIGINT/SIGTERM stop the server, or the wait for its store.
+      const stopped = new Promise<void>((resolve) => {
+        const stop = () => resolve();
+        process.once('SIGINT', stop);
+        process.once('SIGTERM', stop);
+      });
+      // Spans are exported only when an OTLP endpoint is configured; flushed at shutdown.
+      const stopTracing = startTracingFromEnv(packageVersion());
+      // Its logs go to stderr (stdout says where it listens): text on a terminal, JSON lines otherwise.
+      const logger = new CliLogger(output.io.stderr, ['error', 'warn', 'log'], { format: output.io.stderr.isTTY ? 'text' : 'json', redactor: Redactor.fromEnv() });
+      const start = async () => {
+        // Keys come from TRIAD_API_KEYS and from the store (`triad keys add`); checked before the app
+        // starts, so a server that refuses to start has driven no run.
+        if (config.apiKeys.length === 0 && (await countStoredApiKeys(config)) === 0) {
+          throw new CliError('no API keys are configured: set TRIAD_API_KEYS=name:role+role:secret or add one with `triad keys add` (see README)', EXIT.usage);
+        }
+        return createHttpApp({ logger });
+      };
+      let app: Awaited<ReturnType<typeof createHttpApp>> | undefined;
       try {
-        app = await createHttpApp({ logger: new CliLogger(output.io.stderr, ['error', 'warn', 'log']) });
+        // A PostgreSQL or EventStoreDB store that is not there yet is waited for (GET /health 503
+        // meanwhile); SQLite is a local file, so its failures are not worth waiting on.
+        app = await waitForStore({
+          start,
+          transient: (err) => config.store !== 'sqlite' && !(err instanceof CliError) && (isStoreUnavailable(err) || isStoreUnavailable((err as Error)?.cause)),
+          store: config.store,
+          host: config.host,
+          port: config.port,
+          log: (line) => output.err(line),
+          stopped,
+        });
       } catch (err) {
         // One line, as for every other command: a configuration error is exit 2, anything else 1.
-        if (err instanceof ConfigError) throw err;
+        if (err instanceof ConfigError || err instanceof CliError) throw err;
         throw new CliError(`cannot start: the ${config.store} store cannot be opened: ${(err as Error).message}`, EXIT.failed);
       }
+      if (!app) {
+        await stopTracing?.().catch(() => undefined);
+        return;
+      }
       await app.listen(config.port, config.host);
+      // MCP servers are connected now rather than at the first launch: a server that cannot start
+      // shows in the log at once (and is tried again when a launch or a run needs it).
+      void app.get<ToolRegistry>(TOOL_REGISTRY).ready();
       const model = app.get<ModelProvider>(MODEL_PROVIDER);
       const summary = describeConfig(config);
       output.out(
         `triad listening on http://${config.host}:${config.port} — store ${summary.store}, data ${summary.dataDir}, ${providerLine(model)}\n`,
       );
-      await new Promise<void>((resolve) => {
-        const stop = () => resolve();
-        process.once('SIGINT', stop);
-        process.once('SIGTERM', stop);
-      });
+      await stopped;
       await app.close();
+      await stopTracing?.().catch(() => undefined);
     });
 }

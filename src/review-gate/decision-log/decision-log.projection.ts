@@ -80,6 +80,9 @@ export class DecisionLogProjection {
   private readonly waiters = new Set<() => void>();
   private wakeRetry?: () => void;
   private failuresInARow = 0;
+  private failures = 0;
+  /** Between a failure and the restarted subscription's start. */
+  private failing = false;
 
   constructor(
     private readonly store: EventStore,
@@ -94,6 +97,22 @@ export class DecisionLogProjection {
 
   get running(): boolean {
     return this.loop !== undefined && !this.stopped;
+  }
+
+  /**
+   * How far behind the store the log is, for /metrics: the decision events not yet projected
+   * (counted up to 1,000), the age of the oldest, whether the projector is failing and how often it
+   * failed.
+   */
+  async lag(now = Date.now()): Promise<{ events: number; seconds: number; failing: boolean; failures: number }> {
+    const pending = await this.store.readAll({ after: this.current, maxCount: 1000, filter: DECISION_EVENTS });
+    const oldest = pending.length > 0 ? Date.parse(pending[0].recordedAt) : NaN;
+    return {
+      events: pending.length,
+      seconds: Number.isFinite(oldest) ? Math.max(0, (now - oldest) / 1000) : 0,
+      failing: this.failing,
+      failures: this.failures,
+    };
   }
 
   start(): void {
@@ -148,6 +167,8 @@ export class DecisionLogProjection {
         this.head = undefined;
         // Reset by progress (see `consume`): a projector that fails again at once backs off further.
         attempt = this.failuresInARow++;
+        this.failures++;
+        this.failing = true;
         // /health is public: it names the fault, not the raw error (that goes to the log below).
         const reason = isStoreUnavailable(err) ? 'the event store is not reachable' : 'the decision log projector is failing';
         this.options.health?.failed(COMPONENT, reason);
@@ -181,6 +202,7 @@ export class DecisionLogProjection {
     // The store answered the start: the projector is running again (the subscription itself
     // waits out later store faults).
     if (this.lastError) this.options.health?.recovered(COMPONENT);
+    this.failing = false;
     const idleMs = this.options.checkpointIdleMs ?? 250;
     const every = this.options.checkpointEvery ?? 500;
     const events = sub[Symbol.asyncIterator]();

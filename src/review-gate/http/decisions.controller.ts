@@ -32,7 +32,7 @@ export class VerifyDecisionsQueryDto {
   @IsOptional() @IsString() @Matches(SINCE_HASH, { message: 'since must be a record hash: 64 lowercase hex characters' }) since?: string;
 }
 
-/** The decision log for auditors (SPEC §4, §6): read, export, verify. */
+/** The decision log for auditors: read, export, verify. */
 @Controller('v1/decisions')
 @May('audit')
 export class DecisionsController {

@@ -15,11 +15,13 @@ import { teamRunMachine } from '../../team/domain/team-run.machine';
 import type { Clock } from '../../shared/ports';
 import { loadRunHistory } from '../../team/run-history';
 import { RunSupervisor } from '../../team/run-supervisor';
-import { TOOL_REGISTRY } from '../../team/tokens';
-import type { ToolRegistry } from '../../team/tools/tool-registry';
+import { unrebuildable, workspaceAt } from '../../team/workspace/workspace-effects';
+import { restoreWorkspace, unrecoverableMessage } from '../../team/workspace/workspace-log';
 import { forkPoint, InvalidForkError } from '../fork';
 import { join } from 'node:path';
 import { replayRun } from '../replay';
+
+const PARENT = "the parent's workspace at the fork point";
 
 export class ForkRunCommand {
   constructor(
@@ -37,19 +39,15 @@ export interface ForkResult {
   workspaceNote: string;
 }
 
-/** Tools whose effect on the workspace is fully described by their recorded input. */
-const REPLAYABLE_TOOLS = new Set(['write_file', 'edit_file']);
-
 /**
  * Fork at turn N: a new run whose history up to N is the parent's events (linked, not re-executed),
- * then its own. Its workspace is rebuilt by re-applying the file writes recorded up to N.
+ * then its own. Its workspace is rebuilt from the file effects recorded up to N (workspace-log.ts).
  */
 @CommandHandler(ForkRunCommand)
 export class ForkRunHandler implements ICommandHandler<ForkRunCommand, ForkResult> {
   constructor(
     @Inject(COMMAND_PATH) private readonly path: CommandPath,
     @Inject(CLOCK) private readonly clock: Clock,
-    @Inject(TOOL_REGISTRY) private readonly tools: ToolRegistry,
     private readonly supervisor: RunSupervisor,
   ) {}
 
@@ -88,31 +86,37 @@ export class ForkRunHandler implements ICommandHandler<ForkRunCommand, ForkResul
     return { runId: forkId, forkedFrom: data.parent, workspaceNote };
   }
 
+  /**
+   * The parent's workspace at the fork point, rebuilt from the inherited events (the recorded file
+   * effects and their blobs). A fork whose workspace cannot be rebuilt exactly is refused (409),
+   * unless the parent was recorded before file effects were: then what can be is rebuilt, and the
+   * note says what could not.
+   */
   private async rebuildWorkspace(forkId: string, inherited: { type: string; data: unknown }[]): Promise<string> {
-    const workspace = await this.supervisor.prepareWorkspace(forkId);
-    const requested = new Map<string, { name: string; input: Record<string, unknown>; role: string }>();
-    let applied = 0;
-    const skipped = new Map<string, number>();
-    for (const e of inherited) {
-      if (e.type === 'ToolCallRequested') {
-        const d = e.data as { toolUseId: string; name: string; input: Record<string, unknown>; role: string };
-        requested.set(d.toolUseId, d);
-      } else if (e.type === 'ToolCallCompleted') {
-        const d = e.data as { toolUseId: string; name: string; isError: boolean };
-        const call = requested.get(d.toolUseId);
-        if (!call || d.isError) continue;
-        const tool = this.tools.get(call.name);
-        if (!REPLAYABLE_TOOLS.has(call.name) || !tool) {
-          if (tool && !tool.readOnly) skipped.set(call.name, (skipped.get(call.name) ?? 0) + 1);
-          continue;
-        }
-        const outcome = await tool.execute(call.input, { runId: forkId, role: 'executor', workspace, signal: new AbortController().signal });
-        if (!outcome.isError) applied++;
+    const manifest = workspaceAt(inherited);
+    const legacy = Object.keys(manifest.notReproduced).length > 0;
+    if (legacy) {
+      // Recorded before file effects were: the files that are known, and a note on the rest.
+      for (const [path, entry] of manifest.files) if ('unrecorded' in entry) manifest.files.delete(path);
+      const notes = Object.entries(manifest.notReproduced).map(([name, n]) => `${n} ${name} call(s) not reproduced: their effects are not recorded`);
+      manifest.notReproduced = {};
+      const workspace = await this.supervisor.prepareWorkspace(forkId);
+      const result = await restoreWorkspace(this.path.store, workspace, manifest);
+      if (!result.ok) {
+        await rm(workspace, { recursive: true, force: true }).catch(() => undefined);
+        throw new ConflictError(`cannot fork: ${unrecoverableMessage(result.unrecoverable, PARENT)}`);
       }
+      return [`rebuilt ${manifest.files.size} file(s) from the events`, ...notes].join('; ');
     }
-    const notes = [`re-applied ${applied} recorded file write(s)`];
-    for (const [name, n] of skipped) notes.push(`${n} ${name} call(s) not reproduced: their effects are not recorded`);
-    return notes.join('; ');
+    const blocked = unrebuildable(manifest);
+    if (blocked.length > 0) throw new ConflictError(`cannot fork: ${unrecoverableMessage(blocked, PARENT)}`);
+    const workspace = await this.supervisor.prepareWorkspace(forkId);
+    const result = await restoreWorkspace(this.path.store, workspace, manifest);
+    if (!result.ok) {
+      await rm(workspace, { recursive: true, force: true }).catch(() => undefined);
+      throw new ConflictError(`cannot fork: ${unrecoverableMessage(result.unrecoverable, PARENT)}`);
+    }
+    return `rebuilt ${manifest.files.size} file(s) from the events`;
   }
 }
 

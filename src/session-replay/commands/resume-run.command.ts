@@ -46,7 +46,7 @@ export class ResumeRunHandler implements ICommandHandler<ResumeRunCommand, { run
     await this.path.handle(model, (state) => decideRun({ type: 'ResumeRun', runId, by: by.id, at }, state), runContext(runId, by.id), { maxAttempts: 1 });
     // This process takes the run when it can: a suspended run's RunResumed wakes the dispatchers
     // too, a crashed run's (nothing recorded) is otherwise recovery's once its lease expires.
-    const leased = await this.supervisor.startIfLeased(runId);
+    const leased = await this.supervisor.startIfLeased(runId, { overCap: true });
     if (!leased) throw new ConflictError(`run ${runId} is being driven by another process`);
     return { runId, status: 'running', driver: this.supervisor.owner };
   }

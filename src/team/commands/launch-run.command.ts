@@ -1,25 +1,34 @@
-import { Inject } from '@nestjs/common';
+import { Inject, Logger } from '@nestjs/common';
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import type { Identity } from '../../auth/identity';
 import type { CommandPath } from '../../events/command-handling';
 import { COMMAND_PATH } from '../../events/command-path.module';
 import { CLOCK, newRunId } from '../../shared/system';
-import { launchRun, type LaunchResult, type LaunchRunInput } from '../launch';
+import { buildRunLaunched, launchRun, runIdForIdempotencyKey, type LaunchContext, type LaunchResult, type LaunchRunInput } from '../launch';
+import type { Placement } from '../placement';
+import { RunSupervisor } from '../run-supervisor';
 import type { LaunchPolicyDefaults } from '../resilience/policies';
 import { MODEL_PROVIDER, type ModelProvider } from '../models/model.port';
 import type { Clock } from '../../shared/ports';
 import { DEFAULT_MODEL, LAUNCH_POLICY_DEFAULTS } from './tokens';
+import { TOOL_REGISTRY } from '../tokens';
+import type { RunProjectLink } from '../domain/run-events';
+import type { ToolRegistry } from '../tools/tool-registry';
 
 export class LaunchRunCommand {
   constructor(
     readonly input: LaunchRunInput,
     readonly launchedBy: Identity,
+    /** Set by the project reactor: the run is a task of this project. */
+    readonly project?: RunProjectLink,
   ) {}
 }
 
 /**
- * Records the launch. The run is driven by whichever serving process's dispatcher takes its lease
- * (RunDispatcher), or by the CLI in the foreground.
+ * Records the launch. On a serving process the run is placed first (RunSupervisor.place: here,
+ * or on the least-loaded process, by taking its lease in that process's name), and the chosen
+ * process's dispatcher drives it; with no placement (every process at its cap) it waits queued
+ * for a free slot. The CLI drives the run it launches in the foreground.
  */
 @CommandHandler(LaunchRunCommand)
 export class LaunchRunHandler implements ICommandHandler<LaunchRunCommand, LaunchResult> {
@@ -29,17 +38,51 @@ export class LaunchRunHandler implements ICommandHandler<LaunchRunCommand, Launc
     @Inject(DEFAULT_MODEL) private readonly defaultModel: string,
     @Inject(CLOCK) private readonly clock: Clock,
     @Inject(LAUNCH_POLICY_DEFAULTS) private readonly defaults: LaunchPolicyDefaults,
+    @Inject(TOOL_REGISTRY) private readonly tools: ToolRegistry,
+    private readonly supervisor: RunSupervisor,
   ) {}
 
-  execute(command: LaunchRunCommand): Promise<LaunchResult> {
-    return launchRun(this.path, command.input, {
-      runId: newRunId(),
+  private readonly logger = new Logger('LaunchRun');
+
+  async execute(command: LaunchRunCommand): Promise<LaunchResult> {
+    // MCP servers not reached yet are connected now, so the allow-lists see their tools.
+    await this.tools.ready();
+    const launchedBy = command.launchedBy.id;
+    const key = command.input.idempotencyKey;
+    const runId = key ? runIdForIdempotencyKey(launchedBy, key) : newRunId();
+    // Bad input is refused before anything is written, the placement's lease included.
+    buildRunLaunched(command.input, this.context(command, runId));
+    let placement: Placement | undefined;
+    try {
+      placement = await this.supervisor.place(runId);
+    } catch (err) {
+      // Not placed: every serving process's dispatcher may take it, as without placement.
+      this.logger.warn(`run ${runId}: not placed (${(err as Error).message}); the first free process takes it`);
+    }
+    let result: LaunchResult | undefined;
+    try {
+      result = await this.launch(command, runId);
+      return result;
+    } finally {
+      if (!result?.created) await this.supervisor.unplace(runId, placement);
+    }
+  }
+
+  private launch(command: LaunchRunCommand, runId: string): Promise<LaunchResult> {
+    return launchRun(this.path, command.input, this.context(command, runId));
+  }
+
+  private context(command: LaunchRunCommand, runId: string): LaunchContext {
+    return {
+      runId,
       launchedBy: command.launchedBy.id,
       now: new Date(this.clock.now()),
       provider: this.model.name,
       defaultModel: this.defaultModel,
       // Launches through the API and the CLI record the product's resilience defaults.
       defaults: this.defaults,
-    });
+      resolveTools: (role, allowList) => this.tools.resolveRoleTools(role, allowList),
+      ...(command.project ? { project: command.project } : {}),
+    };
   }
 }

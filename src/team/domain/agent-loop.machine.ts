@@ -1,6 +1,6 @@
 import { assign, setup } from 'xstate';
 import type { AssistantBlock, RoleName } from '../models/model.port';
-import type { ModelCallCompletedData, TeamRunEvent } from './run-events';
+import type { ModelCallCompletedData, RunCoreEvent } from './run-events';
 import { SUBMIT_TOOL_OF_ROLE } from './roles';
 
 /**
@@ -28,7 +28,7 @@ export interface AgentLoopContext {
   approvalIds?: string[];
 }
 
-export type AgentLoopEvent = TeamRunEvent;
+export type AgentLoopEvent = RunCoreEvent;
 
 const toolUses = (content: AssistantBlock[]) => content.filter((b) => b.type === 'tool_use');
 

@@ -15,7 +15,7 @@ import {
 import { correctiveMessage, describeDetection, detectStagnation, type StagnationDetection } from '../resilience/stagnation';
 import { ROLE_OF_PHASE, SUBMIT_TOOL_OF_ROLE } from './roles';
 import type { ModelCallStartedData, Phase, TerminationReason } from './run-events';
-import { lastAssistantToolUses, newUserMessage, totalTokens, type RunState } from './run-state';
+import { lastAssistantToolUses, newUserMessage, roleTokens, totalTokens, type RunState } from './run-state';
 
 /**
  * What the driver must do next, read off a folded run. Pure: the same events and clock give the
@@ -58,6 +58,8 @@ export type NextAction =
       plan: CompactionPlan;
       budgetTokens: number;
       summaryModel: string;
+      /** The provider's count of the request that did not fit (absent: the estimate decided). */
+      countedTokens?: number;
     }
   | { kind: 'submit'; role: RoleName; call: ToolUseBlock }
   | { kind: 'submitAnswer'; role: RoleName; text: string }
@@ -68,7 +70,13 @@ export type NextAction =
 export const REVIEWER_REMINDER =
   'A verdict is only accepted through the submit_verdict tool. Call submit_verdict with APPROVE, REQUEST_CHANGES or BLOCK.';
 
-export function nextAction(state: RunState, nowMs: number): NextAction {
+/**
+ * A provider's count of the input tokens of a role's next request (system prompt and tools
+ * included) with these messages, when it is known; undefined: the estimate decides.
+ */
+export type ContextMeasure = (role: RoleName, messages: readonly ChatMessage[]) => number | undefined;
+
+export function nextAction(state: RunState, nowMs: number, measure?: ContextMeasure): NextAction {
   const value = String(state.team.value);
   const launched = state.launched;
   if (value === 'ended' || !launched) return { kind: 'none' };
@@ -121,13 +129,13 @@ export function nextAction(state: RunState, nowMs: number): NextAction {
     case 'planning':
     case 'executing':
     case 'reviewing':
-      return loopAction(state, task);
+      return loopAction(state, task, measure);
     default:
       throw new Error(`no action defined for team state '${value}'`);
   }
 }
 
-function loopAction(state: RunState, task: (role: RoleName) => string): NextAction {
+function loopAction(state: RunState, task: (role: RoleName) => string, measure?: ContextMeasure): NextAction {
   const loop = state.loop;
   const phase = state.phase;
   if (!loop || !phase) throw new Error('an active phase has no agent loop');
@@ -143,7 +151,7 @@ function loopAction(state: RunState, task: (role: RoleName) => string): NextActi
       const turn = loop.context.turn + 1;
       if (loopState === 'answered') {
         if (role !== 'reviewer') return { kind: 'submitAnswer', role, text: loop.context.answer ?? '' };
-        return newCall(state, role, turn, [], [{ type: 'text', text: REVIEWER_REMINDER }]);
+        return newCall(state, role, turn, [], [{ type: 'text', text: REVIEWER_REMINDER }], measure);
       }
       const stagnation = stagnationAction(state, role, loop.context.turn);
       if (stagnation) return stagnation;
@@ -151,7 +159,7 @@ function loopAction(state: RunState, task: (role: RoleName) => string): NextActi
       // that is the previous submission) and, on a phase's first turn, carries the task.
       const toolResultIds = lastAssistantToolUses(state.conversations[role].messages).map((u) => u.id);
       const content: ContentBlock[] = turn === 1 ? [{ type: 'text', text: task(role) }] : [];
-      return newCall(state, role, turn, toolResultIds, content);
+      return newCall(state, role, turn, toolResultIds, content, measure);
     }
     case 'awaitingResponse': {
       // Three identical failures in a row: the driver records the run's end with the third; this
@@ -199,10 +207,10 @@ function stagnationAction(state: RunState, role: RoleName, lastTurn: number): Ne
 }
 
 /** A new model call, with a pending corrective message, once the conversation fits the context window. */
-function newCall(state: RunState, role: RoleName, turn: number, toolResultIds: string[], content: ContentBlock[]): NextAction {
+function newCall(state: RunState, role: RoleName, turn: number, toolResultIds: string[], content: ContentBlock[], measure?: ContextMeasure): NextAction {
   const warning = state.resilience.stagnation.pendingWarning;
   const all: ContentBlock[] = warning?.role === role ? [...content, { type: 'text', text: warning.message }] : content;
-  const compaction = overBudgetCompaction(state, role, turn, toolResultIds, all);
+  const compaction = overBudgetCompaction(state, role, turn, toolResultIds, all, measure);
   if (compaction) return compaction;
   return { kind: 'callModel', role, turn, retry: false, toolResultIds, content: all };
 }
@@ -212,24 +220,43 @@ function contextSettings(state: RunState, role: RoleName) {
   const model = launched.team[role].model;
   const policy = launched.contextWindow;
   const limit = contextLimitOf(model, policy);
-  const budget = limit === undefined ? undefined : contextBudget(limit, estimateTextTokens(state.phase!.system), policy?.marginTokens ?? DEFAULT_MARGIN_TOKENS);
+  const margin = policy?.marginTokens ?? DEFAULT_MARGIN_TOKENS;
+  const budget = limit === undefined ? undefined : contextBudget(limit, estimateTextTokens(state.phase!.system), margin);
   const compactTo = budget === undefined ? undefined : Math.floor((budget * (policy?.compactToPercent ?? DEFAULT_COMPACT_TO_PERCENT)) / 100);
-  return { budget, compactTo, keep: policy?.keepRecentMessages, summaryModel: summaryModelOf(model, policy) };
+  return { limit, margin, budget, compactTo, keep: policy?.keepRecentMessages, summaryModel: summaryModelOf(model, policy) };
 }
 
 /** Compaction before a new call whose conversation (with its new user message) exceeds the budget. */
-function overBudgetCompaction(state: RunState, role: RoleName, turn: number, toolResultIds: string[], content: ContentBlock[]): NextAction | undefined {
-  const { budget, compactTo, keep, summaryModel } = contextSettings(state, role);
-  if (budget === undefined || compactTo === undefined) return undefined;
+function overBudgetCompaction(
+  state: RunState,
+  role: RoleName,
+  turn: number,
+  toolResultIds: string[],
+  content: ContentBlock[],
+  measure?: ContextMeasure,
+): NextAction | undefined {
+  const { limit, margin, budget, compactTo, keep, summaryModel } = contextSettings(state, role);
+  if (limit === undefined || budget === undefined || compactTo === undefined) return undefined;
   const upcoming: ChatMessage = newUserMessage(state, { toolResultIds, content } as unknown as ModelCallStartedData);
   const all = [...state.conversations[role].messages, upcoming];
-  if (estimateTokens(all) <= budget) return undefined;
+  // The provider's count, when known, covers the whole request (system prompt and tools too).
+  const counted = measure?.(role, all);
+  if (counted !== undefined ? counted <= limit - margin : estimateTokens(all) <= budget) return undefined;
   // The upcoming message is last, so it is never in the archived range (which ends before it).
   // Archive down to the target share of the budget, so that compactions are far apart.
   const plan = planCompaction(all, { budgetTokens: compactTo, keepRecentMessages: keep });
   // Nothing left to archive: the call goes out as is, and a model that refuses it says so.
   if (!plan) return undefined;
-  return { kind: 'compactContext', role, turn, reason: 'over_budget', plan, budgetTokens: budget, summaryModel };
+  return {
+    kind: 'compactContext',
+    role,
+    turn,
+    reason: 'over_budget',
+    plan,
+    budgetTokens: budget,
+    summaryModel,
+    ...(counted !== undefined ? { countedTokens: counted } : {}),
+  };
 }
 
 /** The model refused the open call as too long: halve the estimate (it was wrong), then retry. */
@@ -248,7 +275,7 @@ export function budgetExceeded(state: RunState, role: RoleName): { scope: 'total
   const used = totalTokens(state);
   if (used >= launched.budget.totalTokens) return { scope: 'total', used, limit: launched.budget.totalTokens };
   const roleLimit = launched.team[role].maxTokens;
-  const roleUsed = state.usage[role].inputTokens + state.usage[role].outputTokens;
+  const roleUsed = roleTokens(state.usage[role]);
   if (roleLimit !== undefined && roleUsed >= roleLimit) return { scope: role, used: roleUsed, limit: roleLimit };
   return undefined;
 }

@@ -10,7 +10,7 @@ export const SUBMIT_TOOL_OF_ROLE: Record<RoleName, 'submit_plan' | 'submit_work'
 
 export const ROLE_OF_PHASE = { planning: 'architect', executing: 'executor', reviewing: 'reviewer' } as const;
 
-/** SPEC §3 defaults. */
+/** Launch defaults. */
 export const DEFAULT_MAX_TURNS: Record<RoleName, number> = { architect: 15, executor: 30, reviewer: 15 };
 export const DEFAULT_MAX_ITERATIONS = 3;
 export const DEFAULT_TIMEOUT_MS = 30 * 60 * 1000;

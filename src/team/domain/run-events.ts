@@ -1,4 +1,6 @@
-import type { AssistantBlock, ContentBlock, RoleName, StopReason, Usage } from '../models/model.port';
+import type { AssistantBlock, ContentBlock, RoleName, StopReason, ThinkingSettings, Usage } from '../models/model.port';
+import { SUB_AGENT_EVENT_TYPES, type SubAgentEvent } from './sub-agents';
+import type { FileEffect } from '../workspace/workspace-effects';
 import type { ApprovalThreshold, ContextWindowPolicy, RetryPolicy, StagnationPolicy, ToolApprovalPolicy, ToolRisk } from '../resilience/policies';
 
 /**
@@ -52,6 +54,8 @@ export interface RoleConfig {
   maxTokens?: number;
   /** Replaces the built-in role prompt. */
   systemPrompt?: string;
+  /** Extended thinking on each of the role's calls (Anthropic): up to `budgetTokens` of reasoning. */
+  thinking?: ThinkingSettings;
 }
 
 export type ReviewTimeoutPolicy = 'wait' | 'auto_approve' | 'auto_deny' | 'escalate';
@@ -88,6 +92,15 @@ export interface RunLaunchedData {
   stagnation?: StagnationPolicy;
   /** Context window limits; absent: the defaults per model. */
   contextWindow?: ContextWindowPolicy;
+  /** Set when the run is a task of a project (src/projects/): the project, the task and its attempt. */
+  project?: RunProjectLink;
+}
+
+/** A task run's link to its project. */
+export interface RunProjectLink {
+  projectId: string;
+  taskKey: string;
+  attempt: number;
 }
 
 export interface PhaseStartedData {
@@ -169,6 +182,12 @@ export interface ToolCallCompletedData {
   durationMs: number;
   /** Set when the outcome could not be observed (a crash during a non-idempotent tool). */
   outcomeUnknown?: boolean;
+  /**
+   * What the call changed in the workspace, for tools that may change it (empty: nothing); absent
+   * for read-only tools, calls that did not run, and runs recorded before effects were. See
+   * src/team/workspace/workspace-effects.ts.
+   */
+  files?: FileEffect[];
 }
 
 export interface PlanSubmittedData {
@@ -281,6 +300,8 @@ export interface ContextCompactedData {
   tokensBefore: number;
   tokensAfter: number;
   budgetTokens: number;
+  /** The provider's token count of the request that did not fit (absent: the estimate decided). */
+  countedTokens?: number;
   at: string;
 }
 
@@ -323,6 +344,19 @@ export interface RunEndedData {
   status: RunStatus;
   reason: TerminationReason;
   message?: string;
+  at: string;
+}
+
+/**
+ * A process that was to drive the run could not rebuild its workspace from the events (a file over
+ * the recorded-size cap, a blob missing from the store, a change recorded before file effects
+ * were): the run ends (RunEnded, ERROR) rather than carry on in a workspace that is not its own.
+ */
+export interface WorkspaceUnrecoverableData {
+  /** What cannot be rebuilt: a path ('.' for the workspace as a whole) and why. */
+  paths: { path: string; reason: string }[];
+  /** The process that tried. */
+  owner: string;
   at: string;
 }
 
@@ -369,7 +403,8 @@ export interface RunForkedData {
   view: { launched: RunLaunchedData; team: unknown };
 }
 
-export type TeamRunEvent =
+/** The run's own events: what its state machines see (sub-agents' events never move them). */
+export type RunCoreEvent =
   | { type: 'RunLaunched'; data: RunLaunchedData }
   | { type: 'PhaseStarted'; data: PhaseStartedData }
   | { type: 'IterationStarted'; data: IterationStartedData }
@@ -392,7 +427,11 @@ export type TeamRunEvent =
   | { type: 'StagnationWarned'; data: StagnationWarnedData }
   | { type: 'ContextCompacted'; data: ContextCompactedData }
   | { type: 'ToolApprovalRequested'; data: ToolApprovalRequestedData }
-  | { type: 'ToolApprovalDecided'; data: ToolApprovalDecidedData };
+  | { type: 'ToolApprovalDecided'; data: ToolApprovalDecidedData }
+  | { type: 'WorkspaceUnrecoverable'; data: WorkspaceUnrecoverableData };
+
+/** Every event of a run's stream: its own, and its sub-agents' lifecycle and turns (domain/sub-agents.ts). */
+export type TeamRunEvent = RunCoreEvent | SubAgentEvent;
 
 export type TeamRunEventType = TeamRunEvent['type'];
 
@@ -420,6 +459,8 @@ export const TEAM_RUN_EVENT_TYPES: readonly TeamRunEventType[] = [
   'ContextCompacted',
   'ToolApprovalRequested',
   'ToolApprovalDecided',
+  ...SUB_AGENT_EVENT_TYPES,
+  'WorkspaceUnrecoverable',
 ];
 
 export const RUN_STREAM_PREFIX = 'run-';

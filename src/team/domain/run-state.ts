@@ -1,6 +1,6 @@
 import { initialTransition, type SnapshotFrom } from 'xstate';
 import { pureTransition } from './pure-transition';
-import type { AssistantBlock, ChatMessage, ContentBlock, RoleName, ToolResultBlock, ToolUseBlock } from '../models/model.port';
+import type { AssistantBlock, ChatMessage, ContentBlock, RoleName, ToolResultBlock, ToolUseBlock, Usage } from '../models/model.port';
 import { agentLoopMachine } from './agent-loop.machine';
 import type {
   ModelCallStartedData,
@@ -10,6 +10,7 @@ import type {
   RunForkedData,
   ReviewOpenedData,
   RunLaunchedData,
+  RunCoreEvent,
   RunStatus,
   TeamRunEvent,
   TerminationReason,
@@ -25,6 +26,7 @@ import { breakerAfter, CLOSED_BREAKER, type BreakerState } from '../resilience/c
 import { applyCompaction } from '../resilience/context-window';
 import { DEFAULT_STAGNATION_POLICY } from '../resilience/policies';
 import { recordTurn, type StagnationWindow } from '../resilience/stagnation';
+import { abandonSubAgents, evolveSubAgents, subAgentTokens, type SubAgents } from './sub-agents';
 
 const teamStep = pureTransition(teamRunMachine);
 const loopStep = pureTransition(agentLoopMachine);
@@ -33,10 +35,23 @@ export type TeamSnapshot = SnapshotFrom<typeof teamRunMachine>;
 export type LoopSnapshot = SnapshotFrom<typeof agentLoopMachine>;
 
 export interface RoleUsage {
+  /** Input tokens billed at the full rate (cache reads and writes are counted apart). */
   inputTokens: number;
   outputTokens: number;
+  /** Present once a call reported prompt-cache usage (Anthropic). */
+  cacheReadTokens?: number;
+  cacheWriteTokens?: number;
   costUsd: number;
   turns: number;
+}
+
+/** Adds a call's usage to its role's (cache counters only when the call reported them). */
+function addUsage(u: RoleUsage, usage: Usage, costUsd: number): void {
+  u.inputTokens += usage.inputTokens;
+  u.outputTokens += usage.outputTokens;
+  if (usage.cacheReadTokens !== undefined) u.cacheReadTokens = (u.cacheReadTokens ?? 0) + usage.cacheReadTokens;
+  if (usage.cacheWriteTokens !== undefined) u.cacheWriteTokens = (u.cacheWriteTokens ?? 0) + usage.cacheWriteTokens;
+  u.costUsd = round6(u.costUsd + costUsd);
 }
 
 /** What the resilience rules decide on, folded from the events (plain JSON: it is checkpointed as is). */
@@ -110,6 +125,8 @@ export interface RunState {
   resilience: ResilienceState;
   /** Tool approvals requested in this run, by tool_use id. */
   approvals: Map<string, ApprovalRecord>;
+  /** The run's sub-agents, by path (domain/sub-agents.ts). */
+  subAgents: SubAgents;
 }
 
 export function initialResilience(): ResilienceState {
@@ -135,6 +152,7 @@ export function initialRunState(runId = ''): RunState {
     suspended: false,
     resilience: initialResilience(),
     approvals: new Map(),
+    subAgents: {},
   };
 }
 
@@ -147,8 +165,10 @@ export function evolve(state: RunState, event: TeamRunEvent, meta: { revision: n
   state.revision = meta.revision;
   state.position = meta.position;
   // The team machine sees every event; unknown ones leave it as it is.
-  state.team = teamStep(state.team, event);
-  if (state.loop) state.loop = loopStep(state.loop, event);
+  // Sub-agents' events are not the machines' (their types are unknown to them: they pass through).
+  const core = event as RunCoreEvent;
+  state.team = teamStep(state.team, core);
+  if (state.loop) state.loop = loopStep(state.loop, core);
 
   switch (event.type) {
     case 'RunLaunched':
@@ -180,9 +200,7 @@ export function evolve(state: RunState, event: TeamRunEvent, meta: { revision: n
       conv.messages.push({ role: 'assistant', content: d.content });
       conv.openCallId = undefined;
       const u = state.usage[d.role];
-      u.inputTokens += d.usage.inputTokens;
-      u.outputTokens += d.usage.outputTokens;
-      u.costUsd = round6(u.costUsd + d.costUsd);
+      addUsage(u, d.usage, d.costUsd);
       u.turns += 1;
       state.lastToolUses = new Map(
         d.content.filter((b): b is ToolUseBlock => b.type === 'tool_use').map((b) => [b.id, b]),
@@ -217,12 +235,7 @@ export function evolve(state: RunState, event: TeamRunEvent, meta: { revision: n
       conv.messages = applyCompaction(conv.messages, d.fromIndex, d.toIndex, d.summary);
       state.resilience.compactBeforeRetry = undefined;
       state.resilience.compactions += 1;
-      if (d.usage) {
-        const u = state.usage[d.role];
-        u.inputTokens += d.usage.inputTokens;
-        u.outputTokens += d.usage.outputTokens;
-        u.costUsd = round6(u.costUsd + (d.costUsd ?? 0));
-      }
+      if (d.usage) addUsage(state.usage[d.role], d.usage, d.costUsd ?? 0);
       break;
     }
     case 'ToolApprovalRequested':
@@ -258,6 +271,7 @@ export function evolve(state: RunState, event: TeamRunEvent, meta: { revision: n
     case 'RunEnded':
       state.endedAt = event.data.at;
       state.loop = undefined;
+      abandonSubAgents(state.subAgents, event.data.at);
       break;
     case 'RunSuspended':
       state.suspended = true;
@@ -274,6 +288,20 @@ export function evolve(state: RunState, event: TeamRunEvent, meta: { revision: n
       break;
     case 'IterationStarted':
     case 'BudgetExceeded':
+    case 'WorkspaceUnrecoverable':
+      break;
+    case 'SubAgentSpawned':
+    case 'SubAgentAwaitingApproval':
+    case 'SubAgentQueued':
+    case 'SubAgentStarted':
+    case 'SubAgentModelCalled':
+    case 'SubAgentToolStarted':
+    case 'SubAgentToolCompleted':
+    case 'SubAgentCompleted':
+    case 'SubAgentFailed':
+    case 'SubAgentCancelled':
+    case 'SubAgentTimedOut':
+      evolveSubAgents(state.subAgents, event);
       break;
     default:
       assertNever(event);
@@ -340,9 +368,19 @@ export function terminationReason(state: RunState): TerminationReason | undefine
   return state.team.context.ended?.reason;
 }
 
+/**
+ * Tokens a role's calls made the model process, for the token budgets: input at the full rate,
+ * output, and prompt-cache reads and writes. Caching makes input cheaper, not smaller: a budget
+ * caps what the model reads and writes, and cost (`costUsd`) is where caching shows.
+ */
+export function roleTokens(u: RoleUsage): number {
+  return u.inputTokens + u.outputTokens + (u.cacheReadTokens ?? 0) + (u.cacheWriteTokens ?? 0);
+}
+
+/** The run's tokens, its sub-agents' included: they count against the run's budget. */
 export function totalTokens(state: RunState): number {
-  let total = 0;
-  for (const u of Object.values(state.usage)) total += u.inputTokens + u.outputTokens;
+  let total = subAgentTokens(state.subAgents);
+  for (const u of Object.values(state.usage)) total += roleTokens(u);
   return total;
 }
 

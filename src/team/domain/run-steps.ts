@@ -388,6 +388,7 @@ export function contextCompacted(state: RunState, step: CompactStep, outcome: Su
       tokensBefore: plan.tokensBefore,
       tokensAfter: plan.tokensAfter - SUMMARY_RESERVE_TOKENS + summaryTokens,
       budgetTokens: step.budgetTokens,
+      ...(step.countedTokens !== undefined ? { countedTokens: step.countedTokens } : {}),
       at,
     },
   };

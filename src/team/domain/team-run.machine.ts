@@ -5,7 +5,7 @@ import type {
   RunEndedData,
   RunLaunchedData,
   RunStatus,
-  TeamRunEvent,
+  RunCoreEvent,
   TerminationReason,
   VerdictSubmittedData,
 } from './run-events';
@@ -32,7 +32,7 @@ export interface TeamRunContext {
   stopOnRepeatedFindings?: boolean;
 }
 
-export type TeamRunMachineEvent = TeamRunEvent;
+export type TeamRunMachineEvent = RunCoreEvent;
 
 const phaseIs =
   (phase: PhaseStartedData['phase']) =>
@@ -164,7 +164,7 @@ export const teamRunMachine = setup({
 
 export type TeamRunStateValue = keyof (typeof teamRunMachine)['states'] | string;
 
-/** The public status of a team-run snapshot (SPEC §3). */
+/** The public status of a team-run snapshot. */
 export function statusOf(value: string, context: TeamRunContext, tags: Set<string>): RunStatus {
   if (value === 'ended') return context.ended!.status;
   for (const s of ['queued', 'planning', 'executing', 'reviewing', 'awaiting_review'] as const) if (tags.has(s)) return s;

@@ -1,3 +1,4 @@
+import { inChatSpan } from '../../observability/tracing';
 import { pause } from '../../events/store-retry';
 import { ModelError, type ModelResponse } from '../models/model.port';
 import type { NextAction } from '../domain/next-action';
@@ -41,17 +42,22 @@ export async function takeModelTurn(ctx: StepContext, step: Extract<NextAction, 
     const timer = setTimeout(() => call.abort(new Error('timeout')), Math.max(0, deadline - deps.clock.now()));
     let response: ModelResponse;
     try {
-      response = await deps.model.complete({
-        runId,
-        role,
-        model,
-        system: ctx.state.phase!.system,
-        messages,
-        tools: deps.tools.specsFor(role, ctx.state.phase!.tools),
-        maxTokens: deps.maxOutputTokens ?? 8192,
-        signal: call.signal,
-        onTextDelta: (text) => deps.observer?.onTextDelta?.(runId, role, step.turn, text),
-      });
+      const system = ctx.state.phase!.system;
+      const maxTokens = deps.maxOutputTokens ?? 8192;
+      response = await inChatSpan({ runId, role, turn: step.turn, provider: deps.model.name, model, maxTokens, system, messages }, () =>
+        deps.model.complete({
+          runId,
+          role,
+          model,
+          system,
+          messages,
+          tools: deps.tools.specsFor(role, ctx.state.phase!.tools),
+          maxTokens,
+          ...(launched.team[role].thinking ? { thinking: launched.team[role].thinking } : {}),
+          signal: call.signal,
+          onTextDelta: (text) => deps.observer?.onTextDelta?.(runId, role, step.turn, text),
+        }),
+      );
     } catch (err) {
       const error = err instanceof ModelError ? err : new ModelError('server', `model provider failed: ${(err as Error)?.message ?? String(err)}`);
       if (ctx.runSignal.aborted) return;

@@ -1,17 +1,25 @@
 import type { NewEvent } from '../../events/event-store.port';
+import { inToolSpan, RunTrace } from '../../observability/tracing';
 import { isStoreUnavailable, WrongExpectedRevisionError } from '../../events/errors';
 import { pause, storeBackoffMs } from '../../events/store-retry';
-import { CommandPath, type CommandContext } from '../../events/command-handling';
+import { CommandPath, type CommandContext, type DomainEvent } from '../../events/command-handling';
 import { takeCheckpoint } from '../../checkpoint/checkpoint';
-import { nextAction, type NextAction } from '../domain/next-action';
+import { nextAction, type ContextMeasure, type NextAction } from '../domain/next-action';
+import type { ChatMessage, RoleName, TokenCountRequest } from '../models/model.port';
+import { TokenCounter } from '../models/token-count';
+import { contextLimitOf } from '../resilience/context-window';
 import { agentIdentity, toRunStreamId, type TeamRunEvent } from '../domain/run-events';
-import { evolve, foldRun, initialRunState, runStatus, type RunState } from '../domain/run-state';
+import { evolve, foldRun, initialRunState, newUserMessage, runStatus, type RunState } from '../domain/run-state';
+import type { ModelCallStartedData } from '../domain/run-events';
 import { decideStep, driverClaimed, isDecidedStep, needsArtifactHash, runSuspended, type DecidedStep } from '../domain/run-steps';
 import { loadRunState } from '../run-stream';
 import { workspaceDigest } from '../tools/workspace-digest';
+import { loadRunHistory } from '../run-history';
+import { unrebuildable, workspaceAt } from '../workspace/workspace-effects';
+import { isEmptyDirectory, restoreWorkspace, unrecoverableMessage } from '../workspace/workspace-log';
 import { compactContext } from './compaction';
 import { takeModelTurn } from './model-turn';
-import { isoNow, type RunDriverDeps, type StepContext } from './step-context';
+import { deadlineOf, isoNow, type RunDriverDeps, type StepContext } from './step-context';
 import { dispatchTools, submitToolCall } from './tool-dispatch';
 
 // A checkpoint holds the whole folded state, so its cost grows with the conversation: every 100
@@ -50,13 +58,22 @@ export class RunDriver {
   /** Why the driver stopped driving, when something else than the run's own course stopped it. */
   fenced = false;
   private readonly steps: StepContext;
+  /** This driver's spans of the run's phases (no-ops unless tracing is on). */
+  private readonly runTrace: RunTrace;
+  /** The provider's token counts for the context budget (when it has a counter), per prompt prefix. */
+  private readonly counter?: TokenCounter;
+  private readonly measure: ContextMeasure;
 
   constructor(
     readonly runId: string,
     private readonly deps: RunDriverDeps,
   ) {
     this.stream = toRunStreamId(runId);
+    this.runTrace = new RunTrace(runId);
     this.path = deps.path ?? new CommandPath(deps.store, deps.owner ?? 'local', deps.ids, deps.clock);
+    const logger = deps.logger;
+    if (deps.model.countTokens) this.counter = deps.tokenCounter ?? new TokenCounter(deps.model, logger && { warn: (m) => logger.warn(`run ${runId}: ${m}`) });
+    this.measure = (role, messages) => (this.counter ? this.counter.lookup(this.countRequest(role, messages)) : undefined);
     // The steps read the state the driver holds now (appends and catch-ups replace it).
     const current = () => this.state;
     this.steps = {
@@ -95,6 +112,14 @@ export class RunDriver {
 
   /** Drives the run until it ends, waits for a human, or the driver is stopped. */
   async drive(): Promise<RunState> {
+    try {
+      return await this.driveUntilIdle();
+    } finally {
+      this.runTrace.end();
+    }
+  }
+
+  private async driveUntilIdle(): Promise<RunState> {
     await this.deps.fairShare?.turn();
     const loaded = await this.untilStoreAnswers(() => loadRunState(this.deps.store, this.runId, this.deps.checkpoints, this.deps.logger));
     if (!loaded) return this.state;
@@ -105,10 +130,16 @@ export class RunDriver {
     // Nothing to do (the run waits for a human, or has ended: another process may have got here
     // first, on a read model behind the store): no claim, so the run does not change hands.
     if (isIdle(nextAction(this.state, this.deps.clock.now()))) return this.state;
+    // This process did not drive the run last (a takeover, a resume, a fork's first drive): its
+    // workspace directory may be missing or stale here.
+    const arriving = !this.deps.owner || this.state.driver !== this.deps.owner;
     if (!(await this.untilStoreAnswers(async () => (await this.claim(), true)))) return this.state;
+    if (arriving && !(await this.untilStoreAnswers(async () => (await this.rebuildWorkspace(), true)))) return this.state;
     let outage = 0;
     while (!this.abort.signal.aborted) {
-      const action = nextAction(this.state, this.deps.clock.now());
+      const action = await this.decide();
+      // Stopped while the tokens were counted: nothing more is done.
+      if (this.abort.signal.aborted) break;
       try {
         if (isIdle(action)) {
           await this.flushDeferred();
@@ -137,6 +168,37 @@ export class RunDriver {
     return this.state;
   }
 
+  /**
+   * The next action. Before a new model call whose conversation has a known context limit, the
+   * provider counts its tokens (remembered per prefix; the estimate stands in when it cannot), and
+   * the decision is taken again with the count: it may be a compaction instead.
+   */
+  private async decide(): Promise<NextAction> {
+    const action = nextAction(this.state, this.deps.clock.now(), this.measure);
+    if (action.kind !== 'callModel' || action.retry || !this.counter) return action;
+    const launched = this.state.launched!;
+    if (contextLimitOf(launched.team[action.role].model, launched.contextWindow) === undefined) return action;
+    const upcoming = newUserMessage(this.state, { toolResultIds: action.toolResultIds, content: action.content } as unknown as ModelCallStartedData);
+    const request = this.countRequest(action.role, [...this.state.conversations[action.role].messages, upcoming]);
+    // The count waits no longer than the run may (the provider's own limit is shorter still).
+    const untilDeadline = AbortSignal.timeout(Math.max(0, deadlineOf(this.state) - this.deps.clock.now()));
+    const counted = await this.counter.count({ ...request, signal: AbortSignal.any([this.abort.signal, untilDeadline]) });
+    return counted === undefined ? action : nextAction(this.state, this.deps.clock.now(), this.measure);
+  }
+
+  /** What the role's next request would send, for a token count. */
+  private countRequest(role: RoleName, messages: readonly ChatMessage[]): TokenCountRequest {
+    const launched = this.state.launched!;
+    const phase = this.state.phase!;
+    return {
+      model: launched.team[role].model,
+      system: phase.system,
+      tools: this.deps.tools.specsFor(role, phase.tools),
+      messages: messages as ChatMessage[],
+      ...(launched.team[role].thinking ? { thinking: launched.team[role].thinking } : {}),
+    };
+  }
+
   /** One step: decided in the domain and appended, or performed by its module. */
   private async perform(action: Exclude<NextAction, { kind: 'none' | 'waitForReview' | 'waitForApproval' }>): Promise<void> {
     const at = isoNow(this.deps.clock);
@@ -147,13 +209,20 @@ export class RunDriver {
     }
     switch (action.kind) {
       case 'callModel':
-        return takeModelTurn(this.steps, action);
+        return this.runTrace.inPhase(this.state.phase, () => takeModelTurn(this.steps, action));
       case 'runTool':
-        return dispatchTools(this.steps, action);
+        return this.runTrace.inPhase(this.state.phase, () => dispatchTools(this.steps, action));
       case 'compactContext':
-        return compactContext(this.steps, action);
-      case 'submit':
-        return submitToolCall(this.steps, action, at);
+        return this.runTrace.inPhase(this.state.phase, () => compactContext(this.steps, action));
+      case 'submit': {
+        const call = { runId: this.runId, role: action.role, turn: this.state.usage[action.role].turns, name: action.call.name, callId: action.call.id, input: action.call.input };
+        return this.runTrace.inPhase(this.state.phase, () =>
+          inToolSpan(call, async () => {
+            await submitToolCall(this.steps, action, at);
+            return {};
+          }).then(() => undefined),
+        );
+      }
       default: {
         const never: never = action;
         throw new Error(`no step performs ${(never as NextAction).kind}`);
@@ -192,6 +261,39 @@ export class RunDriver {
 
   private warnOutage(): void {
     this.deps.logger?.warn(`run ${this.runId}: the event store is not reachable; the run waits for it`);
+  }
+
+  /**
+   * Makes the run's workspace directory what its events say it is (see workspace-log.ts), before
+   * anything runs in it. When that cannot be done the run says so (WorkspaceUnrecoverable) and ends
+   * failed: it never carries on in an empty directory. A run whose events do not describe its
+   * workspace exactly (a file over the cap, calls recorded before file effects were) keeps the
+   * directory that is here, if any.
+   */
+  private async rebuildWorkspace(): Promise<void> {
+    if (this.deps.workspaceLog?.enabled === false || this.fenced) return;
+    const manifest = workspaceAt(await loadRunHistory(this.deps.store, this.runId));
+    const dir = this.steps.workspace;
+    // What the events cannot describe exactly is not guessed at: a directory that is here already
+    // (a shared volume, a restart) is kept as it is; only an empty one means the run cannot go on.
+    if (unrebuildable(manifest).length > 0 && !(await isEmptyDirectory(dir))) {
+      this.deps.logger?.warn(`run ${this.runId}: the workspace is not fully recorded in the events; the directory here is used as it is`);
+      return;
+    }
+    const result = await restoreWorkspace(this.deps.store, dir, manifest);
+    if (result.ok) {
+      if (result.written + result.removed > 0) {
+        this.deps.logger?.warn(`run ${this.runId}: workspace rebuilt from its events (${result.written} file(s) written, ${result.removed} removed)`);
+      }
+      return;
+    }
+    const at = isoNow(this.deps.clock);
+    const message = unrecoverableMessage(result.unrecoverable);
+    this.deps.logger?.warn(`run ${this.runId}: ${message}`);
+    await this.append([
+      { type: 'WorkspaceUnrecoverable', data: { paths: result.unrecoverable.slice(0, 100), owner: this.deps.owner ?? 'local', at } },
+      { type: 'RunEnded', data: { status: 'failed', reason: 'ERROR', message, at } },
+    ]);
   }
 
   /** Records that this driver drives the run now, fencing out any previous driver. */
@@ -282,10 +384,12 @@ export class RunDriver {
       throw err;
     }
     const all: TeamRunEvent[] = [...deferred.map((d) => ({ type: d.type, data: d.data }) as TeamRunEvent), ...events];
-    const recorded = this.path.recorded(this.stream, all, newEvents, result);
+    // Recorded as plain domain events: typed by the run's union, the intersection with each of its
+    // members is costly for the type checker, and `all` is that union already.
+    const recorded = this.path.recorded<DomainEvent>(this.stream, all, newEvents, result);
     this.state.position = result.position - events.length;
     // Deferred events are folded already; only this append's own events are new to the fold.
-    for (let i = deferred.length; i < recorded.length; i++) evolve(this.state, recorded[i], recorded[i]);
+    for (let i = deferred.length; i < recorded.length; i++) evolve(this.state, recorded[i] as unknown as TeamRunEvent, recorded[i]);
     if (this.deps.observer?.onEvents) this.deps.observer.onEvents(this.runId, recorded);
     // Folded and published: let the other runs the same sync acknowledged take their turn.
     await this.deps.fairShare?.turn();

@@ -12,7 +12,10 @@ import type { ToolRegistry } from '../tools/tool-registry';
 import type { TeamRunEvent } from '../domain/run-events';
 import type { RunState } from '../domain/run-state';
 import type { FairShare } from '../fair-share';
+import type { TokenCounter } from '../models/token-count';
 import type { Clock, Ids } from '../../shared/ports';
+import type { SubAgentPool } from './sub-agent-pool';
+import type { SnapshotLimits } from '../workspace/workspace-effects';
 
 /** What the driver publishes as it goes: recorded events and live text that is not stored. */
 export interface RunObserver {
@@ -51,6 +54,15 @@ export interface RunDriverDeps {
   deferRepeatableToolResults?: boolean;
   /** Time-slicing shared with the other drivers of this process (the supervisor's: `processFairShare`). */
   fairShare?: FairShare;
+  /**
+   * Recording the workspace in the log (tests narrow the caps): `enabled: false` records no file
+   * effects and never rebuilds the workspace.
+   */
+  workspaceLog?: { enabled?: boolean; maxBlobBytes?: number; limits?: SnapshotLimits };
+  /** Token counts for the context budget, shared across drivers (default: one per driver when the model counts). */
+  tokenCounter?: TokenCounter;
+  /** The process's sub-agent slots (default: one pool per driver). */
+  subAgentPool?: SubAgentPool;
 }
 
 /**

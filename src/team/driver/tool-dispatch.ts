@@ -1,3 +1,4 @@
+import { inToolSpan } from '../../observability/tracing';
 import type { ToolUseBlock } from '../models/model.port';
 import type { NextAction } from '../domain/next-action';
 import {
@@ -8,12 +9,16 @@ import {
   toolCallRequested,
   UNKNOWN_OUTCOME_MESSAGE,
 } from '../domain/run-steps';
-import type { TeamRunEvent } from '../domain/run-events';
+import { agentIdentity, type TeamRunEvent } from '../domain/run-events';
+import { decideSpawn, evolveSubAgents, SPAWN_SUB_AGENT_TOOL, SUB_AGENT_TERMINAL } from '../domain/sub-agents';
+import { runSpawnCall, subAgentOfCall, type Spawner } from './sub-agent-runner';
 import { requiresApproval } from '../resilience/policies';
 import { executionSegments, runSegments } from '../resilience/tool-dispatch';
 import { validateSubmission } from '../tools/tool-registry';
 import type { ToolDefinition, ToolOutcome } from '../tools/tool.port';
 import { encodeMachineText } from '../../shared/text';
+import { hasNoOwnEffects, type FileEffect } from '../workspace/workspace-effects';
+import { withRecordedEffects } from '../workspace/workspace-log';
 import { isoNow, underRunSignal, type StepContext } from './step-context';
 
 /** A tool call in one turn's dispatch: what preflight decided, then what happened. */
@@ -27,6 +32,10 @@ interface PlannedCall {
   outcome?: ToolOutcome;
   outcomeUnknown?: boolean;
   durationMs?: number;
+  /** A spawn call's approval was rejected: its sub-agent is cancelled with the result. */
+  cancelSubAgent?: string;
+  /** What the call changed in the workspace (tools that may change it). */
+  files?: FileEffect[];
 }
 
 /**
@@ -43,12 +52,20 @@ export async function dispatchTools(ctx: StepContext, step: Extract<NextAction, 
   const allowed = s.phase!.tools;
   const policy = s.launched!.toolApproval;
   const context = (signal: AbortSignal) => ({ runId, role, workspace: ctx.workspace, signal });
+  const spawner: Spawner = { agent: agentIdentity(role, runId), depth: 0, tools: allowed, phaseRole: role };
+  // Sub-agents spawned in this preflight (awaiting approval), so that two spawns get two paths.
+  const agents = { ...s.subAgents };
 
   // Pass 1 — preflight.
   const planned: PlannedCall[] = [];
   const approvals: TeamRunEvent[] = [];
   for (const { call, alreadyStarted } of step.batch) {
     const tool = deps.tools.get(call.name);
+    if (alreadyStarted && call.name === SPAWN_SUB_AGENT_TOOL && tool) {
+      // Its sub-agent is in the fold: it resumes where it stopped, or returns its recorded result.
+      planned.push({ call, tool, record: false });
+      continue;
+    }
     if (alreadyStarted) {
       // Started before a crash: repeat it only if that is safe; otherwise its outcome is unknown.
       if (tool?.idempotent) planned.push({ call, tool, record: false });
@@ -60,15 +77,39 @@ export async function dispatchTools(ctx: StepContext, step: Extract<NextAction, 
       planned.push({ call, record: true, outcome: await deps.tools.invoke(call, role, allowed, context(new AbortController().signal)) });
       continue;
     }
-    if (requiresApproval(tool.risk, policy)) {
+    // A spawn is as risky as the tools its sub-agent gets: approved once, they run without asking again.
+    let risk = tool.risk;
+    let spawn: Extract<ReturnType<typeof decideSpawn>, { ok: true }>['event'] | undefined;
+    if (call.name === SPAWN_SUB_AGENT_TOOL) {
+      const existing = subAgentOfCall(ctx, call.id);
+      if (!existing) {
+        const decision = decideSpawn(agents, call.input, { runId, parent: spawner, toolUseId: call.id, at: isoNow(deps.clock) });
+        if (!decision.ok) {
+          planned.push({ call, record: true, outcome: { isError: true, output: `spawn_sub_agent refused: ${decision.error}` } });
+          continue;
+        }
+        spawn = decision.event;
+      }
+      risk = (existing?.spawned ?? spawn!.data).tools.some((t) => deps.tools.get(t)?.risk === 'high') ? 'high' : 'low';
+    }
+    if (requiresApproval(risk, policy)) {
       const approval = s.approvals.get(call.id);
       if (!approval) {
-        approvals.push(toolApprovalRequested(runId, role, turn, call, tool.risk, policy!, { nowMs: deps.clock.now(), at: isoNow(deps.clock) }));
+        const requested = toolApprovalRequested(runId, role, turn, call, risk, policy!, { nowMs: deps.clock.now(), at: isoNow(deps.clock) });
+        if (spawn) {
+          // The sub-agent exists from the request on, awaiting the human's approval.
+          evolveSubAgents(agents, spawn);
+          const approvalId = (requested.data as { approvalId: string }).approvalId;
+          approvals.push(spawn, { type: 'SubAgentAwaitingApproval', data: { path: spawn.data.path, approvalId, at: isoNow(deps.clock) } });
+        }
+        approvals.push(requested);
         continue;
       }
       if (!approval.decided) return; // still waiting (the fold says so too)
       if (approval.decided.outcome === 'rejected') {
-        planned.push({ call, record: false, outcome: { output: rejectionMessage(approval.decided), isError: true } });
+        const sub = call.name === SPAWN_SUB_AGENT_TOOL ? subAgentOfCall(ctx, call.id) : undefined;
+        const cancelSubAgent = sub && !SUB_AGENT_TERMINAL.has(sub.status) ? sub.spawned.path : undefined;
+        planned.push({ call, record: false, outcome: { output: rejectionMessage(approval.decided), isError: true }, ...(cancelSubAgent ? { cancelSubAgent } : {}) });
         continue;
       }
     }
@@ -88,10 +129,31 @@ export async function dispatchTools(ctx: StepContext, step: Extract<NextAction, 
       segments,
       async (p) => {
         const started = deps.clock.now();
-        try {
-          p.outcome = await deps.tools.invoke(p.call, role, allowed, context(signal));
-        } catch (err) {
-          p.outcome = { isError: true, output: `tool ${p.call.name} failed: ${encodeMachineText(String((err as Error).message))}` };
+        if (p.call.name === SPAWN_SUB_AGENT_TOOL) {
+          // Store faults and fencing propagate: the driver catches up and the spawn resumes from the fold.
+          // The sub-agent's own tool calls record their file effects (SubAgentToolCompleted.files).
+          p.outcome = await runSpawnCall(ctx, spawner, p.call, signal);
+          p.durationMs = deps.clock.now() - started;
+          return;
+        }
+        const invoke = async (): Promise<ToolOutcome> => {
+          try {
+            return await inToolSpan({ runId: ctx.runId, role, turn, name: p.call.name, callId: p.call.id, input: p.call.input }, () =>
+              deps.tools.invoke(p.call, role, allowed, context(signal)),
+            );
+          } catch (err) {
+            return { isError: true, output: `tool ${p.call.name} failed: ${encodeMachineText(String((err as Error).message))}` };
+          }
+        };
+        if (p.tool!.readOnly || deps.workspaceLog?.enabled === false) {
+          p.outcome = await invoke();
+          // A read-only tool the workspace fold cannot know by name (an MCP tool) says so: no gap.
+          if (p.tool!.readOnly && deps.workspaceLog?.enabled !== false && !hasNoOwnEffects(p.call.name)) p.files = [];
+        } else {
+          // The workspace is part of the log: what the call changed is recorded with its result.
+          const recorded = await withRecordedEffects(deps.store, ctx.workspace, p.call, invoke, deps.workspaceLog);
+          p.outcome = recorded.result;
+          p.files = recorded.files;
         }
         p.durationMs = deps.clock.now() - started;
       },
@@ -115,8 +177,11 @@ export async function dispatchTools(ctx: StepContext, step: Extract<NextAction, 
   // Pass 3 — commit, in the model's order.
   const events: TeamRunEvent[] = [];
   for (const p of planned) {
+    if (p.cancelSubAgent) events.push({ type: 'SubAgentCancelled', data: { path: p.cancelSubAgent, reason: 'the spawn was rejected by a human', at: isoNow(deps.clock) } });
     if (p.record) events.push(toolCallRequested(role, turn, p.call, isoNow(deps.clock)));
-    events.push(toolCallCompleted(role, turn, p.call, p.outcome!, p.durationMs ?? 0, p.outcomeUnknown));
+    const done = toolCallCompleted(role, turn, p.call, p.outcome!, p.durationMs ?? 0, p.outcomeUnknown);
+    if (p.files && done.type === 'ToolCallCompleted') done.data.files = p.files;
+    events.push(done);
   }
   // Results of tools that are safe to repeat are committed together with the next model call's
   // events: one fsync per turn instead of two. If the process dies before that commit, the same

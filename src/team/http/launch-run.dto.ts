@@ -21,11 +21,17 @@ import {
  * Request bodies of the runs routes. Every string, array and number has an upper bound (listed in
  * docs/API.md, "Limits"); the body as a whole is bounded before these run (src/http/body-limits.ts).
  */
+export class ThinkingDto {
+  /** Anthropic's minimum thinking budget is 1,024 tokens. */
+  @IsInt() @Min(1024) @Max(1_000_000) budgetTokens!: number;
+}
+
 export class RoleConfigDto {
   @IsOptional() @IsString() @IsNotEmpty() @MaxLength(200) model?: string;
   @IsOptional() @IsInt() @Min(1) @Max(1000) maxTurns?: number;
   @IsOptional() @IsArray() @ArrayMaxSize(50) @IsString({ each: true }) @IsNotEmpty({ each: true }) @MaxLength(200, { each: true }) tools?: string[];
   @IsOptional() @IsString() @IsNotEmpty() @MaxLength(20_000) systemPrompt?: string;
+  @IsOptional() @ValidateNested() @Type(() => ThinkingDto) thinking?: ThinkingDto;
 }
 
 export class TeamConfigDto {

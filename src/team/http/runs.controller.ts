@@ -14,6 +14,7 @@ import { LiveRunBus } from '../live-run-bus';
 import { GetRunQuery, ListRunsQuery } from '../queries/run.queries';
 import type { RunSummary } from '../run-summary';
 import { CancelRunDto, LaunchRunDto } from './launch-run.dto';
+import { METRICS, type TriadMetrics } from '../../observability/metrics';
 
 const STATUSES: RunStatus[] = ['queued', 'planning', 'executing', 'reviewing', 'awaiting_review', 'awaiting_approval', 'completed', 'failed', 'blocked', 'cancelled', 'suspended'];
 
@@ -33,6 +34,7 @@ export class RunsController {
     private readonly queries: QueryBus,
     @Inject(EVENT_STORE) private readonly store: EventStore,
     private readonly live: LiveRunBus,
+    @Inject(METRICS) private readonly metrics: TriadMetrics,
   ) {}
 
   @Post()
@@ -120,6 +122,7 @@ export class RunsController {
     res.setHeader('Connection', 'keep-alive');
     res.setHeader('X-Accel-Buffering', 'no');
     res.flushHeaders();
+    const closed = this.metrics.sseOpened();
     const controller = new AbortController();
     req.on('close', () => controller.abort());
     const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), 15_000);
@@ -158,6 +161,7 @@ export class RunsController {
     } finally {
       clearInterval(heartbeat);
       deltas.unsubscribe();
+      closed();
       res.end();
     }
   }

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { Pool } from 'pg';
 import { LazyPgTable } from '../../shared/postgres-tables';
+import type { ProcessLoad } from '../placement';
 
 /**
  * Run leases: which process may drive a run, until when. A lease is taken only when it is free or
@@ -18,6 +19,20 @@ export interface RunLeases {
   release(runId: string, owner: string): Promise<void>;
   /** The current holder, if its lease has not expired. */
   holder(runId: string, nowMs: number): Promise<string | undefined>;
+  /** Which of `runIds` a live lease covers (any owner's), in one statement: what recovery skips. */
+  held(runIds: string[], nowMs: number): Promise<Set<string>>;
+  /**
+   * A serving process's advertisement: alive until `nowMs + ttlMs`, driving `active` runs out of
+   * `cap`. Renewed by its heartbeat; what launchers read to place runs (see placement.ts).
+   */
+  advertise(load: ProcessLoad, ttlMs: number, nowMs: number): Promise<void>;
+  /**
+   * The live processes' loads. A process's `active` is the larger of what it advertised and the
+   * live leases it holds (on the SQL stores), so a run just handed to it counts at once.
+   */
+  loads(nowMs: number): Promise<ProcessLoad[]>;
+  /** A process stopping: no longer offered runs. */
+  withdraw(owner: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -25,6 +40,7 @@ export const RUN_LEASES = Symbol('RUN_LEASES');
 
 export class InMemoryRunLeases implements RunLeases {
   private readonly leases = new Map<string, { owner: string; expiresAt: number }>();
+  private readonly adverts = new Map<string, ProcessLoad & { expiresAt: number }>();
 
   async tryAcquire(runId: string, owner: string, ttlMs: number, nowMs: number): Promise<boolean> {
     const l = this.leases.get(runId);
@@ -53,6 +69,29 @@ export class InMemoryRunLeases implements RunLeases {
     return l && l.expiresAt > nowMs ? l.owner : undefined;
   }
 
+  async held(runIds: string[], nowMs: number): Promise<Set<string>> {
+    return new Set(runIds.filter((runId) => (this.leases.get(runId)?.expiresAt ?? 0) > nowMs));
+  }
+
+  async advertise(load: ProcessLoad, ttlMs: number, nowMs: number): Promise<void> {
+    this.adverts.set(load.owner, { ...load, expiresAt: nowMs + ttlMs });
+  }
+
+  async loads(nowMs: number): Promise<ProcessLoad[]> {
+    const out: ProcessLoad[] = [];
+    for (const a of this.adverts.values()) {
+      if (a.expiresAt <= nowMs) continue;
+      let leased = 0;
+      for (const l of this.leases.values()) if (l.owner === a.owner && l.expiresAt > nowMs) leased++;
+      out.push({ owner: a.owner, cap: a.cap, active: Math.max(a.active, leased) });
+    }
+    return out;
+  }
+
+  async withdraw(owner: string): Promise<void> {
+    this.adverts.delete(owner);
+  }
+
   async close(): Promise<void> {}
 }
 
@@ -66,6 +105,11 @@ export class SqliteRunLeases implements RunLeases {
   private readonly renewAllStmt;
   private readonly releaseStmt;
   private readonly holderStmt;
+  private readonly heldStmt;
+  private readonly advertiseStmt;
+  private readonly pruneStmt;
+  private readonly loadsStmt;
+  private readonly withdrawStmt;
 
   constructor(db: Database.Database) {
     db.exec(`CREATE TABLE IF NOT EXISTS run_leases (
@@ -84,6 +128,24 @@ export class SqliteRunLeases implements RunLeases {
     );
     this.releaseStmt = db.prepare('DELETE FROM run_leases WHERE run_id = ? AND owner = ?');
     this.holderStmt = db.prepare('SELECT owner FROM run_leases WHERE run_id = ? AND expires_at > ?');
+    this.heldStmt = db.prepare('SELECT run_id FROM run_leases WHERE run_id IN (SELECT value FROM json_each(@runIds)) AND expires_at > @now');
+    db.exec(`CREATE TABLE IF NOT EXISTS process_loads (
+      owner TEXT PRIMARY KEY,
+      active INTEGER NOT NULL,
+      cap INTEGER NOT NULL,
+      expires_at INTEGER NOT NULL
+    )`);
+    this.advertiseStmt = db.prepare(
+      `INSERT INTO process_loads (owner, active, cap, expires_at) VALUES (@owner, @active, @cap, @expiresAt)
+       ON CONFLICT (owner) DO UPDATE SET active = excluded.active, cap = excluded.cap, expires_at = excluded.expires_at`,
+    );
+    // Expired adverts (crashed processes) are cleared by the next advert of anyone.
+    this.pruneStmt = db.prepare('DELETE FROM process_loads WHERE expires_at <= ?');
+    this.loadsStmt = db.prepare(
+      `SELECT p.owner, p.cap, max(p.active, (SELECT count(*) FROM run_leases l WHERE l.owner = p.owner AND l.expires_at > @now)) AS active
+       FROM process_loads p WHERE p.expires_at > @now`,
+    );
+    this.withdrawStmt = db.prepare('DELETE FROM process_loads WHERE owner = ?');
   }
 
   async tryAcquire(runId: string, owner: string, ttlMs: number, nowMs: number): Promise<boolean> {
@@ -104,17 +166,38 @@ export class SqliteRunLeases implements RunLeases {
     return (this.holderStmt.get(runId, nowMs) as { owner: string } | undefined)?.owner;
   }
 
+  async held(runIds: string[], nowMs: number): Promise<Set<string>> {
+    if (runIds.length === 0) return new Set();
+    const rows = this.heldStmt.all({ runIds: JSON.stringify(runIds), now: nowMs }) as Array<{ run_id: string }>;
+    return new Set(rows.map((r) => r.run_id));
+  }
+
+  async advertise(load: ProcessLoad, ttlMs: number, nowMs: number): Promise<void> {
+    this.advertiseStmt.run({ owner: load.owner, active: load.active, cap: load.cap, expiresAt: nowMs + ttlMs });
+    this.pruneStmt.run(nowMs);
+  }
+
+  async loads(nowMs: number): Promise<ProcessLoad[]> {
+    return this.loadsStmt.all({ now: nowMs }) as ProcessLoad[];
+  }
+
+  async withdraw(owner: string): Promise<void> {
+    this.withdrawStmt.run(owner);
+  }
+
   async close(): Promise<void> {}
 }
 
 export class PostgresRunLeases implements RunLeases {
   private readonly table: LazyPgTable;
+  private readonly processes: LazyPgTable;
 
   constructor(
     private readonly pool: Pool,
     schema: string,
   ) {
     this.table = new LazyPgTable(pool, schema, 'run_leases', 'run_id TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at BIGINT NOT NULL');
+    this.processes = new LazyPgTable(pool, schema, 'process_loads', 'owner TEXT PRIMARY KEY, active INTEGER NOT NULL, cap INTEGER NOT NULL, expires_at BIGINT NOT NULL');
   }
 
   async tryAcquire(runId: string, owner: string, ttlMs: number, nowMs: number): Promise<boolean> {
@@ -147,6 +230,42 @@ export class PostgresRunLeases implements RunLeases {
     await this.table.ensure();
     const { rows } = await this.pool.query<{ owner: string }>(`SELECT owner FROM ${this.table.name} WHERE run_id = $1 AND expires_at > $2`, [runId, nowMs]);
     return rows[0]?.owner;
+  }
+
+  async held(runIds: string[], nowMs: number): Promise<Set<string>> {
+    if (runIds.length === 0) return new Set();
+    await this.table.ensure();
+    const { rows } = await this.pool.query<{ run_id: string }>(`SELECT run_id FROM ${this.table.name} WHERE run_id = ANY ($1::text[]) AND expires_at > $2`, [runIds, nowMs]);
+    return new Set(rows.map((r) => r.run_id));
+  }
+
+  async advertise(load: ProcessLoad, ttlMs: number, nowMs: number): Promise<void> {
+    await this.processes.ensure();
+    // One statement: this process's advert, and the expired ones (crashed processes) cleared.
+    await this.pool.query(
+      `WITH up AS (
+         INSERT INTO ${this.processes.name} (owner, active, cap, expires_at) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (owner) DO UPDATE SET active = EXCLUDED.active, cap = EXCLUDED.cap, expires_at = EXCLUDED.expires_at
+       )
+       DELETE FROM ${this.processes.name} WHERE expires_at <= $5 AND owner <> $1`,
+      [load.owner, load.active, load.cap, nowMs + ttlMs, nowMs],
+    );
+  }
+
+  async loads(nowMs: number): Promise<ProcessLoad[]> {
+    await this.processes.ensure();
+    await this.table.ensure();
+    const { rows } = await this.pool.query<{ owner: string; cap: number; active: string }>(
+      `SELECT p.owner, p.cap, GREATEST(p.active, (SELECT count(*) FROM ${this.table.name} l WHERE l.owner = p.owner AND l.expires_at > $1)) AS active
+       FROM ${this.processes.name} p WHERE p.expires_at > $1`,
+      [nowMs],
+    );
+    return rows.map((r) => ({ owner: r.owner, cap: r.cap, active: Number(r.active) }));
+  }
+
+  async withdraw(owner: string): Promise<void> {
+    await this.processes.ensure();
+    await this.pool.query(`DELETE FROM ${this.processes.name} WHERE owner = $1`, [owner]);
   }
 
   async close(): Promise<void> {}

@@ -1,5 +1,6 @@
 import type { ChatMessage, ContentBlock } from '../models/model.port';
 import type { ContextWindowPolicy } from './policies';
+import { contextTokensOf } from '../models/pricing';
 
 /**
  * Keeping a conversation inside the model's context window. Pure: token estimates, the budget, and
@@ -19,7 +20,6 @@ export const SUMMARY_RESERVE_TOKENS = 1_000;
 export const SUMMARY_MAX_OUTPUT_TOKENS = 1_024;
 /** Fallback when no summary can be had: each archived message cut to this many characters. */
 export const TRUNCATE_CHARS = 150;
-export const CLAUDE_CONTEXT_LIMIT = 200_000;
 export const DEFAULT_CLAUDE_SUMMARY_MODEL = 'claude-haiku-4-5';
 
 export const SUMMARY_HEADER = '[Summary of the earlier conversation: older messages were archived to fit the context window]';
@@ -32,10 +32,10 @@ export const SUMMARY_SYSTEM_PROMPT =
 
 const isClaude = (model: string) => /^claude-/i.test(model);
 
-/** The model's context limit: the run's policy, else known per model (Claude: 200k); undefined if unknown. */
+/** The model's context limit: the run's policy, else the model table's (Claude: 200k); undefined if unknown. */
 export function contextLimitOf(model: string, policy?: ContextWindowPolicy): number | undefined {
   if (policy?.limitTokens !== undefined) return policy.limitTokens;
-  return isClaude(model) ? CLAUDE_CONTEXT_LIMIT : undefined;
+  return contextTokensOf(model);
 }
 
 export function summaryModelOf(roleModel: string, policy?: ContextWindowPolicy): string {

@@ -24,7 +24,7 @@ describe('a decision record', () => {
     expect(GENESIS_PREV_HASH).toMatch(/^0{64}$/);
   });
 
-  it('holds every field of SPEC §4, the event position, and the links', () => {
+  it('holds every field of a decision record, the event position, and the links', () => {
     const e = decisionEvent(7, { policy: 'auto_approve', decider: 'system', deciderKind: 'system' });
     const r = recordFrom(e, null);
     expect(r).toEqual({

@@ -14,7 +14,7 @@ import {
   type PgSchema,
 } from './gate-support';
 
-// Two concurrent decisions on one review yield exactly one decision (SPEC §4): 50 mixed approve /
+// Two concurrent decisions on one review yield exactly one decision: 50 mixed approve /
 // reject requests race over HTTP; one gets 200, every other one 409, and the run's stream holds
 // exactly one ReviewDecided. On SQLite, and on PostgreSQL (which fails, not skips, when down).
 

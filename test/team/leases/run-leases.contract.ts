@@ -22,7 +22,7 @@ const newRunId = () => `run_lease_${suiteId}_${++runs}`;
 const T0 = 1_750_000_000_000;
 const TTL = 1000;
 
-export function runLeasesContract(name: string, makeHarness: () => Promise<RunLeasesHarness>, options: { contenders?: number } = {}): void {
+export function runLeasesContract(name: string, makeHarness: () => Promise<RunLeasesHarness>, options: { contenders?: number; leasesCountAsLoad?: boolean } = {}): void {
   describe(`run leases contract: ${name}`, () => {
     let harness: RunLeasesHarness;
     let leases: RunLeases;
@@ -178,6 +178,60 @@ export function runLeasesContract(name: string, makeHarness: () => Promise<RunLe
         expect(await leases.renewAll([run], 'B', 10 * TTL, T0 + 10)).toEqual(new Set());
         expect(await leases.holder(run, T0 + TTL)).toBeUndefined();
       });
+    });
+
+    describe('held', () => {
+      it('given leases live, expired, released and none, then only the live ones come back, whoever holds them', async () => {
+        const [mine, theirs, expired, released, free] = [newRunId(), newRunId(), newRunId(), newRunId(), newRunId()];
+        await leases.tryAcquire(mine, 'A', TTL, T0);
+        await leases.tryAcquire(theirs, 'B', TTL, T0);
+        await leases.tryAcquire(expired, 'A', 10, T0);
+        await leases.tryAcquire(released, 'A', TTL, T0);
+        await leases.release(released, 'A');
+        expect(await leases.held([mine, theirs, expired, released, free], T0 + 100)).toEqual(new Set([mine, theirs]));
+        expect(await leases.held([], T0)).toEqual(new Set());
+      });
+    });
+
+    describe('process adverts (placement)', () => {
+      const owner = (name: string) => `proc_${suiteId}_${++runs}_${name}`;
+      const mine = async (names: string[], nowMs: number) =>
+        (await leases.loads(nowMs)).filter((l) => names.includes(l.owner)).sort((a, b) => (a.owner < b.owner ? -1 : 1));
+
+      it('given two processes advertising, then both are live with their loads and caps until their adverts expire', async () => {
+        const [a, b] = [owner('a'), owner('b')];
+        await leases.advertise({ owner: a, active: 1, cap: 4 }, TTL, T0);
+        await leases.advertise({ owner: b, active: 0, cap: 2 }, TTL, T0 + 10);
+        expect(await mine([a, b], T0 + 20)).toEqual([
+          { owner: a, active: 1, cap: 4 },
+          { owner: b, active: 0, cap: 2 },
+        ]);
+        expect(await mine([a, b], T0 + TTL + 5)).toEqual([{ owner: b, active: 0, cap: 2 }]);
+      });
+
+      it('given a process advertising again, then its newest advert counts', async () => {
+        const a = owner('a');
+        await leases.advertise({ owner: a, active: 0, cap: 4 }, TTL, T0);
+        await leases.advertise({ owner: a, active: 3, cap: 4 }, TTL, T0 + 10);
+        expect(await mine([a], T0 + 20)).toEqual([{ owner: a, active: 3, cap: 4 }]);
+      });
+
+      it('given a process that withdrew, then it is no longer listed', async () => {
+        const a = owner('a');
+        await leases.advertise({ owner: a, active: 0, cap: 4 }, TTL, T0);
+        await leases.withdraw(a);
+        expect(await mine([a], T0 + 1)).toEqual([]);
+      });
+
+      if (options.leasesCountAsLoad !== false) {
+        it('given runs handed to a process (leases taken in its name), then they count in its load before it advertises again', async () => {
+          const a = owner('a');
+          await leases.advertise({ owner: a, active: 0, cap: 4 }, TTL, T0);
+          await leases.tryAcquire(newRunId(), a, TTL, T0 + 1);
+          await leases.tryAcquire(newRunId(), a, TTL, T0 + 1);
+          expect(await mine([a], T0 + 2)).toEqual([{ owner: a, active: 2, cap: 4 }]);
+        });
+      }
     });
   });
 }

@@ -15,7 +15,7 @@ import {
 import { contextFor, scratchDir } from './tool-test-support';
 
 const READ_ONLY = ['read_file', 'list_files', 'search_files'];
-const ALL = ['read_file', 'list_files', 'search_files', 'write_file', 'edit_file', 'run_command'];
+const ALL = ['read_file', 'list_files', 'search_files', 'write_file', 'edit_file', 'run_command', 'spawn_sub_agent'];
 
 const call = (name: string, input: Record<string, unknown>): ToolUseBlock => ({ type: 'tool_use', id: 'toolu_1', name, input });
 
@@ -81,6 +81,7 @@ describe('ToolRegistry.specsFor', () => {
       write_file: ['path', 'content'],
       edit_file: ['path', 'old', 'new'],
       run_command: ['command'],
+      spawn_sub_agent: ['role', 'task'],
       submit_work: ['summary'],
     });
   });
@@ -98,6 +99,8 @@ describe('ToolRegistry.specsFor', () => {
       search_files: [true, true, 'low'],
       write_file: [false, true, 'low'],
       edit_file: [false, false, 'low'],
+      // Rated per spawn by the driver: as risky as the tools its sub-agent gets.
+      spawn_sub_agent: [false, false, 'low'],
       run_command: [false, false, 'high'],
     });
   });

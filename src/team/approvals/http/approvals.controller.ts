@@ -15,7 +15,7 @@ export class RejectToolCallDto {
   @IsString() @IsNotEmpty() @Matches(/\S/, { message: 'reason must not be blank' }) @MaxLength(4000) reason!: string;
 }
 
-/** Risky tool calls waiting for a human (SPEC §6). Reviewers and operators decide them. */
+/** Risky tool calls waiting for a human. Reviewers and operators decide them. */
 @Controller('v1/approvals')
 @May('decideToolCalls')
 export class ApprovalsController {
