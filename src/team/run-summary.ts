@@ -5,7 +5,7 @@ import type { RoleName } from './models/model.port';
 import { RUN_STREAM_PREFIX, type RunCoreEvent, type RunStatus, type TeamRunEvent, type TerminationReason } from './domain/run-events';
 import { statusOf, teamRunMachine } from './domain/team-run.machine';
 import type { TeamSnapshot } from './domain/run-state';
-import { SUB_AGENT_TERMINAL, type SubAgentStatus } from './domain/sub-agents';
+import { SUB_AGENT_TERMINAL, subAgentEnding, type SubAgentStatus } from './domain/sub-agents';
 
 /**
  * The read model of one run, folded from its events by a store subscription: what GET /v1/runs
@@ -290,25 +290,13 @@ function applyToSubAgent(a: SubAgentSummary, event: TeamRunEvent, s: RunSummary)
       break;
     }
     case 'SubAgentCompleted':
-      a.status = 'completed';
-      a.result = preview(event.data.result);
-      a.endedAt = event.data.at;
-      break;
     case 'SubAgentFailed':
-      a.status = 'failed';
-      a.error = { reason: event.data.reason, message: event.data.message };
-      a.endedAt = event.data.at;
-      break;
     case 'SubAgentCancelled':
-      a.status = 'cancelled';
-      a.error = { reason: 'CANCELLED', message: event.data.reason };
-      a.endedAt = event.data.at;
+    case 'SubAgentTimedOut': {
+      const { result, ...ending } = subAgentEnding(event);
+      Object.assign(a, ending, result === undefined ? {} : { result: preview(result) });
       break;
-    case 'SubAgentTimedOut':
-      a.status = 'timed_out';
-      a.error = { reason: 'TIMEOUT', message: event.data.message };
-      a.endedAt = event.data.at;
-      break;
+    }
     default:
       break;
   }

@@ -254,24 +254,10 @@ export function evolveSubAgents(agents: SubAgents, event: SubAgentEvent): SubAge
       record.toolResults[event.data.toolUseId] = event.data;
       break;
     case 'SubAgentCompleted':
-      record.status = 'completed';
-      record.result = event.data.result;
-      record.endedAt = event.data.at;
-      break;
     case 'SubAgentFailed':
-      record.status = 'failed';
-      record.error = { reason: event.data.reason, message: event.data.message };
-      record.endedAt = event.data.at;
-      break;
     case 'SubAgentCancelled':
-      record.status = 'cancelled';
-      record.error = { reason: 'CANCELLED', message: event.data.reason };
-      record.endedAt = event.data.at;
-      break;
     case 'SubAgentTimedOut':
-      record.status = 'timed_out';
-      record.error = { reason: 'TIMEOUT', message: event.data.message };
-      record.endedAt = event.data.at;
+      Object.assign(record, subAgentEnding(event));
       break;
     default: {
       const never: never = event;
@@ -279,6 +265,22 @@ export function evolveSubAgents(agents: SubAgents, event: SubAgentEvent): SubAge
     }
   }
   return agents;
+}
+
+export type SubAgentEndEvent = Extract<SubAgentEvent, { type: 'SubAgentCompleted' | 'SubAgentFailed' | 'SubAgentCancelled' | 'SubAgentTimedOut' }>;
+
+/** How a sub-agent ended, as every fold of its events (run state, run summary) records it. */
+export function subAgentEnding(event: SubAgentEndEvent): Pick<SubAgentRecord, 'status' | 'result' | 'error' | 'endedAt'> {
+  switch (event.type) {
+    case 'SubAgentCompleted':
+      return { status: 'completed', result: event.data.result, endedAt: event.data.at };
+    case 'SubAgentFailed':
+      return { status: 'failed', error: { reason: event.data.reason, message: event.data.message }, endedAt: event.data.at };
+    case 'SubAgentCancelled':
+      return { status: 'cancelled', error: { reason: 'CANCELLED', message: event.data.reason }, endedAt: event.data.at };
+    case 'SubAgentTimedOut':
+      return { status: 'timed_out', error: { reason: 'TIMEOUT', message: event.data.message }, endedAt: event.data.at };
+  }
 }
 
 /** The run ended (or was cancelled) while sub-agents were unfinished: they will never finish. */
