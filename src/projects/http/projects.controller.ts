@@ -5,6 +5,7 @@ import { May } from '../../auth/auth.guard';
 import { CurrentIdentity } from '../../auth/current-identity.decorator';
 import type { Identity } from '../../auth/identity';
 import { EVENT_STORE, type EventStore, type RecordedEvent } from '../../events/event-store.port';
+import { sseStart, streamEventsAsSse, wantsSse } from '../../http/event-stream-sse';
 import { METRICS, type TriadMetrics } from '../../observability/metrics';
 import { parseIntParam } from '../../team/http/runs.controller';
 import type { ProjectView } from '../domain/project-decider';
@@ -71,57 +72,14 @@ export class ProjectsController {
   @Get(':id/events')
   async events(@Param('id') id: string, @Query('fromRevision') fromRevision: string | undefined, @Req() req: Request, @Res() res: Response): Promise<void> {
     const stream = toProjectStreamId(id);
-    let from = parseIntParam('fromRevision', fromRevision, 0, 0, Number.MAX_SAFE_INTEGER);
-    const head = await this.store.streamRevision(stream);
-    if (head === null) throw new NotFoundException(`project ${id} not found`);
-    if (!(req.headers.accept ?? '').includes('text/event-stream')) {
+    const revision = (name: string, raw: string | undefined) => parseIntParam(name, raw, 0, 0, Number.MAX_SAFE_INTEGER);
+    const from = revision('fromRevision', fromRevision);
+    if ((await this.store.streamRevision(stream)) === null) throw new NotFoundException(`project ${id} not found`);
+    if (!wantsSse(req)) {
       res.json({ projectId: id, events: await this.store.readStream(stream, { fromRevision: from, maxCount: 10_000 }) });
       return;
     }
-    const lastEventId = req.headers['last-event-id'];
-    if (typeof lastEventId === 'string' && lastEventId !== '') from = parseIntParam('Last-Event-ID', lastEventId, 0, 0, Number.MAX_SAFE_INTEGER) + 1;
-    await this.streamEvents(stream, from, req, res);
-  }
-
-  private async streamEvents(stream: string, from: number, req: Request, res: Response): Promise<void> {
-    res.status(200);
-    res.setHeader('Content-Type', 'text/event-stream');
-    res.setHeader('Cache-Control', 'no-cache');
-    res.setHeader('Connection', 'keep-alive');
-    res.setHeader('X-Accel-Buffering', 'no');
-    res.flushHeaders();
-    const closed = this.metrics.sseOpened();
-    const controller = new AbortController();
-    req.on('close', () => controller.abort());
-    const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), 15_000);
-    const send = (e: RecordedEvent) => res.write(`id: ${e.revision}\nevent: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`);
-    try {
-      let position = 0;
-      let ended = false;
-      let next = Math.max(0, from - 1);
-      // From the event before `from`, to know where to subscribe and whether the project has ended.
-      for (;;) {
-        const page = await this.store.readStream(stream, { fromRevision: next, maxCount: 1000 });
-        for (const e of page) {
-          position = e.position;
-          ended = e.type === 'ProjectEnded';
-          if (e.revision >= from) send(e);
-        }
-        if (page.length < 1000) break;
-        next = page[page.length - 1].revision + 1;
-      }
-      if (!ended) {
-        const sub = this.store.subscribe({ after: position, filter: { streamPrefixes: [stream] }, signal: controller.signal });
-        for await (const e of sub) {
-          if (e.streamId !== stream || e.revision < from) continue;
-          send(e);
-          if (e.type === 'ProjectEnded') break;
-        }
-      }
-    } finally {
-      clearInterval(heartbeat);
-      closed();
-      res.end();
-    }
+    const isEnd = (e: RecordedEvent) => e.type === 'ProjectEnded';
+    await streamEventsAsSse({ store: this.store, metrics: this.metrics, stream, from: sseStart(req, from, revision), isEnd }, req, res);
   }
 }

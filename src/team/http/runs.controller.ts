@@ -4,7 +4,8 @@ import type { Request, Response } from 'express';
 import { May } from '../../auth/auth.guard';
 import { CurrentIdentity } from '../../auth/current-identity.decorator';
 import type { Identity } from '../../auth/identity';
-import { EVENT_STORE, type EventStore, type RecordedEvent } from '../../events/event-store.port';
+import { EVENT_STORE, type EventStore } from '../../events/event-store.port';
+import { sseStart, streamEventsAsSse, wantsSse } from '../../http/event-stream-sse';
 import { CancelRunCommand } from '../commands/cancel-run.command';
 import { LaunchRunCommand } from '../commands/launch-run.command';
 import { TERMINAL_STATUSES, toRunStreamId, type RunStatus } from '../domain/run-events';
@@ -95,74 +96,30 @@ export class RunsController {
   @Get(':id/events')
   async events(@Param('id') id: string, @Query('fromRevision') fromRevision: string | undefined, @Req() req: Request, @Res() res: Response): Promise<void> {
     const stream = toRunStreamId(id);
-    let from = parseIntParam('fromRevision', fromRevision, 0, 0, Number.MAX_SAFE_INTEGER);
-    const head = await this.store.streamRevision(stream);
-    if (head === null) throw new NotFoundException(`run ${id} not found`);
-    if (!(req.headers.accept ?? '').includes('text/event-stream')) {
+    const revision = (name: string, raw: string | undefined) => parseIntParam(name, raw, 0, 0, Number.MAX_SAFE_INTEGER);
+    const from = revision('fromRevision', fromRevision);
+    if ((await this.store.streamRevision(stream)) === null) throw new NotFoundException(`run ${id} not found`);
+    if (!wantsSse(req)) {
       res.json({ runId: id, events: await this.store.readStream(stream, { fromRevision: from, maxCount: 10_000 }) });
       return;
     }
-    const lastEventId = req.headers['last-event-id'];
-    if (typeof lastEventId === 'string' && lastEventId !== '') from = parseIntParam('Last-Event-ID', lastEventId, 0, 0, Number.MAX_SAFE_INTEGER) + 1;
-    await this.streamEvents(id, stream, from, req, res);
-  }
-
-  /** Whether the run's stream already ends with its terminal RunEnded, below revision `from`. */
-  private async endedBefore(stream: string, from: number): Promise<boolean> {
-    const head = await this.store.streamRevision(stream);
-    if (head === null || head >= from) return false;
-    const [last] = await this.store.readStream(stream, { fromRevision: head, maxCount: 1 });
-    return last?.type === 'RunEnded' && TERMINAL_STATUSES.has((last.data as { status: RunStatus }).status);
-  }
-
-  private async streamEvents(runId: string, stream: string, from: number, req: Request, res: Response): Promise<void> {
-    res.status(200);
-    res.setHeader('Content-Type', 'text/event-stream');
-    res.setHeader('Cache-Control', 'no-cache');
-    res.setHeader('Connection', 'keep-alive');
-    res.setHeader('X-Accel-Buffering', 'no');
-    res.flushHeaders();
-    const closed = this.metrics.sseOpened();
-    const controller = new AbortController();
-    req.on('close', () => controller.abort());
-    const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), 15_000);
-    const deltas = this.live.of(runId).subscribe((item) => {
-      if (item.kind === 'delta') res.write(`event: delta\ndata: ${JSON.stringify({ role: item.role, turn: item.turn, text: item.text })}\n\n`);
-    });
-    const send = (e: RecordedEvent) => res.write(`id: ${e.revision}\nevent: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`);
-    try {
-      let position = 0;
-      let ended = false;
-      let next = from;
-      for (;;) {
-        const page = await this.store.readStream(stream, { fromRevision: next, maxCount: 1000 });
-        for (const e of page) {
-          send(e);
-          position = e.position;
-          ended ||= e.type === 'RunEnded' && TERMINAL_STATUSES.has((e.data as { status: RunStatus }).status);
-        }
-        if (page.length < 1000) break;
-        next = page[page.length - 1].revision + 1;
-      }
-      // Resumed at or past the end of an ended run (an EventSource reconnecting after the last id).
-      ended ||= await this.endedBefore(stream, from);
-      if (position === 0 && from > 0) {
-        const [prev] = await this.store.readStream(stream, { fromRevision: from - 1, maxCount: 1 });
-        position = prev?.position ?? 0;
-      }
-      if (!ended) {
-        const sub = this.store.subscribe({ after: position, filter: { streamPrefixes: [stream] }, signal: controller.signal });
-        for await (const e of sub) {
-          if (e.streamId !== stream || e.revision < from) continue;
-          send(e);
-          if (e.type === 'RunEnded' && TERMINAL_STATUSES.has((e.data as { status: RunStatus }).status)) break;
-        }
-      }
-    } finally {
-      clearInterval(heartbeat);
-      deltas.unsubscribe();
-      closed();
-      res.end();
-    }
+    await streamEventsAsSse(
+      {
+        store: this.store,
+        metrics: this.metrics,
+        stream,
+        from: sseStart(req, from, revision),
+        isEnd: (e) => e.type === 'RunEnded' && TERMINAL_STATUSES.has((e.data as { status: RunStatus }).status),
+        // The model's text as it streams, on this process or relayed from the one driving the run.
+        live: (write) => {
+          const deltas = this.live.of(id).subscribe((item) => {
+            if (item.kind === 'delta') write(`event: delta\ndata: ${JSON.stringify({ role: item.role, turn: item.turn, text: item.text })}\n\n`);
+          });
+          return () => deltas.unsubscribe();
+        },
+      },
+      req,
+      res,
+    );
   }
 }
