@@ -1,3 +1,5 @@
+// One file over 400 lines on purpose: it is one adapter of the event store port, and the group
+// commit, the WAL fdatasync and the read-ahead share one connection and one ordering argument.
 import type Database from 'better-sqlite3';
 import { realpathSync } from 'node:fs';
 import { classifyStoreError } from './errors';

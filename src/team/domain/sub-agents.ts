@@ -10,6 +10,9 @@ import type { AssistantBlock, ChatMessage, ContentBlock, RoleName, StopReason, T
  *
  * Paths name the delegation chain: the executor's first sub-agent is `executor/1`, that one's
  * second `executor/1/2`. The identity is `agent:<role>:<runId>/<path>`.
+ *
+ * One file over 400 lines on purpose: the events, the fold, the spawn decision and the next step
+ * of a sub-agent are one pure core, read together (as run-events.ts and run-state.ts are for a run).
  */
 
 export const SPAWN_SUB_AGENT_TOOL = 'spawn_sub_agent';

@@ -1,3 +1,6 @@
+// One file over 400 lines on purpose: the adapter and the pure request builder sit together so the
+// cache breakpoints, thinking blocks and tool order a request carries are read next to how the
+// stream's answer and every SDK failure are narrowed back to the model port.
 import Anthropic, {
   APIConnectionError,
   APIConnectionTimeoutError,

@@ -1,3 +1,6 @@
+// One file over 400 lines on purpose: the role allow-lists, the submit tools' schemas and the
+// dispatch that validates against them are one policy; split, a role's rights would be read in
+// three places.
 import { InvalidRequestError } from '../../shared/errors';
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import type { RoleName, ToolSpec, ToolUseBlock } from '../models/model.port';
