@@ -1,7 +1,6 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import { EVENT_STORE, type EventStore, type Subscription } from '../events/event-store.port';
-import { isStoreUnavailable, StoreUnavailableError } from '../events/errors';
-import { pause, storeBackoffMs } from '../events/store-retry';
+import { CatchUpFold } from '../events/catch-up-fold';
+import { EVENT_STORE, type EventStore, type RecordedEvent } from '../events/event-store.port';
 import { HEALTH_REGISTRY, type HealthRegistry } from '../shared/health';
 import { TERMINAL_STATUSES, type RunStatus } from './domain/run-events';
 import { applyToSummary, runIdOfStream, type RunSummary, type RunSummaryState } from './run-summary';
@@ -10,91 +9,33 @@ import { applyToSummary, runIdOfStream, type RunSummary, type RunSummaryState } 
 const PROJECTION = 'runs';
 
 /**
- * Keeps the runs read model from a catch-up subscription to the store, so it sees runs written by
+ * The runs read model, folded from the whole store by a `CatchUpFold`, so it sees runs written by
  * any process. It is rebuilt from the start at each boot (it lives in memory), and queries wait
- * for it to reach the store's head, so a client reads its own writes. If folding fails, it starts
- * again after a backoff from the last event it folded (never folding an event twice); meanwhile
- * queries fail with the reason and `/health` reports it.
+ * for it to reach the store's head, so a client reads its own writes.
  */
 @Injectable()
 export class RunsProjection implements OnModuleInit, OnApplicationShutdown {
-  private readonly logger = new Logger(RunsProjection.name);
   private readonly runs = new Map<string, RunSummaryState>();
-  private subscription?: Subscription;
-  private position = 0;
-  private readonly waiters = new Set<() => void>();
-  /** Why the last subscription stopped, until folding resumes. */
-  private failed?: Error;
-  private stopped = false;
-  private readonly stop = new AbortController();
+  private readonly fold: CatchUpFold;
 
-  constructor(
-    @Inject(EVENT_STORE) private readonly store: EventStore,
-    @Inject(HEALTH_REGISTRY) private readonly health: HealthRegistry,
-  ) {}
+  constructor(@Inject(EVENT_STORE) store: EventStore, @Inject(HEALTH_REGISTRY) health: HealthRegistry) {
+    this.fold = new CatchUpFold(store, health, PROJECTION, (e) => this.apply(e), new Logger(RunsProjection.name));
+  }
 
   onModuleInit(): void {
-    this.health.projectionAt(PROJECTION, 0);
-    void this.run();
+    this.fold.start();
   }
 
-  private async run(): Promise<void> {
-    for (let attempt = 1; !this.stopped; attempt++) {
-      // Unfiltered, so its position tracks the store's head exactly; other streams are skipped here.
-      const sub = this.store.subscribe({ batchSize: 1000, after: this.position });
-      this.subscription = sub;
-      try {
-        for await (const e of sub) {
-          const runId = runIdOfStream(e.streamId);
-          if (runId) {
-            const next = applyToSummary(this.runs.get(runId), e);
-            if (next) this.runs.set(runId, next);
-          }
-          this.advance(e.position);
-          attempt = 1;
-        }
-        return;
-      } catch (err) {
-        if (this.stopped) return;
-        this.failed = err as Error;
-        this.health.projectionFailed(PROJECTION, isStoreUnavailable(err) ? 'the event store is not reachable' : (err as Error).message);
-        this.logger.error(`runs projection stopped, restarting at position ${this.position}: ${(err as Error).message}`);
-        for (const w of this.waiters) w();
-        await pause(storeBackoffMs(attempt), this.stop.signal);
-      } finally {
-        sub.close();
-      }
-    }
-  }
-
-  private advance(position: number): void {
-    this.position = position;
-    if (this.failed) {
-      this.failed = undefined;
-      this.logger.log(`runs projection folding again from position ${position}`);
-    }
-    this.health.projectionAt(PROJECTION, position);
-    for (const w of this.waiters) w();
+  private apply(e: RecordedEvent): void {
+    const runId = runIdOfStream(e.streamId);
+    if (!runId) return;
+    const next = applyToSummary(this.runs.get(runId), e);
+    if (next) this.runs.set(runId, next);
   }
 
   /** Resolves once every event up to the store's current head is folded (bounded wait). */
-  async catchUp(timeoutMs = 5000): Promise<void> {
-    const head = await this.store.headPosition();
-    const deadline = Date.now() + timeoutMs;
-    while (this.position < head) {
-      // Failing now (it restarts by itself): say why rather than wait out the deadline.
-      if (this.failed) throw isStoreUnavailable(this.failed) ? new StoreUnavailableError(this.failed.message) : new Error(`the runs read model is failing: ${this.failed.message}`);
-      if (Date.now() > deadline) throw new Error('the runs read model is behind the store');
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          this.waiters.delete(done);
-          clearTimeout(t);
-          resolve();
-        };
-        const t = setTimeout(done, 20);
-        this.waiters.add(done);
-      });
-    }
+  catchUp(timeoutMs?: number): Promise<void> {
+    return this.fold.catchUp(timeoutMs);
   }
 
   get(runId: string): RunSummary | undefined {
@@ -112,8 +53,6 @@ export class RunsProjection implements OnModuleInit, OnApplicationShutdown {
   }
 
   onApplicationShutdown(): void {
-    this.stopped = true;
-    this.stop.abort();
-    this.subscription?.close();
+    this.fold.close();
   }
 }
