@@ -313,6 +313,9 @@ async function runOnce(opts: Required<Pick<ScaleBenchOptions, 'runs' | 'latencyM
     TRIAD_MODEL: 'offline',
     TRIAD_OFFLINE_LATENCY_MS: String(opts.latencyMs),
     TRIAD_LOG_LEVEL: 'warn',
+    // One process driving every run at once is what is measured: its cap must not queue them
+    // (the default cap, 100, would run 1,000 runs in ten waves). TRIAD_MAX_ACTIVE_RUNS set by the caller wins.
+    TRIAD_MAX_ACTIVE_RUNS: process.env.TRIAD_MAX_ACTIVE_RUNS ?? String(opts.runs + 1),
   };
   delete env.ANTHROPIC_API_KEY;
   delete env.TRIAD_ESDB_URL;
