@@ -28,6 +28,31 @@ export function StatusBadge({ status }: { status: string }) {
   return <span class={`badge status-${status}`}>{status.replace(/_/g, ' ')}</span>;
 }
 
+/**
+ * A data table: a labelled table with one header row, scrollable on narrow screens. `columns` may
+ * hold null for a column the person may not see (an action they may not take).
+ */
+export function Table({ label, columns, children }: { label: string; columns: Array<string | null>; children: ComponentChildren }) {
+  return (
+    <div class="table-wrap">
+      <table aria-label={label}>
+        <thead>
+          <tr>
+            {columns.map((c) =>
+              c === null ? null : (
+                <th scope="col" key={c}>
+                  {c}
+                </th>
+              ),
+            )}
+          </tr>
+        </thead>
+        <tbody>{children}</tbody>
+      </table>
+    </div>
+  );
+}
+
 export const fmtTime = (iso?: string): string => (iso ? new Date(iso).toLocaleString(undefined, { hour12: false }) : '—');
 export const fmtUsd = (n: number): string => `$${n.toFixed(4)}`;
 export const fmtInt = (n: number): string => n.toLocaleString('en-US');

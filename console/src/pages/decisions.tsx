@@ -2,7 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import type { DecisionLogVerification, DecisionRecord } from '../../../src/http/api-types';
 import { api, type DecisionFilter } from '../api';
 import { href } from '../router';
-import { ErrorNote, fmtTime } from '../ui';
+import { ErrorNote, fmtTime, Table } from '../ui';
 
 export function DecisionsPage() {
   const [draft, setDraft] = useState<DecisionFilter>({});
@@ -103,42 +103,26 @@ export function DecisionsPage() {
         <ErrorNote error={error} />
         {records && records.length === 0 ? <p>No decision matches.</p> : null}
         {records && records.length > 0 ? (
-          <div class="table-wrap">
-            <table aria-label="Decisions">
-              <thead>
-                <tr>
-                  <th scope="col">Seq</th>
-                  <th scope="col">Decided</th>
-                  <th scope="col">Kind</th>
-                  <th scope="col">Run</th>
-                  <th scope="col">Decider</th>
-                  <th scope="col">Outcome</th>
-                  <th scope="col">Reason</th>
-                  <th scope="col">Hash</th>
-                </tr>
-              </thead>
-              <tbody>
-                {records.map((r) => (
-                  <tr key={r.seq}>
-                    <td>{r.seq}</td>
-                    <td>{fmtTime(r.decidedAt)}</td>
-                    <td>{r.kind === 'tool_approval' ? `tool ${r.toolName ?? ''}` : `review ${r.iteration}`}</td>
-                    <td>
-                      <a class="mono small" href={href.run(r.runId)}>
-                        {r.runId}
-                      </a>
-                    </td>
-                    <td>{r.decider}</td>
-                    <td>{r.outcome}</td>
-                    <td>{r.reason}</td>
-                    <td class="mono small" title={r.hash}>
-                      {r.hash.slice(0, 12)}…
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <Table label="Decisions" columns={['Seq', 'Decided', 'Kind', 'Run', 'Decider', 'Outcome', 'Reason', 'Hash']}>
+            {records.map((r) => (
+              <tr key={r.seq}>
+                <td>{r.seq}</td>
+                <td>{fmtTime(r.decidedAt)}</td>
+                <td>{r.kind === 'tool_approval' ? `tool ${r.toolName ?? ''}` : `review ${r.iteration}`}</td>
+                <td>
+                  <a class="mono small" href={href.run(r.runId)}>
+                    {r.runId}
+                  </a>
+                </td>
+                <td>{r.decider}</td>
+                <td>{r.outcome}</td>
+                <td>{r.reason}</td>
+                <td class="mono small" title={r.hash}>
+                  {r.hash.slice(0, 12)}…
+                </td>
+              </tr>
+            ))}
+          </Table>
         ) : null}
         {more ? <p class="hint">Showing the first {records?.length} records; narrow the filters or export for all.</p> : null}
       </section>

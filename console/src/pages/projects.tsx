@@ -4,7 +4,7 @@ import { api } from '../api';
 import { dependencyOrder } from '../graphs';
 import { href } from '../router';
 import { useMay } from '../session';
-import { ErrorNote, fmtTime, Notice, StatusBadge } from '../ui';
+import { ErrorNote, fmtTime, Notice, StatusBadge, Table } from '../ui';
 
 /** Read again every few seconds while the page is open (a project moves as its task runs do). */
 function usePoll<T>(load: () => Promise<T>, everyMs: number, deps: unknown[]) {
@@ -36,36 +36,24 @@ export function ProjectsPage() {
       <ErrorNote error={error} />
       {projects && projects.length === 0 ? <p>No project yet.</p> : null}
       {projects && projects.length > 0 ? (
-        <div class="table-wrap">
-          <table aria-label="Projects">
-            <thead>
-              <tr>
-                <th scope="col">Goal</th>
-                <th scope="col">Status</th>
-                <th scope="col">Tasks completed</th>
-                <th scope="col">Launched</th>
-              </tr>
-            </thead>
-            <tbody>
-              {projects.map((p) => (
-                <tr key={p.projectId}>
-                  <th scope="row">
-                    <a href={href.project(p.projectId)}>{p.goal}</a>
-                  </th>
-                  <td>
-                    <StatusBadge status={p.status} />
-                  </td>
-                  <td>
-                    {p.tasks.filter((t) => t.status === 'completed').length} of {p.tasks.length}
-                  </td>
-                  <td>
-                    {fmtTime(p.launchedAt)} by {p.launchedBy}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <Table label="Projects" columns={['Goal', 'Status', 'Tasks completed', 'Launched']}>
+          {projects.map((p) => (
+            <tr key={p.projectId}>
+              <th scope="row">
+                <a href={href.project(p.projectId)}>{p.goal}</a>
+              </th>
+              <td>
+                <StatusBadge status={p.status} />
+              </td>
+              <td>
+                {p.tasks.filter((t) => t.status === 'completed').length} of {p.tasks.length}
+              </td>
+              <td>
+                {fmtTime(p.launchedAt)} by {p.launchedBy}
+              </td>
+            </tr>
+          ))}
+        </Table>
       ) : null}
     </>
   );
@@ -201,56 +189,41 @@ export function ProjectPage({ projectId }: { projectId: string }) {
           <section aria-labelledby="tasks-heading">
             <h2 id="tasks-heading">Tasks</h2>
             <p class="hint">In dependency order: a task starts once every task it depends on has completed.</p>
-            <div class="table-wrap">
-              <table aria-label="Tasks">
-                <thead>
-                  <tr>
-                    <th scope="col">Task</th>
-                    <th scope="col">Goal</th>
-                    <th scope="col">Depends on</th>
-                    <th scope="col">Status</th>
-                    <th scope="col">Attempt</th>
-                    <th scope="col">Run</th>
-                    {canOperate ? <th scope="col">Actions</th> : null}
-                  </tr>
-                </thead>
-                <tbody>
-                  {dependencyOrder(project.tasks).map((t) => (
-                    <tr key={t.key}>
-                      <th scope="row" class="mono">
-                        {t.key}
-                      </th>
-                      <td>{t.goal}</td>
-                      <td>{t.dependsOn.length > 0 ? t.dependsOn.join(', ') : '—'}</td>
-                      <td>
-                        <StatusBadge status={t.status} />
-                        {t.skippedBecause ? ` (${t.skippedBecause} failed)` : ''}
-                        {t.terminationReason && t.status !== 'completed' ? ` · ${t.terminationReason}` : ''}
-                      </td>
-                      <td>{t.attempt}</td>
-                      <td>
-                        {t.runId ? (
-                          <a href={href.run(t.runId)} aria-label={`Run of task ${t.key}`}>
-                            {t.runId}
-                          </a>
-                        ) : (
-                          '—'
-                        )}
-                      </td>
-                      {canOperate ? (
-                        <td>
-                          {t.status === 'failed' ? (
-                            <button type="button" disabled={busy} onClick={() => act(() => api.retryTask(projectId, t.key), (p) => `Task ${t.key} retried; the project is now ${status(p)}.`)}>
-                              Retry {t.key}
-                            </button>
-                          ) : null}
-                        </td>
+            <Table label="Tasks" columns={['Task', 'Goal', 'Depends on', 'Status', 'Attempt', 'Run', canOperate ? 'Actions' : null]}>
+              {dependencyOrder(project.tasks).map((t) => (
+                <tr key={t.key}>
+                  <th scope="row" class="mono">
+                    {t.key}
+                  </th>
+                  <td>{t.goal}</td>
+                  <td>{t.dependsOn.length > 0 ? t.dependsOn.join(', ') : '—'}</td>
+                  <td>
+                    <StatusBadge status={t.status} />
+                    {t.skippedBecause ? ` (${t.skippedBecause} failed)` : ''}
+                    {t.terminationReason && t.status !== 'completed' ? ` · ${t.terminationReason}` : ''}
+                  </td>
+                  <td>{t.attempt}</td>
+                  <td>
+                    {t.runId ? (
+                      <a href={href.run(t.runId)} aria-label={`Run of task ${t.key}`}>
+                        {t.runId}
+                      </a>
+                    ) : (
+                      '—'
+                    )}
+                  </td>
+                  {canOperate ? (
+                    <td>
+                      {t.status === 'failed' ? (
+                        <button type="button" disabled={busy} onClick={() => act(() => api.retryTask(projectId, t.key), (p) => `Task ${t.key} retried; the project is now ${status(p)}.`)}>
+                          Retry {t.key}
+                        </button>
                       ) : null}
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+                    </td>
+                  ) : null}
+                </tr>
+              ))}
+            </Table>
           </section>
         </>
       ) : null}

@@ -5,7 +5,7 @@ import { api } from '../api';
 import { subAgentTree, type TreeNode } from '../graphs';
 import { href } from '../router';
 import { useMay } from '../session';
-import { ErrorNote, fmtInt, fmtTime, fmtUsd, Json, Notice, StatusBadge } from '../ui';
+import { ErrorNote, fmtInt, fmtTime, fmtUsd, Json, Notice, StatusBadge, Table } from '../ui';
 
 /** Every event type a run's stream carries (the server's list): EventSource delivers named events only to their own listeners. */
 const EVENT_TYPES = TEAM_RUN_EVENT_TYPES;
@@ -157,37 +157,24 @@ export function RunPage({ runId }: { runId: string }) {
               <li key={i}>{c}</li>
             ))}
           </ul>
-          <div class="table-wrap">
-            <table aria-label="Usage per role">
-              <thead>
-                <tr>
-                  <th scope="col">Role</th>
-                  <th scope="col">Turns</th>
-                  <th scope="col">Input tokens</th>
-                  <th scope="col">Output tokens</th>
-                  <th scope="col">Cost</th>
-                </tr>
-              </thead>
-              <tbody>
-                {(['architect', 'executor', 'reviewer'] as const).map((role) => (
-                  <tr key={role}>
-                    <th scope="row">{role}</th>
-                    <td>{run.usage.byRole[role].turns}</td>
-                    <td>{fmtInt(run.usage.byRole[role].inputTokens)}</td>
-                    <td>{fmtInt(run.usage.byRole[role].outputTokens)}</td>
-                    <td>{fmtUsd(costByRole[role] ?? 0)}</td>
-                  </tr>
-                ))}
-                <tr>
-                  <th scope="row">total</th>
-                  <td>{run.usage.turns}</td>
-                  <td>{fmtInt(run.usage.inputTokens)}</td>
-                  <td>{fmtInt(run.usage.outputTokens)}</td>
-                  <td>{fmtUsd(run.usage.costUsd)}</td>
-                </tr>
-              </tbody>
-            </table>
-          </div>
+          <Table label="Usage per role" columns={['Role', 'Turns', 'Input tokens', 'Output tokens', 'Cost']}>
+            {(['architect', 'executor', 'reviewer'] as const).map((role) => (
+              <tr key={role}>
+                <th scope="row">{role}</th>
+                <td>{run.usage.byRole[role].turns}</td>
+                <td>{fmtInt(run.usage.byRole[role].inputTokens)}</td>
+                <td>{fmtInt(run.usage.byRole[role].outputTokens)}</td>
+                <td>{fmtUsd(costByRole[role] ?? 0)}</td>
+              </tr>
+            ))}
+            <tr>
+              <th scope="row">total</th>
+              <td>{run.usage.turns}</td>
+              <td>{fmtInt(run.usage.inputTokens)}</td>
+              <td>{fmtInt(run.usage.outputTokens)}</td>
+              <td>{fmtUsd(run.usage.costUsd)}</td>
+            </tr>
+          </Table>
           <div class="actions">
             {canOperate && !TERMINAL.has(run.status) ? (
               <button type="button" onClick={() => act('Cancel requested.', () => api.cancel(runId, 'cancelled from the console'))}>

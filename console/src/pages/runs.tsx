@@ -3,7 +3,7 @@ import type { LaunchRunInput, RoleName, RunStatus, RunSummary } from '../../../s
 import { api } from '../api';
 import { href, navigate } from '../router';
 import { useMay } from '../session';
-import { ErrorNote, fmtInt, fmtTime, fmtUsd, StatusBadge } from '../ui';
+import { ErrorNote, fmtInt, fmtTime, fmtUsd, StatusBadge, Table } from '../ui';
 
 const STATUSES: RunStatus[] = ['queued', 'planning', 'executing', 'reviewing', 'awaiting_review', 'awaiting_approval', 'completed', 'failed', 'blocked', 'cancelled', 'suspended'];
 const ROLES: RoleName[] = ['architect', 'executor', 'reviewer'];
@@ -61,43 +61,29 @@ export function RunsPage() {
         <ErrorNote error={error} />
         {runs && runs.length === 0 ? <p>No runs{status ? ` with status ${status.replace(/_/g, ' ')}` : ''}.</p> : null}
         {runs && runs.length > 0 ? (
-          <div class="table-wrap">
-            <table aria-label="Runs">
-              <thead>
-                <tr>
-                  <th scope="col">Goal</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Iteration</th>
-                  <th scope="col">Tokens</th>
-                  <th scope="col">Cost</th>
-                  <th scope="col">Launched</th>
-                </tr>
-              </thead>
-              <tbody>
-                {runs.map((r) => (
-                  <tr key={r.runId}>
-                    <td>
-                      <a href={href.run(r.runId)}>{r.goal}</a>
-                      <div class="mono small">{r.runId}</div>
-                    </td>
-                    <td>
-                      <StatusBadge status={r.status} />
-                      {r.terminationReason ? <div class="small">{r.terminationReason}</div> : null}
-                    </td>
-                    <td>
-                      {r.iteration} / {r.maxIterations}
-                    </td>
-                    <td>{fmtInt(r.usage.inputTokens + r.usage.outputTokens)}</td>
-                    <td>{fmtUsd(r.usage.costUsd)}</td>
-                    <td>
-                      {fmtTime(r.startedAt)}
-                      <div class="small">{r.launchedBy}</div>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <Table label="Runs" columns={['Goal', 'Status', 'Iteration', 'Tokens', 'Cost', 'Launched']}>
+            {runs.map((r) => (
+              <tr key={r.runId}>
+                <td>
+                  <a href={href.run(r.runId)}>{r.goal}</a>
+                  <div class="mono small">{r.runId}</div>
+                </td>
+                <td>
+                  <StatusBadge status={r.status} />
+                  {r.terminationReason ? <div class="small">{r.terminationReason}</div> : null}
+                </td>
+                <td>
+                  {r.iteration} / {r.maxIterations}
+                </td>
+                <td>{fmtInt(r.usage.inputTokens + r.usage.outputTokens)}</td>
+                <td>{fmtUsd(r.usage.costUsd)}</td>
+                <td>
+                  {fmtTime(r.startedAt)}
+                  <div class="small">{r.launchedBy}</div>
+                </td>
+              </tr>
+            ))}
+          </Table>
         ) : null}
       </section>
     </>
