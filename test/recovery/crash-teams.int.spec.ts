@@ -1,0 +1,243 @@
+import { commandPathFor } from '../../src/events/command-handling';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { RecordedEvent } from '../../src/events/event-store.port';
+import { SqliteEventStore } from '../../src/events/sqlite.event-store';
+import { toProjectStreamId, type ProjectEvent, type TaskStartedData } from '../../src/projects/domain/project-events';
+import { toRunStreamId, type RunLaunchedData } from '../../src/team/domain/run-events';
+import { runStatus } from '../../src/team/domain/run-state';
+import { SUB_AGENT_TERMINAL, isSubAgentEvent, type SubAgentEvent } from '../../src/team/domain/sub-agents';
+import { launchRun, type LaunchRunInput } from '../../src/team/launch';
+import { OFFLINE_MODEL_ID } from '../../src/team/models/offline.model';
+import { newRunId } from '../../src/shared/system';
+import { foldProject, runIdForIdempotencyKeyOf } from '../projects/project-support';
+import { tempDir } from '../support/temp-dir';
+import {
+  completionsByCallKey,
+  duplicates,
+  jsonLines,
+  killHard,
+  runEvents,
+  runState,
+  spawnChild,
+  terminate,
+  waitFor,
+  type Child,
+  type ModelCallLine,
+} from './crash-support';
+
+// kill -9 at random moments of runs that delegate to sub-agents and of a project (a graph of team
+// runs): a triad process (the real app, SQLite, the offline model with 5-30 ms latency) is killed
+// over and over, each restart's recovery taking the runs over and its project reactor the project.
+// Every step of a sub-agent is an event of its run's stream and every task launch an event of the
+// project's: the log alone must keep a finished sub-agent finished, a sub-agent's turn recorded
+// once, and a task's run launched once.
+
+jest.setTimeout(600_000);
+
+// Kills per suite run (TRIAD_CRASH_KILLS for a longer soak, as in crash.int.spec.ts): at least this many.
+const KILLS = Math.max(3, Math.round(Number(process.env.TRIAD_CRASH_KILLS ?? 8) / 2));
+
+// Two delegated criteria: the executor spawns a coder (executor/1), then a tester (executor/2); each
+// reads, writes and answers (three turns).
+const delegating = (i: number): LaunchRunInput => ({
+  goal: `Crash-test run ${i}: delegate two files`,
+  acceptanceCriteria: ['delegate to a coder: file alpha.txt contains "alpha"', 'delegate to a tester: file beta.txt contains "beta"'],
+  reviewPolicy: { humanGate: true },
+});
+// Task a first (one of its criteria delegated), then b and c in parallel; one human gate for the project.
+const PROJECT = {
+  goal: 'Crash-test project',
+  tasks: [
+    { key: 'a', goal: 'Write a.txt', acceptanceCriteria: ['delegate to a coder: file a.txt contains "a-done"', 'file a2.txt exists'] },
+    { key: 'b', goal: 'Write b.txt', acceptanceCriteria: ['file b.txt contains "b-done"'], dependsOn: ['a'] },
+    { key: 'c', goal: 'Write c.txt', acceptanceCriteria: ['delegate to a coder: file c.txt contains "c-done"'], dependsOn: ['a'] },
+  ],
+  reviewPolicy: { humanGate: true },
+};
+// What each run's workspace holds in the end, and how many sub-agents it spawned.
+const EXPECTED: Record<string, { files: Record<string, string>; subAgents: number }> = {
+  run: { files: { 'alpha.txt': 'alpha', 'beta.txt': 'beta' }, subAgents: 2 },
+  a: { files: { 'a.txt': 'a-done', 'a2.txt': '' }, subAgents: 1 },
+  b: { files: { 'b.txt': 'b-done' }, subAgents: 0 },
+  c: { files: { 'c.txt': 'c-done' }, subAgents: 1 },
+};
+
+const ACTIVE = ['queued', 'planning', 'executing', 'reviewing'];
+type ProjectRecorded = ProjectEvent & { revision: number };
+
+/** A run's sub-agent events by path, in order. */
+function subAgentEventsByPath(events: RecordedEvent[]): Map<string, RecordedEvent[]> {
+  const byPath = new Map<string, RecordedEvent[]>();
+  for (const e of events) {
+    if (!isSubAgentEvent(e)) continue;
+    const path = (e.data as SubAgentEvent['data']).path;
+    byPath.set(path, [...(byPath.get(path) ?? []), e]);
+  }
+  return byPath;
+}
+
+const isTerminal = (type: string) => ['SubAgentCompleted', 'SubAgentFailed', 'SubAgentCancelled', 'SubAgentTimedOut'].includes(type);
+
+describe('kill -9 at random moments of runs with sub-agents and of a project', () => {
+  it('every run and the project reach their gate or end; no ended sub-agent runs again; no sub-agent turn or task launch is recorded twice', async () => {
+    const dir = tempDir('triad-crash-teams-');
+    const dataDir = join(dir.path, 'data');
+    const callsLog = join(dir.path, 'calls.log');
+    const env = {
+      TRIAD_DATA_DIR: dataDir,
+      TRIAD_STORE: 'sqlite',
+      TRIAD_LEASE_TTL_MS: '300',
+      TRIAD_RECOVERY_INTERVAL_MS: '100',
+      TRIAD_CHECKPOINT_EVERY_TURNS: '3',
+      CRASH_LATENCY_MS: '5-30',
+      CRASH_CALLS_LOG: callsLog,
+    };
+    const children: Child[] = [];
+    let store: SqliteEventStore | undefined;
+    try {
+      let child = spawnChild({ ...env, CRASH_LAUNCH: JSON.stringify([delegating(0), delegating(1)]), CRASH_PROJECTS: JSON.stringify([PROJECT]) });
+      children.push(child);
+      const info = await child.ready;
+      const runIds = [...info.launched];
+      const [projectId] = info.projects;
+      store = new SqliteEventStore({ file: join(dataDir, 'triad.db') });
+      const projectEvents = async () => (await store!.readStream(toProjectStreamId(projectId))) as unknown as ProjectRecorded[];
+      const project = async () => foldProject(await projectEvents(), projectId);
+      const launchHere = async () => {
+        const { runId } = await launchRun(commandPathFor(store!), delegating(runIds.length), {
+          runId: newRunId(),
+          launchedBy: 'user:crash-test',
+          now: new Date(),
+          provider: 'offline',
+          defaultModel: OFFLINE_MODEL_ID,
+        });
+        runIds.push(runId);
+      };
+
+      // Kills that landed while a sub-agent was running (or queued), and while a task run was in flight.
+      let subAgentKills = 0;
+      let taskKills = 0;
+      let kills = 0;
+      for (let kill = 0; kill < KILLS || ((subAgentKills < 2 || taskKills < 1) && kill < KILLS * 3); kill++) {
+        kills = kill + 1;
+        // After a random amount of progress, not time: a loaded machine may spend any time on a boot.
+        const from = await store.headPosition();
+        const steps = 1 + Math.floor(Math.random() * 25);
+        await waitFor('progress', async () => (await store!.headPosition()) >= from + steps, 20_000, 10).catch(() => undefined);
+        await killHard(child);
+
+        const states = await Promise.all(runIds.map((id) => runState(store!, id)));
+        const p = await project();
+        const taskRuns = p.tasks.filter((t) => t.runId).map((t) => t.runId!);
+        const taskStates = await Promise.all(taskRuns.map((id) => runState(store!, id)));
+        const runningSubAgent = [...states, ...taskStates].some((s) => Object.values(s.subAgents).some((r) => r.status === 'running' || r.status === 'queued'));
+        const taskInFlight = p.tasks.some((t) => t.status === 'running');
+        if (runningSubAgent) subAgentKills++;
+        if (taskInFlight) taskKills++;
+        if (process.env.CRASH_DEBUG) process.stdout.write(`kill ${kill}: sub-agent ${runningSubAgent}, task ${taskInFlight}, project ${p.status}\n`);
+        // Nothing with a sub-agent left in flight among the runs: one more, so that later kills can land in one.
+        const runsActive = await Promise.all(runIds.map(async (id) => ACTIVE.includes(runStatus(await runState(store!, id)))));
+        if (!runsActive.some(Boolean)) await launchHere();
+        child = spawnChild(env);
+        children.push(child);
+        await child.ready;
+      }
+
+      // The last process runs undisturbed until every run and the project are at their gate or end.
+      const atGate = async (id: string) => runStatus(await runState(store!, id)) === 'awaiting_review';
+      await waitFor(
+        'every run and the project at their gate',
+        async () => (await Promise.all(runIds.map(atGate))).every(Boolean) && (await project()).status === 'awaiting_review',
+        240_000,
+      );
+      await terminate(child);
+
+      expect(kills).toBeGreaterThanOrEqual(KILLS);
+      expect(subAgentKills).toBeGreaterThanOrEqual(1);
+      expect(taskKills).toBeGreaterThanOrEqual(1);
+
+      // The project: every task completed at its first attempt, each launched once.
+      const done = await project();
+      const recorded = await projectEvents();
+      expect(done.tasks.map((t) => [t.key, t.status, t.attempt])).toEqual([
+        ['a', 'completed', 1],
+        ['b', 'completed', 1],
+        ['c', 'completed', 1],
+      ]);
+      expect(recorded.filter((e) => e.type === 'TaskRetried')).toEqual([]);
+      expect(recorded.filter((e) => e.type === 'TaskStarted').map((e) => (e.data as TaskStartedData).key).sort()).toEqual(['a', 'b', 'c']);
+      // Every run the store holds for a task of the project: one per task.
+      const launchesByTask = new Map<string, string[]>();
+      for (const e of await store.readAll()) {
+        const link = e.type === 'RunLaunched' ? (e.data as RunLaunchedData).project : undefined;
+        if (link?.projectId === projectId) launchesByTask.set(link.taskKey, [...(launchesByTask.get(link.taskKey) ?? []), e.streamId]);
+      }
+      expect(Object.fromEntries([...launchesByTask].map(([k, v]) => [k, v.length]))).toEqual({ a: 1, b: 1, c: 1 });
+      for (const t of done.tasks) expect(await store.streamRevision(toRunStreamId(runIdForIdempotencyKeyOf(projectId, t.key, 2)))).toBeNull();
+
+      const calls = jsonLines<ModelCallLine & { subAgent?: string }>(callsLog).filter((c) => !c.aborted);
+      const runs = [...runIds.map((id) => ({ id, ...EXPECTED.run, end: 'awaiting_review' })), ...done.tasks.map((t) => ({ id: t.runId!, ...EXPECTED[t.key], end: 'completed' }))];
+      let subAgents = 0;
+      let continuedAfterKill = 0;
+      for (const run of runs) {
+        const events = await runEvents(store, run.id);
+        const state = await runState(store, run.id);
+        expect({ run: run.id, status: runStatus(state) }).toEqual({ run: run.id, status: run.end });
+        // The phase agents' turns: each recorded once.
+        expect(duplicates(events)).toEqual({ modelCalls: [], toolCalls: [] });
+        const completed = events.filter((e) => e.type === 'ModelCallCompleted').length;
+        expect(completionsByCallKey(run.id, events).size).toBe(completed);
+
+        const byPath = subAgentEventsByPath(events);
+        expect({ run: run.id, subAgents: byPath.size }).toEqual({ run: run.id, subAgents: run.subAgents });
+        for (const [path, own] of byPath) {
+          subAgents++;
+          const types = own.map((e) => e.type);
+          const where = `${run.id} ${path}: ${types.join(',')}`;
+          // Spawned once, started at most once (a crash leaves it running; it is continued, not started again).
+          expect({ where, spawned: types.filter((t) => t === 'SubAgentSpawned').length }).toEqual({ where, spawned: 1 });
+          expect({ where, started: types.filter((t) => t === 'SubAgentStarted').length }).toEqual({ where, started: 1 });
+          // One end, the last of its events: nothing of it after it ended.
+          expect({ where, ends: types.filter(isTerminal) }).toEqual({ where, ends: ['SubAgentCompleted'] });
+          expect({ where, last: types[types.length - 1] }).toEqual({ where, last: 'SubAgentCompleted' });
+          expect(SUB_AGENT_TERMINAL.has(state.subAgents[path].status)).toBe(true);
+          // Its turns: each recorded once, in order.
+          const turns = own.filter((e) => e.type === 'SubAgentModelCalled').map((e) => (e.data as { turn: number }).turn);
+          expect({ where, turns }).toEqual({ where, turns: turns.map((_, i) => i + 1) });
+          // No model call of it once its turn was recorded, and none at all once it ended.
+          const recordedAt = new Map(own.filter((e) => e.type === 'SubAgentModelCalled').map((e) => [(e.data as { turn: number }).turn, Date.parse(e.recordedAt)]));
+          const endedAt = Date.parse(own[own.length - 1].recordedAt);
+          const made = calls.filter((c) => c.runId === run.id && c.subAgent === path);
+          // A sub-agent's request holds its conversation (two messages a turn) and the new user message.
+          const late = made.filter((c) => c.t > endedAt || c.t > (recordedAt.get((c.messages! + 1) / 2) ?? Infinity));
+          expect({ where, late }).toEqual({ where, late: [] });
+          expect(made.length).toBeGreaterThanOrEqual(turns.length);
+          expect(made.length).toBeLessThanOrEqual(turns.length + kills);
+          // Continued by another process than the one that started it.
+          const claims = events.filter((e) => e.type === 'DriverClaimed' && e.revision > own[0].revision && e.revision < own[own.length - 1].revision);
+          if (claims.length > 0) continuedAfterKill++;
+        }
+        // Spawn calls: one sub-agent each.
+        const spawnCalls = [...byPath.values()].map((own) => (own[0].data as { toolUseId: string }).toolUseId);
+        expect(new Set(spawnCalls).size).toBe(spawnCalls.length);
+
+        const ws = join(dataDir, 'workspaces', run.id);
+        for (const [file, needle] of Object.entries(run.files)) expect(readFileSync(join(ws, file), 'utf8')).toContain(needle);
+      }
+      // A kill landed while a sub-agent was running: another process continued it.
+      expect(continuedAfterKill).toBeGreaterThanOrEqual(1);
+      process.stdout.write(
+        `crash-teams test: ${kills} kills (${subAgentKills} with a sub-agent running, ${taskKills} with a task run in flight), ${runs.length} runs, ${subAgents} sub-agents (${continuedAfterKill} continued after a kill), ${calls.length} model calls\n`,
+      );
+      for (const c of children) expect(c.stderr).not.toMatch(/stopped on an error|Error:/);
+    } catch (err) {
+      for (const [i, c] of children.entries()) if (c.stderr.trim()) process.stderr.write(`--- child ${i} stderr ---\n${c.stderr}\n`);
+      throw err;
+    } finally {
+      for (const c of children) await killHard(c);
+      await store?.close();
+      dir.remove();
+    }
+  });
+});
