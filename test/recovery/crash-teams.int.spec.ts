@@ -36,10 +36,12 @@ import {
 jest.setTimeout(600_000);
 
 // Kills per suite run (TRIAD_CRASH_KILLS for a longer soak, as in crash.int.spec.ts): at least this many.
-const KILLS = Math.max(3, Math.round(Number(process.env.TRIAD_CRASH_KILLS ?? 8) / 2));
+const KILLS = Math.max(3, Math.round((Number(process.env.TRIAD_CRASH_KILLS ?? 8) * 3) / 4));
 
 // Two delegated criteria: the executor spawns a coder (executor/1), then a tester (executor/2); each
-// reads, writes and answers (three turns).
+// reads, writes and answers (three turns). Ten such runs at once, with the project's, are more
+// sub-agents than a process runs at a time (8): some wait queued, and kills land there too.
+const RUNS = 10;
 const delegating = (i: number): LaunchRunInput => ({
   goal: `Crash-test run ${i}: delegate two files`,
   acceptanceCriteria: ['delegate to a coder: file alpha.txt contains "alpha"', 'delegate to a tester: file beta.txt contains "beta"'],
@@ -96,7 +98,7 @@ describe('kill -9 at random moments of runs with sub-agents and of a project', (
     const children: Child[] = [];
     let store: SqliteEventStore | undefined;
     try {
-      let child = spawnChild({ ...env, CRASH_LAUNCH: JSON.stringify([delegating(0), delegating(1)]), CRASH_PROJECTS: JSON.stringify([PROJECT]) });
+      let child = spawnChild({ ...env, CRASH_LAUNCH: JSON.stringify(Array.from({ length: RUNS }, (_, i) => delegating(i))), CRASH_PROJECTS: JSON.stringify([PROJECT]) });
       children.push(child);
       const info = await child.ready;
       const runIds = [...info.launched];
@@ -122,8 +124,12 @@ describe('kill -9 at random moments of runs with sub-agents and of a project', (
       for (let kill = 0; kill < KILLS || ((subAgentKills < 2 || taskKills < 1) && kill < KILLS * 3); kill++) {
         kills = kill + 1;
         // After a random amount of progress, not time: a loaded machine may spend any time on a boot.
-        const from = await store.headPosition();
-        const steps = 1 + Math.floor(Math.random() * 25);
+        // Every other kill first waits for a sub-agent's step, so that kills land inside sub-agents.
+        let from = await store.headPosition();
+        if (kill % 2 === 1) {
+          from = await waitFor('a sub-agent step', async () => (await store!.readAll({ after: from })).find(isSubAgentEvent)?.position, 20_000, 10).catch(() => from);
+        }
+        const steps = Math.floor(Math.random() * (kill % 2 === 1 ? 4 : 25));
         await waitFor('progress', async () => (await store!.headPosition()) >= from + steps, 20_000, 10).catch(() => undefined);
         await killHard(child);
 
@@ -180,6 +186,7 @@ describe('kill -9 at random moments of runs with sub-agents and of a project', (
       const runs = [...runIds.map((id) => ({ id, ...EXPECTED.run, end: 'awaiting_review' })), ...done.tasks.map((t) => ({ id: t.runId!, ...EXPECTED[t.key], end: 'completed' }))];
       let subAgents = 0;
       let continuedAfterKill = 0;
+      let queuedTotal = 0;
       for (const run of runs) {
         const events = await runEvents(store, run.id);
         const state = await runState(store, run.id);
@@ -190,6 +197,7 @@ describe('kill -9 at random moments of runs with sub-agents and of a project', (
         expect(completionsByCallKey(run.id, events).size).toBe(completed);
 
         const byPath = subAgentEventsByPath(events);
+        queuedTotal += events.filter((e) => e.type === 'SubAgentQueued').length;
         expect({ run: run.id, subAgents: byPath.size }).toEqual({ run: run.id, subAgents: run.subAgents });
         for (const [path, own] of byPath) {
           subAgents++;
@@ -198,6 +206,7 @@ describe('kill -9 at random moments of runs with sub-agents and of a project', (
           // Spawned once, started at most once (a crash leaves it running; it is continued, not started again).
           expect({ where, spawned: types.filter((t) => t === 'SubAgentSpawned').length }).toEqual({ where, spawned: 1 });
           expect({ where, started: types.filter((t) => t === 'SubAgentStarted').length }).toEqual({ where, started: 1 });
+          expect(types.filter((t) => t === 'SubAgentQueued').length).toBeLessThanOrEqual(1);
           // One end, the last of its events: nothing of it after it ended.
           expect({ where, ends: types.filter(isTerminal) }).toEqual({ where, ends: ['SubAgentCompleted'] });
           expect({ where, last: types[types.length - 1] }).toEqual({ where, last: 'SubAgentCompleted' });
@@ -228,7 +237,7 @@ describe('kill -9 at random moments of runs with sub-agents and of a project', (
       // A kill landed while a sub-agent was running: another process continued it.
       expect(continuedAfterKill).toBeGreaterThanOrEqual(1);
       process.stdout.write(
-        `crash-teams test: ${kills} kills (${subAgentKills} with a sub-agent running, ${taskKills} with a task run in flight), ${runs.length} runs, ${subAgents} sub-agents (${continuedAfterKill} continued after a kill), ${calls.length} model calls\n`,
+        `crash-teams test: ${kills} kills (${subAgentKills} with a sub-agent running, ${taskKills} with a task run in flight), ${runs.length} runs, ${subAgents} sub-agents (${continuedAfterKill} continued after a kill), ${calls.length} model calls, ${queuedTotal} queued\n`,
       );
       for (const c of children) expect(c.stderr).not.toMatch(/stopped on an error|Error:/);
     } catch (err) {
