@@ -26,9 +26,9 @@ import {
   type ModelCallLine,
 } from './crash-support';
 
-// kill -9 at random moments of runs that delegate to sub-agents and of a project (a graph of team
-// runs): a triad process (the real app, SQLite, the offline model with 5-30 ms latency) is killed
-// over and over, each restart's recovery taking the runs over and its project reactor the project.
+// kill -9 at random moments of runs that delegate to sub-agents and of two projects (graphs of team
+// runs, one planned by the architect): a triad process (the real app, SQLite, the offline model with 5-30 ms latency) is killed
+// over and over, each restart's recovery taking the runs over and its project reactor the projects.
 // Every step of a sub-agent is an event of its run's stream and every task launch an event of the
 // project's: the log alone must keep a finished sub-agent finished, a sub-agent's turn recorded
 // once, and a task's run launched once.
@@ -48,7 +48,7 @@ const delegating = (i: number): LaunchRunInput => ({
   reviewPolicy: { humanGate: true },
 });
 // Task a first (one of its criteria delegated), then b and c in parallel; one human gate for the project.
-const PROJECT = {
+const GIVEN = {
   goal: 'Crash-test project',
   tasks: [
     { key: 'a', goal: 'Write a.txt', acceptanceCriteria: ['delegate to a coder: file a.txt contains "a-done"', 'file a2.txt exists'] },
@@ -57,12 +57,21 @@ const PROJECT = {
   ],
   reviewPolicy: { humanGate: true },
 };
+// Planned by the architect (one model turn): task-1 for the first criterion, then task-2 after it.
+const DECOMPOSED = {
+  goal: 'Crash-test project planned by the architect',
+  acceptanceCriteria: ['delegate to a coder: file p1.txt contains "p1-done"', 'file p2.txt contains "p2-done"'],
+  reviewPolicy: { humanGate: true },
+};
+const TASK_KEYS = [['a', 'b', 'c'], ['task-1', 'task-2']];
 // What each run's workspace holds in the end, and how many sub-agents it spawned.
 const EXPECTED: Record<string, { files: Record<string, string>; subAgents: number }> = {
   run: { files: { 'alpha.txt': 'alpha', 'beta.txt': 'beta' }, subAgents: 2 },
   a: { files: { 'a.txt': 'a-done', 'a2.txt': '' }, subAgents: 1 },
   b: { files: { 'b.txt': 'b-done' }, subAgents: 0 },
   c: { files: { 'c.txt': 'c-done' }, subAgents: 1 },
+  'task-1': { files: { 'p1.txt': 'p1-done' }, subAgents: 1 },
+  'task-2': { files: { 'p2.txt': 'p2-done' }, subAgents: 0 },
 };
 
 const ACTIVE = ['queued', 'planning', 'executing', 'reviewing'];
@@ -81,8 +90,8 @@ function subAgentEventsByPath(events: RecordedEvent[]): Map<string, RecordedEven
 
 const isTerminal = (type: string) => ['SubAgentCompleted', 'SubAgentFailed', 'SubAgentCancelled', 'SubAgentTimedOut'].includes(type);
 
-describe('kill -9 at random moments of runs with sub-agents and of a project', () => {
-  it('every run and the project reach their gate or end; no ended sub-agent runs again; no sub-agent turn or task launch is recorded twice', async () => {
+describe('kill -9 at random moments of runs with sub-agents and of projects', () => {
+  it('every run and project reaches its gate or end; no ended sub-agent runs again; no sub-agent turn, plan or task launch is recorded twice', async () => {
     const dir = tempDir('triad-crash-teams-');
     const dataDir = join(dir.path, 'data');
     const callsLog = join(dir.path, 'calls.log');
@@ -98,14 +107,16 @@ describe('kill -9 at random moments of runs with sub-agents and of a project', (
     const children: Child[] = [];
     let store: SqliteEventStore | undefined;
     try {
-      let child = spawnChild({ ...env, CRASH_LAUNCH: JSON.stringify(Array.from({ length: RUNS }, (_, i) => delegating(i))), CRASH_PROJECTS: JSON.stringify([PROJECT]) });
+      // The first process's architects never answer: the first kill lands while every run and the
+      // second project are being planned.
+      let child = spawnChild({ ...env, CRASH_ROLE_LATENCY_MS: 'architect=600000-600000', CRASH_LAUNCH: JSON.stringify(Array.from({ length: RUNS }, (_, i) => delegating(i))), CRASH_PROJECTS: JSON.stringify([GIVEN, DECOMPOSED]) });
       children.push(child);
       const info = await child.ready;
       const runIds = [...info.launched];
-      const [projectId] = info.projects;
+      const projectIds = info.projects;
       store = new SqliteEventStore({ file: join(dataDir, 'triad.db') });
-      const projectEvents = async () => (await store!.readStream(toProjectStreamId(projectId))) as unknown as ProjectRecorded[];
-      const project = async () => foldProject(await projectEvents(), projectId);
+      const projectEvents = async (id: string) => (await store!.readStream(toProjectStreamId(id))) as unknown as ProjectRecorded[];
+      const projects = async () => Promise.all(projectIds.map(async (id) => foldProject(await projectEvents(id), id)));
       const launchHere = async () => {
         const { runId } = await launchRun(commandPathFor(store!), delegating(runIds.length), {
           runId: newRunId(),
@@ -121,27 +132,30 @@ describe('kill -9 at random moments of runs with sub-agents and of a project', (
       let subAgentKills = 0;
       let taskKills = 0;
       let kills = 0;
+      let planningAtFirstKill = false;
       for (let kill = 0; kill < KILLS || ((subAgentKills < 2 || taskKills < 1) && kill < KILLS * 3); kill++) {
         kills = kill + 1;
         // After a random amount of progress, not time: a loaded machine may spend any time on a boot.
         // Every other kill first waits for a sub-agent's step, so that kills land inside sub-agents.
         let from = await store.headPosition();
-        if (kill % 2 === 1) {
+        if (kill === 0) {
+          await waitFor('the architect asked to plan the project', async () => jsonLines<ModelCallLine>(callsLog).some((c) => c.runId === projectIds[1]), 60_000);
+        } else if (kill % 2 === 1) {
           from = await waitFor('a sub-agent step', async () => (await store!.readAll({ after: from })).find(isSubAgentEvent)?.position, 20_000, 10).catch(() => from);
         }
-        const steps = Math.floor(Math.random() * (kill % 2 === 1 ? 4 : 25));
+        const steps = kill === 0 ? 0 : Math.floor(Math.random() * (kill % 2 === 1 ? 4 : 25));
         await waitFor('progress', async () => (await store!.headPosition()) >= from + steps, 20_000, 10).catch(() => undefined);
         await killHard(child);
 
         const states = await Promise.all(runIds.map((id) => runState(store!, id)));
-        const p = await project();
-        const taskRuns = p.tasks.filter((t) => t.runId).map((t) => t.runId!);
-        const taskStates = await Promise.all(taskRuns.map((id) => runState(store!, id)));
+        if (kill === 0) planningAtFirstKill = (await projects())[1].status === 'planning';
+        const tasks = (await projects()).flatMap((p) => p.tasks);
+        const taskStates = await Promise.all(tasks.filter((t) => t.runId).map((t) => runState(store!, t.runId!)));
         const runningSubAgent = [...states, ...taskStates].some((s) => Object.values(s.subAgents).some((r) => r.status === 'running' || r.status === 'queued'));
-        const taskInFlight = p.tasks.some((t) => t.status === 'running');
+        const taskInFlight = tasks.some((t) => t.status === 'running');
         if (runningSubAgent) subAgentKills++;
         if (taskInFlight) taskKills++;
-        if (process.env.CRASH_DEBUG) process.stdout.write(`kill ${kill}: sub-agent ${runningSubAgent}, task ${taskInFlight}, project ${p.status}\n`);
+        if (process.env.CRASH_DEBUG) process.stdout.write(`kill ${kill}: sub-agent ${runningSubAgent}, task ${taskInFlight}, projects ${(await projects()).map((p) => p.status).join(' ')}\n`);
         // Nothing with a sub-agent left in flight among the runs: one more, so that later kills can land in one.
         const runsActive = await Promise.all(runIds.map(async (id) => ACTIVE.includes(runStatus(await runState(store!, id)))));
         if (!runsActive.some(Boolean)) await launchHere();
@@ -153,8 +167,8 @@ describe('kill -9 at random moments of runs with sub-agents and of a project', (
       // The last process runs undisturbed until every run and the project are at their gate or end.
       const atGate = async (id: string) => runStatus(await runState(store!, id)) === 'awaiting_review';
       await waitFor(
-        'every run and the project at their gate',
-        async () => (await Promise.all(runIds.map(atGate))).every(Boolean) && (await project()).status === 'awaiting_review',
+        'every run and project at their gate',
+        async () => (await Promise.all(runIds.map(atGate))).every(Boolean) && (await projects()).every((p) => p.status === 'awaiting_review'),
         240_000,
       );
       await terminate(child);
@@ -162,28 +176,38 @@ describe('kill -9 at random moments of runs with sub-agents and of a project', (
       expect(kills).toBeGreaterThanOrEqual(KILLS);
       expect(subAgentKills).toBeGreaterThanOrEqual(1);
       expect(taskKills).toBeGreaterThanOrEqual(1);
+      expect(planningAtFirstKill).toBe(true);
 
-      // The project: every task completed at its first attempt, each launched once.
-      const done = await project();
-      const recorded = await projectEvents();
-      expect(done.tasks.map((t) => [t.key, t.status, t.attempt])).toEqual([
-        ['a', 'completed', 1],
-        ['b', 'completed', 1],
-        ['c', 'completed', 1],
-      ]);
-      expect(recorded.filter((e) => e.type === 'TaskRetried')).toEqual([]);
-      expect(recorded.filter((e) => e.type === 'TaskStarted').map((e) => (e.data as TaskStartedData).key).sort()).toEqual(['a', 'b', 'c']);
-      // Every run the store holds for a task of the project: one per task.
+      // The projects: planned once, every task completed at its first attempt, each launched once.
+      const done = await projects();
       const launchesByTask = new Map<string, string[]>();
       for (const e of await store.readAll()) {
         const link = e.type === 'RunLaunched' ? (e.data as RunLaunchedData).project : undefined;
-        if (link?.projectId === projectId) launchesByTask.set(link.taskKey, [...(launchesByTask.get(link.taskKey) ?? []), e.streamId]);
+        if (link) launchesByTask.set(`${link.projectId}/${link.taskKey}`, [...(launchesByTask.get(`${link.projectId}/${link.taskKey}`) ?? []), e.streamId]);
       }
-      expect(Object.fromEntries([...launchesByTask].map(([k, v]) => [k, v.length]))).toEqual({ a: 1, b: 1, c: 1 });
-      for (const t of done.tasks) expect(await store.streamRevision(toRunStreamId(runIdForIdempotencyKeyOf(projectId, t.key, 2)))).toBeNull();
+      for (const [i, p] of done.entries()) {
+        const recorded = await projectEvents(p.projectId);
+        const keys = TASK_KEYS[i];
+        // Planned once, though the first planner was killed in its architect call (then made again).
+        expect(recorded.filter((e) => e.type === 'ProjectPlanned')).toHaveLength(1);
+        expect(p.tasks.map((t) => [t.key, t.status, t.attempt])).toEqual(keys.map((k) => [k, 'completed', 1]));
+        expect(recorded.filter((e) => e.type === 'TaskRetried')).toEqual([]);
+        expect(recorded.filter((e) => e.type === 'TaskStarted').map((e) => (e.data as TaskStartedData).key).sort()).toEqual(keys);
+        // Every run the store holds for a task of the project: one per task, and no second attempt.
+        for (const t of p.tasks) {
+          expect({ task: t.key, runs: launchesByTask.get(`${p.projectId}/${t.key}`) }).toEqual({ task: t.key, runs: [toRunStreamId(t.runId!)] });
+          expect(await store.streamRevision(toRunStreamId(runIdForIdempotencyKeyOf(p.projectId, t.key, 2)))).toBeNull();
+        }
+      }
+      expect([...launchesByTask.keys()]).toHaveLength(TASK_KEYS.flat().length);
 
       const calls = jsonLines<ModelCallLine & { subAgent?: string }>(callsLog).filter((c) => !c.aborted);
-      const runs = [...runIds.map((id) => ({ id, ...EXPECTED.run, end: 'awaiting_review' })), ...done.tasks.map((t) => ({ id: t.runId!, ...EXPECTED[t.key], end: 'completed' }))];
+      // The architect's planning call cut short by the first kill was made again, and not after the plan was recorded.
+      const planningCalls = calls.filter((c) => c.runId === projectIds[1]);
+      const plannedAt = Date.parse((await store.readStream(toProjectStreamId(projectIds[1]))).find((e) => e.type === 'ProjectPlanned')!.recordedAt);
+      expect(planningCalls.length).toBeGreaterThanOrEqual(2);
+      expect(planningCalls.filter((c) => c.t > plannedAt)).toEqual([]);
+      const runs = [...runIds.map((id) => ({ id, ...EXPECTED.run, end: 'awaiting_review' })), ...done.flatMap((p) => p.tasks).map((t) => ({ id: t.runId!, ...EXPECTED[t.key], end: 'completed' }))];
       let subAgents = 0;
       let continuedAfterKill = 0;
       let queuedTotal = 0;
