@@ -28,8 +28,8 @@ const LATENCY_MS = 150;
 const KEY = 'op-secret-0123456789';
 const schema = `triad_three_${process.pid}_${Date.now().toString(36)}`;
 // The same input for every run: the offline model is a pure function of the conversation, so every
-// run, interrupted or not, must leave the same files.
-const INPUT: LaunchRunInput = { goal: 'Write two files', acceptanceCriteria: ['file alpha.txt contains "alpha"', 'file beta.txt contains "beta"'] };
+// run, interrupted or not, must leave the same files. The executor writes one; a sub-agent the other.
+const INPUT: LaunchRunInput = { goal: 'Write two files', acceptanceCriteria: ['file alpha.txt contains "alpha"', 'delegate to a coder: file beta.txt contains "beta"'] };
 
 let admin: Client;
 
@@ -126,18 +126,20 @@ describe('three processes with their own data directories on one PostgreSQL, one
       const [ownerA, ownerB, ownerC] = owners;
       const dataDirOf = new Map(owners.map((o, i) => [o, dataDirs[i]]));
 
-      // C is killed once three of its runs have recorded two model turns and are not at their gate:
-      // progress, not time, so the kill lands mid-flight however loaded the machine is.
+      // C is killed once three of its runs have written a file and are not at their gate: progress,
+      // not time, so the kill lands mid-flight however loaded the machine is, and the survivors have
+      // files to rebuild.
       const progress = async (ids: string[]) =>
         (
-          await admin.query<{ stream_id: string; turns: string; gate: boolean; claimed: boolean }>(
-            `SELECT stream_id, count(*) FILTER (WHERE type = 'ModelCallCompleted') AS turns, bool_or(type = 'ReviewOpened') AS gate,
+          await admin.query<{ stream_id: string; writes: string; gate: boolean; claimed: boolean }>(
+            `SELECT stream_id, count(*) FILTER (WHERE type = 'ToolCallCompleted' AND data::jsonb->>'name' = 'write_file') AS writes,
+                    bool_or(type = 'ReviewOpened') AS gate,
                     bool_or(type = 'DriverClaimed') AS claimed
                FROM "${schema}".events WHERE stream_id = ANY($1) GROUP BY stream_id`,
             [ids.map(toRunStreamId)],
           )
         ).rows;
-      await waitFor('three runs of C in flight', async () => (await progress(launchedOn[2])).filter((r) => Number(r.turns) >= 2 && !r.gate).length >= 3, 60_000, 100);
+      await waitFor('three runs of C in flight', async () => (await progress(launchedOn[2])).filter((r) => Number(r.writes) >= 1 && !r.gate).length >= 3, 60_000, 100);
       await c.kill();
       // C's runs between their claim and their gate: C's to take over. (A run placed on C that C had
       // not claimed yet is placed again once its lease expires, and driven by one survivor.)
@@ -154,6 +156,8 @@ describe('three processes with their own data directories on one PostgreSQL, one
       expect(sse.seen.events).toContain('ReviewOpened');
 
       let takenOver = 0;
+      // Taken-over runs whose workspace held files written on C: rebuilt from the log elsewhere.
+      let rebuilt = 0;
       let reference: Map<string, { sha256: string; size: number }> | undefined;
       const snapshots = new Map<string, Map<string, { sha256: string; size: number }>>();
       for (const runId of all) {
@@ -164,6 +168,7 @@ describe('three processes with their own data directories on one PostgreSQL, one
         // Driven by one live process throughout; or by C, then by one survivor from its takeover on.
         if (claims[0].owner === ownerC && claims.length > 1) {
           takenOver++;
+          if (workspaceAt(events.filter((e) => e.revision < claims[1].revision)).files.size > 0) rebuilt++;
           expect([ownerA, ownerB]).toContain(claims[1].owner);
           expect(claims).toHaveLength(2);
         } else {
@@ -200,9 +205,10 @@ describe('three processes with their own data directories on one PostgreSQL, one
       for (const [runId, files] of snapshots) expect({ runId, files: [...files] }).toEqual({ runId, files: [...reference!] });
       expect(takenOver).toBeGreaterThanOrEqual(3);
       expect(takenOver).toBe(inFlightAtKill);
+      expect(rebuilt).toBeGreaterThanOrEqual(3);
 
       for (const s of [a, b]) expect(s.stderr).not.toMatch(/stopped on an error|lease renewal failed/);
-      process.stdout.write(`pg-three test: ${RUNS} runs, ${takenOver} taken over from the killed process\n`);
+      process.stdout.write(`pg-three test: ${RUNS} runs, ${takenOver} taken over from the killed process (${rebuilt} with files to rebuild)\n`);
       await Promise.all([a.stop(), b.stop()]);
     } catch (err) {
       for (const [i, s] of servers.entries()) process.stderr.write(`--- server ${i} stderr ---\n${s.stderr.slice(-4000)}\n`);
