@@ -45,8 +45,11 @@ export interface ServerChild {
   url: string;
   readonly stdout: string;
   readonly stderr: string;
+  readonly pid: number;
   /** SIGTERM (the app closes its store), SIGKILL after `graceMs`. */
   stop(): Promise<void>;
+  /** SIGKILL at once (a crash: nothing is closed); resolves once it has exited. */
+  kill(): Promise<void>;
 }
 
 export interface SpawnOptions {
@@ -93,14 +96,16 @@ export async function spawnHttpServer(env: NodeJS.ProcessEnv, options: SpawnOpti
     get stderr() {
       return stderr;
     },
+    pid: child.pid!,
     stop: () => stopChild(child, graceMs),
+    kill: () => stopChild(child, 0, 'SIGKILL'),
   };
 }
 
-export async function stopChild(child: ChildProcess, graceMs: number): Promise<void> {
+export async function stopChild(child: ChildProcess, graceMs: number, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise<void>((resolveExit) => child.once('exit', () => resolveExit()));
-  child.kill('SIGTERM');
+  child.kill(signal);
   const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
   await exited;
   clearTimeout(timer);
