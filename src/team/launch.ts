@@ -7,6 +7,7 @@ import type { RoleName } from './models/model.port';
 import { DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TURNS, DEFAULT_TIMEOUT_MS, DEFAULT_TOKEN_BUDGET, ROLES } from './domain/roles';
 import { toRunStreamId, type RunProjectLink, type TeamRunEvent, type ReviewPolicy, type ReviewTimeoutPolicy, type RoleConfig, type RunLaunchedData } from './domain/run-events';
 import { resolveRoleTools, ToolPolicyError } from './tools/tool-registry';
+import { loopSettingsOf, loopSettingsProblem, type LoopSettings, type LoopStrategy } from './domain/loop-strategy';
 import {
   DEFAULT_RETRY_POLICY,
   DEFAULT_STAGNATION_POLICY,
@@ -27,7 +28,9 @@ import {
 export interface LaunchRunInput {
   goal: string;
   acceptanceCriteria: string[];
-  team?: Partial<Record<RoleName, { model?: string; maxTurns?: number; tools?: string[]; systemPrompt?: string; thinking?: { budgetTokens: number } }>>;
+  team?: Partial<
+    Record<RoleName, { model?: string; maxTurns?: number; tools?: string[]; systemPrompt?: string; thinking?: { budgetTokens: number }; loop?: LoopInput }>
+  >;
   maxIterations?: number;
   timeoutMs?: number;
   budget?: { totalTokens?: number; perRole?: Partial<Record<RoleName, number>> };
@@ -44,6 +47,9 @@ export interface LaunchRunInput {
   stagnation?: Partial<StagnationPolicy>;
   contextWindow?: ContextWindowPolicy;
 }
+
+/** A role's loop strategy and its settings (defaults: domain/loop-strategy.ts). */
+export type LoopInput = Partial<Omit<LoopSettings, 'strategy'>> & { strategy: LoopStrategy };
 
 /** A launch's retry fields: a schedule, or the older exponential form. */
 export interface RetryInput {
@@ -101,6 +107,9 @@ export function buildRunLaunched(input: LaunchRunInput, ctx: LaunchContext): Run
       throw err;
     }
     const maxTokens = input.budget?.perRole?.[role];
+    const loop = cfg.loop ? loopSettingsOf(defined(cfg.loop) as LoopInput) : undefined;
+    const problem = loop && loopSettingsProblem(role, loop);
+    if (problem) throw new InvalidLaunchError(problem);
     team[role] = {
       model: cfg.model ?? ctx.defaultModel,
       maxTurns: cfg.maxTurns ?? DEFAULT_MAX_TURNS[role],
@@ -108,6 +117,8 @@ export function buildRunLaunched(input: LaunchRunInput, ctx: LaunchContext): Run
       ...(maxTokens !== undefined ? { maxTokens } : {}),
       ...(cfg.systemPrompt ? { systemPrompt: cfg.systemPrompt } : {}),
       ...(cfg.thinking ? { thinking: { budgetTokens: cfg.thinking.budgetTokens } } : {}),
+      // react (the default) records nothing: the launch reads as it did before strategies existed.
+      ...(loop ? { loop } : {}),
     };
   }
   // A plain copy: the input may be a validated DTO instance, and events hold plain JSON only.
