@@ -7,7 +7,8 @@ import type { RoleName } from './models/model.port';
 import { DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TURNS, DEFAULT_TIMEOUT_MS, DEFAULT_TOKEN_BUDGET, ROLES } from './domain/roles';
 import { toRunStreamId, type RunProjectLink, type TeamRunEvent, type ReviewPolicy, type ReviewTimeoutPolicy, type RoleConfig, type RunLaunchedData } from './domain/run-events';
 import { resolveRoleTools, ToolPolicyError } from './tools/tool-registry';
-import { loopSettingsOf, loopSettingsProblem, type LoopSettings, type LoopStrategy } from './domain/loop-strategy';
+import { loopSettingsOf, loopSettingsProblem, type LoopInput } from './domain/loop-strategy';
+export type { LoopInput } from './domain/loop-strategy';
 import {
   DEFAULT_RETRY_POLICY,
   DEFAULT_STAGNATION_POLICY,
@@ -47,9 +48,6 @@ export interface LaunchRunInput {
   stagnation?: Partial<StagnationPolicy>;
   contextWindow?: ContextWindowPolicy;
 }
-
-/** A role's loop strategy and its settings (defaults: domain/loop-strategy.ts). */
-export type LoopInput = Partial<Omit<LoopSettings, 'strategy'>> & { strategy: LoopStrategy };
 
 /** A launch's retry fields: a schedule, or the older exponential form. */
 export interface RetryInput {

@@ -58,8 +58,11 @@ export function isLoopTool(name: string): boolean {
   return LOOP_TOOLS.has(name);
 }
 
+/** A launch's `loop` input: the strategy, and the settings it leaves to the defaults or not. */
+export type LoopInput = Partial<Omit<LoopSettings, 'strategy'>> & { strategy: LoopStrategy };
+
 /** The settings of a launch's `loop` input, completed from the defaults; undefined for `react` (recorded as nothing). */
-export function loopSettingsOf(input: Partial<LoopSettings> & { strategy: LoopStrategy }): LoopSettings | undefined {
+export function loopSettingsOf(input: LoopInput): LoopSettings | undefined {
   if (input.strategy === 'react') return undefined;
   return {
     strategy: input.strategy,
