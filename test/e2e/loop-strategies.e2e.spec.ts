@@ -91,8 +91,8 @@ describe('triad run --loop', () => {
   it('runs a role with the strategy given, and refuses an unknown one in one line (exit 2)', async () => {
     const ok = await runCliInProcess(['run', 'Write a', '--criteria', 'file a.txt contains "A"', '--loop', 'executor=plan_execute', '--json'], env());
     expect(ok.code).toBe(0);
-    const types = ok.stdout.trim().split('\n').map((l) => (JSON.parse(l) as { type?: string }).type);
-    expect(types).toEqual(expect.arrayContaining(['LoopPlanRecorded', 'LoopStepCompleted', 'ReviewOpened']));
+    const summary = JSON.parse(ok.stdout.trim().split('\n').at(-1)!) as RunSummary;
+    expect(summary).toMatchObject({ status: 'awaiting_review', loops: { executor: { strategy: 'plan_execute', steps: 1, currentStep: { index: 1, of: 1, status: 'completed' } } } });
 
     const bad = await runCliInProcess(['run', 'Write a', '--criteria', 'file a.txt exists', '--loop', 'executor=magic'], env());
     expect(bad.code).toBe(2);
