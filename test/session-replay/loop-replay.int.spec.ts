@@ -27,19 +27,20 @@ interface Live {
 
 async function drive(loop: LoopInput, options: { stopAt?: (events: RecordedEvent[]) => boolean; checkpoints?: InMemoryCheckpointStore } = {}) {
   const live: Live[] = [];
-  let harness: Harness | undefined;
+  // The observer reads the driver the harness creates.
+  const ref: { harness?: Harness } = {};
   const h = await startRun({
     model: new OfflineModelProvider(),
     checkpoints: options.checkpoints,
     launch: { goal: 'Write two files', acceptanceCriteria: CRITERIA, team: { executor: { loop }, reviewer: { loop } } },
     observer: {
       onEvents: (_id, events) => {
-        live.push({ revision: events[events.length - 1].revision, state: stateJson(harness!.driver.snapshot) });
-        if (options.stopAt?.(events)) harness!.driver.stop('crash');
+        live.push({ revision: events[events.length - 1].revision, state: stateJson(ref.harness!.driver.snapshot) });
+        if (options.stopAt?.(events)) ref.harness!.driver.stop('crash');
       },
     },
   });
-  harness = h;
+  ref.harness = h;
   const final = await h.driver.drive();
   return { h, live, final };
 }
