@@ -3,6 +3,7 @@ import { modelOfCall, nextAction, toolsOfCall } from '../../src/team/domain/next
 import type { RunLaunchedData, TeamRunEvent } from '../../src/team/domain/run-events';
 import { evolve, initialRunState, type RunState } from '../../src/team/domain/run-state';
 import { decideStep, isDecidedStep, type DecidedStep, type StepInputs } from '../../src/team/domain/run-steps';
+import { DEFAULT_STAGNATION_POLICY } from '../../src/team/resilience/policies';
 import { DeciderSpecification, type Decider } from '../support/decider-specification';
 import {
   fold,
@@ -185,6 +186,17 @@ describe('loop strategies: what the loop does next (domain/loop-strategy.ts)', (
     ] as TeamRunEvent[];
     expect(fold(past).resilience.stagnation.calls.length).toBeGreaterThan(0);
     when(past).then(({ state }) => expect(state.resilience.stagnation.calls).toEqual([]));
+  });
+
+  it('stuck in a step: the corrective message names complete_step, not the submit tool', () => {
+    const past = inFirstStep({ strategy: 'plan_execute' });
+    (past[0].data as RunLaunchedData).stagnation = { ...DEFAULT_STAGNATION_POLICY, minCalls: 3 };
+    let id = 'tu_1';
+    for (let n = 2; n <= 4; n++) {
+      past.push(...turn(n, 'list_files', { path: '.' }, [id]), loopResult(n, 'list_files', 'a'));
+      id = `tu_${n}`;
+    }
+    when(past).then([{ type: 'StagnationWarned', data: { role: 'executor', message: expect.stringMatching(/call complete_step \(or fail_step\) now/) } }]);
   });
 
   it('after the last step the close: the role tools again, with the executor model', () => {

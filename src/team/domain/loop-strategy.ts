@@ -235,6 +235,14 @@ export function stageMessage(loop: StepLoopState, settings: LoopSettings): strin
   }
 }
 
+/** The call that ends what the role is doing now: the plan, the step, or the phase (for corrective messages). */
+export function endingToolOf(loop: StepLoopState | undefined, role: RoleName): string {
+  const stage = loop ? stageOf(loop) : 'finish';
+  if (stage === 'plan' || stage === 'replan') return SUBMIT_STEPS;
+  if (stage === 'finish') return SUBMIT_TOOL_OF_ROLE[role];
+  return `${COMPLETE_STEP} (or ${FAIL_STEP})`;
+}
+
 /** The reminder after a prose answer where a loop tool was expected. */
 export function loopReminder(loop: StepLoopState): string {
   return stageOf(loop) === 'step'

@@ -2,6 +2,7 @@ import type { ChatMessage, ContentBlock, RoleName, ToolSpec, ToolUseBlock } from
 import {
   autoChoice,
   complexityOf,
+  endingToolOf,
   isLoopTool,
   loopReminder,
   modelOfStage,
@@ -264,7 +265,8 @@ function stagnationAction(state: RunState, role: RoleName, lastTurn: number): Ne
     const after = window.warnings > 0 ? ` after ${window.warnings} corrective message(s)` : '';
     return { kind: 'end', reason: 'STAGNATION', message: `the ${role} is stuck${after}: ${describeDetection(detection)}` };
   }
-  return { kind: 'warnStagnation', role, turn: lastTurn, detection, message: correctiveMessage(detection, SUBMIT_TOOL_OF_ROLE[role]) };
+  const stepLoop = state.stepLoop?.role === role ? state.stepLoop : undefined;
+  return { kind: 'warnStagnation', role, turn: lastTurn, detection, message: correctiveMessage(detection, endingToolOf(stepLoop, role)) };
 }
 
 /** A new model call, with a pending corrective message, once the conversation fits the context window. */
