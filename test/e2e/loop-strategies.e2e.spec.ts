@@ -58,6 +58,27 @@ describe('loop strategies over HTTP', () => {
     await e2e.request('POST', `/v1/runs/${res.body.runId}/cancel`);
   });
 
+  it('a fork taken in the middle of the plan continues with the next step, with the overridden model for every call', async () => {
+    const res = await e2e.request<{ runId: string }>('POST', '/v1/runs', { body: body({ loop: { strategy: 'plan_execute', executorModel: 'worker-1' } }) });
+    const parent = res.body.runId;
+    await runUntil(parent, (r) => r.status === 'awaiting_review');
+    const events = (await e2e.request<{ events: RecordedEvent[] }>('GET', `/v1/runs/${parent}/events`)).body.events;
+    // Turn N: the executor's turn that completed its first step.
+    const firstDone = events.findIndex((e) => e.type === 'LoopStepCompleted');
+    const turn = events.slice(0, firstDone).filter((e) => e.type === 'ModelCallCompleted').length;
+    const forked = await e2e.request<{ runId: string }>('POST', `/v1/runs/${parent}/fork`, { body: { turn, overrides: { team: { executor: { model: 'triad-offline-1' } } } } });
+    expect(forked.status).toBe(202);
+    const run = await runUntil(forked.body.runId, (r) => r.status === 'awaiting_review' || r.endedAt !== undefined);
+    expect(run.status).toBe('awaiting_review');
+    const own = (await e2e.request<{ events: RecordedEvent[] }>('GET', `/v1/runs/${forked.body.runId}/events`)).body.events.filter((e) => e.streamId === `run-${forked.body.runId}`);
+    const loopEvents = own.filter((e) => e.type.startsWith('Loop')).map((e) => `${e.type}:${(e.data as { index?: number }).index ?? ''}`);
+    expect(loopEvents).toEqual(['LoopStepCompleted:2']);
+    const executorModels = own.filter((e) => e.type === 'ModelCallStarted' && (e.data as { role: string }).role === 'executor').map((e) => (e.data as { model: string }).model);
+    expect(executorModels.length).toBeGreaterThan(0);
+    expect(new Set(executorModels)).toEqual(new Set(['triad-offline-1']));
+    for (const id of [parent, forked.body.runId]) await e2e.request('POST', `/v1/runs/${id}/cancel`);
+  });
+
   it('an unknown strategy, numbers out of range and a hybrid plan without room for 3 steps are a 400, and nothing is written', async () => {
     const before = (await e2e.request<{ runs: RunSummary[] }>('GET', '/v1/runs')).body.runs.length;
     const bad: Record<string, unknown>[] = [

@@ -357,7 +357,12 @@ function applyFork(state: RunState, fork: RunForkedData): void {
   if (!state.launched) throw new Error('RunForked must follow the parent history');
   const team = structuredClone(state.launched.team);
   for (const [role, o] of Object.entries(fork.overrides.team ?? {}) as [RoleName, { model?: string; systemPrompt?: string }][]) {
-    if (o.model) team[role].model = o.model;
+    if (o.model) {
+      team[role].model = o.model;
+      // The fork's model is the role's for every call: its loop's planner and executor models too.
+      const loop = team[role].loop;
+      if (loop) team[role].loop = { strategy: loop.strategy, maxReplans: loop.maxReplans, maxPlanSteps: loop.maxPlanSteps, maxTurnsPerStep: loop.maxTurnsPerStep };
+    }
     if (o.systemPrompt) team[role].systemPrompt = o.systemPrompt;
   }
   state.runId = fork.runId;
