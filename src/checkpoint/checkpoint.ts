@@ -21,7 +21,7 @@ export interface Checkpoint {
   /** `sha256:<hex>` of the JSON text of `state` (as JSON.stringify writes it; see takeCheckpoint). */
   contentHash: string;
   createdAt: string;
-  /** Why it was taken: `phase`, `turns`, `shutdown`, `manual`. */
+  /** Why it was taken: `phase`, `step` (a hybrid step ended), `turns`, `shutdown`, `manual`. */
   reason: string;
   state: SerializedRunState;
 }

@@ -7,7 +7,7 @@ import type { RoleName } from './models/model.port';
 import { DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TURNS, DEFAULT_TIMEOUT_MS, DEFAULT_TOKEN_BUDGET, ROLES } from './domain/roles';
 import { toRunStreamId, type RunProjectLink, type TeamRunEvent, type ReviewPolicy, type ReviewTimeoutPolicy, type RoleConfig, type RunLaunchedData } from './domain/run-events';
 import { resolveRoleTools, ToolPolicyError } from './tools/tool-registry';
-import { loopSettingsOf, loopSettingsProblem, type LoopInput } from './domain/loop-strategy';
+import { LOOP_STRATEGIES, loopSettingsOf, loopSettingsProblem, type LoopInput } from './domain/loop-strategy';
 export type { LoopInput } from './domain/loop-strategy';
 import {
   DEFAULT_RETRY_POLICY,
@@ -105,6 +105,10 @@ export function buildRunLaunched(input: LaunchRunInput, ctx: LaunchContext): Run
       throw err;
     }
     const maxTokens = input.budget?.perRole?.[role];
+    // The DTO validates a nested list element by element: only an object naming a strategy is a loop setting.
+    if (cfg.loop != null && (typeof cfg.loop !== 'object' || Array.isArray(cfg.loop) || !LOOP_STRATEGIES.includes(cfg.loop.strategy))) {
+      throw new InvalidLaunchError(`team.${role}.loop must be an object whose strategy is one of ${LOOP_STRATEGIES.join(', ')}`);
+    }
     const loop = cfg.loop ? loopSettingsOf(defined(cfg.loop) as LoopInput) : undefined;
     const problem = loop && loopSettingsProblem(role, loop);
     if (problem) throw new InvalidLaunchError(problem);

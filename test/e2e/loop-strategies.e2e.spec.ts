@@ -89,6 +89,9 @@ describe('loop strategies over HTTP', () => {
       { loop: { strategy: 'plan_execute', maxPlanSteps: 21 } },
       { loop: { strategy: 'hybrid', maxPlanSteps: 2 } },
       { loop: { strategy: 'plan_execute', plannerModel: '' } },
+      { loop: [] },
+      { loop: [{ strategy: 'hybrid' }] },
+      { loop: 'hybrid' },
     ];
     for (const executor of bad) {
       const res = await e2e.request<{ statusCode: number; message: string | string[] }>('POST', '/v1/runs', { body: body(executor) });
