@@ -280,7 +280,7 @@ export function toolsOfStage(loop: StepLoopState | undefined, settings: LoopSett
   return [...roleTools.filter((t) => t.name !== submit), COMPLETE_STEP_SPEC, FAIL_STEP_SPEC];
 }
 
-export function submitStepsSpec(bounds: { min: number; max: number }): ToolSpec {
+function submitStepsSpec(bounds: { min: number; max: number }): ToolSpec {
   return {
     name: SUBMIT_STEPS,
     description: `Submit your plan: ${bounds.min} to ${bounds.max} short steps, in the order you will carry them out.`,

@@ -429,7 +429,7 @@ interface OfflineStep {
 }
 
 /** One step per criterion, grouped into at most `max` steps, padded to `min` with a look over the workspace. */
-export function offlinePlan(role: RoleName, criteria: OfflineCriterion[], bounds: { min: number; max: number }): OfflineStep[] {
+function offlinePlan(role: RoleName, criteria: OfflineCriterion[], bounds: { min: number; max: number }): OfflineStep[] {
   const groups: OfflineCriterion[][] = [];
   const per = Math.ceil(criteria.length / Math.max(1, bounds.max));
   for (let i = 0; i < criteria.length; i += per) groups.push(criteria.slice(i, i + per));

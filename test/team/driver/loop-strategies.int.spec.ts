@@ -74,7 +74,7 @@ describe('loop strategies on the offline model', () => {
     h.remove();
   });
 
-  it('hybrid: at least 3 steps, a checkpoint after each, the stagnation window reset at each step', async () => {
+  it('hybrid: at least 3 steps, a progress summary and a checkpoint after each', async () => {
     const { model } = recordingOffline();
     const saved: Checkpoint[] = [];
     const checkpoints: CheckpointStore = { save: async (cp) => void saved.push(cp), latest: async () => saved.at(-1), close: async () => undefined };
