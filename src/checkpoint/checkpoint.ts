@@ -21,7 +21,7 @@ export interface Checkpoint {
   /** `sha256:<hex>` of the JSON text of `state` (as JSON.stringify writes it; see takeCheckpoint). */
   contentHash: string;
   createdAt: string;
-  /** Why it was taken: `phase`, `turns`, `shutdown`, `manual`. */
+  /** Why it was taken: `phase`, `step` (a hybrid step ended), `turns`, `shutdown`, `manual`. */
   reason: string;
   state: SerializedRunState;
 }
@@ -65,6 +65,8 @@ function serializeRunStateText(state: RunState): string {
       resilience: state.resilience,
       approvals: [...state.approvals.values()],
       subAgents: state.subAgents,
+      stepLoop: state.stepLoop ?? null,
+      chosenStrategy: state.chosenStrategy ?? null,
     }).slice(0, -1) +
     // The conversations last, their messages' text reused from earlier checkpoints.
     `,"conversations":${conversationsJson(state.conversations)}}`
@@ -137,6 +139,9 @@ export function deserializeRunState(s: SerializedRunState): RunState {
     approvals: new Map((s.approvals as { requested: { toolUseId: string } }[]).map((a) => [a.requested.toolUseId, a as never])),
     // Absent in checkpoints taken before sub-agents existed (their runs had none).
     subAgents: (s.subAgents ?? {}) as RunState['subAgents'],
+    // Absent in checkpoints taken before loop strategies existed (their phases ran react).
+    stepLoop: opt(s.stepLoop),
+    chosenStrategy: opt(s.chosenStrategy),
   };
 }
 

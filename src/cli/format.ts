@@ -77,6 +77,18 @@ export function describeEvent(recorded: RecordedEvent): string | undefined {
       return `subagent  ${e.data.path} cancelled: ${short(e.data.reason, 80)}`;
     case 'SubAgentTimedOut':
       return `subagent  ${e.data.path} timed out: ${short(e.data.message, 80)}`;
+    case 'LoopStrategyChosen':
+      return `loop      ${e.data.role}: auto chose ${e.data.strategy} (${e.data.complexity} task, ${e.data.budgetUsedPercent}% of the budget used${e.data.downgraded ? ', downgraded from hybrid' : ''})`;
+    case 'LoopPlanRecorded':
+      return `loop      ${e.data.role} planned ${e.data.steps.length} step(s)`;
+    case 'LoopReplanned':
+      return `loop      ${e.data.role} replanned (${e.data.replan}): ${e.data.steps.length} step(s)`;
+    case 'LoopStepStarted':
+      return `step      ${e.data.role} ${e.data.index} of ${e.data.of}: ${short(e.data.text, 80)}`;
+    case 'LoopStepCompleted':
+      return `step      ${e.data.role} ${e.data.index} done: ${short(e.data.summary, 80)}`;
+    case 'LoopStepFailed':
+      return `step      ${e.data.role} ${e.data.index} failed (${e.data.cause.replace(/_/g, ' ')}): ${short(e.data.reason, 80)}`;
     case 'WorkspaceUnrecoverable':
       return `workspace cannot be rebuilt from the events (${e.data.owner}): ${short(e.data.paths.map((p) => `${p.path}: ${p.reason}`).join('; '), 90)}`;
     default:
@@ -93,6 +105,7 @@ export function describeRun(r: RunSummary): string {
     `usage     ${r.usage.turns} turns, ${r.usage.inputTokens} input + ${r.usage.outputTokens} output tokens, $${r.usage.costUsd.toFixed(4)}`,
     `provider  ${r.provider}${r.provider === 'offline' ? ' (the built-in offline model)' : ''}`,
     `launched  ${r.startedAt} by ${r.launchedBy}`,
+    ...Object.entries(r.loops ?? {}).map(([role, l]) => `loop      ${role} ${l.strategy}${l.running && l.running !== l.strategy ? ` → ${l.running}` : ''}${l.currentStep ? `, step ${l.currentStep.index} of ${l.currentStep.of} ${l.currentStep.status}: ${short(l.currentStep.text, 80)}` : ''}${l.replans > 0 ? `, ${l.replans} replan(s)` : ''}`),
     ...(r.subAgents ?? []).map((a) => `subagent  ${a.path} ${a.role} ${a.status}, ${a.turns} turn(s)${a.error ? `: ${short(a.error.message, 60)}` : ''}`),
   ];
   if (r.endedAt) lines.push(`ended     ${r.endedAt}${r.message ? ` — ${r.message}` : ''}`);

@@ -7,6 +7,8 @@ import type { RoleName } from './models/model.port';
 import { DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TURNS, DEFAULT_TIMEOUT_MS, DEFAULT_TOKEN_BUDGET, ROLES } from './domain/roles';
 import { toRunStreamId, type RunProjectLink, type TeamRunEvent, type ReviewPolicy, type ReviewTimeoutPolicy, type RoleConfig, type RunLaunchedData } from './domain/run-events';
 import { resolveRoleTools, ToolPolicyError } from './tools/tool-registry';
+import { LOOP_STRATEGIES, loopSettingsOf, loopSettingsProblem, type LoopInput } from './domain/loop-strategy';
+export type { LoopInput } from './domain/loop-strategy';
 import {
   DEFAULT_RETRY_POLICY,
   DEFAULT_STAGNATION_POLICY,
@@ -27,7 +29,9 @@ import {
 export interface LaunchRunInput {
   goal: string;
   acceptanceCriteria: string[];
-  team?: Partial<Record<RoleName, { model?: string; maxTurns?: number; tools?: string[]; systemPrompt?: string; thinking?: { budgetTokens: number } }>>;
+  team?: Partial<
+    Record<RoleName, { model?: string; maxTurns?: number; tools?: string[]; systemPrompt?: string; thinking?: { budgetTokens: number }; loop?: LoopInput }>
+  >;
   maxIterations?: number;
   timeoutMs?: number;
   budget?: { totalTokens?: number; perRole?: Partial<Record<RoleName, number>> };
@@ -101,6 +105,13 @@ export function buildRunLaunched(input: LaunchRunInput, ctx: LaunchContext): Run
       throw err;
     }
     const maxTokens = input.budget?.perRole?.[role];
+    // The DTO validates a nested list element by element: only an object naming a strategy is a loop setting.
+    if (cfg.loop != null && (typeof cfg.loop !== 'object' || Array.isArray(cfg.loop) || !LOOP_STRATEGIES.includes(cfg.loop.strategy))) {
+      throw new InvalidLaunchError(`team.${role}.loop must be an object whose strategy is one of ${LOOP_STRATEGIES.join(', ')}`);
+    }
+    const loop = cfg.loop ? loopSettingsOf(defined(cfg.loop) as LoopInput) : undefined;
+    const problem = loop && loopSettingsProblem(role, loop);
+    if (problem) throw new InvalidLaunchError(problem);
     team[role] = {
       model: cfg.model ?? ctx.defaultModel,
       maxTurns: cfg.maxTurns ?? DEFAULT_MAX_TURNS[role],
@@ -108,6 +119,8 @@ export function buildRunLaunched(input: LaunchRunInput, ctx: LaunchContext): Run
       ...(maxTokens !== undefined ? { maxTokens } : {}),
       ...(cfg.systemPrompt ? { systemPrompt: cfg.systemPrompt } : {}),
       ...(cfg.thinking ? { thinking: { budgetTokens: cfg.thinking.budgetTokens } } : {}),
+      // react (the default) records nothing: the launch reads as it did before strategies existed.
+      ...(loop ? { loop } : {}),
     };
   }
   // A plain copy: the input may be a validated DTO instance, and events hold plain JSON only.

@@ -6,6 +6,7 @@ import { RUN_STREAM_PREFIX, type RunCoreEvent, type RunStatus, type TeamRunEvent
 import { statusOf, teamRunMachine } from './domain/team-run.machine';
 import type { TeamSnapshot } from './domain/run-state';
 import { SUB_AGENT_TERMINAL, subAgentEnding, type SubAgentStatus } from './domain/sub-agents';
+import type { ChosenStrategy, LoopStrategy } from './domain/loop-strategy';
 
 /**
  * The read model of one run, folded from its events by a store subscription: what GET /v1/runs
@@ -46,8 +47,21 @@ export interface RunSummary {
   pendingApprovals?: PendingApproval[];
   /** The run's sub-agents, in the order they were spawned (absent until one is). */
   subAgents?: SubAgentSummary[];
+  /** Roles whose loop strategy is not react (domain/loop-strategy.ts): the strategy and where the role is in its plan. */
+  loops?: Partial<Record<RoleName, LoopSummary>>;
   revision: number;
   position: number;
+}
+
+export interface LoopSummary {
+  /** As launched (`auto` included). */
+  strategy: LoopStrategy;
+  /** What the role's latest phase runs: the launched strategy, or auto's choice. */
+  running?: ChosenStrategy;
+  /** Steps of the current plan, and replans in the current phase. */
+  steps?: number;
+  replans: number;
+  currentStep?: { index: number; of: number; text: string; status: 'running' | 'completed' | 'failed' };
 }
 
 export interface PendingApproval {
@@ -98,6 +112,45 @@ export interface RunSummaryState {
   suspended: boolean;
 }
 
+/** The loop strategies a launch sets (react roles are left out). */
+function loopsOf(team: Record<RoleName, { loop?: { strategy: LoopStrategy } }>): Pick<RunSummary, 'loops'> {
+  const loops: Partial<Record<RoleName, LoopSummary>> = {};
+  for (const [role, cfg] of Object.entries(team) as [RoleName, { loop?: { strategy: LoopStrategy } }][]) {
+    if (cfg.loop) loops[role] = { strategy: cfg.loop.strategy, replans: 0 };
+  }
+  return Object.keys(loops).length > 0 ? { loops } : {};
+}
+
+/** Where a plan-first role is: its strategy, its plan's size, its current step. */
+function applyLoopEvent(s: RunSummary, event: TeamRunEvent): void {
+  if (event.type === 'PhaseStarted') {
+    const loop = s.loops?.[event.data.role];
+    if (loop) s.loops![event.data.role] = { strategy: loop.strategy, replans: 0, ...(loop.strategy !== 'auto' ? { running: loop.strategy as ChosenStrategy } : {}) };
+    return;
+  }
+  if (!event.type.startsWith('Loop')) return;
+  const loop = s.loops?.[(event.data as { role: RoleName }).role];
+  if (!loop) return;
+  switch (event.type) {
+    case 'LoopStrategyChosen':
+      loop.running = event.data.strategy;
+      break;
+    case 'LoopPlanRecorded':
+    case 'LoopReplanned':
+      loop.steps = event.data.steps.length;
+      if (event.type === 'LoopReplanned') loop.replans = event.data.replan;
+      loop.currentStep = undefined;
+      break;
+    case 'LoopStepStarted':
+      loop.currentStep = { index: event.data.index, of: event.data.of, text: event.data.text, status: 'running' };
+      break;
+    case 'LoopStepCompleted':
+    case 'LoopStepFailed':
+      if (loop.currentStep) loop.currentStep.status = event.type === 'LoopStepCompleted' ? 'completed' : 'failed';
+      break;
+  }
+}
+
 export function applyToSummary(state: RunSummaryState | undefined, recorded: RecordedEvent): RunSummaryState | undefined {
   const event = { type: recorded.type, data: recorded.data } as TeamRunEvent;
   if (!state) {
@@ -119,6 +172,7 @@ export function applyToSummary(state: RunSummaryState | undefined, recorded: Rec
         provider: d.provider,
         startedAt: d.launchedAt,
         ...(d.project ? { project: { ...d.project } } : {}),
+        ...loopsOf(d.team),
         usage: { inputTokens: 0, outputTokens: 0, costUsd: 0, turns: 0, byRole: { architect: zero(), executor: zero(), reviewer: zero() } },
         revision: -1,
         position: 0,
@@ -135,6 +189,7 @@ export function applyToSummary(state: RunSummaryState | undefined, recorded: Rec
   s.iteration = ctx.iteration || 1;
   s.revision = recorded.revision;
   s.position = recorded.position;
+  applyLoopEvent(s, event);
   switch (event.type) {
     case 'PhaseStarted':
       s.phase = event.data.phase;

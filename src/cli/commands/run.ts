@@ -27,6 +27,7 @@ export function addRunCommand(program: Command, ctx: CliContext): void {
     .option('--budget <tokens>', 'total token budget', int('--budget', 1, 1_000_000_000))
     .option('--model <model>', 'model for every role')
     .option('--thinking <role=tokens...>', 'extended thinking budget per role (Anthropic), e.g. executor=4096')
+    .option('--loop <role=strategy...>', 'loop strategy per role: react, plan_execute, hybrid or auto, e.g. executor=hybrid')
     .option('--no-human-gate', 'waive the human review gate (recorded in the run)')
     .option('--idempotency-key <key>', 'launch at most once per key')
     .option('--as <user>', 'launch as this user (default: TRIAD_USER or the OS account)')
@@ -39,7 +40,7 @@ export function addRunCommand(program: Command, ctx: CliContext): void {
         ...(opts.maxIterations !== undefined ? { maxIterations: opts.maxIterations } : {}),
         ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
         ...(opts.budget !== undefined ? { budget: { totalTokens: opts.budget } } : {}),
-        ...teamOptions(opts.model, opts.thinking),
+        ...teamOptions(opts.model, opts.thinking, opts.loop),
         ...(opts.humanGate === false ? { reviewPolicy: { humanGate: false } } : {}),
         ...(opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey } : {}),
       });
@@ -53,14 +54,19 @@ export function addRunCommand(program: Command, ctx: CliContext): void {
     });
 }
 
-/** The team config of `--model` and `--thinking role=tokens` (checked by the DTO like the API's). */
-function teamOptions(model: string | undefined, thinking: string[] | undefined): { team?: Record<string, Record<string, unknown>> } {
+/** The team config of `--model`, `--thinking role=tokens` and `--loop role=strategy` (checked by the DTO like the API's). */
+function teamOptions(model: string | undefined, thinking: string[] | undefined, loop: string[] | undefined): { team?: Record<string, Record<string, unknown>> } {
   const team: Record<string, Record<string, unknown>> = {};
   if (model) for (const role of ['architect', 'executor', 'reviewer']) team[role] = { model };
   for (const pair of thinking ?? []) {
     const match = /^(architect|executor|reviewer)=(\d+)$/.exec(pair);
     if (!match) throw new CliError(`--thinking takes role=tokens (architect, executor or reviewer), got '${pair}'`, EXIT.usage);
     (team[match[1]] ??= {}).thinking = { budgetTokens: Number(match[2]) };
+  }
+  for (const pair of loop ?? []) {
+    const match = /^(architect|executor|reviewer)=(.+)$/.exec(pair);
+    if (!match) throw new CliError(`--loop takes role=strategy (architect, executor or reviewer), got '${pair}'`, EXIT.usage);
+    (team[match[1]] ??= {}).loop = { strategy: match[2] };
   }
   return Object.keys(team).length > 0 ? { team } : {};
 }

@@ -1,4 +1,18 @@
-import type { ChatMessage, ContentBlock, RoleName, ToolUseBlock } from '../models/model.port';
+import type { ChatMessage, ContentBlock, RoleName, ToolSpec, ToolUseBlock } from '../models/model.port';
+import {
+  autoChoice,
+  complexityOf,
+  endingToolOf,
+  isLoopTool,
+  loopReminder,
+  modelOfStage,
+  nextStepLoopMove,
+  stageMessage,
+  stageOf,
+  toolsOfStage,
+  type ChosenStrategy,
+  type Complexity,
+} from './loop-strategy';
 import { renderTaskMessage } from '../prompts';
 import { breakerMessage, isTripped } from '../resilience/circuit-breaker';
 import {
@@ -62,6 +76,14 @@ export type NextAction =
       countedTokens?: number;
     }
   | { kind: 'submit'; role: RoleName; call: ToolUseBlock }
+  /** `auto`: record the strategy of the phase that starts (domain/loop-strategy.ts). */
+  | { kind: 'chooseLoop'; role: RoleName; strategy: ChosenStrategy; complexity: Complexity; budgetUsedPercent: number; downgraded: boolean }
+  /** The next step of the phase's plan begins. */
+  | { kind: 'startStep'; role: RoleName; index: number; of: number; text: string }
+  /** A hybrid step used up its turns. */
+  | { kind: 'failStep'; role: RoleName; index: number; reason: string }
+  /** A plan or step tool call (submit_steps, complete_step, fail_step), or a submission before the plan is done. */
+  | { kind: 'loopTool'; role: RoleName; call: ToolUseBlock }
   | { kind: 'submitAnswer'; role: RoleName; text: string }
   | { kind: 'openReview' }
   | { kind: 'waiveGate' }
@@ -141,6 +163,10 @@ function loopAction(state: RunState, task: (role: RoleName) => string, measure?:
   if (!loop || !phase) throw new Error('an active phase has no agent loop');
   const role = phase.role;
   const loopState = String(loop.value);
+  const launched = state.launched!;
+  if (launched.team[role].loop?.strategy === 'auto' && state.chosenStrategy === undefined) return chooseLoop(state, role);
+  const stepLoop = state.stepLoop;
+  const settings = launched.team[role].loop;
   switch (loopState) {
     case 'maxTurnsReached':
       return { kind: 'end', reason: 'MAX_TURNS', message: `the ${role} reached its limit of ${phase.maxTurns} turns` };
@@ -149,6 +175,17 @@ function loopAction(state: RunState, task: (role: RoleName) => string, measure?:
       const over = budgetExceeded(state, role);
       if (over) return { kind: 'end', reason: 'BUDGET_EXHAUSTED', message: `token budget exhausted (${over.scope}: ${over.used} of ${over.limit})`, budget: over };
       const turn = loop.context.turn + 1;
+      if (stepLoop && settings) {
+        const move = nextStepLoopMove(stepLoop, settings, loop.context.turn);
+        if (move?.kind === 'end') return { kind: 'end', reason: 'ERROR', message: move.message };
+        if (move) return { ...move, role };
+        if (loopState === 'answered' && stageOf(stepLoop) !== 'finish') {
+          // A prose answer where a plan or a step's end was expected: say so (the close is today's).
+          if (loop.context.turn >= phase.maxTurns) return { kind: 'end', reason: 'MAX_TURNS', message: `the ${role} reached its limit of ${phase.maxTurns} turns` };
+          const text = loop.context.turn === stepLoop.markTurn ? stageMessage(stepLoop, settings) : loopReminder(stepLoop);
+          return newCall(state, role, turn, [], [{ type: 'text', text }], measure);
+        }
+      }
       if (loopState === 'answered') {
         if (role !== 'reviewer') return { kind: 'submitAnswer', role, text: loop.context.answer ?? '' };
         return newCall(state, role, turn, [], [{ type: 'text', text: REVIEWER_REMINDER }], measure);
@@ -159,6 +196,8 @@ function loopAction(state: RunState, task: (role: RoleName) => string, measure?:
       // that is the previous submission) and, on a phase's first turn, carries the task.
       const toolResultIds = lastAssistantToolUses(state.conversations[role].messages).map((u) => u.id);
       const content: ContentBlock[] = turn === 1 ? [{ type: 'text', text: task(role) }] : [];
+      // The first call after a loop event carries what the role is to do now: plan, a step, the close.
+      if (stepLoop && settings && loop.context.turn === stepLoop.markTurn) content.push({ type: 'text', text: stageMessage(stepLoop, settings) });
       return newCall(state, role, turn, toolResultIds, content, measure);
     }
     case 'awaitingResponse': {
@@ -176,11 +215,15 @@ function loopAction(state: RunState, task: (role: RoleName) => string, measure?:
       const submitName = SUBMIT_TOOL_OF_ROLE[role];
       const started = new Set(loop.context.startedToolUseIds);
       // Work tools first, in the model's order; the submission last, after their results exist.
-      const work = uses.filter((u) => pending.has(u.id) && u.name !== submitName);
+      // In a plan-first phase the loop's tools, and a submission before the close, are the loop's to answer.
+      const loopsCall = (u: ToolUseBlock) => !!stepLoop && (isLoopTool(u.name) || (u.name === submitName && stageOf(stepLoop) !== 'finish'));
+      const work = uses.filter((u) => pending.has(u.id) && u.name !== submitName && !loopsCall(u));
       if (work.length > 0) {
         const batch = work.map((call) => ({ call, alreadyStarted: started.has(call.id) }));
         return { kind: 'runTool', role, call: work[0], alreadyStarted: batch[0].alreadyStarted, batch };
       }
+      const loopCall = uses.find((u) => pending.has(u.id) && loopsCall(u));
+      if (loopCall) return { kind: 'loopTool', role, call: loopCall };
       const submit = uses.find((u) => pending.has(u.id));
       if (submit) return { kind: 'submit', role, call: submit };
       throw new Error('the agent loop waits for tools that are not in the last response');
@@ -190,6 +233,25 @@ function loopAction(state: RunState, task: (role: RoleName) => string, measure?:
     default:
       throw new Error(`no action defined for agent loop state '${loopState}'`);
   }
+}
+
+/** `auto`'s choice for the phase that starts: by the task's complexity, downgraded when the budget is mostly used. */
+function chooseLoop(state: RunState, role: RoleName): NextAction {
+  const launched = state.launched!;
+  const complexity = complexityOf(launched.goal, launched.acceptanceCriteria);
+  const budgetUsedPercent = Math.floor((totalTokens(state) * 100) / launched.budget.totalTokens);
+  return { kind: 'chooseLoop', role, complexity, budgetUsedPercent, ...autoChoice(complexity, budgetUsedPercent) };
+}
+
+/** The model of the role's next call: its loop's planner or executor model, else the role's. */
+export function modelOfCall(state: RunState, role: RoleName): string {
+  const cfg = state.launched!.team[role];
+  return modelOfStage(state.stepLoop?.role === role ? state.stepLoop : undefined, cfg.loop, cfg.model);
+}
+
+/** The tools offered with the role's next call (`roleTools`: the registry's specs for the role). */
+export function toolsOfCall(state: RunState, role: RoleName, roleTools: readonly ToolSpec[]): readonly ToolSpec[] {
+  return toolsOfStage(state.stepLoop?.role === role ? state.stepLoop : undefined, state.launched!.team[role].loop, roleTools);
 }
 
 /** After a tool-bearing turn: the stagnation policy's corrective message, or the end of the run. */
@@ -203,7 +265,8 @@ function stagnationAction(state: RunState, role: RoleName, lastTurn: number): Ne
     const after = window.warnings > 0 ? ` after ${window.warnings} corrective message(s)` : '';
     return { kind: 'end', reason: 'STAGNATION', message: `the ${role} is stuck${after}: ${describeDetection(detection)}` };
   }
-  return { kind: 'warnStagnation', role, turn: lastTurn, detection, message: correctiveMessage(detection, SUBMIT_TOOL_OF_ROLE[role]) };
+  const stepLoop = state.stepLoop?.role === role ? state.stepLoop : undefined;
+  return { kind: 'warnStagnation', role, turn: lastTurn, detection, message: correctiveMessage(detection, endingToolOf(stepLoop, role)) };
 }
 
 /** A new model call, with a pending corrective message, once the conversation fits the context window. */
@@ -217,7 +280,7 @@ function newCall(state: RunState, role: RoleName, turn: number, toolResultIds: s
 
 function contextSettings(state: RunState, role: RoleName) {
   const launched = state.launched!;
-  const model = launched.team[role].model;
+  const model = modelOfCall(state, role);
   const policy = launched.contextWindow;
   const limit = contextLimitOf(model, policy);
   const margin = policy?.marginTokens ?? DEFAULT_MARGIN_TOKENS;

@@ -2,6 +2,7 @@ import type { AssistantBlock, ContentBlock, RoleName, StopReason, ThinkingSettin
 import { SUB_AGENT_EVENT_TYPES, type SubAgentEvent } from './sub-agents';
 import type { FileEffect } from '../workspace/workspace-effects';
 import type { ApprovalThreshold, ContextWindowPolicy, RetryPolicy, StagnationPolicy, ToolApprovalPolicy, ToolRisk } from '../resilience/policies';
+import type { ChosenStrategy, Complexity, LoopSettings } from './loop-strategy';
 
 /**
  * The events of one team run, all in the stream `run-<runId>`. Together they rebuild every role's
@@ -56,6 +57,8 @@ export interface RoleConfig {
   systemPrompt?: string;
   /** Extended thinking on each of the role's calls (Anthropic): up to `budgetTokens` of reasoning. */
   thinking?: ThinkingSettings;
+  /** How the role's phases run (domain/loop-strategy.ts); absent: `react`, the plain agent loop. */
+  loop?: LoopSettings;
 }
 
 export type ReviewTimeoutPolicy = 'wait' | 'auto_approve' | 'auto_deny' | 'escalate';
@@ -403,6 +406,67 @@ export interface RunForkedData {
   view: { launched: RunLaunchedData; team: unknown };
 }
 
+/** `auto` chose the strategy of a role's phase, when the phase started (domain/loop-strategy.ts). */
+export interface LoopStrategyChosenData {
+  role: RoleName;
+  phase: Phase;
+  iteration: number;
+  strategy: ChosenStrategy;
+  complexity: Complexity;
+  /** Share of the run's token budget used when the choice was made, in percent (rounded down). */
+  budgetUsedPercent: number;
+  /** `hybrid` was the choice by complexity, `plan_execute` taken because the budget was ≥ 80% used. */
+  downgraded: boolean;
+  at: string;
+}
+
+/** The role's plan, from its `submit_steps` call (the first plan of a phase). */
+export interface LoopPlanRecordedData {
+  role: RoleName;
+  toolUseId: string;
+  steps: string[];
+  at: string;
+}
+
+/** A new plan for the remaining work after a failed step (`replan`: 1 for the first replan). */
+export interface LoopReplannedData {
+  role: RoleName;
+  toolUseId: string;
+  replan: number;
+  steps: string[];
+  at: string;
+}
+
+/** A step of the current plan begins (`index`: 1-based within the plan of `of` steps). */
+export interface LoopStepStartedData {
+  role: RoleName;
+  index: number;
+  of: number;
+  text: string;
+  at: string;
+}
+
+/** The role called `complete_step`: its summary, and the progress of the phase so far. */
+export interface LoopStepCompletedData {
+  role: RoleName;
+  index: number;
+  toolUseId: string;
+  summary: string;
+  /** Every step completed in this phase so far, one line each (what the next step is told). */
+  progress: string;
+  at: string;
+}
+
+/** The role called `fail_step` (`cause: fail_step`), or a hybrid step used up its turns (`turn_limit`). */
+export interface LoopStepFailedData {
+  role: RoleName;
+  index: number;
+  cause: 'fail_step' | 'turn_limit';
+  reason: string;
+  toolUseId?: string;
+  at: string;
+}
+
 /** The run's own events: what its state machines see (sub-agents' events never move them). */
 export type RunCoreEvent =
   | { type: 'RunLaunched'; data: RunLaunchedData }
@@ -428,7 +492,13 @@ export type RunCoreEvent =
   | { type: 'ContextCompacted'; data: ContextCompactedData }
   | { type: 'ToolApprovalRequested'; data: ToolApprovalRequestedData }
   | { type: 'ToolApprovalDecided'; data: ToolApprovalDecidedData }
-  | { type: 'WorkspaceUnrecoverable'; data: WorkspaceUnrecoverableData };
+  | { type: 'WorkspaceUnrecoverable'; data: WorkspaceUnrecoverableData }
+  | { type: 'LoopStrategyChosen'; data: LoopStrategyChosenData }
+  | { type: 'LoopPlanRecorded'; data: LoopPlanRecordedData }
+  | { type: 'LoopReplanned'; data: LoopReplannedData }
+  | { type: 'LoopStepStarted'; data: LoopStepStartedData }
+  | { type: 'LoopStepCompleted'; data: LoopStepCompletedData }
+  | { type: 'LoopStepFailed'; data: LoopStepFailedData };
 
 /** Every event of a run's stream: its own, and its sub-agents' lifecycle and turns (domain/sub-agents.ts). */
 export type TeamRunEvent = RunCoreEvent | SubAgentEvent;
@@ -461,6 +531,12 @@ export const TEAM_RUN_EVENT_TYPES: readonly TeamRunEventType[] = [
   'ToolApprovalDecided',
   ...SUB_AGENT_EVENT_TYPES,
   'WorkspaceUnrecoverable',
+  'LoopStrategyChosen',
+  'LoopPlanRecorded',
+  'LoopReplanned',
+  'LoopStepStarted',
+  'LoopStepCompleted',
+  'LoopStepFailed',
 ];
 
 export const RUN_STREAM_PREFIX = 'run-';

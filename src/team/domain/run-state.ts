@@ -26,6 +26,7 @@ import { breakerAfter, CLOSED_BREAKER, type BreakerState } from '../resilience/c
 import { applyCompaction } from '../resilience/context-window';
 import { DEFAULT_STAGNATION_POLICY } from '../resilience/policies';
 import { recordTurn, type StagnationWindow } from '../resilience/stagnation';
+import { evolveStepLoop, newStepLoop, phaseStrategy, type ChosenStrategy, type StepLoopState } from './loop-strategy';
 import { abandonSubAgents, evolveSubAgents, subAgentTokens, type SubAgents } from './sub-agents';
 
 const teamStep = pureTransition(teamRunMachine);
@@ -127,6 +128,10 @@ export interface RunState {
   approvals: Map<string, ApprovalRecord>;
   /** The run's sub-agents, by path (domain/sub-agents.ts). */
   subAgents: SubAgents;
+  /** The current phase's plan and steps, when it runs plan_execute or hybrid (domain/loop-strategy.ts). */
+  stepLoop?: StepLoopState;
+  /** `auto`'s choice for the current phase (LoopStrategyChosen). */
+  chosenStrategy?: ChosenStrategy;
 }
 
 export function initialResilience(): ResilienceState {
@@ -181,6 +186,23 @@ export function evolve(state: RunState, event: TeamRunEvent, meta: { revision: n
       state.loop = initialTransition(agentLoopMachine, { role: event.data.role, maxTurns: event.data.maxTurns })[0];
       // Stagnation is judged per phase: a new phase (or iteration) starts a new window.
       state.resilience.stagnation = { calls: [], turns: [], warnings: 0 };
+      state.chosenStrategy = undefined;
+      state.stepLoop = stepLoopOf(state, event.data.role, undefined);
+      break;
+    case 'LoopStrategyChosen':
+      state.chosenStrategy = event.data.strategy;
+      state.stepLoop = stepLoopOf(state, event.data.role, event.data.strategy);
+      break;
+    case 'LoopStepStarted':
+      // A hybrid or plan_execute step is judged on its own: its window starts with it.
+      state.resilience.stagnation = { calls: [], turns: [], warnings: 0, pendingWarning: state.resilience.stagnation.pendingWarning };
+      if (state.stepLoop) evolveStepLoop(state.stepLoop, event, state.loop?.context.turn ?? 0);
+      break;
+    case 'LoopPlanRecorded':
+    case 'LoopReplanned':
+    case 'LoopStepCompleted':
+    case 'LoopStepFailed':
+      if (state.stepLoop) evolveStepLoop(state.stepLoop, event, state.loop?.context.turn ?? 0);
       break;
     case 'ModelCallStarted': {
       const conv = state.conversations[event.data.role];
@@ -309,6 +331,12 @@ export function evolve(state: RunState, event: TeamRunEvent, meta: { revision: n
   return state;
 }
 
+/** A new phase's step loop: none for react (or an auto choice not yet made). */
+function stepLoopOf(state: RunState, role: RoleName, chosen: ChosenStrategy | undefined): StepLoopState | undefined {
+  const strategy = state.launched ? phaseStrategy(state.launched, role, chosen) : undefined;
+  return strategy === 'plan_execute' || strategy === 'hybrid' ? newStepLoop(role, strategy) : undefined;
+}
+
 /** The user message a model call adds to its role's conversation. */
 export function newUserMessage(state: RunState, data: ModelCallStartedData): ChatMessage {
   const content: ContentBlock[] = [];
@@ -329,7 +357,12 @@ function applyFork(state: RunState, fork: RunForkedData): void {
   if (!state.launched) throw new Error('RunForked must follow the parent history');
   const team = structuredClone(state.launched.team);
   for (const [role, o] of Object.entries(fork.overrides.team ?? {}) as [RoleName, { model?: string; systemPrompt?: string }][]) {
-    if (o.model) team[role].model = o.model;
+    if (o.model) {
+      team[role].model = o.model;
+      // The fork's model is the role's for every call: its loop's planner and executor models too.
+      const loop = team[role].loop;
+      if (loop) team[role].loop = { strategy: loop.strategy, maxReplans: loop.maxReplans, maxPlanSteps: loop.maxPlanSteps, maxTurnsPerStep: loop.maxTurnsPerStep };
+    }
     if (o.systemPrompt) team[role].systemPrompt = o.systemPrompt;
   }
   state.runId = fork.runId;

@@ -6,6 +6,7 @@ import { breakerAfter, breakerMessage, isTripped } from '../resilience/circuit-b
 import { SUMMARY_RESERVE_TOKENS, truncatedSummary } from '../resilience/context-window';
 import { maxAttemptsOf, retryDelayMs, type RetryPolicy, type ToolApprovalPolicy, type ToolRisk } from '../resilience/policies';
 import { charterVersion } from './charter';
+import { loopToolEvents } from './loop-strategy';
 import type { NextAction } from './next-action';
 import { reviewIdOf } from './review-id';
 import { agentIdentity, STATUS_OF_REASON, type ModelCallFailedData, type ModelCallStartedData, type TeamRunEvent, type ToolApprovalDecidedData } from './run-events';
@@ -35,9 +36,24 @@ export interface StepInputs {
 }
 
 /** The steps `decideStep` decides: the ones whose events follow from the state alone. */
-export type DecidedStep = Extract<NextAction, { kind: 'startPhase' | 'startIteration' | 'warnStagnation' | 'submitAnswer' | 'openReview' | 'waiveGate' | 'end' }>;
+export type DecidedStep = Extract<
+  NextAction,
+  { kind: 'startPhase' | 'startIteration' | 'warnStagnation' | 'submitAnswer' | 'openReview' | 'waiveGate' | 'end' | 'chooseLoop' | 'startStep' | 'failStep' | 'loopTool' }
+>;
 
-const DECIDED_KINDS: ReadonlySet<NextAction['kind']> = new Set(['startPhase', 'startIteration', 'warnStagnation', 'submitAnswer', 'openReview', 'waiveGate', 'end']);
+const DECIDED_KINDS: ReadonlySet<NextAction['kind']> = new Set([
+  'startPhase',
+  'startIteration',
+  'warnStagnation',
+  'submitAnswer',
+  'openReview',
+  'waiveGate',
+  'end',
+  'chooseLoop',
+  'startStep',
+  'failStep',
+  'loopTool',
+]);
 
 export function isDecidedStep(action: NextAction): action is DecidedStep {
   return DECIDED_KINDS.has(action.kind);
@@ -133,6 +149,16 @@ export function decideStep(state: RunState, step: DecidedStep, inputs: StepInput
         },
       ];
     }
+    case 'chooseLoop': {
+      const { role, strategy, complexity, budgetUsedPercent, downgraded } = step;
+      return [{ type: 'LoopStrategyChosen', data: { role, phase: state.phase!.phase, iteration: state.team.context.iteration, strategy, complexity, budgetUsedPercent, downgraded, at } }];
+    }
+    case 'startStep':
+      return [{ type: 'LoopStepStarted', data: { role: step.role, index: step.index, of: step.of, text: step.text, at } }];
+    case 'failStep':
+      return [{ type: 'LoopStepFailed', data: { role: step.role, index: step.index, cause: 'turn_limit', reason: step.reason, at } }];
+    case 'loopTool':
+      return loopToolEvents(state.stepLoop, state.launched!.team[step.role].loop, step.role, state.loop!.context.turn, step.call, at);
     case 'end': {
       const events: TeamRunEvent[] = [];
       if (step.budget) events.push({ type: 'BudgetExceeded', data: { scope: step.budget.scope, usedTokens: step.budget.used, limitTokens: step.budget.limit, at } });

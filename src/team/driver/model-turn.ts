@@ -1,7 +1,7 @@
 import { inChatSpan } from '../../observability/tracing';
 import { pause } from '../../events/store-retry';
 import { ModelError, type ModelResponse } from '../models/model.port';
-import type { NextAction } from '../domain/next-action';
+import { modelOfCall, toolsOfCall, type NextAction } from '../domain/next-action';
 import { decideModelFailure, modelCallCompleted, modelCallStarted } from '../domain/run-steps';
 import type { TeamRunEvent } from '../domain/run-events';
 import { newUserMessage } from '../domain/run-state';
@@ -18,7 +18,8 @@ export async function takeModelTurn(ctx: StepContext, step: Extract<NextAction, 
   const role = step.role;
   const state = ctx.state;
   const launched = state.launched!;
-  const model = launched.team[role].model;
+  // A plan-first phase plans with its planner model and works with its executor model.
+  const model = modelOfCall(state, role);
   // A new call's start is recorded together with its outcome: if the process dies during the
   // call nothing is recorded and the same decision is taken again on resume.
   const pending: TeamRunEvent[] = [];
@@ -51,7 +52,7 @@ export async function takeModelTurn(ctx: StepContext, step: Extract<NextAction, 
           model,
           system,
           messages,
-          tools: deps.tools.specsFor(role, ctx.state.phase!.tools),
+          tools: toolsOfCall(ctx.state, role, deps.tools.specsFor(role, ctx.state.phase!.tools)),
           maxTokens,
           ...(launched.team[role].thinking ? { thinking: launched.team[role].thinking } : {}),
           signal: call.signal,

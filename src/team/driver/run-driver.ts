@@ -4,7 +4,7 @@ import { isStoreUnavailable, WrongExpectedRevisionError } from '../../events/err
 import { pause, storeBackoffMs } from '../../events/store-retry';
 import { CommandPath, type CommandContext, type DomainEvent } from '../../events/command-handling';
 import { takeCheckpoint } from '../../checkpoint/checkpoint';
-import { nextAction, type ContextMeasure, type NextAction } from '../domain/next-action';
+import { modelOfCall, nextAction, toolsOfCall, type ContextMeasure, type NextAction } from '../domain/next-action';
 import type { ChatMessage, RoleName, TokenCountRequest } from '../models/model.port';
 import { TokenCounter } from '../models/token-count';
 import { contextLimitOf } from '../resilience/context-window';
@@ -177,7 +177,7 @@ export class RunDriver {
     const action = nextAction(this.state, this.deps.clock.now(), this.measure);
     if (action.kind !== 'callModel' || action.retry || !this.counter) return action;
     const launched = this.state.launched!;
-    if (contextLimitOf(launched.team[action.role].model, launched.contextWindow) === undefined) return action;
+    if (contextLimitOf(modelOfCall(this.state, action.role), launched.contextWindow) === undefined) return action;
     const upcoming = newUserMessage(this.state, { toolResultIds: action.toolResultIds, content: action.content } as unknown as ModelCallStartedData);
     const request = this.countRequest(action.role, [...this.state.conversations[action.role].messages, upcoming]);
     // The count waits no longer than the run may (the provider's own limit is shorter still).
@@ -191,9 +191,9 @@ export class RunDriver {
     const launched = this.state.launched!;
     const phase = this.state.phase!;
     return {
-      model: launched.team[role].model,
+      model: modelOfCall(this.state, role),
       system: phase.system,
-      tools: this.deps.tools.specsFor(role, phase.tools),
+      tools: toolsOfCall(this.state, role, this.deps.tools.specsFor(role, phase.tools)),
       messages: messages as ChatMessage[],
       ...(launched.team[role].thinking ? { thinking: launched.team[role].thinking } : {}),
     };
@@ -396,11 +396,16 @@ export class RunDriver {
     await this.afterAppend(all);
   }
 
-  /** Checkpoints at phase boundaries, and every N turns. */
+  /** Checkpoints at phase boundaries, after each step of a hybrid phase, and every N turns. */
   private async afterAppend(appended: TeamRunEvent[]): Promise<void> {
     if (!this.deps.checkpoints) return;
     const every = this.deps.checkpointEveryTurns ?? DEFAULT_CHECKPOINT_EVERY_TURNS;
     const phaseBoundary = appended.some((e) => e.type === 'PhaseStarted' || e.type === 'IterationStarted' || e.type === 'ReviewOpened');
+    const hybridStep = this.state.stepLoop?.strategy === 'hybrid' && appended.some((e) => e.type === 'LoopStepCompleted' || e.type === 'LoopStepFailed');
+    if (hybridStep && !phaseBoundary) {
+      await this.saveCheckpoint('step');
+      return;
+    }
     // Every N turns — and never more often than a quarter of the turns checkpointed last time: a
     // checkpoint holds the whole state, so spacing them with its size keeps their total cost
     // linear in the run's length, while a resume folds at most a quarter more than it loads.

@@ -16,6 +16,7 @@ import {
   Min,
   ValidateNested,
 } from 'class-validator';
+import { LOOP_STRATEGIES, type LoopStrategy } from '../domain/loop-strategy';
 
 /**
  * Request bodies of the runs routes. Every string, array and number has an upper bound (listed in
@@ -26,12 +27,23 @@ export class ThinkingDto {
   @IsInt() @Min(1024) @Max(1_000_000) budgetTokens!: number;
 }
 
+/** A role's loop strategy (src/team/domain/loop-strategy.ts); numbers left out take the defaults. */
+export class LoopConfigDto {
+  @IsIn([...LOOP_STRATEGIES]) strategy!: LoopStrategy;
+  @IsOptional() @IsString() @IsNotEmpty() @MaxLength(200) plannerModel?: string;
+  @IsOptional() @IsString() @IsNotEmpty() @MaxLength(200) executorModel?: string;
+  @IsOptional() @IsInt() @Min(0) @Max(10) maxReplans?: number;
+  @IsOptional() @IsInt() @Min(1) @Max(20) maxPlanSteps?: number;
+  @IsOptional() @IsInt() @Min(1) @Max(100) maxTurnsPerStep?: number;
+}
+
 export class RoleConfigDto {
   @IsOptional() @IsString() @IsNotEmpty() @MaxLength(200) model?: string;
   @IsOptional() @IsInt() @Min(1) @Max(1000) maxTurns?: number;
   @IsOptional() @IsArray() @ArrayMaxSize(50) @IsString({ each: true }) @IsNotEmpty({ each: true }) @MaxLength(200, { each: true }) tools?: string[];
   @IsOptional() @IsString() @IsNotEmpty() @MaxLength(20_000) systemPrompt?: string;
   @IsOptional() @ValidateNested() @Type(() => ThinkingDto) thinking?: ThinkingDto;
+  @IsOptional() @ValidateNested() @Type(() => LoopConfigDto) loop?: LoopConfigDto;
 }
 
 export class TeamConfigDto {

@@ -15,6 +15,7 @@ import { NextCall, Replay, stableJson, takenSteps, UnexpectedState, type ToolObs
 import { toMachineText } from '../../shared/text';
 import { offlineDecompositionTurn, SUBMIT_TASK_GRAPH } from '../../projects/decomposition';
 import { SPAWN_SUB_AGENT_TOOL, SUB_AGENT_ROLES, type SubAgentRole } from '../domain/sub-agents';
+import { COMPLETE_STEP, FAIL_STEP, MAX_STEP_TEXT, SUBMIT_STEPS } from '../domain/loop-strategy';
 
 /**
  * The built-in offline model: plays the three roles with real tool calls, without a network.
@@ -32,6 +33,15 @@ import { SPAWN_SUB_AGENT_TOOL, SUB_AGENT_ROLES, type SubAgentRole } from '../dom
  *
  * When MCP tools are offered, the executor calls one read-only MCP tool once in its first
  * iteration (`mcpProbe`); without them its script is unchanged.
+ *
+ * In a plan-first phase (loop strategies plan_execute and hybrid: the task message asks for a plan
+ * "in <min> to <max> steps") every role plans with `submit_steps` — one step per acceptance
+ * criterion, criteria grouped when there are more than <max>, steps that look over the workspace
+ * added up to <min> — then works each step with real tool calls (read_file of the paths it names,
+ * and for the executor write_file where a criterion is unmet; list_files for an added step) and
+ * `complete_step`, and closes with its submit tool. A criterion containing "fail the first step"
+ * makes it call `fail_step` on the first step once per phase, then submit the same plan again
+ * (a replan). Delegation and the MCP probe are not part of this script.
  */
 
 export const OFFLINE_MODEL_ID = 'triad-offline-1';
@@ -154,9 +164,11 @@ function respond(request: ModelRequest): AssistantBlock[] {
   if (typeof history === 'string') return [say(`The conversation is in a state I cannot continue from: ${history}.`)];
 
   const task = parseTaskMessage(taskText);
-  const replay = new Replay(history, new Set(request.tools.map((t) => t.name)), role);
+  // A plan-first phase (loop strategy plan_execute or hybrid) says so in its task message.
+  const bounds = planBoundsIn(taskText);
+  const replay = new Replay(history, new Set(request.tools.map((t) => t.name)), role, bounds !== undefined);
   try {
-    const text = SCRIPTS[role](task, replay, request.tools);
+    const text = bounds ? loopScript(role, task, replay, bounds) : SCRIPTS[role](task, replay, request.tools);
     return [say(text)];
   } catch (signal) {
     if (signal instanceof NextCall) {
@@ -399,6 +411,122 @@ function reviewer(task: TaskMessageInput, replay: Replay): string {
     `Reviewer: ${unmet.length === 0 ? 'every criterion is met' : `${unmet.length} criterion(s) not met`}, submitting ${verdict}.`,
   );
   return replay.finish(result.isError ? `submit_verdict was refused (${result.content}).` : 'Reviewer: the verdict is submitted.');
+}
+
+// ---------------------------------------------------------------------------------------------
+// A plan-first phase: plan, steps, close
+
+/** The plan's bounds the task message asks for (domain/loop-strategy.ts, `stageMessage`), if it asks for a plan. */
+function planBoundsIn(taskText: string): { min: number; max: number } | undefined {
+  const m = /make a plan in (\d+) to (\d+) steps/.exec(taskText);
+  return m ? { min: Number(m[1]), max: Number(m[2]) } : undefined;
+}
+
+interface OfflineStep {
+  text: string;
+  /** The criteria the step works on (none: a step that looks over the workspace). */
+  criteria: OfflineCriterion[];
+}
+
+/** One step per criterion, grouped into at most `max` steps, padded to `min` with a look over the workspace. */
+function offlinePlan(role: RoleName, criteria: OfflineCriterion[], bounds: { min: number; max: number }): OfflineStep[] {
+  const groups: OfflineCriterion[][] = [];
+  const per = Math.ceil(criteria.length / Math.max(1, bounds.max));
+  for (let i = 0; i < criteria.length; i += per) groups.push(criteria.slice(i, i + per));
+  const steps: OfflineStep[] = groups.map((group) => ({ text: stepText(role, group), criteria: group }));
+  while (steps.length < bounds.min) steps.push({ text: `Look over the workspace as a whole (${steps.length + 1}).`, criteria: [] });
+  return steps;
+}
+
+function stepText(role: RoleName, group: OfflineCriterion[]): string {
+  const text = role === 'executor' ? group.map(planStep).join(' ') : `Check ${group.map((c) => `${c.path} for: ${c.text}`).join('; ')}`;
+  return text.length > MAX_STEP_TEXT ? `${text.slice(0, MAX_STEP_TEXT - 1)}…` : text;
+}
+
+const FAIL_TRIGGER = /fail the first step/i;
+
+function loopScript(role: RoleName, task: TaskMessageInput, replay: Replay, bounds: { min: number; max: number }): string {
+  const criteria = task.acceptanceCriteria.map(parseCriterion);
+  const plan = offlinePlan(role, criteria, bounds);
+  const steps = plan.map((s) => s.text);
+  const planned = replay.call(SUBMIT_STEPS, { steps }, `${capitalised(role)}: planning ${steps.length} step(s).`);
+  if (planned.isError) return replay.finish(`submit_steps was refused (${planned.content}).`);
+  if (task.acceptanceCriteria.some((c) => FAIL_TRIGGER.test(c))) {
+    replay.call(FAIL_STEP, { reason: 'an acceptance criterion asks the offline model to fail the first step once' }, `${capitalised(role)}: failing the first step, as asked.`);
+    const again = replay.call(SUBMIT_STEPS, { steps }, `${capitalised(role)}: replanning the same ${steps.length} step(s).`);
+    if (again.isError) return replay.finish(`submit_steps was refused (${again.content}).`);
+  }
+  const met = new Map<OfflineCriterion, boolean>();
+  const written: string[] = [];
+  const summaries: string[] = [];
+  for (const [i, step] of plan.entries()) {
+    const summary = workStep(role, step, replay, task.goal, met, written);
+    summaries.push(`${i + 1}. ${summary}`);
+    const done = replay.call(COMPLETE_STEP, { summary }, `${capitalised(role)}: step ${i + 1} of ${plan.length} is done.`);
+    if (done.isError) return replay.finish(`complete_step was refused (${done.content}).`);
+  }
+  return closeLoop(role, task, replay, criteria, met, written, summaries);
+}
+
+/** One step's tool calls; returns its summary. */
+function workStep(role: RoleName, step: OfflineStep, replay: Replay, goal: string, met: Map<OfflineCriterion, boolean>, written: string[]): string {
+  if (step.criteria.length === 0) {
+    const listing = replay.call('list_files', { path: '.' }, `${capitalised(role)}: looking over the workspace.`);
+    return listing.isError ? 'The workspace could not be listed.' : 'Looked over the workspace.';
+  }
+  const notes: string[] = [];
+  for (const path of distinctPaths(step.criteria)) {
+    const forPath = step.criteria.filter((c) => c.path === path);
+    const view = viewOf(replay.call('read_file', { path }, `${capitalised(role)}: reading ${path}.`));
+    const unmet = forPath.filter((c) => !isMet(c, view));
+    for (const c of forPath) met.set(c, !unmet.includes(c));
+    if (role !== 'executor' || unmet.length === 0) {
+      notes.push(`${path}: ${forPath.length - unmet.length} of ${forPath.length} criteria met`);
+      continue;
+    }
+    if (view.partial) {
+      notes.push(`${path}: too large to rewrite from a partial read`);
+      continue;
+    }
+    const result = replay.call('write_file', { path, content: contentFor(path, forPath, view, goal) }, `Executor: writing ${path}.`);
+    if (result.isError) notes.push(`${path}: could not be written`);
+    else {
+      notes.push(`${path}: written`);
+      if (!written.includes(path)) written.push(path);
+    }
+  }
+  return `${notes.join('; ')}.`;
+}
+
+/** The role's usual submission once every step is done. */
+function closeLoop(
+  role: RoleName,
+  task: TaskMessageInput,
+  replay: Replay,
+  criteria: OfflineCriterion[],
+  met: Map<OfflineCriterion, boolean>,
+  written: string[],
+  summaries: string[],
+): string {
+  let result: ToolObservation;
+  if (role === 'architect') {
+    const steps = criteria.map(planStep);
+    const plan = [`Plan by the offline model ${OFFLINE_MODEL_ID} for: ${task.goal}`, ...steps.map((s, i) => `${i + 1}. ${s}`)].join('\n');
+    result = replay.call('submit_plan', { plan, steps }, 'Architect: submitting the plan.');
+  } else if (role === 'executor') {
+    const summary = `Offline model ${OFFLINE_MODEL_ID}, iteration ${task.iteration}, ${summaries.length} step(s): ${summaries.join(' ')}`;
+    result = replay.call('submit_work', { summary, files: written }, 'Executor: submitting the work for review.');
+  } else {
+    const unmet = criteria.filter((c) => !met.get(c));
+    const verdict = unmet.length === 0 ? 'APPROVE' : 'REQUEST_CHANGES';
+    const summary = `Offline model ${OFFLINE_MODEL_ID}: ${criteria.length - unmet.length} of ${criteria.length} acceptance criteria met; ${unmet.length === 0 ? 'approved' : 'changes requested'}.`;
+    result = replay.call('submit_verdict', { verdict, findings: unmet.map((c) => `Criterion not met: ${c.text}`), summary }, `Reviewer: submitting ${verdict}.`);
+  }
+  return replay.finish(result.isError ? `the submission was refused (${result.content}).` : `${capitalised(role)}: submitted.`);
+}
+
+function capitalised(role: string): string {
+  return role[0].toUpperCase() + role.slice(1);
 }
 
 // ---------------------------------------------------------------------------------------------

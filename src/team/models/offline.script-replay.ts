@@ -35,16 +35,21 @@ export class UnexpectedState {
 export class Replay {
   private index = 0;
 
+  /**
+   * `onlyNextCall`: only the step not yet taken must be among the offered tools (a plan-first
+   * phase offers different tools at each stage; the steps taken were offered when they were taken).
+   */
   constructor(
     private readonly steps: TakenStep[],
     private readonly availableTools: ReadonlySet<string>,
     private readonly role: RoleName,
+    private readonly onlyNextCall = false,
   ) {}
 
   /** The result of this step if it was taken already; otherwise the step becomes the answer. */
   call(name: string, input: Record<string, unknown>, say: string): ToolObservation {
-    if (!this.availableTools.has(name)) throw new UnexpectedState(`the ${name} tool is not available to the ${this.role}`);
     const taken = this.steps[this.index];
+    if ((!taken || !this.onlyNextCall) && !this.availableTools.has(name)) throw new UnexpectedState(`the ${name} tool is not available to the ${this.role}`);
     if (!taken) throw new NextCall(name, input, say);
     if (taken.name !== name || stableJson(taken.input) !== stableJson(input)) {
       throw new UnexpectedState(`step ${this.index + 1} was ${taken.name} ${stableJson(taken.input)}, expected ${name} ${stableJson(input)}`);

@@ -1,5 +1,6 @@
 import { commandPathFor } from '../../../src/events/command-handling';
 import type { FairShare } from '../../../src/team/fair-share';
+import type { CheckpointStore } from '../../../src/checkpoint/checkpoint-store.port';
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import type { RecordedEvent } from '../../../src/events/event-store.port';
@@ -28,6 +29,7 @@ export interface HarnessOptions {
   owner?: string;
   fairShare?: Pick<FairShare, 'turn'>;
   logger?: { warn(message: string): void };
+  checkpoints?: CheckpointStore;
 }
 
 export interface Harness {
@@ -68,6 +70,7 @@ export async function startRun(options: HarnessOptions): Promise<Harness> {
     owner: options.owner,
     fairShare: options.fairShare as FairShare | undefined,
     logger: options.logger,
+    checkpoints: options.checkpoints,
   });
   const events = () => store.readStream(toRunStreamId(runId));
   return {
