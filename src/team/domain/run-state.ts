@@ -1,3 +1,5 @@
+// One file over 400 lines on purpose: it is the fold of a run — the state, `evolve` over every event
+// type (ending in a `never` check) and the views derived from it — and a fold is read whole.
 import { initialTransition, type SnapshotFrom } from 'xstate';
 import { pureTransition } from './pure-transition';
 import type { AssistantBlock, ChatMessage, ContentBlock, RoleName, ToolResultBlock, ToolUseBlock, Usage } from '../models/model.port';

@@ -1,3 +1,6 @@
+// One file over 400 lines on purpose: every step the driver takes without an effect of its own is
+// decided here, as events built from the state, time and ids; split, the driver would ask several
+// deciders for one step.
 import { approvalIdOf } from '../approvals/approval-id';
 import type { ChatMessage, ModelResponse, RoleName, ToolUseBlock } from '../models/model.port';
 import { costOf } from '../models/pricing';

@@ -1,3 +1,6 @@
+// One file over 400 lines on purpose: it is the driver's loop and the state it keeps beyond the fold
+// (deferred results, checkpoint spacing, the claim and fence), documented once below; the model
+// turn, tool dispatch and compaction are modules of their own in this folder.
 import type { NewEvent } from '../../events/event-store.port';
 import { inToolSpan, RunTrace } from '../../observability/tracing';
 import { isStoreUnavailable, WrongExpectedRevisionError } from '../../events/errors';

@@ -1,3 +1,6 @@
+// One file over 400 lines on purpose: the offline model is one script per role replayed against
+// the conversation, and the scripts share the criteria parser and the replay rule; split, a role's
+// play (and why a resumed run answers byte for byte the same) would be read across files.
 import { pause } from '../../shared/pause';
 import { sha256Hex } from '../../shared/canonical-json';
 import { parseTaskMessage, type TaskMessageInput } from '../prompts';
