@@ -44,7 +44,8 @@ import { COMPLETE_STEP, FAIL_STEP, MAX_STEP_TEXT, SUBMIT_STEPS } from '../domain
  * and for the executor write_file where a criterion is unmet; list_files for an added step) and
  * `complete_step`, and closes with its submit tool. A criterion containing "fail the first step"
  * makes it call `fail_step` on the first step once per phase, then submit the same plan again
- * (a replan). Delegation and the MCP probe are not part of this script.
+ * (a replan). A criterion asking for delegation is handed to a sub-agent within its step, as in the
+ * plain loop; the MCP probe is not part of this script.
  */
 
 export const OFFLINE_MODEL_ID = 'triad-offline-1';
@@ -171,7 +172,7 @@ function respond(request: ModelRequest): AssistantBlock[] {
   const bounds = planBoundsIn(taskText);
   const replay = new Replay(history, new Set(request.tools.map((t) => t.name)), role, bounds !== undefined);
   try {
-    const text = bounds ? loopScript(role, task, replay, bounds) : SCRIPTS[role](task, replay, request.tools);
+    const text = bounds ? loopScript(role, task, replay, bounds, request.tools.some((t) => t.name === SPAWN_SUB_AGENT_TOOL)) : SCRIPTS[role](task, replay, request.tools);
     return [say(text)];
   } catch (signal) {
     if (signal instanceof NextCall) {
@@ -448,7 +449,7 @@ function stepText(role: RoleName, group: OfflineCriterion[]): string {
 
 const FAIL_TRIGGER = /fail the first step/i;
 
-function loopScript(role: RoleName, task: TaskMessageInput, replay: Replay, bounds: { min: number; max: number }): string {
+function loopScript(role: RoleName, task: TaskMessageInput, replay: Replay, bounds: { min: number; max: number }, canDelegate: boolean): string {
   const criteria = task.acceptanceCriteria.map(parseCriterion);
   const plan = offlinePlan(role, criteria, bounds);
   const steps = plan.map((s) => s.text);
@@ -463,7 +464,7 @@ function loopScript(role: RoleName, task: TaskMessageInput, replay: Replay, boun
   const written: string[] = [];
   const summaries: string[] = [];
   for (const [i, step] of plan.entries()) {
-    const summary = workStep(role, step, replay, task.goal, met, written);
+    const summary = workStep(role, step, replay, task.goal, met, written, canDelegate);
     summaries.push(`${i + 1}. ${summary}`);
     const done = replay.call(COMPLETE_STEP, { summary }, `${capitalised(role)}: step ${i + 1} of ${plan.length} is done.`);
     if (done.isError) return replay.finish(`complete_step was refused (${done.content}).`);
@@ -471,8 +472,20 @@ function loopScript(role: RoleName, task: TaskMessageInput, replay: Replay, boun
   return closeLoop(role, task, replay, criteria, met, written, summaries);
 }
 
-/** One step's tool calls; returns its summary. */
-function workStep(role: RoleName, step: OfflineStep, replay: Replay, goal: string, met: Map<OfflineCriterion, boolean>, written: string[]): string {
+/**
+ * One step's tool calls; returns its summary. The executor writes what is unmet, and hands a
+ * criterion that asks for delegation to a sub-agent when `spawn_sub_agent` is offered (after the
+ * direct write of the same file, which it builds on), as in its plain loop.
+ */
+function workStep(
+  role: RoleName,
+  step: OfflineStep,
+  replay: Replay,
+  goal: string,
+  met: Map<OfflineCriterion, boolean>,
+  written: string[],
+  canDelegate: boolean,
+): string {
   if (step.criteria.length === 0) {
     const listing = replay.call('list_files', { path: '.' }, `${capitalised(role)}: looking over the workspace.`);
     return listing.isError ? 'The workspace could not be listed.' : 'Looked over the workspace.';
@@ -487,15 +500,30 @@ function workStep(role: RoleName, step: OfflineStep, replay: Replay, goal: strin
       notes.push(`${path}: ${forPath.length - unmet.length} of ${forPath.length} criteria met`);
       continue;
     }
-    if (view.partial) {
-      notes.push(`${path}: too large to rewrite from a partial read`);
-      continue;
+    const delegated = canDelegate ? unmet.filter((c) => c.delegate) : [];
+    const direct = unmet.filter((c) => !delegated.includes(c));
+    if (direct.length > 0) {
+      if (view.partial) notes.push(`${path}: too large to rewrite from a partial read`);
+      else {
+        const result = replay.call('write_file', { path, content: contentFor(path, direct, view, goal) }, `Executor: writing ${path}.`);
+        if (result.isError) notes.push(`${path}: could not be written`);
+        else {
+          notes.push(`${path}: written`);
+          if (!written.includes(path)) written.push(path);
+        }
+      }
     }
-    const result = replay.call('write_file', { path, content: contentFor(path, forPath, view, goal) }, `Executor: writing ${path}.`);
-    if (result.isError) notes.push(`${path}: could not be written`);
-    else {
-      notes.push(`${path}: written`);
-      if (!written.includes(path)) written.push(path);
+    for (const c of delegated) {
+      const result = replay.call(
+        SPAWN_SUB_AGENT_TOOL,
+        { role: c.delegate!, task: `Make sure this acceptance criterion is met in the workspace.\nCriterion: ${c.text}`, tools: ['read_file', 'write_file'] },
+        `Executor: delegating to a ${c.delegate} sub-agent: ${c.text}.`,
+      );
+      if (result.isError) notes.push(`${path}: the ${c.delegate} sub-agent did not finish`);
+      else {
+        notes.push(`${path}: done by a ${c.delegate} sub-agent`);
+        if (!written.includes(path)) written.push(path);
+      }
     }
   }
   return `${notes.join('; ')}.`;

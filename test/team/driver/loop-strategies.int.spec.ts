@@ -55,6 +55,24 @@ describe('loop strategies on the offline model', () => {
     h.remove();
   });
 
+  it('hybrid: a criterion asking to delegate is handed to a sub-agent inside its step; the result comes back and the step completes', async () => {
+    const h = await runWith({ executor: { strategy: 'hybrid' } }, ['delegate to a coder: file hello.txt contains "Hello"', 'file bye.txt contains "Bye"']);
+    const state = await h.driver.drive();
+    const events = await h.events();
+    expect(runStatus(state)).toBe('awaiting_review');
+    expect(readFileSync(join(h.workspace, 'hello.txt'), 'utf8')).toContain('Hello');
+    const types = events.map((e) => e.type);
+    expect(types.filter((t) => /^SubAgent(Spawned|Started|Completed)$/.test(t))).toEqual(['SubAgentSpawned', 'SubAgentStarted', 'SubAgentCompleted']);
+    // The spawn happened inside the first step: after its LoopStepStarted, before its LoopStepCompleted.
+    const stepStarted = types.indexOf('LoopStepStarted');
+    const stepCompleted = types.indexOf('LoopStepCompleted');
+    expect(types.indexOf('SubAgentSpawned')).toBeGreaterThan(stepStarted);
+    expect(types.indexOf('SubAgentCompleted')).toBeLessThan(stepCompleted);
+    expect(dataOf<{ summary: string }>(events, 'LoopStepCompleted')[0].summary).toContain('hello.txt: done by a coder sub-agent');
+    expect(state.verdict?.verdict).toBe('APPROVE');
+    h.remove();
+  });
+
   it('plan_execute: a failed step asks for a new plan (LoopReplanned), and the run still reaches the gate', async () => {
     const h = await runWith({ executor: { strategy: 'plan_execute' } }, ['file a.txt contains "A"', 'fail the first step once']);
     const state = await h.driver.drive();
