@@ -5,7 +5,7 @@ import type { RoleName } from './models/model.port';
 import { RUN_STREAM_PREFIX, type RunCoreEvent, type RunStatus, type TeamRunEvent, type TerminationReason } from './domain/run-events';
 import { statusOf, teamRunMachine } from './domain/team-run.machine';
 import type { TeamSnapshot } from './domain/run-state';
-import { SUB_AGENT_TERMINAL, subAgentEnding, type SubAgentStatus } from './domain/sub-agents';
+import { SUB_AGENT_TERMINAL, subAgentLifecycle, type SubAgentStatus } from './domain/sub-agents';
 import type { ChosenStrategy, LoopStrategy } from './domain/loop-strategy';
 
 /**
@@ -322,16 +322,6 @@ export function applyToSummary(state: RunSummaryState | undefined, recorded: Rec
 
 function applyToSubAgent(a: SubAgentSummary, event: TeamRunEvent, s: RunSummary): void {
   switch (event.type) {
-    case 'SubAgentAwaitingApproval':
-      a.status = 'awaiting_approval';
-      break;
-    case 'SubAgentQueued':
-      a.status = 'queued';
-      break;
-    case 'SubAgentStarted':
-      a.status = 'running';
-      a.startedAt = event.data.at;
-      break;
     case 'SubAgentModelCalled': {
       const u = event.data.usage;
       a.turns = event.data.turn;
@@ -344,12 +334,15 @@ function applyToSubAgent(a: SubAgentSummary, event: TeamRunEvent, s: RunSummary)
       s.usage.costUsd = Math.round((s.usage.costUsd + event.data.costUsd) * 1e6) / 1e6;
       break;
     }
+    case 'SubAgentAwaitingApproval':
+    case 'SubAgentQueued':
+    case 'SubAgentStarted':
     case 'SubAgentCompleted':
     case 'SubAgentFailed':
     case 'SubAgentCancelled':
     case 'SubAgentTimedOut': {
-      const { result, ...ending } = subAgentEnding(event);
-      Object.assign(a, ending, result === undefined ? {} : { result: preview(result) });
+      const { result, ...moved } = subAgentLifecycle(event);
+      Object.assign(a, moved, result === undefined ? {} : { result: preview(result) });
       break;
     }
     default:

@@ -222,14 +222,9 @@ export function evolveSubAgents(agents: SubAgents, event: SubAgentEvent): SubAge
   if (!record) throw new Error(`${event.type} for an unknown sub-agent ${event.data.path}`);
   switch (event.type) {
     case 'SubAgentAwaitingApproval':
-      record.status = 'awaiting_approval';
-      break;
     case 'SubAgentQueued':
-      record.status = 'queued';
-      break;
     case 'SubAgentStarted':
-      record.status = 'running';
-      record.startedAt = event.data.at;
+      Object.assign(record, subAgentLifecycle(event));
       break;
     case 'SubAgentModelCalled': {
       const d = event.data;
@@ -260,7 +255,7 @@ export function evolveSubAgents(agents: SubAgents, event: SubAgentEvent): SubAge
     case 'SubAgentFailed':
     case 'SubAgentCancelled':
     case 'SubAgentTimedOut':
-      Object.assign(record, subAgentEnding(event));
+      Object.assign(record, subAgentLifecycle(event));
       break;
     default: {
       const never: never = event;
@@ -270,11 +265,21 @@ export function evolveSubAgents(agents: SubAgents, event: SubAgentEvent): SubAge
   return agents;
 }
 
-export type SubAgentEndEvent = Extract<SubAgentEvent, { type: 'SubAgentCompleted' | 'SubAgentFailed' | 'SubAgentCancelled' | 'SubAgentTimedOut' }>;
+/** The events that move a sub-agent from one status to the next. */
+export type SubAgentLifecycleEvent = Extract<
+  SubAgentEvent,
+  { type: 'SubAgentAwaitingApproval' | 'SubAgentQueued' | 'SubAgentStarted' | 'SubAgentCompleted' | 'SubAgentFailed' | 'SubAgentCancelled' | 'SubAgentTimedOut' }
+>;
 
-/** How a sub-agent ended, as every fold of its events (run state, run summary) records it. */
-export function subAgentEnding(event: SubAgentEndEvent): Pick<SubAgentRecord, 'status' | 'result' | 'error' | 'endedAt'> {
+/** Where a lifecycle event leaves a sub-agent, as every fold of its events (run state, run summary) records it. */
+export function subAgentLifecycle(event: SubAgentLifecycleEvent): Partial<Pick<SubAgentRecord, 'status' | 'startedAt' | 'result' | 'error' | 'endedAt'>> {
   switch (event.type) {
+    case 'SubAgentAwaitingApproval':
+      return { status: 'awaiting_approval' };
+    case 'SubAgentQueued':
+      return { status: 'queued' };
+    case 'SubAgentStarted':
+      return { status: 'running', startedAt: event.data.at };
     case 'SubAgentCompleted':
       return { status: 'completed', result: event.data.result, endedAt: event.data.at };
     case 'SubAgentFailed':
