@@ -3,7 +3,7 @@ import { Client } from 'pg';
 import { PostgresEventStore } from '../../src/events/postgres.event-store';
 import type { DriverClaimedData } from '../../src/team/domain/run-events';
 import type { LaunchRunInput } from '../../src/team/launch';
-import { PG_URL } from '../support/pg';
+import { connectAdmin, PG_URL } from '../support/pg';
 import { tempDir } from '../support/temp-dir';
 import { killHard, runEvents, spawnChild, waitFor, type Child } from './crash-support';
 
@@ -56,12 +56,7 @@ function follow(port: number, runId: string) {
 let admin: Client;
 
 beforeAll(async () => {
-  admin = new Client({ connectionString: PG_URL, connectionTimeoutMillis: 5000 });
-  try {
-    await admin.connect();
-  } catch (err) {
-    throw new Error(`PostgreSQL at ${PG_URL} is unreachable (${(err as Error).message}): this suite needs it (set TRIAD_PG_URL)`);
-  }
+  admin = await connectAdmin();
 });
 
 afterAll(async () => {

@@ -22,7 +22,7 @@ import {
   type EventLine,
   type ModelCallLine,
 } from './crash-support';
-import { PG_URL } from '../support/pg';
+import { connectAdmin, PG_URL } from '../support/pg';
 
 // Two triad processes sharing one PostgreSQL database, both running recovery. One is killed with
 // SIGKILL; the other takes its runs over, but only once their leases have expired, and never
@@ -39,13 +39,7 @@ const schema = `triad_takeover_${process.pid}_${Date.now().toString(36)}`;
 let admin: Client;
 
 beforeAll(async () => {
-  admin = new Client({ connectionString: PG_URL, connectionTimeoutMillis: 5000 });
-  try {
-    await admin.connect();
-    await admin.query('SELECT 1');
-  } catch (err) {
-    throw new Error(`PostgreSQL at ${PG_URL} is unreachable (${(err as Error).message}): this suite needs it (set TRIAD_PG_URL)`);
-  }
+  admin = await connectAdmin();
 });
 
 afterAll(async () => {

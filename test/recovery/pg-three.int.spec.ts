@@ -7,7 +7,7 @@ import type { LaunchRunInput } from '../../src/team/launch';
 import { workspaceAt } from '../../src/team/workspace/workspace-effects';
 import { snapshotWorkspace } from '../../src/team/workspace/workspace-log';
 import { spawnHttpServer, type ServerChild } from '../support/http-server-child';
-import { PG_URL } from '../support/pg';
+import { connectAdmin, PG_URL } from '../support/pg';
 import { tempDir } from '../support/temp-dir';
 import { completionsByCallKey, duplicates, runEvents, waitFor } from './crash-support';
 
@@ -34,12 +34,7 @@ const INPUT: LaunchRunInput = { goal: 'Write two files', acceptanceCriteria: ['f
 let admin: Client;
 
 beforeAll(async () => {
-  admin = new Client({ connectionString: PG_URL, connectionTimeoutMillis: 5000 });
-  try {
-    await admin.connect();
-  } catch (err) {
-    throw new Error(`PostgreSQL at ${PG_URL} is unreachable (${(err as Error).message}): this suite needs it (set TRIAD_PG_URL)`);
-  }
+  admin = await connectAdmin();
 });
 
 afterAll(async () => {

@@ -20,3 +20,16 @@ export async function withClient<T>(fn: (c: Client) => Promise<T>): Promise<T> {
 }
 
 export const dropSchema = (schema: string) => withClient((c) => c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
+
+/** A client of its own for a test that inspects the database; a PostgreSQL that does not answer fails the suite, with how to point it elsewhere. */
+export async function connectAdmin(): Promise<Client> {
+  const client = new Client({ connectionString: PG_URL, connectionTimeoutMillis: 5000 });
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return client;
+  } catch (err) {
+    await client.end().catch(() => undefined);
+    throw new Error(`PostgreSQL at ${PG_URL} is unreachable (${(err as Error).message}): this suite needs it (set TRIAD_PG_URL)`);
+  }
+}
