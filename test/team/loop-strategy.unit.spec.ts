@@ -2,7 +2,7 @@ import { autoChoice, complexityOf, loopSettingsOf, type LoopInput } from '../../
 import { modelOfCall, nextAction, toolsOfCall } from '../../src/team/domain/next-action';
 import type { RunLaunchedData, TeamRunEvent } from '../../src/team/domain/run-events';
 import { evolve, initialRunState, type RunState } from '../../src/team/domain/run-state';
-import { decideStep, isDecidedStep, type DecidedStep, type StepInputs } from '../../src/team/domain/run-steps';
+import { contextCompacted, decideStep, isDecidedStep, type DecidedStep, type StepInputs } from '../../src/team/domain/run-steps';
 import { DEFAULT_STAGNATION_POLICY } from '../../src/team/resilience/policies';
 import { DeciderSpecification, type Decider } from '../support/decider-specification';
 import {
@@ -116,6 +116,28 @@ describe('loop strategies: what the loop does next (domain/loop-strategy.ts)', (
     expect(modelOfCall(state, 'executor')).toBe('worker');
     const names = toolsOfCall(state, 'executor', [{ name: 'submit_work', description: '', input_schema: {} }, { name: 'write_file', description: '', input_schema: {} }]).map((t) => t.name);
     expect(names).toEqual(['write_file', 'complete_step', 'fail_step']);
+  });
+
+  it('a compaction in the middle of a step keeps the plan and the step in the summary, whatever the summariser wrote', () => {
+    const past = [
+      ...inFirstStep({ strategy: 'hybrid' }),
+      ...turn(2, 'write_file', { path: 'a.txt', content: 'A' }, ['tu_1']),
+      toolCallCompleted('executor', 2, 'tu_2', 'write_file', 'wrote a.txt'),
+    ];
+    const state = fold(past);
+    // The task, the plan call and its result are archived: the message naming step 1 is gone.
+    const compaction = contextCompacted(
+      state,
+      { kind: 'compactContext', role: 'executor', turn: 2, reason: 'over_budget', plan: { fromIndex: 0, toIndex: 3, tokensBefore: 900, tokensAfter: 300 }, budgetTokens: 1000, summaryModel: 'm' },
+      { ok: false, error: 'the summary model is down' },
+      AT,
+    );
+    const summary = (compaction.data as { summary: string }).summary;
+    expect(summary).toContain('The plan in force:\n1. write a\n2. write b\n3. check');
+    expect(summary).toMatch(/Where you are now:\nStep 1 of 3: write a/);
+    const after = fold([...past, compaction]);
+    expect(after.conversations.executor.messages[0].content).toEqual([expect.objectContaining({ text: expect.stringContaining('Step 1 of 3: write a') })]);
+    expect(after.stepLoop).toMatchObject({ current: 0, inStep: true });
   });
 
   it('complete_step records the step summary and the progress so far', () => {
