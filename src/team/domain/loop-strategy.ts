@@ -74,10 +74,19 @@ export function loopSettingsOf(input: LoopInput): LoopSettings | undefined {
   };
 }
 
-/** What is wrong with a role's loop settings beyond their shape (a hybrid plan needs room for 3 steps). */
-export function loopSettingsProblem(role: RoleName, s: LoopSettings): string | undefined {
-  if ((s.strategy === 'hybrid' || s.strategy === 'auto') && s.maxPlanSteps < HYBRID_MIN_STEPS) {
+/**
+ * What is wrong with a role's loop settings beyond their shape: a hybrid plan needs room for 3
+ * steps, and the role's turn limit room for the plan call and one call per step (the last step's
+ * call may close the phase too), else the phase could only end MAX_TURNS.
+ */
+export function loopSettingsProblem(role: RoleName, s: LoopSettings, maxTurns: number): string | undefined {
+  const hybridPossible = s.strategy === 'hybrid' || s.strategy === 'auto';
+  if (hybridPossible && s.maxPlanSteps < HYBRID_MIN_STEPS) {
     return `team.${role}.loop.maxPlanSteps must be at least ${HYBRID_MIN_STEPS} for the ${s.strategy} strategy`;
+  }
+  const minTurns = 1 + (hybridPossible ? HYBRID_MIN_STEPS : 1);
+  if (maxTurns < minTurns) {
+    return `team.${role}.maxTurns must be at least ${minTurns} for the ${s.strategy} strategy (a plan call and one call per step), got ${maxTurns}`;
   }
   return undefined;
 }
