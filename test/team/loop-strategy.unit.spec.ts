@@ -108,6 +108,20 @@ describe('loop strategies: what the loop does next (domain/loop-strategy.ts)', (
     when(past).then([{ type: 'ToolCallCompleted', data: { isError: true, output: 'invalid plan: a plan has 3 to 7 steps, this one has 1' } }]);
   });
 
+  it('a work tool called while a plan is asked for (only submit_steps is offered) is refused, not run', () => {
+    const past = [...executing({ strategy: 'plan_execute' }), ...turn(1, 'write_file', { path: 'a.txt', content: 'A' })];
+    const { state } = when(past).then([
+      { type: 'ToolCallCompleted', data: { toolUseId: 'tu_1', name: 'write_file', isError: true, output: 'write_file is not available yet: make a plan with submit_steps first' } },
+    ]);
+    expect(nextAction(state, NOW_MS)).toMatchObject({ kind: 'callModel', turn: 2, toolResultIds: ['tu_1'] });
+  });
+
+  it('auto: hybrid is downgraded from 80% of the budget used, not below', () => {
+    expect(autoChoice('complex', 79)).toEqual({ strategy: 'hybrid', downgraded: false });
+    expect(autoChoice('complex', 80)).toEqual({ strategy: 'plan_execute', downgraded: true });
+    expect(autoChoice('medium', 95)).toEqual({ strategy: 'plan_execute', downgraded: false });
+  });
+
   it('a step turn carries the step, the executor model, and complete_step / fail_step instead of submit_work', () => {
     const state = fold(inFirstStep({ strategy: 'plan_execute', executorModel: 'worker' }));
     const next = nextAction(state, NOW_MS) as { kind: string; toolResultIds: string[]; content: { text: string }[] };

@@ -355,7 +355,7 @@ export function loopToolEvents(loop: StepLoopState | undefined, settings: LoopSe
       return [result(`Step ${index} of ${loop.steps.length} done.`), { type: 'LoopStepCompleted', data: completed }];
     }
     default:
-      // The role's submit tool before the plan's steps are done.
+      // The role's submit tool before the plan's steps are done, or a work tool while a plan is asked for.
       return [result(`${call.name} is not available yet: ${stage === 'plan' || stage === 'replan' ? `make a plan with ${SUBMIT_STEPS}` : `finish the current step with ${COMPLETE_STEP} or ${FAIL_STEP}`} first`, true)];
   }
 }
