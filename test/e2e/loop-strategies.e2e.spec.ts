@@ -73,6 +73,8 @@ describe('loop strategies over HTTP', () => {
     const own = (await e2e.request<{ events: RecordedEvent[] }>('GET', `/v1/runs/${forked.body.runId}/events`)).body.events.filter((e) => e.streamId === `run-${forked.body.runId}`);
     const loopEvents = own.filter((e) => e.type.startsWith('Loop')).map((e) => `${e.type}:${(e.data as { index?: number }).index ?? ''}`);
     expect(loopEvents).toEqual(['LoopStepCompleted:2']);
+    // The fork's summary knows the plan it inherited: its size and the step that was in progress.
+    expect(run.loops?.executor).toMatchObject({ strategy: 'plan_execute', running: 'plan_execute', steps: 2, replans: 0, currentStep: { index: 2, of: 2, status: 'completed' } });
     const executorModels = own.filter((e) => e.type === 'ModelCallStarted' && (e.data as { role: string }).role === 'executor').map((e) => (e.data as { model: string }).model);
     expect(executorModels.length).toBeGreaterThan(0);
     expect(new Set(executorModels)).toEqual(new Set(['triad-offline-1']));
