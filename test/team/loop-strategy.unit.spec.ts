@@ -163,6 +163,17 @@ describe('loop strategies: what the loop does next (domain/loop-strategy.ts)', (
     expect(nextAction(state, NOW_MS)).toMatchObject({ kind: 'startStep', index: 2, text: 'write b' });
   });
 
+  it('a second complete_step in the same response is refused with what comes next: the next step, not a plan', () => {
+    const past = [
+      ...inFirstStep({ strategy: 'plan_execute' }),
+      modelCallStarted('executor', 2, { toolResultIds: ['tu_1'] }),
+      modelCallCompleted('executor', 2, [toolUse('tu_2a', 'complete_step', { summary: 'a written' }), toolUse('tu_2b', 'complete_step', { summary: 'b too' })]),
+      toolCallCompleted('executor', 2, 'tu_2a', 'complete_step', 'Step 1 of 3 done.'),
+      { type: 'LoopStepCompleted', data: { role: 'executor', index: 1, toolUseId: 'tu_2a', summary: 'a written', progress: '1. write a — a written', at: AT } },
+    ] as TeamRunEvent[];
+    when(past).then([{ type: 'ToolCallCompleted', data: { toolUseId: 'tu_2b', isError: true, output: 'there is no step in progress: step 2 of 3 starts with your next turn' } }]);
+  });
+
   it('submit_work in the middle of the plan is refused: the close comes after the last step', () => {
     const past = [...inFirstStep({ strategy: 'plan_execute' }), ...turn(2, 'submit_work', { summary: 'done' }, ['tu_1'])];
     when(past).then([{ type: 'ToolCallCompleted', data: { isError: true, output: expect.stringMatching(/^submit_work is not available yet/) } }]);

@@ -330,7 +330,7 @@ export function loopToolEvents(loop: StepLoopState | undefined, settings: LoopSe
   const input = call.input ?? {};
   switch (call.name) {
     case SUBMIT_STEPS: {
-      if (stage !== 'plan' && stage !== 'replan') return [result(`no plan is asked for now: ${stage === 'finish' ? `call ${SUBMIT_TOOL_OF_ROLE[role]}` : `finish the current step with ${COMPLETE_STEP} or ${FAIL_STEP}`}`, true)];
+      if (stage !== 'plan' && stage !== 'replan') return [result(`no plan is asked for now: ${whatNow(loop, role)}`, true)];
       const steps = validSteps(input.steps, planBounds(loop, settings));
       if (typeof steps === 'string') return [result(`invalid plan: ${steps}`, true)];
       const recorded: TeamRunEvent =
@@ -341,7 +341,7 @@ export function loopToolEvents(loop: StepLoopState | undefined, settings: LoopSe
     }
     case COMPLETE_STEP:
     case FAIL_STEP: {
-      if (stage !== 'step') return [result(`there is no step in progress: ${stage === 'finish' ? `call ${SUBMIT_TOOL_OF_ROLE[role]}` : `call ${SUBMIT_STEPS}`}`, true)];
+      if (stage !== 'step') return [result(`there is no step in progress: ${whatNow(loop, role)}`, true)];
       const key = call.name === COMPLETE_STEP ? 'summary' : 'reason';
       const text = typeof input[key] === 'string' ? (input[key] as string).trim() : '';
       if (text === '') return [result(`invalid input for ${call.name}: ${key} must be a non-empty text`, true)];
@@ -356,7 +356,22 @@ export function loopToolEvents(loop: StepLoopState | undefined, settings: LoopSe
     }
     default:
       // The role's submit tool before the plan's steps are done, or a work tool while a plan is asked for.
-      return [result(`${call.name} is not available yet: ${stage === 'plan' || stage === 'replan' ? `make a plan with ${SUBMIT_STEPS}` : `finish the current step with ${COMPLETE_STEP} or ${FAIL_STEP}`} first`, true)];
+      return [result(`${call.name} is not available yet: ${whatNow(loop, role)}`, true)];
+  }
+}
+
+/** What the role is to do in its stage, for a refused loop call (several calls of one response may meet any stage). */
+function whatNow(loop: StepLoopState, role: RoleName): string {
+  switch (stageOf(loop)) {
+    case 'plan':
+    case 'replan':
+      return `make a plan with ${SUBMIT_STEPS} first`;
+    case 'startStep':
+      return `step ${loop.current + 1} of ${loop.steps.length} starts with your next turn`;
+    case 'step':
+      return `finish the current step with ${COMPLETE_STEP} or ${FAIL_STEP} first`;
+    case 'finish':
+      return `every step is done: call ${SUBMIT_TOOL_OF_ROLE[role]}`;
   }
 }
 
