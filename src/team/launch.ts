@@ -110,11 +110,12 @@ export function buildRunLaunched(input: LaunchRunInput, ctx: LaunchContext): Run
       throw new InvalidLaunchError(`team.${role}.loop must be an object whose strategy is one of ${LOOP_STRATEGIES.join(', ')}`);
     }
     const loop = cfg.loop ? loopSettingsOf(defined(cfg.loop) as LoopInput) : undefined;
-    const problem = loop && loopSettingsProblem(role, loop);
+    const maxTurns = cfg.maxTurns ?? DEFAULT_MAX_TURNS[role];
+    const problem = loop && loopSettingsProblem(role, loop, maxTurns);
     if (problem) throw new InvalidLaunchError(problem);
     team[role] = {
       model: cfg.model ?? ctx.defaultModel,
-      maxTurns: cfg.maxTurns ?? DEFAULT_MAX_TURNS[role],
+      maxTurns,
       tools,
       ...(maxTokens !== undefined ? { maxTokens } : {}),
       ...(cfg.systemPrompt ? { systemPrompt: cfg.systemPrompt } : {}),

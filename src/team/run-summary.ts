@@ -6,7 +6,7 @@ import { RUN_STREAM_PREFIX, type RunCoreEvent, type RunStatus, type TeamRunEvent
 import { statusOf, teamRunMachine } from './domain/team-run.machine';
 import type { TeamSnapshot } from './domain/run-state';
 import { SUB_AGENT_TERMINAL, subAgentLifecycle, type SubAgentStatus } from './domain/sub-agents';
-import type { ChosenStrategy, LoopStrategy } from './domain/loop-strategy';
+import type { ChosenStrategy, LoopStrategy, StepLoopState } from './domain/loop-strategy';
 
 /**
  * The read model of one run, folded from its events by a store subscription: what GET /v1/runs
@@ -121,6 +121,21 @@ function loopsOf(team: Record<RoleName, { loop?: { strategy: LoopStrategy } }>):
   return Object.keys(loops).length > 0 ? { loops } : {};
 }
 
+/** A fork's loops: the launch's, with the phase's plan where the parent had it at the fork point. */
+function forkedLoops(view: { launched: { team: Record<RoleName, { loop?: { strategy: LoopStrategy } }> }; stepLoop?: StepLoopState; chosenStrategy?: ChosenStrategy }): Pick<RunSummary, 'loops'> {
+  const { loops } = loopsOf(view.launched.team);
+  const at = view.stepLoop;
+  const loop = at && loops?.[at.role];
+  if (!at || !loop) return loops ? { loops } : {};
+  loop.running = view.chosenStrategy ?? at.strategy;
+  loop.replans = at.replans;
+  if (at.planned) loop.steps = at.steps.length;
+  if (at.planned && at.inStep) loop.currentStep = { index: at.current + 1, of: at.steps.length, text: at.steps[at.current], status: 'running' };
+  else if (at.failed) loop.currentStep = { index: at.current + 1, of: at.steps.length, text: at.failed.text, status: 'failed' };
+  else if (at.current > 0) loop.currentStep = { index: at.current, of: at.steps.length, text: at.steps[at.current - 1], status: 'completed' };
+  return { loops };
+}
+
 /** Where a plan-first role is: its strategy, its plan's size, its current step. */
 function applyLoopEvent(s: RunSummary, event: TeamRunEvent): void {
   if (event.type === 'PhaseStarted') {
@@ -172,7 +187,7 @@ export function applyToSummary(state: RunSummaryState | undefined, recorded: Rec
         provider: d.provider,
         startedAt: d.launchedAt,
         ...(d.project ? { project: { ...d.project } } : {}),
-        ...loopsOf(d.team),
+        ...(event.type === 'RunForked' ? forkedLoops(event.data.view) : loopsOf(d.team)),
         usage: { inputTokens: 0, outputTokens: 0, costUsd: 0, turns: 0, byRole: { architect: zero(), executor: zero(), reviewer: zero() } },
         revision: -1,
         position: 0,

@@ -73,13 +73,15 @@ describe('loop strategies over HTTP', () => {
     const own = (await e2e.request<{ events: RecordedEvent[] }>('GET', `/v1/runs/${forked.body.runId}/events`)).body.events.filter((e) => e.streamId === `run-${forked.body.runId}`);
     const loopEvents = own.filter((e) => e.type.startsWith('Loop')).map((e) => `${e.type}:${(e.data as { index?: number }).index ?? ''}`);
     expect(loopEvents).toEqual(['LoopStepCompleted:2']);
+    // The fork's summary knows the plan it inherited: its size and the step that was in progress.
+    expect(run.loops?.executor).toMatchObject({ strategy: 'plan_execute', running: 'plan_execute', steps: 2, replans: 0, currentStep: { index: 2, of: 2, status: 'completed' } });
     const executorModels = own.filter((e) => e.type === 'ModelCallStarted' && (e.data as { role: string }).role === 'executor').map((e) => (e.data as { model: string }).model);
     expect(executorModels.length).toBeGreaterThan(0);
     expect(new Set(executorModels)).toEqual(new Set(['triad-offline-1']));
     for (const id of [parent, forked.body.runId]) await e2e.request('POST', `/v1/runs/${id}/cancel`);
   });
 
-  it('an unknown strategy, numbers out of range and a hybrid plan without room for 3 steps are a 400, and nothing is written', async () => {
+  it('an unknown strategy, numbers out of range, a hybrid plan without room for 3 steps (or its turns), a role that does not exist are a 400, and nothing is written', async () => {
     const before = (await e2e.request<{ runs: RunSummary[] }>('GET', '/v1/runs')).body.runs.length;
     const bad: Record<string, unknown>[] = [
       { loop: { strategy: 'tree_of_thought' } },
@@ -92,11 +94,18 @@ describe('loop strategies over HTTP', () => {
       { loop: [] },
       { loop: [{ strategy: 'hybrid' }] },
       { loop: 'hybrid' },
+      { maxTurns: 3, loop: { strategy: 'hybrid' } },
+      { maxTurns: 1, loop: { strategy: 'plan_execute' } },
     ];
     for (const executor of bad) {
       const res = await e2e.request<{ statusCode: number; message: string | string[] }>('POST', '/v1/runs', { body: body(executor) });
       expect({ executor, status: res.status }).toEqual({ executor, status: 400 });
     }
+    // A loop setting for a role the team does not have.
+    const unknownRole = { ...body({}), team: { coder: { loop: { strategy: 'hybrid' } } } };
+    expect((await e2e.request('POST', '/v1/runs', { body: unknownRole })).status).toBe(400);
+    const tight = await e2e.request<{ message: string }>('POST', '/v1/runs', { body: body({ maxTurns: 3, loop: { strategy: 'hybrid' } }) });
+    expect(JSON.stringify(tight.body.message)).toMatch(/team\.executor\.maxTurns must be at least 4 for the hybrid strategy/);
     const res = await e2e.request<{ message: string[] }>('POST', '/v1/runs', { body: body({ loop: { strategy: 'tree_of_thought' } }) });
     expect(JSON.stringify(res.body.message)).toMatch(/strategy must be one of the following values: react, plan_execute, hybrid, auto/);
     expect((await e2e.request<{ runs: RunSummary[] }>('GET', '/v1/runs')).body.runs).toHaveLength(before);

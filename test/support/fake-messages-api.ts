@@ -583,9 +583,39 @@ function validateBody(body: RequestBody | undefined): string | undefined {
     }
   }
   if (breakpoints > 4) return `A maximum of 4 blocks with cache_control may be provided. Found ${breakpoints}.`;
+  const pairing = toolPairingProblem(body.messages as WireMessage[], Array.isArray(body.tools) && body.tools.length > 0);
+  if (pairing) return pairing;
   const thinking = body.thinking as { type?: unknown; budget_tokens?: unknown } | undefined;
   if (thinking?.type === 'enabled' && !(typeof thinking.budget_tokens === 'number' && thinking.budget_tokens < (body.max_tokens as number))) {
     return '`max_tokens` must be greater than `thinking.budget_tokens`';
+  }
+  return undefined;
+}
+
+type WireMessage = { role?: unknown; content?: unknown };
+type WireBlock = { type?: unknown; id?: unknown; tool_use_id?: unknown };
+
+/**
+ * The API's rules for tool blocks, as its 400s state them: a request holding tool_use or tool_result
+ * blocks defines tools (any: not necessarily the ones used earlier), every tool_use of an assistant
+ * message is answered by a tool_result in the next message, which holds no other tool_result and
+ * puts them before its other blocks.
+ */
+function toolPairingProblem(messages: WireMessage[], hasTools: boolean): string | undefined {
+  const blocks = (m: WireMessage | undefined): WireBlock[] => (m && Array.isArray(m.content) ? (m.content as WireBlock[]) : []);
+  const hasToolBlocks = messages.some((m) => blocks(m).some((b) => b.type === 'tool_use' || b.type === 'tool_result'));
+  if (hasToolBlocks && !hasTools) return 'Requests which include `tool_use` or `tool_result` blocks must define tools.';
+  for (const [i, message] of messages.entries()) {
+    const results = blocks(message).filter((b) => b.type === 'tool_result');
+    const firstOther = blocks(message).findIndex((b) => b.type !== 'tool_result');
+    if (results.length > 0 && firstOther >= 0 && firstOther < results.length) return `messages.${i}: tool_result blocks must come first in the content`;
+    const asked = message.role === 'user' && i > 0 ? blocks(messages[i - 1]).filter((b) => b.type === 'tool_use').map((b) => b.id) : [];
+    const stray = results.find((r) => !asked.includes(r.tool_use_id));
+    if (stray) return `messages.${i}.content: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${String(stray.tool_use_id)}. Each \`tool_result\` block must have a corresponding \`tool_use\` block in the previous message.`;
+    if (message.role !== 'assistant' || i === messages.length - 1) continue;
+    const answered = blocks(messages[i + 1]).filter((b) => b.type === 'tool_result').map((b) => b.tool_use_id);
+    const unanswered = blocks(message).find((b) => b.type === 'tool_use' && !answered.includes(b.id));
+    if (unanswered) return `messages.${i}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${String(unanswered.id)}`;
   }
   return undefined;
 }

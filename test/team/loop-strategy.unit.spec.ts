@@ -2,7 +2,7 @@ import { autoChoice, complexityOf, loopSettingsOf, type LoopInput } from '../../
 import { modelOfCall, nextAction, toolsOfCall } from '../../src/team/domain/next-action';
 import type { RunLaunchedData, TeamRunEvent } from '../../src/team/domain/run-events';
 import { evolve, initialRunState, type RunState } from '../../src/team/domain/run-state';
-import { decideStep, isDecidedStep, type DecidedStep, type StepInputs } from '../../src/team/domain/run-steps';
+import { contextCompacted, decideStep, isDecidedStep, type DecidedStep, type StepInputs } from '../../src/team/domain/run-steps';
 import { DEFAULT_STAGNATION_POLICY } from '../../src/team/resilience/policies';
 import { DeciderSpecification, type Decider } from '../support/decider-specification';
 import {
@@ -108,6 +108,20 @@ describe('loop strategies: what the loop does next (domain/loop-strategy.ts)', (
     when(past).then([{ type: 'ToolCallCompleted', data: { isError: true, output: 'invalid plan: a plan has 3 to 7 steps, this one has 1' } }]);
   });
 
+  it('a work tool called while a plan is asked for (only submit_steps is offered) is refused, not run', () => {
+    const past = [...executing({ strategy: 'plan_execute' }), ...turn(1, 'write_file', { path: 'a.txt', content: 'A' })];
+    const { state } = when(past).then([
+      { type: 'ToolCallCompleted', data: { toolUseId: 'tu_1', name: 'write_file', isError: true, output: 'write_file is not available yet: make a plan with submit_steps first' } },
+    ]);
+    expect(nextAction(state, NOW_MS)).toMatchObject({ kind: 'callModel', turn: 2, toolResultIds: ['tu_1'] });
+  });
+
+  it('auto: hybrid is downgraded from 80% of the budget used, not below', () => {
+    expect(autoChoice('complex', 79)).toEqual({ strategy: 'hybrid', downgraded: false });
+    expect(autoChoice('complex', 80)).toEqual({ strategy: 'plan_execute', downgraded: true });
+    expect(autoChoice('medium', 95)).toEqual({ strategy: 'plan_execute', downgraded: false });
+  });
+
   it('a step turn carries the step, the executor model, and complete_step / fail_step instead of submit_work', () => {
     const state = fold(inFirstStep({ strategy: 'plan_execute', executorModel: 'worker' }));
     const next = nextAction(state, NOW_MS) as { kind: string; toolResultIds: string[]; content: { text: string }[] };
@@ -118,6 +132,28 @@ describe('loop strategies: what the loop does next (domain/loop-strategy.ts)', (
     expect(names).toEqual(['write_file', 'complete_step', 'fail_step']);
   });
 
+  it('a compaction in the middle of a step keeps the plan and the step in the summary, whatever the summariser wrote', () => {
+    const past = [
+      ...inFirstStep({ strategy: 'hybrid' }),
+      ...turn(2, 'write_file', { path: 'a.txt', content: 'A' }, ['tu_1']),
+      toolCallCompleted('executor', 2, 'tu_2', 'write_file', 'wrote a.txt'),
+    ];
+    const state = fold(past);
+    // The task, the plan call and its result are archived: the message naming step 1 is gone.
+    const compaction = contextCompacted(
+      state,
+      { kind: 'compactContext', role: 'executor', turn: 2, reason: 'over_budget', plan: { fromIndex: 0, toIndex: 3, tokensBefore: 900, tokensAfter: 300 }, budgetTokens: 1000, summaryModel: 'm' },
+      { ok: false, error: 'the summary model is down' },
+      AT,
+    );
+    const summary = (compaction.data as { summary: string }).summary;
+    expect(summary).toContain('The plan in force:\n1. write a\n2. write b\n3. check');
+    expect(summary).toMatch(/Where you are now:\nStep 1 of 3: write a/);
+    const after = fold([...past, compaction]);
+    expect(after.conversations.executor.messages[0].content).toEqual([expect.objectContaining({ text: expect.stringContaining('Step 1 of 3: write a') })]);
+    expect(after.stepLoop).toMatchObject({ current: 0, inStep: true });
+  });
+
   it('complete_step records the step summary and the progress so far', () => {
     const past = [...inFirstStep({ strategy: 'plan_execute' }), ...turn(2, 'complete_step', { summary: 'a written' }, ['tu_1'])];
     const { state } = when(past).then([
@@ -125,6 +161,17 @@ describe('loop strategies: what the loop does next (domain/loop-strategy.ts)', (
       { type: 'LoopStepCompleted', data: { index: 1, summary: 'a written', progress: '1. write a — a written' } },
     ]);
     expect(nextAction(state, NOW_MS)).toMatchObject({ kind: 'startStep', index: 2, text: 'write b' });
+  });
+
+  it('a second complete_step in the same response is refused with what comes next: the next step, not a plan', () => {
+    const past = [
+      ...inFirstStep({ strategy: 'plan_execute' }),
+      modelCallStarted('executor', 2, { toolResultIds: ['tu_1'] }),
+      modelCallCompleted('executor', 2, [toolUse('tu_2a', 'complete_step', { summary: 'a written' }), toolUse('tu_2b', 'complete_step', { summary: 'b too' })]),
+      toolCallCompleted('executor', 2, 'tu_2a', 'complete_step', 'Step 1 of 3 done.'),
+      { type: 'LoopStepCompleted', data: { role: 'executor', index: 1, toolUseId: 'tu_2a', summary: 'a written', progress: '1. write a — a written', at: AT } },
+    ] as TeamRunEvent[];
+    when(past).then([{ type: 'ToolCallCompleted', data: { toolUseId: 'tu_2b', isError: true, output: 'there is no step in progress: step 2 of 3 starts with your next turn' } }]);
   });
 
   it('submit_work in the middle of the plan is refused: the close comes after the last step', () => {
@@ -175,21 +222,22 @@ describe('loop strategies: what the loop does next (domain/loop-strategy.ts)', (
     when(past).then([{ type: 'LoopStepFailed', data: { index: 1, cause: 'turn_limit', reason: 'the step used its 2 turns without complete_step' } }]);
   });
 
-  it('hybrid: a step starts with a fresh stagnation window', () => {
+  it.each(['hybrid', 'plan_execute'] as const)('%s: the stagnation window at the next step (fresh for hybrid only)', (strategy) => {
     const past = [
-      ...inFirstStep({ strategy: 'hybrid' }),
+      ...inFirstStep({ strategy }),
       ...turn(2, 'list_files', { path: '.' }, ['tu_1']),
       loopResult(2, 'list_files', 'a'),
       ...turn(3, 'complete_step', { summary: 'looked' }, ['tu_2']),
       loopResult(3, 'complete_step', 'Step 1 of 3 done.'),
       { type: 'LoopStepCompleted', data: { role: 'executor', index: 1, toolUseId: 'tu_3', summary: 'looked', progress: '1. write a — looked', at: AT } },
     ] as TeamRunEvent[];
-    expect(fold(past).resilience.stagnation.calls.length).toBeGreaterThan(0);
-    when(past).then(({ state }) => expect(state.resilience.stagnation.calls).toEqual([]));
+    const before = fold(past).resilience.stagnation.calls;
+    expect(before.length).toBeGreaterThan(0);
+    when(past).then(({ state }) => expect(state.resilience.stagnation.calls).toEqual(strategy === 'hybrid' ? [] : before));
   });
 
   it('stuck in a step: the corrective message names complete_step, not the submit tool', () => {
-    const past = inFirstStep({ strategy: 'plan_execute' });
+    const past = inFirstStep({ strategy: 'hybrid' });
     (past[0].data as RunLaunchedData).stagnation = { ...DEFAULT_STAGNATION_POLICY, minCalls: 3 };
     let id = 'tu_1';
     for (let n = 2; n <= 4; n++) {

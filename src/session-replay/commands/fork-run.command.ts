@@ -72,7 +72,12 @@ export class ForkRunHandler implements ICommandHandler<ForkRunCommand, ForkResul
     };
     // The view is what the fork's own fold arrives at: apply the fork to a copy of the state.
     evolve(state, { type: 'RunForked', data }, { revision: 0, position: 0 });
-    data.view = { launched: state.launched!, team: teamRunMachine.getPersistedSnapshot(state.team) };
+    data.view = {
+      launched: state.launched!,
+      team: teamRunMachine.getPersistedSnapshot(state.team),
+      ...(state.stepLoop ? { stepLoop: structuredClone(state.stepLoop) } : {}),
+      ...(state.chosenStrategy ? { chosenStrategy: state.chosenStrategy } : {}),
+    };
     // The workspace first: RunForked wakes a driver, which must find the files in place.
     const workspaceNote = await this.rebuildWorkspace(forkId, inherited);
     try {

@@ -74,10 +74,19 @@ export function loopSettingsOf(input: LoopInput): LoopSettings | undefined {
   };
 }
 
-/** What is wrong with a role's loop settings beyond their shape (a hybrid plan needs room for 3 steps). */
-export function loopSettingsProblem(role: RoleName, s: LoopSettings): string | undefined {
-  if ((s.strategy === 'hybrid' || s.strategy === 'auto') && s.maxPlanSteps < HYBRID_MIN_STEPS) {
+/**
+ * What is wrong with a role's loop settings beyond their shape: a hybrid plan needs room for 3
+ * steps, and the role's turn limit room for the plan call and one call per step (the last step's
+ * call may close the phase too), else the phase could only end MAX_TURNS.
+ */
+export function loopSettingsProblem(role: RoleName, s: LoopSettings, maxTurns: number): string | undefined {
+  const hybridPossible = s.strategy === 'hybrid' || s.strategy === 'auto';
+  if (hybridPossible && s.maxPlanSteps < HYBRID_MIN_STEPS) {
     return `team.${role}.loop.maxPlanSteps must be at least ${HYBRID_MIN_STEPS} for the ${s.strategy} strategy`;
+  }
+  const minTurns = 1 + (hybridPossible ? HYBRID_MIN_STEPS : 1);
+  if (maxTurns < minTurns) {
+    return `team.${role}.maxTurns must be at least ${minTurns} for the ${s.strategy} strategy (a plan call and one call per step), got ${maxTurns}`;
   }
   return undefined;
 }
@@ -321,7 +330,7 @@ export function loopToolEvents(loop: StepLoopState | undefined, settings: LoopSe
   const input = call.input ?? {};
   switch (call.name) {
     case SUBMIT_STEPS: {
-      if (stage !== 'plan' && stage !== 'replan') return [result(`no plan is asked for now: ${stage === 'finish' ? `call ${SUBMIT_TOOL_OF_ROLE[role]}` : `finish the current step with ${COMPLETE_STEP} or ${FAIL_STEP}`}`, true)];
+      if (stage !== 'plan' && stage !== 'replan') return [result(`no plan is asked for now: ${whatNow(loop, role)}`, true)];
       const steps = validSteps(input.steps, planBounds(loop, settings));
       if (typeof steps === 'string') return [result(`invalid plan: ${steps}`, true)];
       const recorded: TeamRunEvent =
@@ -332,7 +341,7 @@ export function loopToolEvents(loop: StepLoopState | undefined, settings: LoopSe
     }
     case COMPLETE_STEP:
     case FAIL_STEP: {
-      if (stage !== 'step') return [result(`there is no step in progress: ${stage === 'finish' ? `call ${SUBMIT_TOOL_OF_ROLE[role]}` : `call ${SUBMIT_STEPS}`}`, true)];
+      if (stage !== 'step') return [result(`there is no step in progress: ${whatNow(loop, role)}`, true)];
       const key = call.name === COMPLETE_STEP ? 'summary' : 'reason';
       const text = typeof input[key] === 'string' ? (input[key] as string).trim() : '';
       if (text === '') return [result(`invalid input for ${call.name}: ${key} must be a non-empty text`, true)];
@@ -346,8 +355,23 @@ export function loopToolEvents(loop: StepLoopState | undefined, settings: LoopSe
       return [result(`Step ${index} of ${loop.steps.length} done.`), { type: 'LoopStepCompleted', data: completed }];
     }
     default:
-      // The role's submit tool before the plan's steps are done.
-      return [result(`${call.name} is not available yet: ${stage === 'plan' || stage === 'replan' ? `make a plan with ${SUBMIT_STEPS}` : `finish the current step with ${COMPLETE_STEP} or ${FAIL_STEP}`} first`, true)];
+      // The role's submit tool before the plan's steps are done, or a work tool while a plan is asked for.
+      return [result(`${call.name} is not available yet: ${whatNow(loop, role)}`, true)];
+  }
+}
+
+/** What the role is to do in its stage, for a refused loop call (several calls of one response may meet any stage). */
+function whatNow(loop: StepLoopState, role: RoleName): string {
+  switch (stageOf(loop)) {
+    case 'plan':
+    case 'replan':
+      return `make a plan with ${SUBMIT_STEPS} first`;
+    case 'startStep':
+      return `step ${loop.current + 1} of ${loop.steps.length} starts with your next turn`;
+    case 'step':
+      return `finish the current step with ${COMPLETE_STEP} or ${FAIL_STEP} first`;
+    case 'finish':
+      return `every step is done: call ${SUBMIT_TOOL_OF_ROLE[role]}`;
   }
 }
 

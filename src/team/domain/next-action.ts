@@ -215,8 +215,13 @@ function loopAction(state: RunState, task: (role: RoleName) => string, measure?:
       const submitName = SUBMIT_TOOL_OF_ROLE[role];
       const started = new Set(loop.context.startedToolUseIds);
       // Work tools first, in the model's order; the submission last, after their results exist.
-      // In a plan-first phase the loop's tools, and a submission before the close, are the loop's to answer.
-      const loopsCall = (u: ToolUseBlock) => !!stepLoop && (isLoopTool(u.name) || (u.name === submitName && stageOf(stepLoop) !== 'finish'));
+      // In a plan-first phase the loop's tools, a submission before the close, and any other call
+      // while a plan is asked for (only submit_steps is offered then) are the loop's to answer.
+      const loopsCall = (u: ToolUseBlock) => {
+        if (!stepLoop) return false;
+        const stage = stageOf(stepLoop);
+        return isLoopTool(u.name) || stage === 'plan' || stage === 'replan' || (u.name === submitName && stage !== 'finish');
+      };
       const work = uses.filter((u) => pending.has(u.id) && u.name !== submitName && !loopsCall(u));
       if (work.length > 0) {
         const batch = work.map((call) => ({ call, alreadyStarted: started.has(call.id) }));

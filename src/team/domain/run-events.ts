@@ -2,7 +2,7 @@ import type { AssistantBlock, ContentBlock, RoleName, StopReason, ThinkingSettin
 import { SUB_AGENT_EVENT_TYPES, type SubAgentEvent } from './sub-agents';
 import type { FileEffect } from '../workspace/workspace-effects';
 import type { ApprovalThreshold, ContextWindowPolicy, RetryPolicy, StagnationPolicy, ToolApprovalPolicy, ToolRisk } from '../resilience/policies';
-import type { ChosenStrategy, Complexity, LoopSettings } from './loop-strategy';
+import type { ChosenStrategy, Complexity, LoopSettings, StepLoopState } from './loop-strategy';
 
 /**
  * The events of one team run, all in the stream `run-<runId>`. Together they rebuild every role's
@@ -401,9 +401,10 @@ export interface RunForkedData {
   /**
    * For read models that fold one stream at a time: the launch config in force after the
    * overrides, and the team machine's persisted snapshot at the fork point. The run's own fold
-   * ignores these and reads the parent's events.
+   * ignores these and reads the parent's events. `stepLoop` / `chosenStrategy`: where the phase's
+   * plan stands at the fork point, when it runs one (absent in forks recorded before loop strategies).
    */
-  view: { launched: RunLaunchedData; team: unknown };
+  view: { launched: RunLaunchedData; team: unknown; stepLoop?: StepLoopState; chosenStrategy?: ChosenStrategy };
 }
 
 /** `auto` chose the strategy of a role's phase, when the phase started (domain/loop-strategy.ts). */

@@ -196,8 +196,11 @@ export function evolve(state: RunState, event: TeamRunEvent, meta: { revision: n
       state.stepLoop = stepLoopOf(state, event.data.role, event.data.strategy);
       break;
     case 'LoopStepStarted':
-      // A hybrid or plan_execute step is judged on its own: its window starts with it.
-      state.resilience.stagnation = { calls: [], turns: [], warnings: 0, pendingWarning: state.resilience.stagnation.pendingWarning };
+      // A hybrid step is judged on its own: its window starts with it. A plan_execute phase keeps one
+      // window across its steps, as a react phase does across its turns.
+      if (state.stepLoop?.strategy === 'hybrid') {
+        state.resilience.stagnation = { calls: [], turns: [], warnings: 0, pendingWarning: state.resilience.stagnation.pendingWarning };
+      }
       if (state.stepLoop) evolveStepLoop(state.stepLoop, event, state.loop?.context.turn ?? 0);
       break;
     case 'LoopPlanRecorded':

@@ -9,7 +9,7 @@ import { breakerAfter, breakerMessage, isTripped } from '../resilience/circuit-b
 import { SUMMARY_RESERVE_TOKENS, truncatedSummary } from '../resilience/context-window';
 import { maxAttemptsOf, retryDelayMs, type RetryPolicy, type ToolApprovalPolicy, type ToolRisk } from '../resilience/policies';
 import { charterVersion } from './charter';
-import { loopToolEvents } from './loop-strategy';
+import { loopToolEvents, stageMessage } from './loop-strategy';
 import type { NextAction } from './next-action';
 import { reviewIdOf } from './review-id';
 import { agentIdentity, STATUS_OF_REASON, type ModelCallFailedData, type ModelCallStartedData, type TeamRunEvent, type ToolApprovalDecidedData } from './run-events';
@@ -388,6 +388,19 @@ function submissionEvent(state: RunState, role: RoleName, toolUseId: string, inp
 
 type CompactStep = Extract<NextAction, { kind: 'compactContext' }>;
 
+/**
+ * In a plan-first phase the summary ends with where the plan stands (the plan, the step in progress
+ * and the progress so far): the message that named the step may be among the archived ones, and a
+ * summariser may leave it out, yet the role's next calls must still know which step it is in.
+ */
+function withLoopStage(state: RunState, role: RoleName, summary: string): string {
+  const loop = state.stepLoop?.role === role ? state.stepLoop : undefined;
+  const settings = state.launched?.team[role].loop;
+  if (!loop || !settings) return summary;
+  const plan = loop.planned ? `\n\nThe plan in force:\n${loop.steps.map((s, i) => `${i + 1}. ${s}`).join('\n')}` : '';
+  return `${summary}${plan}\n\nWhere you are now:\n${stageMessage(loop, settings)}`;
+}
+
 /** The messages a compaction archives. */
 export function archivedMessages(state: RunState, step: CompactStep): ChatMessage[] {
   return state.conversations[step.role].messages.slice(step.plan.fromIndex, step.plan.toIndex);
@@ -399,7 +412,7 @@ export type SummaryOutcome = { ok: true; text: string; response: ModelResponse }
 /** The compaction, with the model's summary or, when summarising failed, each archived message cut short. */
 export function contextCompacted(state: RunState, step: CompactStep, outcome: SummaryOutcome, at: string): TeamRunEvent {
   const { role, plan } = step;
-  const summary = outcome.ok ? outcome.text : truncatedSummary(archivedMessages(state, step));
+  const summary = withLoopStage(state, role, outcome.ok ? outcome.text : truncatedSummary(archivedMessages(state, step)));
   const summaryTokens = Math.ceil(summary.length / 4);
   return {
     type: 'ContextCompacted',

@@ -101,4 +101,38 @@ describe('a team run on the Anthropic provider (fake Messages API)', () => {
     expect(usage.turns).toBe(1);
     expect(usage.inputTokens).toBeGreaterThan(0);
   });
+
+  it('hybrid: a replan after a failed step offers submit_steps alone, no tool_choice, over a history of other tool calls; the API accepts every request', async () => {
+    const steps = (...names: string[]) => toolUseStep('submit_steps', { steps: names });
+    api.enqueue(
+      // architect
+      toolUseStep('submit_plan', { plan: '1. write hello.txt', steps: ['write hello.txt'] }),
+      // executor: plan, step 1 (a write), step 2 fails, a new plan, its three steps, the close
+      steps('write hello.txt', 'check it', 'look around'),
+      toolUseStep('write_file', { path: 'hello.txt', content: 'Hello\n' }),
+      toolUseStep('complete_step', { summary: 'hello.txt written' }),
+      toolUseStep('fail_step', { reason: 'nothing to check against' }),
+      steps('read hello.txt', 'check it again', 'look around'),
+      toolUseStep('read_file', { path: 'hello.txt' }),
+      toolUseStep('complete_step', { summary: 'read it' }),
+      toolUseStep('complete_step', { summary: 'checked' }),
+      toolUseStep('complete_step', { summary: 'looked' }),
+      toolUseStep('submit_work', { summary: 'wrote hello.txt', files: ['hello.txt'] }),
+      // reviewer
+      toolUseStep('submit_verdict', { verdict: 'APPROVE', findings: [], summary: 'fine' }),
+    );
+    harness = await startRun({
+      model: new AnthropicModelProvider({ apiKey: API_KEY, baseURL: api.url, timeoutMs: 5000 }),
+      launch: { team: { architect: { model: MODEL }, executor: { model: MODEL, loop: { strategy: 'hybrid' } }, reviewer: { model: MODEL } } },
+    });
+    const state = await harness.driver.drive();
+    expect(runStatus(state)).toBe('awaiting_review');
+    expect(api.pending).toBe(0);
+    expect(dataOf(await harness.events(), 'LoopReplanned')).toEqual([expect.objectContaining({ role: 'executor', replan: 1 })]);
+    // The replan request: submit_steps alone, no tool_choice, and the earlier write_file call in the history.
+    const replan = api.requests[5].body!;
+    expect((replan.tools as Array<{ name: string }>).map((t) => t.name)).toEqual(['submit_steps']);
+    expect(replan.tool_choice).toBeUndefined();
+    expect(JSON.stringify(replan.messages)).toContain('"name":"write_file"');
+  });
 });

@@ -132,4 +132,34 @@ describe('loop strategies on the offline model', () => {
     expect(e2.filter((e) => e.type === 'LoopPlanRecorded')).toEqual([]);
     simple.remove();
   });
+
+  it('hybrid: after REQUEST_CHANGES the executor plans again in iteration 2, works its steps and submits; the run reaches the gate', async () => {
+    const offline = new OfflineModelProvider();
+    let reviews = 0;
+    const model = Object.assign(Object.create(offline) as OfflineModelProvider, {
+      complete: async (request: ModelRequest) => {
+        const response = await offline.complete(request);
+        // The first verdict asks for changes; the offline model decides the rest.
+        const verdict = response.content.find((b) => b.type === 'tool_use' && b.name === 'submit_verdict');
+        if (verdict && verdict.type === 'tool_use' && reviews++ === 0) {
+          return { ...response, content: [{ ...verdict, input: { verdict: 'REQUEST_CHANGES', findings: ['say more in a.txt'], summary: 'more' } }] };
+        }
+        return response;
+      },
+    });
+    const h = await startRun({
+      model,
+      launch: { goal: 'Write a file', acceptanceCriteria: ['file a.txt contains "A"'], maxIterations: 3, team: { executor: { loop: { strategy: 'hybrid' } }, reviewer: { loop: { strategy: 'plan_execute' } } } },
+    });
+    const state = await h.driver.drive();
+    const events = await h.events();
+    expect(runStatus(state)).toBe('awaiting_review');
+    expect(events.filter((e) => e.type === 'IterationStarted')).toHaveLength(1);
+    const plans = dataOf<{ role: string }>(events, 'LoopPlanRecorded');
+    expect(plans.map((p) => p.role)).toEqual(['executor', 'reviewer', 'executor', 'reviewer']);
+    const executorSteps = dataOf<{ role: string; index: number }>(events, 'LoopStepCompleted').filter((d) => d.role === 'executor').map((d) => d.index);
+    expect(executorSteps).toEqual([1, 2, 3, 1, 2, 3]);
+    expect(state.verdict?.verdict).toBe('APPROVE');
+    h.remove();
+  });
 });

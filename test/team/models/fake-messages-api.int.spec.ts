@@ -29,6 +29,27 @@ describe('fake Messages API', () => {
     expect(api.requests[0].body).toMatchObject(params);
   });
 
+  it('checks tool blocks as the API does: tools defined (any), every tool_use answered next, no stray tool_result', async () => {
+    const history = [
+      { role: 'user' as const, content: 'write it' },
+      { role: 'assistant' as const, content: [{ type: 'tool_use' as const, id: 'toolu_w', name: 'write_file', input: { path: 'a.txt' } }] },
+    ];
+    const answered = { role: 'user' as const, content: [{ type: 'tool_result' as const, tool_use_id: 'toolu_w', content: 'ok' }, { type: 'text' as const, text: 'now plan' }] };
+    const planOnly = [{ name: 'submit_steps', input_schema: { type: 'object' as const } }];
+    const status = (body: Parameters<typeof client.messages.create>[0]) =>
+      client.messages.create(body).then(
+        () => 200,
+        (err: { status?: number }) => err.status,
+      );
+    // Earlier tool calls of tools not offered now are fine.
+    api.enqueue(textStep('ok'));
+    expect(await status({ ...params, messages: [...history, answered], tools: planOnly })).toBe(200);
+    expect(await status({ ...params, messages: [...history, answered] })).toBe(400);
+    expect(await status({ ...params, messages: [...history, { role: 'user', content: 'no result' }], tools: planOnly })).toBe(400);
+    expect(await status({ ...params, messages: [...history, { role: 'user', content: [{ type: 'text', text: 'x' }, answered.content[0]] }], tools: planOnly })).toBe(400);
+    expect(await status({ ...params, messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_none', content: 'x' }] }], tools: planOnly })).toBe(400);
+  });
+
   it('streams the event sequence of the real API, with pings and split deltas', async () => {
     api.enqueue(textStep('abcdefghijklmnop', { chunkSize: 4 }));
     const stream = await client.messages.create({ ...params, stream: true });
