@@ -45,13 +45,14 @@ const { monitorEventLoopDelay } = require('node:perf_hooks');
   // A driver counts once it holds the run's lease: with several processes, each one's dispatcher
   // tries every launched run and all but the lease's holder give up (counted as declined).
   let declined = 0;
+  const stopped = [];
   sup.start = (runId, ...rest) => {
     const fresh = !sup.isDriving(runId);
     const p = origStart(runId, ...rest);
     const active = fresh && sup.drivers.get(runId);
     if (active) {
       const t0 = performance.now();
-      const record = () => drive.push(performance.now() - t0);
+      const record = () => (drive.push(performance.now() - t0), stopped.push(runId));
       active.leased.then((leased) => (leased ? p.then(record, record) : declined++), () => declined++);
     }
     return p;
@@ -77,7 +78,8 @@ const { monitorEventLoopDelay } = require('node:perf_hooks');
     // Every run launched, (nearly) all still active: the heap then, after a gc the lag histogram
     // does not see.
     else if (m.cmd === 'launched') { takePeak(sup.activeCount); process.send({ id: m.id }); }
-    else if (m.cmd === 'status') process.send({ id: m.id, active: sup.activeCount, drove: drive.length });
+    // With \`since\`: the runs whose driver stopped under their lease from that index on.
+    else if (m.cmd === 'status') process.send({ id: m.id, active: sup.activeCount, drove: drive.length, stopped: m.since === undefined ? undefined : stopped.slice(m.since) });
     else if (m.cmd === 'cpu') process.send({ id: m.id, cpu: process.cpuUsage(), eventsRead: eventsRead(), drove: drive.length, declined, owner: sup.owner });
     else if (m.cmd === 'stop') {
       clearInterval(sampler);

@@ -46,8 +46,10 @@ export interface ProcsProcess {
   owner: string;
   /** Runs launched through this server's HTTP API. */
   launched: number;
-  /** Runs this server drove to the gate under their lease (placement may hand a launch to another process). */
+  /** Runs this server drove (the owner of their last DriverClaimed; placement may hand a launch to another process). */
   drove: number;
+  /** Drivers this server ran under a run's lease to their stop (a run at the gate may be looked at again, so at least `drove`). */
+  driverStarts: number;
   /** Drivers this server started for runs whose lease another process held (they stopped at once). */
   declined: number;
   cpuMs: number;
@@ -70,6 +72,8 @@ export interface ProcsSample {
   postgresCpuMsPerRun: number | null;
   /** Events the servers read from the store, all of them together, per run. */
   eventsReadPerRun: number;
+  /** DriverClaimed events per run: above 1 when a run changed hands (a lease lost, e.g. under CPU starvation). */
+  claimsPerRun: number;
   perProcess: ProcsProcess[];
 }
 
@@ -240,14 +244,19 @@ async function runOnce(opts: RunOptions, processes: number, index: number, ticks
     const started = performance.now();
     const launched = await launchRoundRobin(servers, agents, opts.runs, opts.concurrency);
     let lastPgSample = 0;
+    const pending = new Set(launched.map((l) => l.runId));
+    const seen = servers.map(() => 0);
     const atGate = await waitUntil(async () => {
       if (performance.now() - lastPgSample > 1000) {
         lastPgSample = performance.now();
         await pgCpu.sample();
       }
-      const status = await Promise.all(servers.map((s) => s.ask<{ active: number; drove: number }>({ cmd: 'status' })));
-      const drove = status.reduce((n, s, i) => n + s.drove - before[i].drove, 0);
-      return drove >= opts.runs && status.every((s) => s.active === 0);
+      const status = await Promise.all(servers.map((s, i) => s.ask<{ active: number; stopped: string[] }>({ cmd: 'status', since: seen[i] })));
+      status.forEach((s, i) => {
+        seen[i] += s.stopped.length;
+        for (const runId of s.stopped) pending.delete(runId);
+      });
+      return pending.size === 0 && status.every((s) => s.active === 0);
     }, opts.timeoutMs);
     const wallMs = performance.now() - started;
     // The read models follow the log after the last run stops: the CPU counts until no server reads any more.
@@ -263,16 +272,27 @@ async function runOnce(opts: RunOptions, processes: number, index: number, ticks
     const after = await readAll(servers);
     await pgCpu.sample();
     const postgresCpuMs = pgCpu.cpuMs();
+    // Each run's status, and who drove it: the owner of its last DriverClaimed.
     let runsAtGate = 0;
+    let claims = 0;
+    const droveBy = new Map<string, number>();
     for (const { runId, server } of launched) {
       const r = await httpCall(agents[server], servers[server].port, 'GET', `/v1/runs/${runId}`);
       if ((JSON.parse(r.body) as { status?: string }).status === 'awaiting_review') runsAtGate++;
+      const history = JSON.parse((await httpCall(agents[server], servers[server].port, 'GET', `/v1/runs/${runId}/events`)).body) as {
+        events: Array<{ type: string; data: { owner?: string } }>;
+      };
+      const claimed = history.events.filter((e) => e.type === 'DriverClaimed');
+      claims += claimed.length;
+      const owner = claimed[claimed.length - 1]?.data.owner;
+      if (owner) droveBy.set(owner, (droveBy.get(owner) ?? 0) + 1);
     }
     if (atGate && runsAtGate !== opts.runs) throw new Error(`${opts.runs - runsAtGate} of ${opts.runs} runs are not at awaiting_review`);
     const perProcess = servers.map((_, i) => ({
       owner: after[i].owner,
       launched: launched.filter((l) => l.server === i).length,
-      drove: after[i].drove - before[i].drove,
+      drove: droveBy.get(after[i].owner) ?? 0,
+      driverStarts: after[i].drove - before[i].drove,
       declined: after[i].declined - before[i].declined,
       cpuMs: Math.round(cpuMs(after[i].cpu) - cpuMs(before[i].cpu)),
       eventsRead: after[i].eventsRead - before[i].eventsRead,
@@ -290,6 +310,7 @@ async function runOnce(opts: RunOptions, processes: number, index: number, ticks
       postgresCpuMs: postgresCpuMs === null ? null : Math.round(postgresCpuMs),
       postgresCpuMsPerRun: postgresCpuMs === null ? null : round2(postgresCpuMs / opts.runs),
       eventsReadPerRun: round2(perProcess.reduce((n, p) => n + p.eventsRead, 0) / opts.runs),
+      claimsPerRun: round2(claims / opts.runs),
       perProcess,
     };
   } catch (err) {
@@ -308,7 +329,7 @@ function describeSample(s: ProcsSample): string {
   const declined = s.perProcess.map((p) => p.declined).join('/');
   return (
     `${s.timedOut ? `TIMED OUT with ${s.runsAtGate} of ${s.runs} runs at the gate; ` : ''}wall ${s.wallMs} ms, ${s.runsPerSec} runs/s; ` +
-    `CPU ms/run ${s.serverCpuMsPerRun} (servers)${pgPart}; events read/run ${s.eventsReadPerRun}; drove ${drove}, declined ${declined}`
+    `CPU ms/run ${s.serverCpuMsPerRun} (servers)${pgPart}; events read/run ${s.eventsReadPerRun}; claims/run ${s.claimsPerRun}; drove ${drove}, declined ${declined}`
   );
 }
 

@@ -36,6 +36,7 @@ describe('procs benchmark (tiny run)', () => {
       expect(s.runsPerSec).toBeGreaterThan(0);
       expect(s.serverCpuMsPerRun).toBeGreaterThan(0);
       expect(s.eventsReadPerRun).toBeGreaterThan(0);
+      expect(s.claimsPerRun).toBeGreaterThanOrEqual(1);
       if (s.postgresCpuMsPerRun !== null) expect(s.postgresCpuMsPerRun).toBeGreaterThanOrEqual(0);
     }
     expect(result.points.map((p) => p.processes)).toEqual([1, 2]);
