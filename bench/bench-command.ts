@@ -7,6 +7,7 @@ import { runCacheBench } from './cache.bench';
 import { runDecisionsBench } from './decisions.bench';
 import { runDispatchBench } from './dispatch.bench';
 import { runEsdbBench } from './esdb.bench';
+import { runProcsBench } from './procs.bench';
 import { runReplayBench } from './replay.bench';
 import { runScaleBench } from './scale.bench';
 import { runStoreBench } from './store.bench';
@@ -57,6 +58,24 @@ export const SUITES: Record<BenchSuite, Suite> = {
       log,
     });
   },
+  // One PostgreSQL schema per sample on TRIAD_PG_URL (default: the local test database); in `all`,
+  // only when TRIAD_PG_URL is set, at its default size (~3 min).
+  procs: async (opts, log, scratch, all) => {
+    const pgUrl = loadConfig().pgUrl ?? process.env.TRIAD_PG_URL;
+    if (all && !pgUrl) {
+      log('procs: skipped (it needs PostgreSQL: set TRIAD_PG_URL)');
+      return { skipped: 'no TRIAD_PG_URL' };
+    }
+    return runProcsBench({
+      runs: all ? undefined : opts.runs,
+      latencyMs: opts.latencyMs,
+      processes: opts.processes,
+      repeat: opts.repeat,
+      pgUrl,
+      dataDir: scratch,
+      log,
+    });
+  },
 };
 
 const isSuite = (name: string): name is BenchSuite => (BENCH_SUITES as readonly string[]).includes(name);
@@ -68,9 +87,9 @@ export const runBenchCommand: BenchModule['runBenchCommand'] = async (suite, opt
     process.stderr.write(`triad: unknown benchmark suite '${suite}' (suites: ${BENCH_SUITES.join(', ')}, all)\n`);
     return 2;
   }
-  // --runs is repetitions (1 to 100) everywhere but in `scale` run alone, where it is the runs at once.
-  if (suite !== 'scale' && opts.runs !== undefined && opts.runs > 100) {
-    process.stderr.write(`triad: --runs must be at most 100 (repetitions) except for the scale suite\n`);
+  // --runs is repetitions (1 to 100) everywhere but in `scale` and `procs` run alone, where it is the runs launched.
+  if (suite !== 'scale' && suite !== 'procs' && opts.runs !== undefined && opts.runs > 100) {
+    process.stderr.write(`triad: --runs must be at most 100 (repetitions) except for the scale and procs suites\n`);
     return 2;
   }
   for (const name of names) {

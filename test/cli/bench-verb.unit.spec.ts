@@ -1,6 +1,7 @@
+import { Command } from 'commander';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { BENCH_MODULE, loadBenchModule } from '../../src/cli/commands/bench';
+import { addBenchCommand, BENCH_MODULE, loadBenchModule, type BenchOptions } from '../../src/cli/commands/bench';
 import { tempDir } from '../support/temp-dir';
 
 /** `triad bench` of an installation without the compiled benchmarks (they are never in dist/). */
@@ -21,5 +22,29 @@ describe('triad bench without build/bench', () => {
   it('looks for them where tsconfig.bench.json compiles them', () => {
     const tsconfig = JSON.parse(readFileSync(resolve(__dirname, '..', '..', 'tsconfig.bench.json'), 'utf8'));
     expect(BENCH_MODULE).toBe(join(tsconfig.compilerOptions.outDir, 'bench', 'bench-command.js'));
+  });
+});
+
+/** `triad bench procs --processes 1,2,3`: the process counts reach the benchmark as numbers; anything else is a usage error. */
+describe('triad bench --processes', () => {
+  async function parse(...args: string[]): Promise<{ suite: string; opts: BenchOptions }> {
+    const errors: string[] = [];
+    const program = new Command().exitOverride().configureOutput({ writeErr: (s) => errors.push(s), writeOut: () => undefined });
+    let got: { suite: string; opts: BenchOptions } | undefined;
+    addBenchCommand(program, async () => ({ runBenchCommand: async (suite, opts) => ((got = { suite, opts }), 0) }));
+    try {
+      await program.parseAsync(['node', 'triad', 'bench', ...args]);
+    } catch (err) {
+      throw new Error(errors.join('') || (err as Error).message);
+    }
+    return got!;
+  }
+
+  it('passes the counts in order', async () => {
+    await expect(parse('procs', '--processes', '1, 2,3', '--runs', '300')).resolves.toEqual({ suite: 'procs', opts: { processes: [1, 2, 3], runs: 300 } });
+  });
+
+  it.each([['0'], ['1,x'], ['17'], ['1,,2'], ['1,2,3,4,5,6,7,8,9']])('refuses --processes %s', async (raw) => {
+    await expect(parse('procs', '--processes', raw)).rejects.toThrow(/--processes/);
   });
 });

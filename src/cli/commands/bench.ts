@@ -1,4 +1,4 @@
-import { Option, type Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { packageRoot } from '../cli-io';
@@ -6,7 +6,7 @@ import { CliError, EXIT } from '../exit-codes';
 import { int } from '../options';
 
 /** The benchmark suites, in the order `all` runs them; bench/bench-command.ts has one per name. */
-export const BENCH_SUITES = ['store', 'turns', 'decisions', 'replay', 'dispatch', 'esdb', 'cache', 'scale'] as const;
+export const BENCH_SUITES = ['store', 'turns', 'decisions', 'replay', 'dispatch', 'esdb', 'cache', 'scale', 'procs'] as const;
 export type BenchSuite = (typeof BENCH_SUITES)[number];
 
 export interface BenchOptions {
@@ -14,8 +14,10 @@ export interface BenchOptions {
   turns?: number;
   /** The scale suite: the model's latency per call (TRIAD_OFFLINE_LATENCY_MS of its server). */
   latencyMs?: number;
-  /** The scale suite: repetitions (its --runs is the number of runs at once). */
+  /** The scale and procs suites: repetitions (their --runs is the number of runs at once). */
   repeat?: number;
+  /** The procs suite: the numbers of server processes measured, in order. */
+  processes?: number[];
   json?: boolean;
 }
 
@@ -39,6 +41,13 @@ export async function loadBenchModule(root: string = packageRoot()): Promise<Ben
   return (await import(file)) as BenchModule;
 }
 
+/** `--processes 1,2,3`: one to eight counts, each 1 to 16. */
+function processCounts(raw: string): number[] {
+  const counts = raw.split(',').map((part) => int('--processes', 1, 16)(part.trim()));
+  if (counts.length > 8) throw new InvalidArgumentError('--processes takes at most 8 counts');
+  return counts;
+}
+
 /** `triad bench [suite]`: docs/BENCHMARKS.md. */
 export function addBenchCommand(program: Command, load: () => Promise<BenchModule> = loadBenchModule): void {
   program
@@ -47,11 +56,12 @@ export function addBenchCommand(program: Command, load: () => Promise<BenchModul
     .argument('[suite]', `${BENCH_SUITES.join(' | ')} | all`, 'all')
     .allowUnknownOption(false)
     .addOption(
-      new Option('--runs <n>', 'repetitions per scenario (median reported); for scale, the runs launched at once').argParser(int('--runs', 1, 100_000)),
+      new Option('--runs <n>', 'repetitions per scenario (median reported); for scale and procs, the runs launched').argParser(int('--runs', 1, 100_000)),
     )
     .option('--turns <n>', 'turns for the turns/replay/cache suites', int('--turns', 1, 10_000_000))
-    .option('--latency-ms <ms>', 'scale: model latency per call (default 1000)', int('--latency-ms', 0, 600_000))
-    .option('--repeat <n>', 'scale: repetitions (median reported; default 1)', int('--repeat', 1, 100))
+    .option('--latency-ms <ms>', 'scale, procs: model latency per call (default 1000; procs 500)', int('--latency-ms', 0, 600_000))
+    .option('--repeat <n>', 'scale, procs: repetitions (median reported; default 1)', int('--repeat', 1, 100))
+    .option('--processes <list>', 'procs: server process counts, comma-separated (default 1,2,3)', processCounts)
     .option('--json', 'print one JSON line per suite')
     .action(async (suite: string, opts: BenchOptions) => {
       const bench = await load();

@@ -1,0 +1,254 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { Agent, request as httpRequest } from 'node:http';
+import { dirname, join } from 'node:path';
+
+/**
+ * The server process the `scale` and `procs` benchmarks measure, and their HTTP client: hand-written
+ * because what is measured must be the app `triad serve` builds (from dist/, in a child process),
+ * seen from outside through real HTTP, with an IPC side channel for what only the process knows.
+ */
+
+/** The checkout's root: bench/ from source (jest), build/bench/bench/ compiled. */
+function packageRoot(from = __dirname): string {
+  let dir = from;
+  while (!existsSync(join(dir, 'package.json')) && dirname(dir) !== dir) dir = dirname(dir);
+  return dir;
+}
+
+/** TRIAD_BENCH_DIST: another build of the app to measure (an A/B against older code), inside the checkout so it finds node_modules. */
+const DIST = process.env.TRIAD_BENCH_DIST ?? join(packageRoot(), 'dist');
+const BOOTSTRAP = join(DIST, 'http', 'bootstrap.js');
+const SUPERVISOR = join(DIST, 'team', 'run-supervisor.js');
+const EVENT_STORE_PORT = join(DIST, 'events', 'event-store.port.js');
+export const OPERATOR_KEY = 'bench-operator-0123456789abcdef';
+
+/**
+ * The server: `createHttpApp` as `triad serve` builds it, plus an IPC channel through which the
+ * bench reads the event loop's lag, the heap, the supervisor's drivers, the process's CPU time and
+ * the events it read from its store. It runs with
+ * --expose-gc so the heap figures are live objects, not garbage.
+ */
+const SERVER_SCRIPT = `
+const { createHttpApp } = require(process.env.SCALE_BOOTSTRAP);
+const { RunSupervisor } = require(process.env.SCALE_SUPERVISOR);
+const { EVENT_STORE } = require(process.env.SCALE_EVENT_STORE);
+const { monitorEventLoopDelay } = require('node:perf_hooks');
+(async () => {
+  const app = await createHttpApp({ logger: ['error', 'warn'] });
+  await app.listen(0, '127.0.0.1');
+  const sup = app.get(RunSupervisor);
+  const eventsRead = countReads(app.get(EVENT_STORE));
+  const started = new Map();
+  const drive = [];
+  const origStart = sup.start.bind(sup);
+  // A driver counts once it holds the run's lease: with several processes, each one's dispatcher
+  // tries every launched run and all but the lease's holder give up (counted as declined).
+  let declined = 0;
+  const stopped = [];
+  sup.start = (runId, ...rest) => {
+    const fresh = !sup.isDriving(runId);
+    const p = origStart(runId, ...rest);
+    const active = fresh && sup.drivers.get(runId);
+    if (active) {
+      const t0 = performance.now();
+      const record = () => (drive.push(performance.now() - t0), stopped.push(runId));
+      active.leased.then((leased) => (leased ? p.then(record, record) : declined++), () => declined++);
+    }
+    return p;
+  };
+  let h;
+  let sampler;
+  let peakActive = 0;
+  let atPeak = null;
+  const mem = () => { const m = process.memoryUsage(); return { heapUsed: m.heapUsed, rss: m.rss }; };
+  const fullGc = () => { global.gc(); global.gc(); };
+  process.on('message', (m) => {
+    if (m.cmd === 'baseline') { fullGc(); process.send({ id: m.id, mem: mem() }); }
+    else if (m.cmd === 'start') {
+      drive.length = 0; peakActive = 0; atPeak = null;
+      h = monitorEventLoopDelay({ resolution: 1 });
+      h.enable();
+      sampler = setInterval(() => {
+        const n = sup.activeCount;
+        if (n > peakActive) peakActive = n;
+      }, 50);
+      process.send({ id: m.id });
+    }
+    // Every run launched, (nearly) all still active: the heap then, after a gc the lag histogram
+    // does not see.
+    else if (m.cmd === 'launched') { takePeak(sup.activeCount); process.send({ id: m.id }); }
+    // With \`since\`: the runs whose driver stopped under their lease from that index on.
+    else if (m.cmd === 'status') process.send({ id: m.id, active: sup.activeCount, drove: drive.length, stopped: m.since === undefined ? undefined : stopped.slice(m.since) });
+    else if (m.cmd === 'cpu') process.send({ id: m.id, cpu: process.cpuUsage(), eventsRead: eventsRead(), drove: drive.length, declined, owner: sup.owner });
+    else if (m.cmd === 'stop') {
+      clearInterval(sampler);
+      h.disable();
+      const ns = (q) => h.percentile(q) / 1e6;
+      const lag = { samples: h.count, p50: ns(50), p90: ns(90), p99: ns(99), max: h.max / 1e6, mean: h.mean / 1e6 };
+      if (!atPeak) takePeak(sup.activeCount);
+      fullGc();
+      const sorted = [...drive].sort((a, b) => a - b);
+      const q = (p) => sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] : 0;
+      process.send({ id: m.id, lag, peakActive, atPeak, waiting: mem(), drive: { p50: q(0.5), p99: q(0.99), max: sorted[sorted.length - 1] || 0 } });
+    }
+  });
+  function takePeak(n) {
+    h.disable();
+    fullGc();
+    atPeak = { active: n, ...mem() };
+    h.enable();
+  }
+  // Events the process reads from its store (runs' streams, read models following the log), counted
+  // on the store's read methods; a read the adapter makes through another of them counts twice.
+  function countReads(store) {
+    let n = 0;
+    for (const name of ['readStream', 'readAll']) {
+      const read = store[name].bind(store);
+      store[name] = (...args) => read(...args).then((events) => { n += events.length; return events; });
+    }
+    const pages = store.readStreamPages.bind(store);
+    store.readStreamPages = async function* (...args) { for await (const page of pages(...args)) { n += page.length; yield page; } };
+    return () => n;
+  }
+  process.send({ port: app.getHttpServer().address().port });
+  const stop = () => app.close().then(() => process.exit(0), () => process.exit(1));
+  process.once('SIGTERM', stop);
+  process.once('disconnect', stop);
+})().catch((err) => {
+  process.stderr.write(String((err && err.stack) || err) + '\\n');
+  process.exit(1);
+});
+`;
+
+export interface Server {
+  port: number;
+  ask<T = Record<string, unknown>>(msg: Record<string, unknown>): Promise<T>;
+  stderr(): string;
+  stop(): Promise<void>;
+}
+
+export async function startServer(env: NodeJS.ProcessEnv): Promise<Server> {
+  if (!existsSync(BOOTSTRAP)) throw new Error(`${BOOTSTRAP} is missing: build dist/ first (npm run build)`);
+  // TRIAD_BENCH_NODE_ARGS: extra flags for the server (e.g. --cpu-prof) when profiling.
+  const extra = (process.env.TRIAD_BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+  const child: ChildProcess = spawn(process.execPath, ['--expose-gc', ...extra, '-e', SERVER_SCRIPT], {
+    env: { ...env, SCALE_BOOTSTRAP: BOOTSTRAP, SCALE_SUPERVISOR: SUPERVISOR, SCALE_EVENT_STORE: EVENT_STORE_PORT },
+    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+  });
+  let stderr = '';
+  child.stderr!.on('data', (c: Buffer) => (stderr = (stderr + c.toString('utf8')).slice(-20_000)));
+  let seq = 0;
+  const pending = new Map<number, (v: Record<string, unknown>) => void>();
+  const port = await new Promise<number>((resolvePort, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the server did not start within 60 s\n${stderr}`)), 60_000);
+    child.on('message', (m: Record<string, unknown>) => {
+      if (typeof m.port === 'number') {
+        clearTimeout(timer);
+        resolvePort(m.port);
+      } else if (typeof m.id === 'number') {
+        pending.get(m.id)?.(m);
+        pending.delete(m.id);
+      }
+    });
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`the server exited (${code ?? signal})\n${stderr}`));
+    });
+  });
+  return {
+    port,
+    ask: <T>(msg: Record<string, unknown>) =>
+      new Promise<T>((res) => {
+        const id = ++seq;
+        pending.set(id, res as (v: Record<string, unknown>) => void);
+        child.send({ ...msg, id });
+      }),
+    stderr: () => stderr,
+    stop: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise<void>((r) => child.once('exit', () => r()));
+      child.kill('SIGTERM');
+      const kill = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      await exited;
+      clearTimeout(kill);
+    },
+  };
+}
+
+export interface Reply {
+  status: number;
+  body: string;
+}
+
+export function httpCall(agent: Agent, port: number, method: string, path: string, body?: unknown): Promise<Reply> {
+  const payload = body === undefined ? undefined : JSON.stringify(body);
+  return new Promise((res, rej) => {
+    const req = httpRequest(
+      {
+        agent,
+        host: '127.0.0.1',
+        port,
+        method,
+        path,
+        headers: {
+          authorization: `Bearer ${OPERATOR_KEY}`,
+          ...(payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }),
+        },
+      },
+      (r) => {
+        const chunks: Buffer[] = [];
+        r.on('data', (c: Buffer) => chunks.push(c));
+        r.on('end', () => res({ status: r.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+        r.on('error', rej);
+      },
+    );
+    req.on('error', rej);
+    req.end(payload);
+  });
+}
+
+export const LAUNCH_BODY = {
+  goal: 'Write a greeting',
+  acceptanceCriteria: ['file hello.txt contains "Hello"'],
+};
+
+
+/** Polls `check` until it holds (true) or `timeoutMs` has passed (false). */
+export async function waitUntil(check: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) return false;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return true;
+}
+export interface ServerEnvOptions {
+  dataDir: string;
+  store: 'sqlite' | 'postgres' | 'memory';
+  pgUrl?: string;
+  pgSchema?: string;
+  latencyMs: number;
+  /** TRIAD_MAX_ACTIVE_RUNS of the server (TRIAD_MAX_ACTIVE_RUNS set by the caller wins). */
+  maxActiveRuns: number;
+}
+
+/** The environment of one server: the offline model at the given latency, an operator key, nothing else of the caller's store or model. */
+export function serverEnv(o: ServerEnvOptions): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    TRIAD_DATA_DIR: o.dataDir,
+    TRIAD_STORE: o.store,
+    TRIAD_API_KEYS: `bench:operator:${OPERATOR_KEY}`,
+    TRIAD_MODEL: 'offline',
+    TRIAD_OFFLINE_LATENCY_MS: String(o.latencyMs),
+    TRIAD_LOG_LEVEL: 'warn',
+    TRIAD_MAX_ACTIVE_RUNS: process.env.TRIAD_MAX_ACTIVE_RUNS ?? String(o.maxActiveRuns),
+  };
+  delete env.ANTHROPIC_API_KEY;
+  delete env.TRIAD_ESDB_URL;
+  if (o.store === 'postgres' && o.pgUrl) env.TRIAD_PG_URL = o.pgUrl;
+  else delete env.TRIAD_PG_URL;
+  if (o.store === 'postgres' && o.pgSchema) env.TRIAD_PG_SCHEMA = o.pgSchema;
+  return env;
+}
