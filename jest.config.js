@@ -11,6 +11,12 @@
  *
  * @type {import('jest').Config}
  */
+
+// The serving processes the tests start (up to three per test file, four files at once) share one
+// PostgreSQL: at the default pool of 10 connections each they could pass its max_connections (100)
+// and wait for the database instead of starting. Workers and their children inherit this.
+process.env.TRIAD_PG_POOL_SIZE ??= '4';
+
 const base = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test', '<rootDir>/src'],

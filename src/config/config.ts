@@ -32,6 +32,8 @@ export interface TriadConfig {
   anthropicBaseUrl?: string;
   /** PostgreSQL schema holding triad's tables (default `public`). */
   pgSchema?: string;
+  /** Connections in this process's PostgreSQL pool (its LISTEN connection is one more). */
+  pgPoolSize: number;
   /** Run leases: how long one lasts without a heartbeat. */
   leaseTtlMs: number;
   /** Runs one process drives at once; launches beyond it go to a less-loaded process, or wait queued. */
@@ -60,6 +62,12 @@ export interface TriadConfig {
  * burst of launches over the processes sharing a store.
  */
 export const DEFAULT_MAX_ACTIVE_RUNS = 100;
+
+/**
+ * Connections a process keeps to PostgreSQL by default. Appends in flight are bounded by it; the
+ * processes sharing a database together must stay under its `max_connections` (100 by default).
+ */
+export const DEFAULT_PG_POOL_SIZE = 10;
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
@@ -96,6 +104,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): TriadConfig {
     anthropicApiKey,
     anthropicBaseUrl: env.ANTHROPIC_BASE_URL || undefined,
     pgSchema: env.TRIAD_PG_SCHEMA || undefined,
+    pgPoolSize: intEnv(env, 'TRIAD_PG_POOL_SIZE', DEFAULT_PG_POOL_SIZE, 1, 1000),
     leaseTtlMs: intEnv(env, 'TRIAD_LEASE_TTL_MS', 15_000, 100),
     maxActiveRuns: intEnv(env, 'TRIAD_MAX_ACTIVE_RUNS', DEFAULT_MAX_ACTIVE_RUNS, 1),
     recoveryIntervalMs: intEnv(env, 'TRIAD_RECOVERY_INTERVAL_MS', 5_000, 0),
@@ -152,10 +161,12 @@ function trustProxyEnv(raw: string | undefined): boolean | number | string {
   return v;
 }
 
-function intEnv(env: NodeJS.ProcessEnv, name: string, def: number, min: number): number {
+function intEnv(env: NodeJS.ProcessEnv, name: string, def: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return def;
-  if (!/^\d+$/.test(raw) || Number(raw) < min) throw new ConfigError(`${name} must be a whole number ≥ ${min}, got '${raw}'`);
+  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+    throw new ConfigError(`${name} must be a whole number ${max === Number.MAX_SAFE_INTEGER ? `≥ ${min}` : `from ${min} to ${max}`}, got '${raw}'`);
+  }
   return Number(raw);
 }
 

@@ -66,7 +66,11 @@ export async function startServe(env: Record<string, string>): Promise<Serve> {
   await waitFor('triad serve to listen', async () => {
     if (proc.exitCode !== null) throw new Error(`triad serve exited (${proc.exitCode}):\n${stderr}`);
     return stdout.includes('triad listening');
-  }, 60_000);
+  }, 60_000).catch((err: Error) => {
+    // Say what the process was doing (waiting for its store, say), then stop it.
+    proc.kill('SIGKILL');
+    throw new Error(`${err.message}; its stderr:\n${stderr.slice(-2000)}`);
+  });
   return serve;
 }
 
