@@ -6,7 +6,14 @@ import { RUN_STREAM_PREFIX } from './domain/run-events';
 
 import { runIdOfStream } from './run-summary';
 
-/** The durable name of the dispatcher's subscription (its saved position survives restarts). */
+/**
+ * The durable name of the dispatcher's subscription (its saved position survives restarts). One
+ * name for every process sharing the store, on purpose: every process reacts to every event that
+ * wakes a driver, so a position saved by any of them is one up to which some process tried each
+ * event's lease — what it took and then lost with its process is recovery's (expired leases), what
+ * no process had room for waits queued for a free slot. A process starting (a new process id each
+ * time) resumes from there; a position saved behind another's only replays events, which is harmless.
+ */
 export const DISPATCHER_SUBSCRIPTION = 'run-dispatcher';
 
 /**
