@@ -268,10 +268,15 @@ export class RunSupervisor implements OnApplicationShutdown {
         return undefined;
       } finally {
         leaseTaken(leased);
+        // A slot is freed by a driver that ran, or by any attempt while this process was full (a
+        // start may have been refused meanwhile because this attempt counted). An attempt that
+        // found the lease held elsewhere frees nothing: telling recovery would make every process
+        // rescan every active run for each launch another process took.
+        const freesSlot = leased || !this.hasRoom;
         this.drivers.delete(runId);
         this.heartbeat.delete(runId);
         if (leased && !this.shuttingDown) await this.leases.release(runId, this.owner).catch(() => undefined);
-        if (!this.shuttingDown) for (const listener of this.slotListeners) listener();
+        if (freesSlot && !this.shuttingDown) for (const listener of this.slotListeners) listener();
       }
     })();
     this.drivers.set(runId, { driver, done, leased: leasedPromise });
