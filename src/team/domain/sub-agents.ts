@@ -1,5 +1,5 @@
-import type { FileEffect } from '../workspace/workspace-effects';
 import type { AssistantBlock, ChatMessage, ContentBlock, RoleName, StopReason, ToolResultBlock, ToolUseBlock, Usage } from '../models/model.port';
+import type { ToolCallCompletedData } from './run-events';
 
 /**
  * Sub-agents: the pure core. An agent of a run (the executor, or a sub-agent itself) delegates a
@@ -109,18 +109,8 @@ export interface SubAgentToolStartedData {
   at: string;
 }
 
-export interface SubAgentToolCompletedData {
-  path: string;
-  turn: number;
-  toolUseId: string;
-  name: string;
-  output: string;
-  isError: boolean;
-  durationMs: number;
-  outcomeUnknown?: boolean;
-  /** What the call changed in the run's workspace, as on ToolCallCompleted (tools that may change it). */
-  files?: FileEffect[];
-}
+/** A sub-agent's tool call, recorded as a role's is (ToolCallCompleted, file effects included), under its path instead of a role. */
+export type SubAgentToolCompletedData = Omit<ToolCallCompletedData, 'role'> & { path: string };
 
 export interface SubAgentCompletedData {
   path: string;
