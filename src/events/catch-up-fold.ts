@@ -34,8 +34,6 @@ export class CatchUpFold {
     private readonly name: string,
     private readonly apply: (event: RecordedEvent) => void,
     private readonly logger: FoldLogger,
-    /** What queries are told is failing or behind (default: the `name` read model). */
-    private readonly subject = `the ${name} read model is`,
   ) {}
 
   /** Starts folding in the background (it runs until `close`). */
@@ -84,8 +82,8 @@ export class CatchUpFold {
     const deadline = Date.now() + timeoutMs;
     while (this.position < head) {
       // Failing now (it restarts by itself): say why rather than wait out the deadline.
-      if (this.failed) throw isStoreUnavailable(this.failed) ? new StoreUnavailableError(this.failed.message) : new Error(`${this.subject} failing: ${this.failed.message}`);
-      if (Date.now() > deadline) throw new Error(`${this.subject} behind the store`);
+      if (this.failed) throw isStoreUnavailable(this.failed) ? new StoreUnavailableError(this.failed.message) : new Error(`the ${this.name} read model is failing: ${this.failed.message}`);
+      if (Date.now() > deadline) throw new Error(`the ${this.name} read model is behind the store`);
       await new Promise<void>((resolve) => {
         const done = () => {
           this.waiters.delete(done);

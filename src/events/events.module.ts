@@ -1,8 +1,7 @@
-import { Global, Inject, Logger, Module, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Global, Inject, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { TRIAD_CONFIG } from '../config/config.module';
 import type { TriadConfig } from '../config/config';
-import { EVENT_STORE, type EventStore } from './event-store.port';
-import { READ_MODEL_FEED, ReadModelFeed } from './read-model-feed';
+import { EVENT_STORE } from './event-store.port';
 import { HEALTH_REGISTRY, HealthRegistry } from '../shared/health';
 import { openStorage, STORAGE, type Storage } from '../storage/storage';
 import { METRICS, TriadMetrics } from '../observability/metrics';
@@ -39,25 +38,11 @@ import { eventLogLines } from '../observability/event-log';
         });
       },
     },
-    // One subscription to the whole store feeds every in-memory read model of the process.
-    {
-      provide: READ_MODEL_FEED,
-      inject: [EVENT_STORE, HEALTH_REGISTRY],
-      useFactory: (store: EventStore, health: HealthRegistry) => new ReadModelFeed(store, health, new Logger('ReadModels')),
-    },
   ],
-  exports: [STORAGE, EVENT_STORE, HEALTH_REGISTRY, METRICS, READ_MODEL_FEED],
+  exports: [STORAGE, EVENT_STORE, HEALTH_REGISTRY, METRICS],
 })
-export class EventsModule implements OnModuleInit, OnApplicationShutdown {
-  constructor(
-    @Inject(STORAGE) private readonly storage: Storage,
-    @Inject(READ_MODEL_FEED) private readonly feed: ReadModelFeed,
-  ) {}
-
-  /** Every read model registered with the feed as it was built; folding starts now. */
-  onModuleInit(): void {
-    this.feed.start();
-  }
+export class EventsModule implements OnApplicationShutdown {
+  constructor(@Inject(STORAGE) private readonly storage: Storage) {}
 
   /**
    * Nest runs the shutdown hooks of global modules after every other module's (and, among global
@@ -67,7 +52,6 @@ export class EventsModule implements OnModuleInit, OnApplicationShutdown {
    * onModuleDestroy. The storage then closes its stores, and last its connection (Storage.close).
    */
   async onApplicationShutdown(): Promise<void> {
-    this.feed.close();
     await this.storage.close();
   }
 }

@@ -1,6 +1,7 @@
-import { Inject, Injectable } from '@nestjs/common';
-import type { RecordedEvent } from '../events/event-store.port';
-import { READ_MODEL_FEED, type ReadModelFeed } from '../events/read-model-feed';
+import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { CatchUpFold } from '../events/catch-up-fold';
+import { EVENT_STORE, type EventStore, type RecordedEvent } from '../events/event-store.port';
+import { HEALTH_REGISTRY, type HealthRegistry } from '../shared/health';
 import { runIdOfStream } from '../team/run-summary';
 import type { RunLaunchedData } from '../team/domain/run-events';
 import { evolveProject, initialProjectState } from './domain/project-decider';
@@ -9,20 +10,25 @@ import { PROJECT_EVENT_TYPES, projectIdOfStream, type ProjectEvent, type Project
 const PROJECTION = 'projects';
 
 /**
- * The projects read model (GET /v1/projects), folded from the whole store by the process's
- * `ReadModelFeed` like the runs read model, rebuilt at each boot. It also tells listeners (the project
+ * The projects read model (GET /v1/projects), folded from the whole store by a `CatchUpFold` like
+ * the runs read model, rebuilt at each boot. It also tells listeners (the project
  * reactor) which project an event concerns: the project's own events, and the launch and the end
  * of its task runs.
  */
 @Injectable()
-export class ProjectsProjection {
+export class ProjectsProjection implements OnModuleInit, OnApplicationShutdown {
   private readonly projects = new Map<string, ProjectState>();
   /** Task runs (launched by a project) → their project. */
   private readonly taskRuns = new Map<string, string>();
   private readonly listeners = new Set<(projectId: string) => void>();
+  private readonly fold: CatchUpFold;
 
-  constructor(@Inject(READ_MODEL_FEED) private readonly feed: ReadModelFeed) {
-    feed.register(PROJECTION, (e) => this.apply(e));
+  constructor(@Inject(EVENT_STORE) store: EventStore, @Inject(HEALTH_REGISTRY) health: HealthRegistry) {
+    this.fold = new CatchUpFold(store, health, PROJECTION, (e) => this.apply(e), new Logger(ProjectsProjection.name));
+  }
+
+  onModuleInit(): void {
+    this.fold.start();
   }
 
   /** Called with a project's id after each event that concerns it; returns the unsubscribe. */
@@ -59,7 +65,7 @@ export class ProjectsProjection {
 
   /** Resolves once every event up to the store's current head is folded (bounded wait). */
   catchUp(timeoutMs?: number): Promise<void> {
-    return this.feed.catchUp(timeoutMs);
+    return this.fold.catchUp(timeoutMs);
   }
 
   get(projectId: string): ProjectState | undefined {
@@ -73,4 +79,7 @@ export class ProjectsProjection {
     return filter.limit ? all.slice(0, filter.limit) : all;
   }
 
+  onApplicationShutdown(): void {
+    this.fold.close();
+  }
 }

@@ -1,23 +1,29 @@
-import { Inject, Injectable } from '@nestjs/common';
-import type { RecordedEvent } from '../events/event-store.port';
-import { READ_MODEL_FEED, type ReadModelFeed } from '../events/read-model-feed';
+import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { CatchUpFold } from '../events/catch-up-fold';
+import { EVENT_STORE, type EventStore, type RecordedEvent } from '../events/event-store.port';
+import { HEALTH_REGISTRY, type HealthRegistry } from '../shared/health';
 import { TERMINAL_STATUSES, type RunStatus } from './domain/run-events';
 import { applyToSummary, runIdOfStream, type RunSummary, type RunSummaryState } from './run-summary';
 
-/** Its name in the read-model feed (a failure of its fold is reported under it). */
+/** The name this projection reports its health under. */
 const PROJECTION = 'runs';
 
 /**
- * The runs read model, folded from the whole store by the process's `ReadModelFeed`, so it sees
- * runs written by any process. It is rebuilt from the start at each boot (it lives in memory), and
- * queries wait for it to reach the store's head, so a client reads its own writes.
+ * The runs read model, folded from the whole store by a `CatchUpFold`, so it sees runs written by
+ * any process. It is rebuilt from the start at each boot (it lives in memory), and queries wait
+ * for it to reach the store's head, so a client reads its own writes.
  */
 @Injectable()
-export class RunsProjection {
+export class RunsProjection implements OnModuleInit, OnApplicationShutdown {
   private readonly runs = new Map<string, RunSummaryState>();
+  private readonly fold: CatchUpFold;
 
-  constructor(@Inject(READ_MODEL_FEED) private readonly feed: ReadModelFeed) {
-    feed.register(PROJECTION, (e) => this.apply(e));
+  constructor(@Inject(EVENT_STORE) store: EventStore, @Inject(HEALTH_REGISTRY) health: HealthRegistry) {
+    this.fold = new CatchUpFold(store, health, PROJECTION, (e) => this.apply(e), new Logger(RunsProjection.name));
+  }
+
+  onModuleInit(): void {
+    this.fold.start();
   }
 
   private apply(e: RecordedEvent): void {
@@ -29,7 +35,7 @@ export class RunsProjection {
 
   /** Resolves once every event up to the store's current head is folded (bounded wait). */
   catchUp(timeoutMs?: number): Promise<void> {
-    return this.feed.catchUp(timeoutMs);
+    return this.fold.catchUp(timeoutMs);
   }
 
   get(runId: string): RunSummary | undefined {
@@ -46,4 +52,7 @@ export class RunsProjection {
     return [...this.runs.values()].map((s) => s.summary).filter((s) => !TERMINAL_STATUSES.has(s.status));
   }
 
+  onApplicationShutdown(): void {
+    this.fold.close();
+  }
 }
