@@ -48,16 +48,19 @@ export async function driveHere(ctx: CliContext, app: INestApplicationContext, r
 const ELSEWHERE_POLL_MS = 200;
 
 /**
- * Drives the run here; when a serving process sharing the store took its lease first, waits for
- * that process to bring it to a gate or an end, and takes over if its lease lapses with the run
- * still in flight (that process died). The CLI's answer is the same either way.
+ * Drives the run here; when a serving process sharing the store holds its lease (it took the run
+ * first, or took it over from the driver here after the store or this process stalled past the
+ * lease's TTL), waits for that process to bring it to a gate or an end, and takes over if its lease
+ * lapses with the run still in flight (that process died). The CLI's answer is the same either way.
  */
 async function driveOrAwait(ctx: CliContext, app: INestApplicationContext, runId: string): Promise<void> {
   const supervisor = app.get(RunSupervisor);
   let told = false;
   let unheld = 0;
   for (;;) {
-    if ((await supervisor.start(runId, { overCap: true })) !== undefined) return;
+    // A state: the driver here ran and stopped — at a gate or an end, on its own (shutdown, a store
+    // fault), or because another process took the lease over (then that process drives on).
+    const drove = (await supervisor.start(runId, { overCap: true })) !== undefined;
     const run = await readRun(app, runId);
     if (SETTLED.has(run.status)) return;
     const holder = await supervisor.drivenElsewhere(runId);
@@ -65,8 +68,8 @@ async function driveOrAwait(ctx: CliContext, app: INestApplicationContext, runId
       unheld = 0;
       if (!told) ctx.output.err(`run ${runId} is driven by another process (${holder}); waiting for it to reach a gate or an end\n`);
       told = true;
-    } else if (++unheld >= 3) {
-      // Nobody holds it and the driver here keeps stopping (the store is failing): say where it is.
+    } else if (drove || ++unheld >= 3) {
+      // Nobody holds it and the driver here stopped on its own (or keeps stopping): say where it is.
       return;
     }
     await new Promise((resolve) => setTimeout(resolve, ELSEWHERE_POLL_MS));
