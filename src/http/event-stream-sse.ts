@@ -59,8 +59,9 @@ export async function streamEventsAsSse(sse: StreamSse, req: Request, res: Respo
     if (last === undefined || !isEnd(last)) {
       const sub = store.subscribe({ after: last?.position ?? 0, filter: { streamPrefixes: [stream] }, signal: controller.signal });
       for await (const e of sub) {
-        if (e.streamId !== stream || e.revision < from) continue;
-        send(e);
+        if (e.streamId !== stream) continue;
+        // Before `from` (a client resuming past the head): not sent, but its end still ends the response.
+        if (e.revision >= from) send(e);
         if (isEnd(e)) break;
       }
     }

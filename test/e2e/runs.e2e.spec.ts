@@ -285,6 +285,16 @@ describe('events: JSON and SSE', () => {
     for (let e = await reader.next(10_000); e !== undefined; e = await reader.next(10_000)) if (e.id !== undefined) types.push(e.event);
     expect(types).toEqual(['ReviewDecided', 'RunEnded']);
   });
+
+  it('SSE resumed past the head of a run waiting for a human sends nothing before its id, and still closes when the run ends', async () => {
+    const waiting = await launch();
+    const run = await runUntil(waiting, (r) => r.status === 'awaiting_review');
+    const reader = sseReader(await e2e.fetch('GET', `/v1/runs/${waiting}/events`, { headers: { accept: 'text/event-stream', 'last-event-id': '100000' } }));
+    const approved = await e2e.request('POST', `/v1/reviews/${run.pendingReview!.reviewId}/approve`, { as: 'reviewer', body: { reason: 'looks right' } });
+    expect(approved.status).toBe(200);
+    // Comment frames (heartbeats) are skipped by the reader: the first thing seen is the end of the response.
+    expect(await reader.next(10_000)).toBeUndefined();
+  });
 });
 
 describe('idempotency keys', () => {
