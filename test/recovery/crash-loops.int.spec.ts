@@ -3,21 +3,21 @@ import { join } from 'node:path';
 import type { RecordedEvent } from '../../src/events/event-store.port';
 import { SqliteEventStore } from '../../src/events/sqlite.event-store';
 import type { LaunchRunInput } from '../../src/team/launch';
-import { tempDir } from '../support/temp-dir';
 import {
   callKey,
+  type Child,
   completionsByCallKey,
+  crashScene,
   duplicates,
   jsonLines,
   killHard,
+  type ModelCallLine,
   runEvents,
   runState,
   spawnChild,
   statusOf,
   terminate,
   waitFor,
-  type Child,
-  type ModelCallLine,
 } from './crash-support';
 
 // kill -9 in runs whose roles plan first: hybrid executors, a hybrid and a plan_execute reviewer, a
@@ -101,18 +101,11 @@ function loopOrderProblems(events: RecordedEvent[]): string[] {
 
 describe('kill -9 in plan-first loops', () => {
   it('every run reaches its gate; each plan and step event once, in order; no model turn recorded twice', async () => {
-    const dir = tempDir('triad-crash-loops-');
-    const dataDir = join(dir.path, 'data');
-    const callsLog = join(dir.path, 'calls.log');
-    const env = {
-      TRIAD_DATA_DIR: dataDir,
-      TRIAD_STORE: 'sqlite',
+    const { dir, dataDir, callsLog, env } = crashScene('triad-crash-loops-', {
       TRIAD_LEASE_TTL_MS: String(TTL_MS),
-      TRIAD_RECOVERY_INTERVAL_MS: '100',
       TRIAD_CHECKPOINT_EVERY_TURNS: '3',
       CRASH_LATENCY_MS: '5-30',
-      CRASH_CALLS_LOG: callsLog,
-    };
+    });
     const children: Child[] = [];
     let store: SqliteEventStore | undefined;
     try {

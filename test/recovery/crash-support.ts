@@ -1,10 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { EventStore, RecordedEvent } from '../../src/events/event-store.port';
 import { toRunStreamId } from '../../src/team/domain/run-events';
 import { foldRun, initialRunState, runStatus, type RunState } from '../../src/team/domain/run-state';
 import { loadRunHistory } from '../../src/team/run-history';
+import { tempDir } from '../support/temp-dir';
 export { waitFor } from '../support/wait-for';
 
 /** Spawning and observing test/support/crash-child.js: a real triad process over dist/. */
@@ -28,6 +29,42 @@ export interface Child {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   readonly stdout: string;
   readonly stderr: string;
+}
+
+/** A crash test's scratch directory, and the environment every process of the test shares. */
+export interface CrashScene {
+  dir: { path: string; remove(): void };
+  dataDir: string;
+  /** The model calls of every process, one JSON line each (CRASH_CALLS_LOG). */
+  callsLog: string;
+  /** With `logEvents`: the events every process appended, one JSON line each (CRASH_EVENTS_LOG). */
+  eventsLog: string;
+  env: Record<string, string>;
+}
+
+/**
+ * The store (SQLite in a directory of its own), recovery every 100 ms and the model-call log that
+ * every crash test's processes share; `env` adds the test's own settings (lease TTL, latencies…).
+ */
+export function crashScene(prefix: string, env: Record<string, string>, options: { logEvents?: boolean } = {}): CrashScene {
+  const dir = tempDir(prefix);
+  const dataDir = join(dir.path, 'data');
+  const callsLog = join(dir.path, 'calls.log');
+  const eventsLog = join(dir.path, 'events.log');
+  return {
+    dir,
+    dataDir,
+    callsLog,
+    eventsLog,
+    env: {
+      TRIAD_DATA_DIR: dataDir,
+      TRIAD_STORE: 'sqlite',
+      TRIAD_RECOVERY_INTERVAL_MS: '100',
+      CRASH_CALLS_LOG: callsLog,
+      ...(options.logEvents ? { CRASH_EVENTS_LOG: eventsLog } : {}),
+      ...env,
+    },
+  };
 }
 
 export function spawnChild(env: Record<string, string | undefined>): Child {

@@ -11,19 +11,19 @@ import { launchRun, type LaunchRunInput } from '../../src/team/launch';
 import { OFFLINE_MODEL_ID } from '../../src/team/models/offline.model';
 import { newRunId } from '../../src/shared/system';
 import { foldProject, runIdForIdempotencyKeyOf } from '../projects/project-support';
-import { tempDir } from '../support/temp-dir';
 import {
+  type Child,
   completionsByCallKey,
+  crashScene,
   duplicates,
   jsonLines,
   killHard,
+  type ModelCallLine,
   runEvents,
   runState,
   spawnChild,
   terminate,
   waitFor,
-  type Child,
-  type ModelCallLine,
 } from './crash-support';
 
 // kill -9 at random moments of runs that delegate to sub-agents and of two projects (graphs of team
@@ -92,18 +92,11 @@ const isTerminal = (type: string) => ['SubAgentCompleted', 'SubAgentFailed', 'Su
 
 describe('kill -9 at random moments of runs with sub-agents and of projects', () => {
   it('every run and project reaches its gate or end; no ended sub-agent runs again; no sub-agent turn, plan or task launch is recorded twice', async () => {
-    const dir = tempDir('triad-crash-teams-');
-    const dataDir = join(dir.path, 'data');
-    const callsLog = join(dir.path, 'calls.log');
-    const env = {
-      TRIAD_DATA_DIR: dataDir,
-      TRIAD_STORE: 'sqlite',
+    const { dir, dataDir, callsLog, env } = crashScene('triad-crash-teams-', {
       TRIAD_LEASE_TTL_MS: '300',
-      TRIAD_RECOVERY_INTERVAL_MS: '100',
       TRIAD_CHECKPOINT_EVERY_TURNS: '3',
       CRASH_LATENCY_MS: '5-30',
-      CRASH_CALLS_LOG: callsLog,
-    };
+    });
     const children: Child[] = [];
     let store: SqliteEventStore | undefined;
     try {

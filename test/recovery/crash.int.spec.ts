@@ -5,20 +5,20 @@ import { SqliteEventStore } from '../../src/events/sqlite.event-store';
 import { launchRun, type LaunchRunInput } from '../../src/team/launch';
 import { OFFLINE_MODEL_ID } from '../../src/team/models/offline.model';
 import { newRunId } from '../../src/shared/system';
-import { tempDir } from '../support/temp-dir';
 import {
   callKey,
+  type Child,
   completionsByCallKey,
+  crashScene,
   duplicates,
   jsonLines,
   killHard,
+  type ModelCallLine,
   runEvents,
   spawnChild,
   statusOf,
   terminate,
   waitFor,
-  type Child,
-  type ModelCallLine,
 } from './crash-support';
 
 // Crash recovery with real kills: a triad process (the real app, SQLite store, offline model with
@@ -44,21 +44,17 @@ const endStatus = (input: LaunchRunInput) => (input.reviewPolicy?.humanGate ? 'a
 
 describe('kill -9 at random moments', () => {
   it('every run reaches its end; no model turn or tool call is recorded twice; no recorded turn is called again', async () => {
-    const dir = tempDir('triad-crash-');
-    const dataDir = join(dir.path, 'data');
-    const callsLog = join(dir.path, 'calls.log');
-    const env = {
-      TRIAD_DATA_DIR: dataDir,
-      TRIAD_STORE: 'sqlite',
-      TRIAD_LEASE_TTL_MS: String(TTL_MS),
-      TRIAD_RECOVERY_INTERVAL_MS: '100',
-      TRIAD_CHECKPOINT_EVERY_TURNS: '3',
-      CRASH_LATENCY_MS: '5-30',
-      // The architect's two turns would be over in ~50 ms: slower, so that kills land in planning too.
-      CRASH_ROLE_LATENCY_MS: 'architect=60-150',
-      CRASH_CALLS_LOG: callsLog,
-      CRASH_EVENTS_LOG: join(dir.path, 'events.log'),
-    };
+    const { dir, dataDir, callsLog, env } = crashScene(
+      'triad-crash-',
+      {
+        TRIAD_LEASE_TTL_MS: String(TTL_MS),
+        TRIAD_CHECKPOINT_EVERY_TURNS: '3',
+        CRASH_LATENCY_MS: '5-30',
+        // The architect's two turns would be over in ~50 ms: slower, so that kills land in planning too.
+        CRASH_ROLE_LATENCY_MS: 'architect=60-150',
+      },
+      { logEvents: true },
+    );
     const children: Child[] = [];
     let store: SqliteEventStore | undefined;
     try {

@@ -7,22 +7,22 @@ import { SqliteEventStore } from '../../src/events/sqlite.event-store';
 import type { RecordedEvent } from '../../src/events/event-store.port';
 import { SqliteRunLeases } from '../../src/team/leases/run-leases';
 import type { LaunchRunInput } from '../../src/team/launch';
-import { tempDir } from '../support/temp-dir';
 import {
   callKey,
+  type Child,
   CLI,
   completionsByCallKey,
+  crashScene,
   duplicates,
   jsonLines,
   killHard,
+  type ModelCallLine,
   runEvents,
   runState,
   spawnChild,
   statusOf,
   terminate,
   waitFor,
-  type Child,
-  type ModelCallLine,
 } from './crash-support';
 
 // SIGTERM: a process driving runs aborts its model calls, records each active run as suspended
@@ -36,17 +36,7 @@ const LAUNCHES: LaunchRunInput[] = Array.from({ length: 4 }, (_, i) => ({ goal: 
 const OPERATOR_KEY = 'op-secret-0123456789';
 
 describe('SIGTERM suspends runs; they resume and finish', () => {
-  const dir = tempDir('triad-sigterm-');
-  const dataDir = join(dir.path, 'data');
-  const callsLog = join(dir.path, 'calls.log');
-  const env = {
-    TRIAD_DATA_DIR: dataDir,
-    TRIAD_STORE: 'sqlite',
-    TRIAD_LEASE_TTL_MS: '2000',
-    TRIAD_RECOVERY_INTERVAL_MS: '100',
-    CRASH_CALLS_LOG: callsLog,
-    CRASH_EVENTS_LOG: join(dir.path, 'events.log'),
-  };
+  const { dir, dataDir, callsLog, env } = crashScene('triad-sigterm-', { TRIAD_LEASE_TTL_MS: '2000' }, { logEvents: true });
   const children: Child[] = [];
   let store: SqliteEventStore;
   let runIds: string[];

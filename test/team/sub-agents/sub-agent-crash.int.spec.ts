@@ -1,7 +1,17 @@
 import { join } from 'node:path';
 import { SqliteEventStore } from '../../../src/events/sqlite.event-store';
-import { tempDir } from '../../support/temp-dir';
-import { jsonLines, killHard, runEvents, spawnChild, statusOf, terminate, waitFor, type Child, type ModelCallLine } from '../../recovery/crash-support';
+import {
+  type Child,
+  crashScene,
+  jsonLines,
+  killHard,
+  type ModelCallLine,
+  runEvents,
+  spawnChild,
+  statusOf,
+  terminate,
+  waitFor,
+} from '../../recovery/crash-support';
 
 // One kill -9 after a sub-agent completed: the process that takes the run over continues it from
 // the log, and never runs the finished sub-agent again.
@@ -9,17 +19,10 @@ jest.setTimeout(300_000);
 
 describe('a crash after a sub-agent completed', () => {
   it('the next process finishes the run without calling the sub-agent\'s model again', async () => {
-    const dir = tempDir('triad-subagent-crash-');
-    const dataDir = join(dir.path, 'data');
-    const callsLog = join(dir.path, 'calls.log');
-    const env = {
-      TRIAD_DATA_DIR: dataDir,
-      TRIAD_STORE: 'sqlite',
+    const { dir, dataDir, callsLog, env } = crashScene('triad-subagent-crash-', {
       TRIAD_LEASE_TTL_MS: '300',
-      TRIAD_RECOVERY_INTERVAL_MS: '100',
       CRASH_LATENCY_MS: '1-5',
-      CRASH_CALLS_LOG: callsLog,
-    };
+    });
     const launch = { goal: 'Delegate hello.txt', acceptanceCriteria: ['delegate to a coder: file hello.txt contains "Hello"'], reviewPolicy: { humanGate: true } };
     const children: Child[] = [];
     let store: SqliteEventStore | undefined;
