@@ -95,25 +95,18 @@ export async function inChatSpan<R extends ChatResult>(call: ChatCall, work: () 
     attributes['gen_ai.system_instructions'] = JSON.stringify([{ type: 'text', content: call.system }]);
     attributes['gen_ai.input.messages'] = JSON.stringify(call.messages);
   }
-  return tracer().startActiveSpan(`chat ${call.model}`, { kind: SpanKind.CLIENT, attributes }, async (span) => {
-    try {
-      const result = await work();
-      span.setAttributes({
-        'gen_ai.response.model': result.model,
-        'gen_ai.response.finish_reasons': [result.stopReason],
-        'gen_ai.usage.input_tokens': result.usage.inputTokens,
-        'gen_ai.usage.output_tokens': result.usage.outputTokens,
-      });
-      if (result.usage.cacheReadTokens !== undefined) span.setAttribute('gen_ai.usage.cache_read.input_tokens', result.usage.cacheReadTokens);
-      if (result.usage.cacheWriteTokens !== undefined) span.setAttribute('gen_ai.usage.cache_creation.input_tokens', result.usage.cacheWriteTokens);
-      if (content) span.setAttribute('gen_ai.output.messages', JSON.stringify([{ role: 'assistant', content: result.content, finish_reason: result.stopReason }]));
-      return result;
-    } catch (err) {
-      failed(span, err);
-      throw err;
-    } finally {
-      span.end();
-    }
+  return inActiveSpan(`chat ${call.model}`, SpanKind.CLIENT, attributes, async (span) => {
+    const result = await work();
+    span.setAttributes({
+      'gen_ai.response.model': result.model,
+      'gen_ai.response.finish_reasons': [result.stopReason],
+      'gen_ai.usage.input_tokens': result.usage.inputTokens,
+      'gen_ai.usage.output_tokens': result.usage.outputTokens,
+    });
+    if (result.usage.cacheReadTokens !== undefined) span.setAttribute('gen_ai.usage.cache_read.input_tokens', result.usage.cacheReadTokens);
+    if (result.usage.cacheWriteTokens !== undefined) span.setAttribute('gen_ai.usage.cache_creation.input_tokens', result.usage.cacheWriteTokens);
+    if (content) span.setAttribute('gen_ai.output.messages', JSON.stringify([{ role: 'assistant', content: result.content, finish_reason: result.stopReason }]));
+    return result;
   });
 }
 
@@ -139,15 +132,22 @@ export async function inToolSpan<R extends { isError?: boolean; output?: string 
   };
   const content = captureMessageContent();
   if (content) attributes['gen_ai.tool.call.arguments'] = JSON.stringify(call.input);
-  return tracer().startActiveSpan(`execute_tool ${call.name}`, { kind: SpanKind.INTERNAL, attributes }, async (span) => {
+  return inActiveSpan(`execute_tool ${call.name}`, SpanKind.INTERNAL, attributes, async (span) => {
+    const result = await work();
+    if (content && typeof result.output === 'string') span.setAttribute('gen_ai.tool.call.result', result.output);
+    if (result.isError) {
+      span.setAttribute('error.type', 'tool_error');
+      span.setStatus({ code: SpanStatusCode.ERROR });
+    }
+    return result;
+  });
+}
+
+/** `body` inside an active span that ends with it; a throw marks the span failed and goes on. */
+function inActiveSpan<R>(name: string, kind: SpanKind, attributes: Attributes, body: (span: Span) => Promise<R>): Promise<R> {
+  return tracer().startActiveSpan(name, { kind, attributes }, async (span) => {
     try {
-      const result = await work();
-      if (content && typeof result.output === 'string') span.setAttribute('gen_ai.tool.call.result', result.output);
-      if (result.isError) {
-        span.setAttribute('error.type', 'tool_error');
-        span.setStatus({ code: SpanStatusCode.ERROR });
-      }
-      return result;
+      return await body(span);
     } catch (err) {
       failed(span, err);
       throw err;
