@@ -259,6 +259,18 @@ function SubAgentTree({ agents }: { agents: SubAgentSummary[] }) {
   );
 }
 
+/** A reviewer's findings, as a list (nothing when there are none). */
+function Findings({ findings }: { findings: string[] }) {
+  if (findings.length === 0) return null;
+  return (
+    <ul>
+      {findings.map((f, i) => (
+        <li key={i}>{f}</li>
+      ))}
+    </ul>
+  );
+}
+
 function TimelineItem({ e }: { e: Typed }) {
   const head = (kind: string, rest: string) => (
     <div class="head">
@@ -277,13 +289,7 @@ function TimelineItem({ e }: { e: Typed }) {
         <li class="item phase">
           {head('Iteration', `${e.data.iteration} (${e.data.reason.replace(/_/g, ' ')})`)}
           {e.data.feedback ? <p>Feedback: {e.data.feedback}</p> : null}
-          {e.data.findings.length > 0 ? (
-            <ul>
-              {e.data.findings.map((f, i) => (
-                <li key={i}>{f}</li>
-              ))}
-            </ul>
-          ) : null}
+          <Findings findings={e.data.findings} />
         </li>
       );
     case 'ModelCallStarted':
@@ -363,13 +369,7 @@ function TimelineItem({ e }: { e: Typed }) {
         <li class="item">
           {head('Verdict', `${e.data.verdict} · iteration ${e.data.iteration}`)}
           <div class="text">{e.data.summary}</div>
-          {e.data.findings.length > 0 ? (
-            <ul>
-              {e.data.findings.map((f, i) => (
-                <li key={i}>{f}</li>
-              ))}
-            </ul>
-          ) : null}
+          <Findings findings={e.data.findings} />
         </li>
       );
     case 'BudgetExceeded':
