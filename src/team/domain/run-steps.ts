@@ -322,6 +322,19 @@ export function toolCallRequested(role: RoleName, turn: number, call: ToolUseBlo
   return { type: 'ToolCallRequested', data: { role, turn, toolUseId: call.id, name: call.name, input: call.input, at } };
 }
 
+/** What a completed tool call records, whoever made it (a role: ToolCallCompleted; a sub-agent: SubAgentToolCompleted). */
+export function completedCallData(turn: number, call: ToolUseBlock, outcome: { output: string; isError: boolean }, durationMs: number, outcomeUnknown = false) {
+  return {
+    turn,
+    toolUseId: call.id,
+    name: call.name,
+    output: outcome.output,
+    isError: outcome.isError,
+    durationMs,
+    ...(outcomeUnknown ? { outcomeUnknown: true } : {}),
+  };
+}
+
 export function toolCallCompleted(
   role: RoleName,
   turn: number,
@@ -330,19 +343,7 @@ export function toolCallCompleted(
   durationMs: number,
   outcomeUnknown = false,
 ): TeamRunEvent {
-  return {
-    type: 'ToolCallCompleted',
-    data: {
-      role,
-      turn,
-      toolUseId: call.id,
-      name: call.name,
-      output: outcome.output,
-      isError: outcome.isError,
-      durationMs,
-      ...(outcomeUnknown ? { outcomeUnknown: true } : {}),
-    },
-  };
+  return { type: 'ToolCallCompleted', data: { role, ...completedCallData(turn, call, outcome, durationMs, outcomeUnknown) } };
 }
 
 /** A submit tool call, checked by the shell (`validateSubmission`): its result, and the submission when valid. */

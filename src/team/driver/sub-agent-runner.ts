@@ -4,6 +4,7 @@ import { costOf } from '../models/pricing';
 import type { ToolOutcome } from '../tools/tool.port';
 import { totalTokens } from '../domain/run-state';
 import type { TeamRunEvent } from '../domain/run-events';
+import { completedCallData } from '../domain/run-steps';
 import {
   decideSpawn,
   nextSubAgentStep,
@@ -157,20 +158,7 @@ async function driveSubAgent(ctx: StepContext, path: string, phaseRole: RoleName
 }
 
 function toolCompleted(path: string, turn: number, call: ToolUseBlock, outcome: ToolOutcome, durationMs: number, outcomeUnknown?: boolean, files?: FileEffect[]): TeamRunEvent {
-  return {
-    type: 'SubAgentToolCompleted',
-    data: {
-      path,
-      turn,
-      toolUseId: call.id,
-      name: call.name,
-      output: outcome.output,
-      isError: outcome.isError,
-      durationMs,
-      ...(outcomeUnknown ? { outcomeUnknown: true } : {}),
-      ...(files ? { files } : {}),
-    },
-  };
+  return { type: 'SubAgentToolCompleted', data: { path, ...completedCallData(turn, call, outcome, durationMs, outcomeUnknown), ...(files ? { files } : {}) } };
 }
 
 /** One tool call of a sub-agent, confined to its tools; undefined when the run stopped meanwhile. */
