@@ -89,6 +89,8 @@ export function describeEvent(recorded: RecordedEvent): string | undefined {
       return `step      ${e.data.role} ${e.data.index} done: ${short(e.data.summary, 80)}`;
     case 'LoopStepFailed':
       return `step      ${e.data.role} ${e.data.index} failed (${e.data.cause.replace(/_/g, ' ')}): ${short(e.data.reason, 80)}`;
+    case 'DriverClaimed':
+      return `driver    ${e.data.owner} drives the run`;
     case 'WorkspaceUnrecoverable':
       return `workspace cannot be rebuilt from the events (${e.data.owner}): ${short(e.data.paths.map((p) => `${p.path}: ${p.reason}`).join('; '), 90)}`;
     default:

@@ -1,0 +1,11 @@
+import type { RecordedEvent } from '../../src/events/event-store.port';
+import { describeEvent } from '../../src/cli/format';
+
+const recorded = (type: string, data: unknown): RecordedEvent =>
+  ({ id: 'e1', streamId: 'run-r1', revision: 1, position: 2, type, data, metadata: {}, recordedAt: '2026-11-24T00:00:00.000Z' }) as unknown as RecordedEvent;
+
+describe('describeEvent: a line of `triad run --follow` per event', () => {
+  it('given a DriverClaimed, then it names the process that drives the run (a takeover shows as a second one)', () => {
+    expect(describeEvent(recorded('DriverClaimed', { owner: 'proc:host:4242', at: '2026-11-24T00:00:00.000Z' }))).toBe('driver    proc:host:4242 drives the run');
+  });
+});
