@@ -118,6 +118,13 @@ export interface SubscribeOptions {
   signal?: AbortSignal;
 }
 
+/** A subscription's page read from a shared tail: the events, and how far the scan reached. */
+export interface TailPage {
+  events: RecordedEvent[];
+  /** No event matching the filter exists in (after, scannedTo] besides those returned. */
+  scannedTo: number;
+}
+
 /**
  * A catch-up subscription: history first, then live events, as an async iterator. It reads a page
  * only when the consumer has drained the previous one (backpressure by pulling).
@@ -169,6 +176,11 @@ export interface EventStore {
   /** The position of the last committed event (0 when the store is empty). */
   headPosition(): Promise<number>;
   subscribe(options?: SubscribeOptions): Subscription;
+  /**
+   * Optional: a live subscription's read near the head, shared by every subscription of the
+   * process (SharedTail). Undefined when `after` lies before what it holds: read the store then.
+   */
+  readTail?(after: number, maxCount: number, filter?: EventFilter): Promise<TailPage | undefined>;
   /** Resolves when an event past `after` may exist, or after `timeoutMs`; used by subscriptions. */
   waitForEvents(after: number, timeoutMs: number, signal?: AbortSignal): Promise<void>;
   loadCheckpoint(name: string): Promise<number | null>;

@@ -3,6 +3,11 @@ export class PositionNotifier {
   private head = 0;
   private waiters = new Set<{ after: number; resolve: () => void }>();
 
+  /** The highest position notified so far. */
+  get known(): number {
+    return this.head;
+  }
+
   notify(position: number): void {
     if (position > this.head) this.head = position;
     for (const w of this.waiters) {

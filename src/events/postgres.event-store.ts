@@ -15,7 +15,9 @@ import {
   type RecordedEvent,
   type StreamExtent,
   type SubscribeOptions,
+  type EventFilter,
   type Subscription,
+  type TailPage,
 } from './event-store.port';
 import type { StoreOptions } from './in-memory.event-store';
 import { PositionNotifier } from './position-notifier';
@@ -36,6 +38,7 @@ import {
   type StoredRow,
 } from './prepare';
 import { extentBatches, pagesByReadStream, streamWindow } from './read-helpers';
+import { SharedTail } from './shared-tail';
 import { CatchUpSubscription } from './subscription';
 
 export interface PostgresStoreOptions extends StoreOptions {
@@ -77,6 +80,8 @@ interface AppendRow {
 export class PostgresEventStore implements EventStore {
   readonly kind = 'postgres';
   private readonly notifier = new PositionNotifier();
+  /** What is new, read once for all of this process's subscriptions. */
+  readonly tail: SharedTail;
   private readonly maxEventBytes: number;
   private readonly listener: PostgresAppendListener;
   private closed = false;
@@ -93,6 +98,16 @@ export class PostgresEventStore implements EventStore {
     this.maxEventBytes = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
     this.sql = postgresStatements(schema);
     this.listener = new PostgresAppendListener(options.url, channel, (position) => this.notifier.notify(position));
+    this.tail = new SharedTail({
+      readAfter: async (after, maxCount) => {
+        const q = readAllQuery(this.sql.events, { after, maxCount });
+        const { rows } = await this.query<StoredRow>(q.text, q.values);
+        return rows.map((r) => ({ event: decodeRow(r, this.options.upcasters), storedType: r.type, size: r.data.length + r.metadata.length }));
+      },
+      readHead: () => this.headPosition(),
+      knownHead: () => this.notifier.known,
+      announce: (position) => this.notifier.notify(position),
+    });
   }
 
   /**
@@ -310,6 +325,11 @@ export class PostgresEventStore implements EventStore {
 
   subscribe(options: SubscribeOptions = {}): Subscription {
     return new CatchUpSubscription(this, options);
+  }
+
+  /** One read of what is new for all of this process's subscriptions (see SharedTail), woken by NOTIFY. */
+  readTail(after: number, maxCount: number, filter?: EventFilter): Promise<TailPage | undefined> {
+    return this.tail.read(after, maxCount, filter);
   }
 
   waitForEvents(after: number, timeoutMs: number, signal?: AbortSignal): Promise<void> {

@@ -16,7 +16,9 @@ import {
   type RecordedEvent,
   type StreamExtent,
   type SubscribeOptions,
+  type EventFilter,
   type Subscription,
+  type TailPage,
 } from './event-store.port';
 import type { StoreOptions } from './in-memory.event-store';
 import { PositionNotifier } from './position-notifier';
@@ -40,6 +42,7 @@ import { EXTENT_BATCH_STREAMS, extentBatches, pageCount, pagesWindow, streamWind
 import { migrateSqliteEventStore, openSqliteDatabase, type SqliteDatabaseOptions } from './sqlite.database';
 import { decodePageText, extentsQuery, readAllQuery, sqliteStatements } from './sqlite.queries';
 import { SqliteReadAhead } from './sqlite-read-ahead';
+import { SharedTail } from './shared-tail';
 import { CatchUpSubscription } from './subscription';
 import { WalSync } from './wal-sync';
 
@@ -99,6 +102,8 @@ export class SqliteEventStore implements EventStore {
   /** The store's connection (benchmarks and tests read and alter the file through it). */
   readonly db: Database.Database;
   private readonly notifier = new PositionNotifier();
+  /** What is new, read once for all of this process's subscriptions. */
+  readonly tail: SharedTail;
   private readonly maxEventBytes: number;
   private readonly readAllCache = new Map<string, Database.Statement>();
   private fullExtentBatch: Database.Statement | undefined;
@@ -137,6 +142,15 @@ export class SqliteEventStore implements EventStore {
       if (this.ownsDb) this.db.close();
       throw err;
     }
+    this.tail = new SharedTail({
+      readAfter: async (after, maxCount) => {
+        const rows = this.readAllStatement(undefined).stmt.all(after, maxCount) as RawRow[];
+        return rows.map((r) => ({ event: decodeRawRow(r, this.options.upcasters), storedType: r[4], size: r[5].length + r[6].length }));
+      },
+      readHead: () => this.headPosition(),
+      knownHead: () => this.notifier.known,
+      announce: (position) => this.notifier.notify(position),
+    });
     this.readAhead = new SqliteReadAhead(this.file, require.resolve('better-sqlite3'));
     this.stmts = sqliteStatements(this.db);
     this.appendTx = this.db.transaction((streamId: string, expected, prepared: ReturnType<typeof prepareEvents>) => {
@@ -405,17 +419,23 @@ export class SqliteEventStore implements EventStore {
   }
 
   async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
-    const { sql, params } = readAllQuery(options.filter);
-    let stmt = this.readAllCache.get(sql);
-    if (!stmt) {
-      stmt = this.db.prepare(sql).raw(true);
-      this.readAllCache.set(sql, stmt);
-    }
+    const { stmt, params } = this.readAllStatement(options.filter);
     const rows = stmt.all(options.after ?? 0, ...params, options.maxCount ?? -1) as RawRow[];
     const upcasters = this.options.upcasters;
     const out = new Array<RecordedEvent>(rows.length);
     for (let i = 0; i < rows.length; i++) out[i] = decodeRawRow(rows[i], upcasters);
     return out;
+  }
+
+  /** readAll's statement for a filter's shape (prepared once) and the filter's parameters. */
+  private readAllStatement(filter: EventFilter | undefined): { stmt: Database.Statement; params: (string | number)[] } {
+    const { sql, params } = readAllQuery(filter);
+    let stmt = this.readAllCache.get(sql);
+    if (!stmt) {
+      stmt = this.db.prepare(sql).raw(true);
+      this.readAllCache.set(sql, stmt);
+    }
+    return { stmt, params };
   }
 
   /** Fails once the store cannot make writes durable, so health checks report it. */
@@ -427,6 +447,11 @@ export class SqliteEventStore implements EventStore {
 
   subscribe(options: SubscribeOptions = {}): Subscription {
     return new CatchUpSubscription(this, options);
+  }
+
+  /** One read of what is new for all of this process's subscriptions (see SharedTail). */
+  readTail(after: number, maxCount: number, filter?: EventFilter): Promise<TailPage | undefined> {
+    return this.tail.read(after, maxCount, filter);
   }
 
   waitForEvents(after: number, timeoutMs: number, signal?: AbortSignal): Promise<void> {

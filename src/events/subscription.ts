@@ -1,5 +1,6 @@
 import { isStoreUnavailable } from './errors';
-import type { EventStore, RecordedEvent, SubscribeOptions, Subscription } from './event-store.port';
+import type { EventStore, RecordedEvent, SubscribeOptions, Subscription, TailPage } from './event-store.port';
+import { deepFreeze } from './shared-tail';
 import { pause, storeBackoffMs } from './store-retry';
 
 const DEFAULT_BATCH = 256;
@@ -48,32 +49,39 @@ export class CatchUpSubscription implements Subscription {
     this.current = after ?? 0;
     const batchSize = this.options.batchSize ?? DEFAULT_BATCH;
     let scanned = this.current;
-    const filter = this.options.filter;
     while (!this.closed) {
-      // With a filter, read the head first: when the filtered page comes back short, no matching
-      // event exists up to that head (everything at or below it was committed before the read),
-      // so the scan can skip ahead without missing one.
       const from = scanned;
-      const read = await this.retrying(async () => [
-        filter ? await this.store.headPosition() : 0,
-        await this.store.readAll({ after: from, maxCount: batchSize, filter }),
-      ] as const);
-      if (!read || this.closed) return;
-      const [head, page] = read;
-      for (const event of page) {
+      const page = await this.retrying(() => this.readPage(from, batchSize));
+      if (!page || this.closed) return;
+      for (const event of page.events) {
         if (this.closed) return;
         this.current = event.position;
         yield event;
       }
-      if (page.length > 0) scanned = page[page.length - 1].position;
-      if (page.length === batchSize) continue;
-      if (head > scanned) {
-        scanned = head;
-        continue;
-      }
-      if (page.length > 0) continue;
+      scanned = Math.max(scanned, page.scannedTo);
+      // Read again at once while reads move on; wait for news only after one that found nothing.
+      if (scanned > from) continue;
       await this.store.waitForEvents(scanned, POLL_MS, this.abort.signal);
     }
+  }
+
+  /**
+   * The next page after `after`: from the process's shared tail when the store keeps one and
+   * `after` lies within it, else from the store. With a filter, the store's head is read first:
+   * when the filtered page comes back short, no matching event exists up to that head
+   * (everything at or below it was committed before the read), so the scan can skip ahead
+   * without missing one.
+   */
+  private async readPage(after: number, batchSize: number): Promise<TailPage> {
+    const filter = this.options.filter;
+    const tail = await this.store.readTail?.(after, batchSize, filter);
+    if (tail) return tail;
+    const head = filter ? await this.store.headPosition() : 0;
+    const events = await this.store.readAll({ after, maxCount: batchSize, filter });
+    // Frozen like the tail's, so that a consumer that changes an event fails the same way whichever path it came by.
+    for (const event of events) deepFreeze(event);
+    const last = events.length > 0 ? events[events.length - 1].position : after;
+    return { events, scannedTo: events.length === batchSize ? last : Math.max(last, head) };
   }
 
   /** Runs `read` until the store answers; undefined once the subscription is closed. */

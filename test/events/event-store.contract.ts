@@ -240,6 +240,52 @@ export function eventStoreContract(name: string, makeHarness: () => ContractHarn
         const all = await store.readAll();
         expect(all.map((e) => e.id)).toEqual(ids);
       });
+
+      it('many subscribers of one process, each with its filter, while this and another process write: each sees exactly what a filtered read returns', async () => {
+        const other = harness.reopen ? await harness.reopen() : store;
+        if (harness.reopen) opened.push(other);
+        await store.append('run-early', [ev('RunLaunched')]);
+        const filters = [undefined, { streamPrefixes: ['run-'] }, { types: ['RunLaunched'] }, { streamPrefixes: ['run-', 'apikeys'], types: ['RunLaunched', 'KeyIssued'] }, { streamPrefixes: ['nothing-'] }];
+        // One subscriber starts behind (from the beginning), the others at the head.
+        const head = await store.headPosition();
+        const subs = filters.map((filter, i) => store.subscribe({ filter, after: i === 0 ? 0 : head, batchSize: 16 }));
+        const seen = subs.map(() => [] as RecordedEvent[]);
+        const readers = subs.map((sub, i) =>
+          (async () => {
+            for await (const e of sub) seen[i].push(e);
+          })(),
+        );
+        const types = ['RunLaunched', 'TurnCompleted', 'KeyIssued'];
+        const streamsOf = ['run-a', 'run-b', 'apikeys', 'workspace-x'];
+        await Promise.all(
+          [store, other].map(async (writer, w) => {
+            for (let i = 0; i < 120; i++) {
+              const batch = i % 5 === 0 ? [ev(types[i % 3], { w, i }), ev(types[(i + 1) % 3], { w, i })] : [ev(types[i % 3], { w, i })];
+              await writer.append(`${streamsOf[(i + w) % 4]}-${w}`, batch);
+            }
+          }),
+        );
+        const last = await store.headPosition();
+        const expected = await Promise.all(filters.map(async (filter, i) => (await store.readAll({ after: i === 0 ? 0 : head, filter })).map((e) => e.id)));
+        // One more event, which every filter but the last matches: each subscriber sees it right after
+        // what it saw before, so nothing was pending, skipped or seen twice.
+        await other.append('run-z', [ev('RunLaunched')]);
+        const [final] = await store.readAll({ after: last });
+        const want = expected.map((ids, i) => (i === 4 ? ids : [...ids, final.id]));
+        let deadline: NodeJS.Timeout | undefined;
+        await Promise.race([
+          (async () => {
+            while (seen.some((got, i) => got.length < want[i].length)) await new Promise((r) => setTimeout(r, 20));
+          })(),
+          new Promise((_, reject) => {
+            deadline = setTimeout(() => reject(new Error(`subscribers saw ${seen.map((g) => g.length).join('/')} of ${want.map((w) => w.length).join('/')}`)), 20000);
+          }),
+        ]).finally(() => clearTimeout(deadline));
+        for (const sub of subs) sub.close();
+        await Promise.all(readers.map((r) => r.catch(() => undefined)));
+        seen.forEach((got, i) => expect(got.map((e) => e.id)).toEqual(want[i]));
+        expect(want[4]).toEqual([]);
+      });
     });
 
     describe('idempotent append by event id', () => {
@@ -513,6 +559,18 @@ export function eventStoreContract(name: string, makeHarness: () => ContractHarn
           expect(second.metadata).toMatchObject({ actor: 'user:ann', trace: { span: 's-1' } });
           expect((await store.readStream('m-1'))[1].metadata).toMatchObject({ actor: 'user:ann', trace: { span: 's-1' } });
         }
+      });
+
+      it('events of one append sharing a metadata object each get it, over the defaults; an event with its own keeps its own', async () => {
+        const shared = { actor: 'user:ann' };
+        await store.append('m-2', [ev('A', {}, { metadata: shared }), ev('B', {}, { metadata: { actor: 'user:bob' } }), ev('C', {}, { metadata: shared }), ev('D')]);
+        const [a, b, c, d] = await store.readStream('m-2');
+        // Without a correlation id of their own, the events of an append are correlated by the first one's id.
+        const defaults = { correlationId: a.id, causationId: null, schemaVersion: 1 };
+        expect(a.metadata).toMatchObject({ ...defaults, actor: 'user:ann' });
+        expect(b.metadata).toMatchObject({ ...defaults, actor: 'user:bob' });
+        expect(c.metadata).toEqual(a.metadata);
+        expect(d.metadata).toMatchObject({ ...defaults, actor: 'system' });
       });
 
       it('a prefix with LIKE wildcards matches literally', async () => {

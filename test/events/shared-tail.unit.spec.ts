@@ -1,0 +1,206 @@
+import { StoreUnavailableError } from '../../src/events/errors';
+import type { RecordedEvent } from '../../src/events/event-store.port';
+import { SharedTail, type TailEvent, type TailSource } from '../../src/events/shared-tail';
+
+/** A store as the tail sees it: events at positions 1..n, a notified head, and a count of reads. */
+class FakeSource implements TailSource {
+  events: RecordedEvent[] = [];
+  notified = 0;
+  reads = 0;
+  headReads = 0;
+  announced: number[] = [];
+  /** Types as stored, where a reader sees another (an upcaster renamed it). */
+  storedTypes = new Map<number, string>();
+
+  add(streamId: string, type: string, { notify = true } = {}): void {
+    const position = this.events.length + 1;
+    this.events.push({ id: `e${position}`, type, streamId, revision: 0, position, data: { n: position, nested: { list: [position] } }, metadata: { correlationId: 'c', causationId: null, actor: 'system', schemaVersion: 1 }, recordedAt: '2026-01-01T00:00:00.000Z' });
+    if (notify) this.notified = position;
+  }
+
+  async readAfter(after: number, maxCount: number): Promise<TailEvent[]> {
+    this.reads++;
+    // A fresh copy each time, as a store decodes rows.
+    const events = this.events.filter((e) => e.position > after).slice(0, maxCount).map((e) => structuredClone(e));
+    return events.map((event) => ({ event, storedType: this.storedTypes.get(event.position) ?? event.type, size: 100 }));
+  }
+
+  announce(position: number): void {
+    this.announced.push(position);
+  }
+
+  async readHead(): Promise<number> {
+    this.headReads++;
+    return this.events.length;
+  }
+
+  knownHead(): number {
+    return this.notified;
+  }
+}
+
+describe('SharedTail', () => {
+  let now = 0;
+  const clock = () => now;
+  beforeEach(() => (now = 1_000));
+
+  it('given a tail at the head, when several subscriptions wake for one append, then the store is read once and each gets its filtered events', async () => {
+    const source = new FakeSource();
+    source.add('run-a', 'RunLaunched');
+    const tail = new SharedTail(source, { now: clock });
+    expect(await tail.read(1, 10)).toEqual({ events: [], scannedTo: 1 });
+    const readsBefore = source.reads;
+
+    source.add('run-a', 'TurnCompleted');
+    source.add('apikeys', 'ApiKeyIssued');
+    source.add('run-b', 'RunLaunched');
+    const [all, runs, launches] = await Promise.all([
+      tail.read(1, 10),
+      tail.read(1, 10, { streamPrefixes: ['run-'] }),
+      tail.read(1, 10, { streamPrefixes: ['run-'], types: ['RunLaunched'] }),
+    ]);
+
+    expect(source.reads - readsBefore).toBe(1);
+    expect(all!.events.map((e) => e.position)).toEqual([2, 3, 4]);
+    expect(runs!.events.map((e) => e.position)).toEqual([2, 4]);
+    expect(launches).toEqual({ events: [expect.objectContaining({ position: 4 })], scannedTo: 4 });
+    // The same objects for everyone, frozen so that no reader can change another's view.
+    expect(runs!.events[1]).toBe(all!.events[2]);
+    expect(Object.isFrozen(all!.events[0].data)).toBe(true);
+    expect(() => (all!.events[0].data as { nested: { list: number[] } }).nested.list.push(9)).toThrow(/not extensible/);
+  });
+
+  it('given a full page of matches, then the scan stops at the last event returned', async () => {
+    const source = new FakeSource();
+    const tail = new SharedTail(source, { now: clock });
+    await tail.read(0, 10);
+    for (let i = 0; i < 5; i++) source.add('run-a', 'T');
+    const page = await tail.read(0, 2);
+    expect(page).toEqual({ events: [expect.objectContaining({ position: 1 }), expect.objectContaining({ position: 2 })], scannedTo: 2 });
+    expect((await tail.read(2, 10))!.events.map((e) => e.position)).toEqual([3, 4, 5]);
+  });
+
+  it('given many small pages, then a read from any position inside gets exactly what follows it', async () => {
+    const source = new FakeSource();
+    const tail = new SharedTail(source, { now: clock, pageEvents: 3 });
+    await tail.read(0, 10);
+    for (let i = 0; i < 40; i++) {
+      source.add(i % 2 ? 'run-a' : 'apikeys', 'T');
+      await tail.read(source.events.length, 10);
+    }
+    for (const after of [0, 1, 17, 38, 39, 40]) {
+      const page = await tail.read(after, 100);
+      expect(page!.events.map((e) => e.position)).toEqual(Array.from({ length: 40 - after }, (_, i) => after + i + 1));
+    }
+    expect((await tail.read(10, 3, { streamPrefixes: ['run-'] }))!.events.map((e) => e.position)).toEqual([12, 14, 16]);
+  });
+
+  it('given a subscription behind the tail, then it is not served (it reads the store itself)', async () => {
+    const source = new FakeSource();
+    for (let i = 0; i < 5; i++) source.add('run-a', 'T');
+    const tail = new SharedTail(source, { now: clock });
+    expect(await tail.read(2, 10)).toBeUndefined();
+    expect(await tail.read(5, 10)).toEqual({ events: [], scannedTo: 5 });
+  });
+
+  it('given no notification, then the store is read again only once the tail is stale (one poll for all subscriptions)', async () => {
+    const source = new FakeSource();
+    const tail = new SharedTail(source, { now: clock, staleMs: 250 });
+    await tail.read(0, 10);
+    const reads = source.reads;
+    source.add('run-a', 'T', { notify: false });
+    expect((await tail.read(0, 10))!.events).toEqual([]);
+    expect(source.reads).toBe(reads);
+
+    now += 250;
+    const [a, b] = await Promise.all([tail.read(0, 10), tail.read(0, 10)]);
+    expect(a!.events.map((e) => e.position)).toEqual([1]);
+    expect(b!.events.map((e) => e.position)).toEqual([1]);
+    expect(source.reads).toBe(reads + 1);
+  });
+
+  it('given more bytes than it keeps, then the oldest pages go and a subscription that far behind reads the store', async () => {
+    const source = new FakeSource();
+    const tail = new SharedTail(source, { now: clock, pageEvents: 2, maxChars: 400 });
+    await tail.read(0, 10);
+    for (let round = 0; round < 4; round++) {
+      source.add('run-a', 'T');
+      source.add('run-a', 'T');
+      await tail.read(source.events.length, 10);
+    }
+    // Pages of 2 events at 100 bytes each: 2 pages kept, positions 5..8.
+    expect(await tail.read(3, 10)).toBeUndefined();
+    expect((await tail.read(4, 10))!.events.map((e) => e.position)).toEqual([5, 6, 7, 8]);
+  });
+
+  it('given a store that does not answer, then every waiting reader gets the outage and the next read tries again', async () => {
+    const source = new FakeSource();
+    const tail = new SharedTail(source, { now: clock });
+    await tail.read(0, 10);
+    source.add('run-a', 'T');
+    const failing = jest.spyOn(source, 'readAfter').mockRejectedValueOnce(new StoreUnavailableError('gone'));
+    const results = await Promise.allSettled([tail.read(0, 10), tail.read(0, 10)]);
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+    failing.mockRestore();
+    expect((await tail.read(0, 10))!.events.map((e) => e.position)).toEqual([1]);
+  });
+
+  it('given an event that does not decode, then no reader is failed by the tail: each reads the store itself, and the tail starts again at the head', async () => {
+    const source = new FakeSource();
+    const tail = new SharedTail(source, { now: clock });
+    await tail.read(0, 10);
+    source.add('run-a', 'T');
+    const failing = jest.spyOn(source, 'readAfter').mockRejectedValueOnce(new SyntaxError('Unexpected token'));
+    expect(await Promise.all([tail.read(0, 10), tail.read(0, 10, { streamPrefixes: ['apikeys'] })])).toEqual([undefined, undefined]);
+    failing.mockRestore();
+
+    source.add('apikeys', 'KeyIssued');
+    // Behind the new start (the head when it started again): the store's business.
+    expect(await tail.read(0, 10)).toBeUndefined();
+    expect(await tail.read(2, 10)).toEqual({ events: [], scannedTo: 2 });
+    source.add('apikeys', 'KeyIssued');
+    expect((await tail.read(2, 10, { streamPrefixes: ['apikeys'] }))!.events.map((e) => e.position)).toEqual([3]);
+  });
+
+  it('given a reader inside the tail, then it is served from memory without a read, and a read that finds news wakes every waiter', async () => {
+    const source = new FakeSource();
+    const tail = new SharedTail(source, { now: clock });
+    await tail.read(0, 10);
+    for (let i = 0; i < 4; i++) source.add('run-a', 'T');
+    await tail.read(0, 1);
+    expect(source.announced).toEqual([4]);
+    const reads = source.reads;
+    source.add('run-a', 'T');
+    expect((await tail.read(1, 10))!.events.map((e) => e.position)).toEqual([2, 3, 4]);
+    expect(source.reads).toBe(reads);
+    expect((await tail.read(4, 10))!.events.map((e) => e.position)).toEqual([5]);
+    expect(source.reads).toBe(reads + 1);
+    expect(source.announced).toEqual([4, 5]);
+  });
+
+  it('given one read larger than the tail keeps, then the oldest events of it go and the newest stays', async () => {
+    const source = new FakeSource();
+    const tail = new SharedTail(source, { now: clock, maxChars: 250 });
+    await tail.read(0, 10);
+    for (let i = 0; i < 5; i++) source.add('run-a', 'T');
+    // 100 characters each: the newest two are kept.
+    expect((await tail.read(5, 10))!.events).toEqual([]);
+    expect(await tail.read(2, 10)).toBeUndefined();
+    expect((await tail.read(3, 10))!.events.map((e) => e.position)).toEqual([4, 5]);
+
+    const huge = new SharedTail(source, { now: clock, maxChars: 50 });
+    await huge.read(5, 10);
+    source.add('run-a', 'T');
+    expect((await huge.read(5, 10))!.events.map((e) => e.position)).toEqual([6]);
+  });
+
+  it('given an upcaster that renamed a type, then filters match the stored type, as the store\'s own filters do', async () => {
+    const source = new FakeSource();
+    const tail = new SharedTail(source, { now: clock });
+    await tail.read(0, 10);
+    source.add('run-a', 'PlanRecorded');
+    source.storedTypes.set(1, 'PlanSubmitted');
+    expect((await tail.read(0, 10, { types: ['PlanSubmitted'] }))!.events.map((e) => e.type)).toEqual(['PlanRecorded']);
+    expect((await tail.read(0, 10, { types: ['PlanRecorded'] }))!.events).toEqual([]);
+  });
+});
