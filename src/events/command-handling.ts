@@ -22,6 +22,11 @@ export interface CommandContext {
   causationId?: string | null;
   /** The run the events belong to, when they belong to one. */
   runId?: string;
+  /**
+   * The serving process a run was placed on before these events were appended (its lease taken in
+   * that process's name): other processes' reactions leave the run to it without asking the store.
+   */
+  placedOn?: string;
 }
 
 /** How a stream's state is read and advanced, for the command path. */
@@ -79,6 +84,7 @@ export class CommandPath {
   metadata(ctx: CommandContext): EventMetadata {
     return {
       ...(ctx.runId !== undefined ? { runId: ctx.runId } : {}),
+      ...(ctx.placedOn !== undefined ? { placedOn: ctx.placedOn } : {}),
       correlationId: ctx.correlationId,
       causationId: ctx.causationId ?? null,
       actor: ctx.actor,

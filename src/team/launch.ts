@@ -72,6 +72,8 @@ export interface LaunchContext {
   resolveTools?: (role: RoleName, allowList?: readonly string[]) => string[];
   /** The project the run is a task of (launched by the project reactor), recorded in RunLaunched. */
   project?: RunProjectLink;
+  /** The serving process the run was placed on (RunSupervisor.place), recorded in RunLaunched's metadata. */
+  placedOn?: string;
 }
 
 /** A launch that cannot be accepted as given (beyond DTO shape checks). Maps to 400. */
@@ -237,7 +239,7 @@ export async function launchRun(path: CommandPath, input: LaunchRunInput, ctx: L
       if (requestFingerprint(state.launched) !== requestFingerprint(data)) throw new IdempotencyKeyConflictError();
       return [];
     },
-    runContext(runId, ctx.launchedBy),
+    { ...runContext(runId, ctx.launchedBy), ...(ctx.placedOn !== undefined ? { placedOn: ctx.placedOn } : {}) },
     { assumeNew: true, maxAttempts: 2 },
   );
   return { runId, acceptedAt: state.launched!.launchedAt, created: events.length > 0 };

@@ -27,6 +27,12 @@ export function placeRun(me: ProcessLoad, others: readonly ProcessLoad[]): Place
   return best ? { kind: 'hand', to: best.owner } : { kind: 'queue' };
 }
 
+/** The process a placement chose (its lease taken in that process's name), if any: `self` for a take. */
+export function placedOn(placement: Placement | undefined, self: string): string | undefined {
+  if (placement?.kind === 'take') return self;
+  return placement?.kind === 'hand' ? placement.to : undefined;
+}
+
 function lessLoaded(a: ProcessLoad, b: ProcessLoad): boolean {
   if (a.active !== b.active) return a.active < b.active;
   const freeA = a.cap - a.active;

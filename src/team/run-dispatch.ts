@@ -9,8 +9,9 @@ import { runIdOfStream } from './run-summary';
 /**
  * The durable name of the dispatcher's subscription (its saved position survives restarts). One
  * name for every process sharing the store, on purpose: every process reacts to every event that
- * wakes a driver, so a position saved by any of them is one up to which some process tried each
- * event's lease — what it took and then lost with its process is recovery's (expired leases), what
+ * wakes a driver, so a position saved by any of them is one up to which each event's run was
+ * tried by some process — by the one it was placed on, or by every one when it was not placed.
+ * What was taken (or placed) and then lost with its process is recovery's (expired leases), what
  * no process had room for waits queued for a free slot. A process starting (a new process id each
  * time) resumes from there; a position saved behind another's only replays events, which is harmless.
  */
@@ -28,26 +29,40 @@ export function runToWake(event: Pick<RecordedEvent, 'type' | 'streamId'>): stri
   return (WAKES_A_DRIVER as readonly string[]).includes(event.type) ? runIdOfStream(event.streamId) : undefined;
 }
 
+/**
+ * Whether an event leaves its run to another process: it was placed on that one before it was
+ * appended (metadata `placedOn`, see RunSupervisor.place), which holds the run's lease already, so
+ * trying it here would cost a lease statement only to find it held. If that process died before
+ * driving the run, the lease it was placed under expires and recovery takes the run.
+ */
+export function placedElsewhere(event: Pick<RecordedEvent, 'metadata'>, owner: string): boolean {
+  const on = event.metadata?.placedOn;
+  return typeof on === 'string' && on !== owner;
+}
+
 /** How often the subscription's position is saved while events arrive. */
 const SAVE_EVERY_MS = 1000;
 const COMPONENT = 'run dispatcher';
 
-/**
- * Reactions from the store: a named, checkpointed subscription to the events that wake a driver,
- * on every serving process. For each, the process tries to take the run's lease and drives the run
- * if it gets it; processes that do not get it go on (another one drives it). A launch, a resume, a
- * fork or a decision is never lost to a process stopping between its append and the driver's
- * start: the event is in the store, and the subscription resumes from its saved position (events
- * seen twice are harmless — a run already driven, or with nothing to do, is left alone). Runs whose
- * driver died with its process are recovery's (RecoveryService: expired leases).
- */
-/** What the dispatcher needs of the supervisor: whether a run is driven here, and to take one. */
+/** What the dispatcher needs of the supervisor: who it is, whether a run is driven here, and to take one. */
 export interface DriverStarter {
+  readonly owner: string;
   isDriving(runId: string): boolean;
   /** Resolves once the lease is decided: true when this process drives the run. */
   startIfLeased(runId: string): Promise<boolean>;
 }
 
+/**
+ * Reactions from the store: a named, checkpointed subscription to the events that wake a driver,
+ * on every serving process. For each, the process tries to take the run's lease and drives the run
+ * if it gets it; processes that do not get it go on (another one drives it). An event placed on
+ * another process is left to that one without a statement (placedElsewhere). A launch, a resume, a
+ * fork or a decision is never lost to a process stopping between its append and the driver's
+ * start: the event is in the store, and the subscription resumes from its saved position (events
+ * seen twice are harmless — a run already driven, or with nothing to do, is left alone). Runs whose
+ * driver died with its process, or placed on a process that died before driving them, are
+ * recovery's (RecoveryService: expired leases).
+ */
 export class RunDispatch {
   private subscription?: Subscription;
   private readonly stopping = new AbortController();
@@ -101,7 +116,7 @@ export class RunDispatch {
         for await (const event of sub) {
           const runId = runToWake(event);
           // Awaited: the lease is decided before the next event (the drive itself goes on in the background).
-          if (runId && !this.supervisor.isDriving(runId)) await this.supervisor.startIfLeased(runId);
+          if (runId && !this.supervisor.isDriving(runId) && !placedElsewhere(event, this.supervisor.owner)) await this.supervisor.startIfLeased(runId);
           this.position = event.position;
           attempt = 1;
           await this.save(false);

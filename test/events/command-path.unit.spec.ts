@@ -87,6 +87,17 @@ describe('the command path', () => {
     expect(stored.position).toBe(events[0].position);
   });
 
+  it('given a launch placed on a process, then RunLaunched names it in its metadata; an unplaced launch names none', async () => {
+    const store = new InMemoryEventStore();
+    const ctx = { launchedBy: 'user:bob', now: new Date(), provider: 'offline', defaultModel: 'm' };
+    await launchRun(commandPathFor(store), { goal: 'g', acceptanceCriteria: ['c'] }, { ...ctx, runId: 'run_placed', placedOn: 'host:2:beef' });
+    await launchRun(commandPathFor(store), { goal: 'g', acceptanceCriteria: ['c'] }, { ...ctx, runId: 'run_unplaced' });
+    const [placed] = await store.readStream(toRunStreamId('run_placed'));
+    const [unplaced] = await store.readStream(toRunStreamId('run_unplaced'));
+    expect(placed.metadata.placedOn).toBe('host:2:beef');
+    expect(unplaced.metadata).not.toHaveProperty('placedOn');
+  });
+
   it('given a decision of nothing, then nothing is written and the state read is returned', async () => {
     const store = await withParent();
     const head = await store.headPosition();

@@ -1,4 +1,4 @@
-import { placeRun, type ProcessLoad } from '../../src/team/placement';
+import { placedOn, placeRun, type ProcessLoad } from '../../src/team/placement';
 
 const me = (active: number, cap = 2): ProcessLoad => ({ owner: 'me', active, cap });
 const other = (owner: string, active: number, cap = 2): ProcessLoad => ({ owner, active, cap });
@@ -27,5 +27,14 @@ describe('placeRun', () => {
 
   it('given the launcher listed among the live processes, then it is never handed its own run', () => {
     expect(placeRun(me(2), [me(0, 10)])).toEqual({ kind: 'queue' });
+  });
+});
+
+describe('placedOn', () => {
+  it('given a placement, then it names the process whose lease was taken: the launcher for a take, the chosen one for a hand, none when queued or not placed', () => {
+    expect(placedOn({ kind: 'take' }, 'me')).toBe('me');
+    expect(placedOn({ kind: 'hand', to: 'b' }, 'me')).toBe('b');
+    expect(placedOn({ kind: 'queue' }, 'me')).toBeUndefined();
+    expect(placedOn(undefined, 'me')).toBeUndefined();
   });
 });

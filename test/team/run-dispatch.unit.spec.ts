@@ -1,7 +1,7 @@
 import { InMemoryEventStore } from '../../src/events/in-memory.event-store';
 import { StoreUnavailableError } from '../../src/events/errors';
 import { HealthRegistry } from '../../src/shared/health';
-import { DISPATCHER_SUBSCRIPTION, RunDispatch, runToWake, type DriverStarter } from '../../src/team/run-dispatch';
+import { DISPATCHER_SUBSCRIPTION, placedElsewhere, RunDispatch, runToWake, type DriverStarter } from '../../src/team/run-dispatch';
 import { waitFor } from '../support/wait-for';
 
 // Reactions from the store: the dispatcher starts a driver for every run an event wakes, from a
@@ -11,6 +11,7 @@ import { waitFor } from '../support/wait-for';
 function fakeSupervisor(driving = new Set<string>()) {
   const asked: string[] = [];
   const supervisor = {
+    owner: 'proc_here',
     isDriving: (runId: string) => driving.has(runId),
     startIfLeased: async (runId: string) => (asked.push(runId), true),
   } satisfies DriverStarter;
@@ -18,6 +19,8 @@ function fakeSupervisor(driving = new Set<string>()) {
 }
 
 const event = (type: string, data: unknown = {}) => ({ type, data });
+/** An event appended by a launch placed on `owner` (RunSupervisor.place). */
+const placed = (type: string, owner: string) => ({ type, data: {}, metadata: { placedOn: owner } });
 
 async function dispatcherOn(store: InMemoryEventStore, driving?: Set<string>) {
   const { supervisor, asked } = fakeSupervisor(driving);
@@ -49,7 +52,33 @@ describe('runToWake', () => {
   });
 });
 
+describe('placedElsewhere', () => {
+  it.each([
+    ['placed on another process', { placedOn: 'proc_other' }, true],
+    ['placed on this process', { placedOn: 'proc_here' }, false],
+    ['not placed (queued, or launched by the CLI)', {}, false],
+  ])('given an event %s, then it is left to another process: %s', (_, metadata, expected) => {
+    expect(placedElsewhere({ metadata: { correlationId: 'c', causationId: null, actor: 'system', schemaVersion: 1, ...metadata } }, 'proc_here')).toBe(expected);
+  });
+});
+
 describe('the run dispatcher', () => {
+  it('given launches placed here, placed on another process and not placed, then it asks only for those placed here or nowhere', async () => {
+    const store = new InMemoryEventStore();
+    const { dispatcher, asked } = await dispatcherOn(store);
+    try {
+      await store.append('run-run_elsewhere', [placed('RunLaunched', 'proc_other')]);
+      await store.append('run-run_here', [placed('RunLaunched', 'proc_here')]);
+      await store.append('run-run_queued', [event('RunLaunched')]);
+      await store.append('run-run_elsewhere', [event('ReviewDecided')]);
+      await waitFor('three wake-ups', async () => asked.length >= 3, 10_000, 10);
+      // The decision on the run placed elsewhere was not placed: every process tries it.
+      expect(asked).toEqual(['run_here', 'run_queued', 'run_elsewhere']);
+    } finally {
+      await dispatcher.stop();
+    }
+  });
+
   it('given a started dispatcher, when runs are launched, resumed and decided, then it asks for each run once per waking event', async () => {
     const store = new InMemoryEventStore();
     const { dispatcher, asked } = await dispatcherOn(store);

@@ -5,7 +5,7 @@ import type { CommandPath } from '../../events/command-handling';
 import { COMMAND_PATH } from '../../events/command-path.module';
 import { CLOCK, newRunId } from '../../shared/system';
 import { buildRunLaunched, launchRun, runIdForIdempotencyKey, type LaunchContext, type LaunchResult, type LaunchRunInput } from '../launch';
-import type { Placement } from '../placement';
+import { placedOn, type Placement } from '../placement';
 import { RunSupervisor } from '../run-supervisor';
 import type { LaunchPolicyDefaults } from '../resilience/policies';
 import { MODEL_PROVIDER, type ModelProvider } from '../models/model.port';
@@ -26,9 +26,11 @@ export class LaunchRunCommand {
 
 /**
  * Records the launch. On a serving process the run is placed first (RunSupervisor.place: here,
- * or on the least-loaded process, by taking its lease in that process's name), and the chosen
- * process's dispatcher drives it; with no placement (every process at its cap) it waits queued
- * for a free slot. The CLI drives the run it launches in the foreground.
+ * or on the least-loaded process, by taking its lease in that process's name), and RunLaunched
+ * names the chosen process in its metadata (`placedOn`): that process's dispatcher drives the run,
+ * the others leave it without asking the store. With no placement (every process at its cap) it
+ * waits queued for a free slot, and every dispatcher tries it. The CLI drives the run it launches
+ * in the foreground.
  */
 @CommandHandler(LaunchRunCommand)
 export class LaunchRunHandler implements ICommandHandler<LaunchRunCommand, LaunchResult> {
@@ -61,15 +63,16 @@ export class LaunchRunHandler implements ICommandHandler<LaunchRunCommand, Launc
     }
     let result: LaunchResult | undefined;
     try {
-      result = await this.launch(command, runId);
+      result = await this.launch(command, runId, placement);
       return result;
     } finally {
       if (!result?.created) await this.supervisor.unplace(runId, placement);
     }
   }
 
-  private launch(command: LaunchRunCommand, runId: string): Promise<LaunchResult> {
-    return launchRun(this.path, command.input, this.context(command, runId));
+  private launch(command: LaunchRunCommand, runId: string, placement: Placement | undefined): Promise<LaunchResult> {
+    const on = placedOn(placement, this.supervisor.owner);
+    return launchRun(this.path, command.input, { ...this.context(command, runId), ...(on !== undefined ? { placedOn: on } : {}) });
   }
 
   private context(command: LaunchRunCommand, runId: string): LaunchContext {
