@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { LiveChannel } from '../team/live-relay';
+import type { LiveChannel, LiveMessage } from '../team/live-relay';
 import type { EsdbConnection } from './esdb.client';
 
 /** Live messages kept on the server (older ones dropped by its scavenge): only the newest matter. */
@@ -10,7 +10,9 @@ const RETRY_MS = 1000;
 /**
  * Live messages between the processes sharing an EventStoreDB: appended to `<ns>.live` (the
  * server keeps the last 100) and read through a live subscription to that stream from its end.
- * What is appended while a process's subscription is down is not delivered to it (display only).
+ * One stream for every run: each process receives every run's messages, watched or not (the
+ * live bus hands a run's text only to its watchers). What is appended while a process's
+ * subscription is down is not delivered to it (display only).
  */
 export class EsdbLiveChannel implements LiveChannel {
   private subscription?: { close(): void };
@@ -27,8 +29,11 @@ export class EsdbLiveChannel implements LiveChannel {
     return `${this.namespace}.live`;
   }
 
-  async publish(message: string): Promise<void> {
-    await this.conn.append(this.stream, [{ id: randomUUID(), type: 'LiveText', data: Buffer.from(message, 'utf8'), metadata: Buffer.from('{}') }], 'any');
+  async publish(messages: readonly LiveMessage[]): Promise<void> {
+    // One append a message, in order: a whole batch of many runs' text in one append could pass the server's size limit.
+    for (const m of messages) {
+      await this.conn.append(this.stream, [{ id: randomUUID(), type: 'LiveText', data: Buffer.from(m.message, 'utf8'), metadata: Buffer.from('{}') }], 'any');
+    }
     if (!this.sized) {
       this.sized = true;
       await this.conn.keepLast(this.stream, KEEP);
@@ -49,6 +54,11 @@ export class EsdbLiveChannel implements LiveChannel {
       },
     );
   }
+
+  /** Nothing to do: the stream carries every run's messages. */
+  async watch(): Promise<void> {}
+
+  async unwatch(): Promise<void> {}
 
   async close(): Promise<void> {
     this.closed = true;

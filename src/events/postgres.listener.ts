@@ -10,26 +10,33 @@ export function postgresEventsChannel(schema: string): string {
   return `triad_events_${createHash('sha256').update(schema).digest('hex').slice(0, 16)}`;
 }
 
-/** The channel live model text is relayed on between the processes of a schema (see PostgresLiveChannel). */
-export function postgresLiveChannel(schema: string): string {
-  return `triad_live_${createHash('sha256').update(schema).digest('hex').slice(0, 16)}`;
+/**
+ * The channel one run's live model text is relayed on (see PostgresLiveChannel): one per run, so
+ * only the processes watching the run listen to it. Hashed: a channel name is at most 63 bytes.
+ */
+export function postgresLiveRunChannel(schema: string, runId: string): string {
+  return `triad_live_${createHash('sha256').update(`${schema}\0${runId}`).digest('hex').slice(0, 24)}`;
 }
 
 /**
- * LISTEN on a channel, on a connection of its own (a pooled one cannot hold a LISTEN): hands every
- * payload notified to `onPayload`. A lost connection is replaced after a pause (what was notified
+ * LISTEN on channels, on a connection of its own (a pooled one cannot hold a LISTEN): hands every
+ * payload notified to `onPayload`. Channels can be added and removed while it runs. A lost
+ * connection is replaced after a pause, listening to every channel it had (what was notified
  * meanwhile is not seen: listeners poll, or the payloads are only for display).
  */
 export class PostgresChannelListener {
   private client: Client | null = null;
   private retry: NodeJS.Timeout | null = null;
   private closed = false;
+  private readonly channels: Set<string>;
 
   constructor(
     private readonly url: string,
-    private readonly channel: string,
+    channels: Iterable<string>,
     private readonly onPayload: (payload: string) => void,
-  ) {}
+  ) {
+    this.channels = new Set(channels);
+  }
 
   async start(): Promise<void> {
     const client = new Client({ connectionString: this.url, connectionTimeoutMillis: 10_000 });
@@ -39,12 +46,33 @@ export class PostgresChannelListener {
     client.on('error', () => this.drop(client));
     client.on('end', () => this.drop(client));
     await client.connect();
-    await client.query(`LISTEN ${quoteIdent(this.channel)}`);
     if (this.closed) {
       await client.end().catch(() => undefined);
       return;
     }
+    // Set before the LISTEN: a channel added or removed from now on is a statement queued after it.
     this.client = client;
+    const listen = [...this.channels].map((c) => `LISTEN ${quoteIdent(c)};`).join(' ');
+    try {
+      if (listen) await client.query(listen);
+    } catch (err) {
+      if (this.client === client) this.client = null;
+      await client.end().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** Listens to one more channel: now when connected, else once the connection is (back). */
+  async add(channel: string): Promise<void> {
+    if (this.channels.has(channel)) return;
+    this.channels.add(channel);
+    await this.client?.query(`LISTEN ${quoteIdent(channel)}`);
+  }
+
+  /** Stops listening to a channel (payloads already received may still be handed over). */
+  async remove(channel: string): Promise<void> {
+    if (!this.channels.delete(channel)) return;
+    await this.client?.query(`UNLISTEN ${quoteIdent(channel)}`);
   }
 
   /** Like `start`; a failure is retried after a pause (and reported). */
@@ -88,7 +116,7 @@ export class PostgresChannelListener {
  */
 export class PostgresAppendListener extends PostgresChannelListener {
   constructor(url: string, channel: string, onPosition: (position: number) => void) {
-    super(url, channel, (payload) => {
+    super(url, [channel], (payload) => {
       const position = Number(payload);
       if (Number.isSafeInteger(position)) onPosition(position);
     });

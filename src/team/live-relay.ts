@@ -3,8 +3,8 @@ import type { RoleName } from './models/model.port';
 /**
  * Live model text between processes: a driver's streamed text is never stored, so an SSE client
  * on another process than the run's driver gets it through a relay (PostgreSQL: NOTIFY on a
- * channel of the schema). Only for display: a message lost (a dropped connection, a full queue)
- * loses some text on screen, never an event.
+ * channel per run, listened to by the processes watching that run). Only for display: a message
+ * lost (a dropped connection, a full queue) loses some text on screen, never an event.
  */
 
 /** One piece of streamed text of a run. */
@@ -15,12 +15,25 @@ export interface LiveDelta {
   text: string;
 }
 
+/** One encoded message, with the run it carries text of. */
+export interface LiveMessage {
+  runId: string;
+  message: string;
+}
+
 /** Carries messages between the processes sharing a store. */
 export interface LiveChannel {
-  /** Sends a message to every process listening (this one included); in order, at most once. */
-  publish(message: string): Promise<void>;
-  /** Starts handing every message published (by any process) to `onMessage`. */
+  /**
+   * Sends messages to the processes watching their runs (this one included when it does); in
+   * order per run, at most once. A channel may deliver more (every run's, to every process).
+   */
+  publish(messages: readonly LiveMessage[]): Promise<void>;
+  /** Starts handing the messages of the runs watched here (published by any process) to `onMessage`. */
   listen(onMessage: (message: string) => void): Promise<void>;
+  /** Receives a run's messages from now on; resolves once they are (or, not connected now, will be once it is). */
+  watch(runId: string): Promise<void>;
+  /** No longer receives a run's messages. */
+  unwatch(runId: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -92,15 +105,29 @@ export function decodeDeltas(self: string, message: string): LiveDelta[] {
 /** Deltas waiting to be published, at most this many (a slow channel drops the oldest: display only). */
 const MAX_PENDING = 10_000;
 
+/** Deltas as messages per run, in order within each run: what one publish sends. */
+export function encodeByRun(from: string, deltas: readonly LiveDelta[]): LiveMessage[] {
+  const byRun = new Map<string, LiveDelta[]>();
+  for (const d of deltas) {
+    const run = byRun.get(d.runId);
+    if (run) run.push(d);
+    else byRun.set(d.runId, [d]);
+  }
+  return [...byRun].flatMap(([runId, run]) => encodeDeltas(from, run).map((message) => ({ runId, message })));
+}
+
 /**
- * Publishes this process's deltas through a channel: queued, sent one message at a time (so in
- * order), batched while a send is in flight. Messages from other processes go to `onRemote`.
+ * Publishes this process's deltas through a channel: queued, sent one batch at a time (so in
+ * order), batched while a send is in flight. Text from other processes of the runs watched here
+ * (`watch`) goes to `onRemote`.
  */
 export class LiveRelay {
   private pending: LiveDelta[] = [];
   private sending = false;
   private closed = false;
   private dropped = 0;
+  /** Watchers per run: the channel watches a run while it has one. */
+  private readonly watchers = new Map<string, number>();
 
   constructor(
     private readonly channel: LiveChannel,
@@ -111,7 +138,9 @@ export class LiveRelay {
 
   start(): Promise<void> {
     return this.channel.listen((message) => {
-      for (const d of decodeDeltas(this.self, message)) this.onRemote(d);
+      // A channel may carry runs not watched here (EventStoreDB's carries every run's), or a run's
+      // text sent just before it stopped being watched.
+      for (const d of decodeDeltas(this.self, message)) if (this.watchers.has(d.runId)) this.onRemote(d);
     });
   }
 
@@ -131,17 +160,35 @@ export class LiveRelay {
       while (this.pending.length > 0 && !this.closed) {
         const batch = this.pending;
         this.pending = [];
-        for (const message of encodeDeltas(this.self, batch)) {
-          try {
-            await this.channel.publish(message);
-          } catch (err) {
-            this.logger?.warn(`live text relay: a message was not sent (${(err as Error).message})`);
-          }
+        try {
+          await this.channel.publish(encodeByRun(this.self, batch));
+        } catch (err) {
+          this.logger?.warn(`live text relay: some text was not sent (${(err as Error).message})`);
         }
       }
     } finally {
       this.sending = false;
     }
+  }
+
+  /**
+   * Receives the run's text from other processes until the returned function is called (once per
+   * watcher: an SSE client, the CLI following a run).
+   */
+  watch(runId: string): () => void {
+    const n = this.watchers.get(runId) ?? 0;
+    this.watchers.set(runId, n + 1);
+    // A failure is a lost connection: the channel listens again, to every run watched, once it is back.
+    if (n === 0) this.channel.watch(runId).catch(() => undefined);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = this.watchers.get(runId)! - 1;
+      if (left > 0) return void this.watchers.set(runId, left);
+      this.watchers.delete(runId);
+      this.channel.unwatch(runId).catch(() => undefined);
+    };
   }
 
   async close(): Promise<void> {

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
-import { Subject, filter, type Observable } from 'rxjs';
+import { Observable, Subject, filter } from 'rxjs';
 import type { RecordedEvent } from '../events/event-store.port';
 import { PROCESS_ID } from '../shared/system';
 import { STORAGE, type Storage } from '../storage/storage';
@@ -14,9 +14,11 @@ export type LiveRunItem =
 /**
  * Live feed of what drivers do: the events local drivers append, and streamed model text (never
  * stored). Text from drivers on other processes arrives through the storage's live channel
- * (PostgreSQL: LISTEN/NOTIFY; EventStoreDB: a short stream, subscribed), so an SSE client gets it on whichever process it is connected to;
- * this process's text is published on it too. Only for display: anything that must not be lost
- * is read from the store.
+ * (PostgreSQL: LISTEN/NOTIFY on a channel per run; EventStoreDB: a short stream, subscribed) for
+ * the runs watched here (`of`: an SSE client, the CLI following a run), so an SSE client gets it
+ * on whichever process it is connected to (on PostgreSQL, a process where nobody watches a run is
+ * not sent its text). This process's text is published on it too. Only for display: anything that must not be
+ * lost is read from the store.
  */
 @Injectable()
 export class LiveRunBus implements RunObserver, OnModuleInit {
@@ -43,8 +45,19 @@ export class LiveRunBus implements RunObserver, OnModuleInit {
     this.relay?.publish({ runId, role, turn, text });
   }
 
+  /** A run's items; while subscribed, the run's text from other processes is relayed here too. */
   of(runId: string): Observable<LiveRunItem> {
-    return this.subject.pipe(filter((i) => i.runId === runId));
+    const items = this.subject.pipe(filter((i) => i.runId === runId));
+    const relay = this.relay;
+    if (!relay) return items;
+    return new Observable<LiveRunItem>((subscriber) => {
+      const release = relay.watch(runId);
+      const subscription = items.subscribe(subscriber);
+      return () => {
+        subscription.unsubscribe();
+        release();
+      };
+    });
   }
 
   all(): Observable<LiveRunItem> {

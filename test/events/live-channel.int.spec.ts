@@ -4,11 +4,13 @@ import { PostgresLiveChannel } from '../../src/events/postgres.live-channel';
 import { openPostgresPool } from '../../src/events/postgres.database';
 import { LiveRelay, type LiveChannel, type LiveDelta } from '../../src/team/live-relay';
 import { esdbTarget, freshNamespace, type EsdbTarget } from '../support/esdb';
-import { freshSchema, PG_URL } from '../support/pg';
+import { randomBytes } from 'node:crypto';
+import { freshSchema, PG_URL, withClient } from '../support/pg';
 import { waitFor } from '../support/wait-for';
 
 // Live model text between two processes (two connections here), through each store's channel:
-// what one relay publishes reaches the other, in order, and never comes back to the sender.
+// what one relay publishes reaches the other when it watches the run, in order, and never comes
+// back to the sender.
 
 interface Harness {
   open(): LiveChannel;
@@ -32,6 +34,8 @@ function liveChannelContract(name: string, harness: () => Promise<Harness>): voi
       try {
         await a.start();
         await b.start();
+        b.watch('run_probe');
+        b.watch('run_live');
         const sent: LiveDelta[] = Array.from({ length: 30 }, (_, i) => ({ runId: 'run_live', role: 'executor', turn: i, text: `piece ${i} é😀 ` }));
         // The subscription may need a moment to be live: publish until B hears something, then the rest.
         await waitFor('the channel live', async () => {
@@ -65,6 +69,57 @@ liveChannelContract('postgres', async () => {
       await pool.end();
     },
   };
+});
+
+describe('live channel: postgres, a channel per run', () => {
+  const schema = freshSchema('triad_live');
+  const pool = openPostgresPool({ url: PG_URL, poolSize: 2 });
+  afterAll(() => pool.end());
+
+  /** A channel whose listening connection carries `name`, so a test can find and drop it. */
+  const open = (name: string) => {
+    const url = new URL(PG_URL);
+    url.searchParams.set('application_name', name);
+    return new PostgresLiveChannel(pool, url.toString(), schema);
+  };
+  const message = (runId: string, n: number) => ({ runId, message: `${runId}#${n}` });
+
+  it('given a process watching one run, when another publishes two runs, then it receives the watched run only, also after its connection is replaced', async () => {
+    const name = `triad_live_test_${randomBytes(4).toString('hex')}`;
+    const sender = open(`${name}_sender`);
+    const watcher = open(name);
+    const got: string[] = [];
+    try {
+      await watcher.listen((m) => got.push(m));
+      await watcher.watch('run_watched');
+      // One sender, one transaction each: the watched run's message comes after the other's, so
+      // once it arrived, the other's would have too, had it been sent to this connection.
+      let n = 0;
+      const sendBoth = () => sender.publish([message('run_other', ++n), message('run_watched', n)]);
+      await sendBoth();
+      await waitFor('the watched run', async () => got.length > 0, 10_000, 10);
+      expect(got).toEqual(['run_watched#1']);
+
+      // The listening connection dies: the replacement listens to the watched run again.
+      await withClient((c) => c.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [name]));
+      await waitFor('the watched run, after the reconnect', async () => {
+        await sendBoth();
+        return got.length > 1;
+      }, 20_000, 100);
+      expect(got.every((m) => m.startsWith('run_watched#'))).toBe(true);
+
+      // Not watched any more: nothing more of it.
+      await watcher.unwatch('run_watched');
+      await watcher.watch('run_probe');
+      const before = got.length;
+      await sender.publish([message('run_watched', ++n), message('run_probe', n)]);
+      await waitFor('the probe', async () => got.length > before, 10_000, 10);
+      expect(got.slice(before)).toEqual([`run_probe#${n}`]);
+    } finally {
+      await sender.close();
+      await watcher.close();
+    }
+  });
 });
 
 liveChannelContract('esdb', async () => {
