@@ -1,10 +1,9 @@
-import { initialTransition } from 'xstate';
 import { pureTransition } from './domain/pure-transition';
 import type { RecordedEvent } from '../events/event-store.port';
 import type { RoleName } from './models/model.port';
 import { RUN_STREAM_PREFIX, type RunCoreEvent, type RunStatus, type TeamRunEvent, type TerminationReason } from './domain/run-events';
 import { statusOf, teamRunMachine } from './domain/team-run.machine';
-import type { TeamSnapshot } from './domain/run-state';
+import { initialTeamSnapshot, type TeamSnapshot } from './domain/run-state';
 import { SUB_AGENT_TERMINAL, subAgentLifecycle, type SubAgentStatus } from './domain/sub-agents';
 import type { ChosenStrategy, LoopStrategy, StepLoopState } from './domain/loop-strategy';
 
@@ -174,7 +173,7 @@ export function applyToSummary(state: RunSummaryState | undefined, recorded: Rec
     const zero = () => ({ inputTokens: 0, outputTokens: 0, turns: 0 });
     const forkedTeam = event.type === 'RunForked' ? (event.data.view.team as { value: never; context: never }) : undefined;
     state = {
-      team: forkedTeam ? teamRunMachine.resolveState({ value: forkedTeam.value, context: forkedTeam.context }) : initialTransition(teamRunMachine)[0],
+      team: forkedTeam ? teamRunMachine.resolveState({ value: forkedTeam.value, context: forkedTeam.context }) : initialTeamSnapshot(),
       suspended: false,
       summary: {
         runId: d.runId,

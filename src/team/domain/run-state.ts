@@ -37,6 +37,29 @@ const loopStep = pureTransition(agentLoopMachine);
 export type TeamSnapshot = SnapshotFrom<typeof teamRunMachine>;
 export type LoopSnapshot = SnapshotFrom<typeof agentLoopMachine>;
 
+/**
+ * The machines' initial snapshots, built once: a step never changes the snapshot it is given (it
+ * returns a new one), so every fold can start from the same object, and xstate's initial
+ * transition (an actor and its interpreter, tens of microseconds) is not paid per launch, load or phase.
+ */
+let teamAtStart: TeamSnapshot | undefined;
+export function initialTeamSnapshot(): TeamSnapshot {
+  return (teamAtStart ??= initialTransition(teamRunMachine)[0]);
+}
+
+/** By role and turn cap: a handful of distinct inputs in practice, bounded all the same. */
+const loopsAtStart = new Map<string, LoopSnapshot>();
+function initialLoopSnapshot(role: RoleName, maxTurns: number): LoopSnapshot {
+  const key = `${role}/${maxTurns}`;
+  let loop = loopsAtStart.get(key);
+  if (!loop) {
+    if (loopsAtStart.size >= 64) loopsAtStart.clear();
+    loop = initialTransition(agentLoopMachine, { role, maxTurns })[0];
+    loopsAtStart.set(key, loop);
+  }
+  return loop;
+}
+
 export interface RoleUsage {
   /** Input tokens billed at the full rate (cache reads and writes are counted apart). */
   inputTokens: number;
@@ -143,12 +166,11 @@ export function initialResilience(): ResilienceState {
 const emptyUsage = (): RoleUsage => ({ inputTokens: 0, outputTokens: 0, costUsd: 0, turns: 0 });
 
 export function initialRunState(runId = ''): RunState {
-  const [team] = initialTransition(teamRunMachine);
   return {
     runId,
     revision: -1,
     position: 0,
-    team,
+    team: initialTeamSnapshot(),
     conversations: { architect: { messages: [] }, executor: { messages: [] }, reviewer: { messages: [] } },
     usage: { architect: emptyUsage(), executor: emptyUsage(), reviewer: emptyUsage() },
     lastToolUses: new Map(),
@@ -185,7 +207,7 @@ export function evolve(state: RunState, event: TeamRunEvent, meta: { revision: n
       break;
     case 'PhaseStarted':
       state.phase = event.data;
-      state.loop = initialTransition(agentLoopMachine, { role: event.data.role, maxTurns: event.data.maxTurns })[0];
+      state.loop = initialLoopSnapshot(event.data.role, event.data.maxTurns);
       // Stagnation is judged per phase: a new phase (or iteration) starts a new window.
       state.resilience.stagnation = { calls: [], turns: [], warnings: 0 };
       state.chosenStrategy = undefined;
