@@ -56,6 +56,7 @@ export function prepareEvents(events: unknown, maxEventBytes: number): PreparedE
   const ids = new Set<string>();
   const firstId = typeof events[0]?.id === 'string' ? events[0].id : undefined;
   let correlationDefault: string | undefined = firstId;
+  let shared: { raw: NewEvent['metadata']; metadata: EventMetadata; text: string } | undefined;
   return events.map((raw: NewEvent, index) => {
     if (raw === null || typeof raw !== 'object') throw new InvalidAppendError(`event ${index} is not an object`);
     const id = raw.id ?? uuidv7();
@@ -73,29 +74,36 @@ export function prepareEvents(events: unknown, maxEventBytes: number): PreparedE
     if (raw.metadata !== undefined && (raw.metadata === null || typeof raw.metadata !== 'object' || Array.isArray(raw.metadata))) {
       throw new InvalidAppendError(`event ${index} (${raw.type}) metadata must be an object`);
     }
-    const metadata: EventMetadata = {
-      correlationId: correlationDefault,
-      causationId: null,
-      actor: 'system',
-      schemaVersion: 1,
-      ...(raw.metadata ?? {}),
-    } as EventMetadata;
-    if (!Number.isSafeInteger(metadata.schemaVersion) || metadata.schemaVersion < 1) {
-      throw new InvalidAppendError(`event ${index} (${raw.type}) schemaVersion must be a positive integer`);
-    }
-    let data: string;
-    let meta: string;
-    try {
-      data = canonicalJson(raw.data);
-      meta = canonicalJson(metadata);
-    } catch (err) {
-      throw new InvalidAppendError(`event ${index} (${raw.type}) is not serialisable: ${(err as Error).message}`);
-    }
+    // The events of an append usually share one metadata object (the command path makes one per
+    // append), and the defaults merged into it are the same for all: its text is made once.
+    const reused = shared !== undefined && shared.raw === raw.metadata ? shared : undefined;
+    const metadata = reused?.metadata ?? withDefaults(index, raw.type, raw.metadata, correlationDefault);
+    const data = serialised(index, raw.type, raw.data);
+    const meta = reused?.text ?? serialised(index, raw.type, metadata);
+    if (!reused) shared = { raw: raw.metadata, metadata, text: meta };
     if (maybeIllFormed(data) || maybeIllFormed(meta)) refuseIllFormed(index, raw.type, raw.data, metadata);
     const bytes = Buffer.byteLength(data) + Buffer.byteLength(meta);
     if (bytes > maxEventBytes) throw new EventTooLargeError(raw.type, bytes, maxEventBytes);
     return { id, type: raw.type, data, metadata: meta, contentHash: sha256Hex(`${raw.type}\n${data}\n${meta}`) };
   });
+}
+
+/** An event's metadata: the caller's, over the defaults. */
+function withDefaults(index: number, type: string, given: NewEvent['metadata'], correlationId: string): EventMetadata {
+  const metadata = { correlationId, causationId: null, actor: 'system', schemaVersion: 1, ...(given ?? {}) } as EventMetadata;
+  if (!Number.isSafeInteger(metadata.schemaVersion) || metadata.schemaVersion < 1) {
+    throw new InvalidAppendError(`event ${index} (${type}) schemaVersion must be a positive integer`);
+  }
+  return metadata;
+}
+
+/** A value's canonical JSON, or InvalidAppendError naming the event. */
+function serialised(index: number, type: string, value: unknown): string {
+  try {
+    return canonicalJson(value);
+  } catch (err) {
+    throw new InvalidAppendError(`event ${index} (${type}) is not serialisable: ${(err as Error).message}`);
+  }
 }
 
 /**

@@ -24,6 +24,16 @@ describe('canonicalJson', () => {
     );
   });
 
+  it('given objects of few and of many keys, of any characters, it sorts them by UTF-16 code units', () => {
+    const key = fc.oneof(fc.string(), fc.string({ unit: 'binary' }), fc.constantFrom('a', 'b', 'aa', 'A', '\uffff', '\ud83d\ude00', '__proto__'));
+    fc.assert(
+      fc.property(fc.dictionary(key, fc.oneof(fc.integer(), fc.string()), { maxKeys: 40 }), (value) => {
+        expect(canonicalJson(value)).toBe(reference(value));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
   it('leaves out object properties whose value is undefined, as JSON does', () => {
     expect(canonicalJson({ b: 1, a: undefined, c: { z: [1, 'x'], y: null } })).toBe('{"b":1,"c":{"y":null,"z":[1,"x"]}}');
   });
