@@ -1,6 +1,7 @@
 // One file over 400 lines on purpose: it is the driver's loop and the state it keeps beyond the fold
 // (deferred results, checkpoint spacing, the claim and fence), documented once below; the model
 // turn, tool dispatch and compaction are modules of their own in this folder.
+import { promises as fs } from 'node:fs';
 import type { NewEvent } from '../../events/event-store.port';
 import { inToolSpan, RunTrace } from '../../observability/tracing';
 import { isStoreUnavailable, WrongExpectedRevisionError } from '../../events/errors';
@@ -18,7 +19,7 @@ import { decideStep, driverClaimed, isDecidedStep, needsArtifactHash, runSuspend
 import { loadRunState } from '../run-stream';
 import { workspaceDigest } from '../tools/workspace-digest';
 import { loadRunHistory } from '../run-history';
-import { unrebuildable, workspaceAt } from '../workspace/workspace-effects';
+import { emptyManifest, unrebuildable, workspaceAt } from '../workspace/workspace-effects';
 import { isEmptyDirectory, restoreWorkspace, unrecoverableMessage } from '../workspace/workspace-log';
 import { compactContext } from './compaction';
 import { takeModelTurn } from './model-turn';
@@ -79,10 +80,17 @@ export class RunDriver {
     this.measure = (role, messages) => (this.counter ? this.counter.lookup(this.countRequest(role, messages)) : undefined);
     // The steps read the state the driver holds now (appends and catch-ups replace it).
     const current = () => this.state;
+    const workspace = `${deps.workspaceRoot}/${runId}`;
+    let realWorkspace: Promise<string | undefined> | undefined;
     this.steps = {
       runId,
       deps,
-      workspace: `${deps.workspaceRoot}/${runId}`,
+      workspace,
+      realWorkspace: () =>
+        (realWorkspace ??= fs.realpath(workspace).catch(() => {
+          realWorkspace = undefined;
+          return undefined;
+        })),
       get state() {
         return current();
       },
@@ -275,7 +283,9 @@ export class RunDriver {
    */
   private async rebuildWorkspace(): Promise<void> {
     if (this.deps.workspaceLog?.enabled === false || this.fenced) return;
-    const manifest = workspaceAt(await loadRunHistory(this.deps.store, this.runId));
+    // Before any model call has answered no tool has run (a tool call is part of an answer), so the
+    // events describe an empty workspace: known without reading them again (a fresh run's first drive).
+    const manifest = totalTurns(this.state) === 0 ? emptyManifest() : workspaceAt(await loadRunHistory(this.deps.store, this.runId));
     const dir = this.steps.workspace;
     // What the events cannot describe exactly is not guessed at: a directory that is here already
     // (a shared volume, a restart) is kept as it is; only an empty one means the run cannot go on.

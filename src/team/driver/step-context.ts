@@ -74,6 +74,8 @@ export interface StepContext {
   readonly deps: RunDriverDeps;
   /** The run's workspace directory. */
   readonly workspace: string;
+  /** Its real path, resolved once for the driver's tool calls (undefined while it cannot be: each call resolves it then). */
+  realWorkspace(): Promise<string | undefined>;
   /**
    * The run as folded so far (ahead of the store by the deferred events). Appends and catch-ups
    * replace it: read it again after every await.

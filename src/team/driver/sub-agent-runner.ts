@@ -184,9 +184,10 @@ async function runSubAgentTool(
     await ctx.append([{ type: 'SubAgentToolStarted', data: { path, turn, toolUseId: call.id, name: call.name, at: isoNow(deps.clock) } }]);
   }
   const started = deps.clock.now();
+  const realWorkspace = await ctx.realWorkspace();
   const invoke = async (): Promise<ToolOutcome> => {
     try {
-      return await deps.tools.invoke(call, phaseRole, allowed, { runId: ctx.runId, role: phaseRole, workspace: ctx.workspace, signal });
+      return await deps.tools.invoke(call, phaseRole, allowed, { runId: ctx.runId, role: phaseRole, workspace: ctx.workspace, realWorkspace, signal });
     } catch (err) {
       return { isError: true, output: `tool ${call.name} failed: ${encodeMachineText(String((err as Error).message))}` };
     }
@@ -197,7 +198,7 @@ async function runSubAgentTool(
   if (!tool || tool.readOnly || !allowed.includes(call.name) || deps.workspaceLog?.enabled === false) {
     outcome = await invoke();
     if (tool?.readOnly && deps.workspaceLog?.enabled !== false && !hasNoOwnEffects(call.name)) files = [];
-  } else ({ result: outcome, files } = await withRecordedEffects(deps.store, ctx.workspace, call, invoke, deps.workspaceLog));
+  } else ({ result: outcome, files } = await withRecordedEffects(deps.store, ctx.workspace, call, invoke, { ...deps.workspaceLog, realWorkspace }));
   if (signal.aborted) return undefined;
   return toolCompleted(path, turn, call, outcome, deps.clock.now() - started, undefined, files);
 }

@@ -51,7 +51,8 @@ export async function dispatchTools(ctx: StepContext, step: Extract<NextAction, 
   const turn = s.loop!.context.turn;
   const allowed = s.phase!.tools;
   const policy = s.launched!.toolApproval;
-  const context = (signal: AbortSignal) => ({ runId, role, workspace: ctx.workspace, signal });
+  const realWorkspace = await ctx.realWorkspace();
+  const context = (signal: AbortSignal) => ({ runId, role, workspace: ctx.workspace, realWorkspace, signal });
   const spawner: Spawner = { agent: agentIdentity(role, runId), depth: 0, tools: allowed, phaseRole: role };
   // Sub-agents spawned in this preflight (awaiting approval), so that two spawns get two paths.
   const agents = { ...s.subAgents };
@@ -151,7 +152,7 @@ export async function dispatchTools(ctx: StepContext, step: Extract<NextAction, 
           if (p.tool!.readOnly && deps.workspaceLog?.enabled !== false && !hasNoOwnEffects(p.call.name)) p.files = [];
         } else {
           // The workspace is part of the log: what the call changed is recorded with its result.
-          const recorded = await withRecordedEffects(deps.store, ctx.workspace, p.call, invoke, deps.workspaceLog);
+          const recorded = await withRecordedEffects(deps.store, ctx.workspace, p.call, invoke, { ...deps.workspaceLog, realWorkspace });
           p.outcome = recorded.result;
           p.files = recorded.files;
         }

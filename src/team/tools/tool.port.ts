@@ -5,6 +5,11 @@ export interface ToolContext {
   role: RoleName;
   /** Absolute path of the run's workspace; every path a tool touches must resolve inside it. */
   workspace: string;
+  /**
+   * The workspace's real path, resolved once for the run by its driver: paths are confined to that
+   * directory, and it is not resolved again on every call. Absent: each call resolves `workspace`.
+   */
+  realWorkspace?: string;
   signal: AbortSignal;
 }
 

@@ -1,5 +1,6 @@
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
+import type { ToolContext } from './tool.port';
 
 /**
  * A run's workspace: the one directory its tools may touch. Every user-supplied path goes through
@@ -30,6 +31,12 @@ export class InvalidRunIdError extends Error {
 export interface ResolveOptions {
   /** The path will be created or replaced; the workspace directory itself is refused as a target. */
   forWrite?: boolean;
+  /**
+   * The workspace's real path, when the caller resolved it once for many calls (see
+   * `ToolContext.realWorkspace`). Confinement is then to that directory: a workspace path re-pointed
+   * later (a link planted in its place) cannot widen it, where a fresh resolution would follow it.
+   */
+  realRoot?: string;
 }
 
 const RUN_ID = /^[A-Za-z0-9_-]{1,128}$/;
@@ -49,7 +56,7 @@ export async function resolveInWorkspace(workspace: string, userPath: string, op
   if (userPath.includes('\0')) throw new WorkspaceEscapeError(userPath, 'contains a NUL byte');
 
   const root = path.resolve(workspace);
-  const realRoot = await fs.realpath(root);
+  const realRoot = options.realRoot ?? (await fs.realpath(root));
   const candidate = path.resolve(root, userPath);
   // An absolute path may name the workspace by either of its spellings (e.g. /tmp vs /private/tmp).
   const rel = relativeInside(root, candidate) ?? relativeInside(realRoot, candidate);
@@ -75,6 +82,8 @@ export async function resolveInWorkspace(workspace: string, userPath: string, op
     real = await fs.realpath(path.join(realRoot, ...segments.slice(0, existing)));
   } catch (err) {
     const code = errnoCode(err);
+    // The workspace itself is gone (a real root resolved before it was removed): said as when it is resolved now.
+    if (code === 'ENOENT' && existing === 0 && options.realRoot !== undefined) throw err;
     if (code === 'ENOENT' || code === 'ELOOP' || code === 'ENOTDIR') {
       throw new WorkspaceEscapeError(userPath, 'passes through a broken or looping symbolic link');
     }
@@ -91,6 +100,11 @@ export async function resolveInWorkspace(workspace: string, userPath: string, op
   return resolved;
 }
 
+/** The workspace's real path: the run's, resolved once, or resolved now. */
+export function realWorkspaceOf(context: Pick<ToolContext, 'workspace' | 'realWorkspace'>): Promise<string> {
+  return context.realWorkspace !== undefined ? Promise.resolve(context.realWorkspace) : fs.realpath(context.workspace);
+}
+
 /** The workspace-relative spelling of a resolved path, with '/' separators ('.' for the root). */
 export function toWorkspacePath(realWorkspace: string, absolute: string): string {
   const rel = path.relative(realWorkspace, absolute);
@@ -101,11 +115,27 @@ export function toWorkspacePath(realWorkspace: string, absolute: string): string
 export async function createWorkspace(root: string, runId: string): Promise<string> {
   if (typeof runId !== 'string' || !RUN_ID.test(runId)) throw new InvalidRunIdError(String(runId));
   const dir = path.join(path.resolve(root), runId);
-  await fs.mkdir(dir, { recursive: true });
-  const stat = await fs.lstat(dir);
-  // A pre-planted link at the run's path would move the whole workspace elsewhere.
-  if (!stat.isDirectory()) throw new Error(`workspace for run ${runId} exists and is not a plain directory`);
+  // A directory made here is a plain one. One that was there already (a recovery, a fork's
+  // rebuild) is checked: a pre-planted link at the run's path would move the whole workspace elsewhere.
+  if (!(await makeDirectory(dir)) && !(await fs.lstat(dir)).isDirectory()) {
+    throw new Error(`workspace for run ${runId} exists and is not a plain directory`);
+  }
   return fs.realpath(dir);
+}
+
+/** Makes `dir` (its parents too, when missing): true when it made it, false when something is there already. */
+async function makeDirectory(dir: string): Promise<boolean> {
+  for (let parentsMade = false; ; parentsMade = true) {
+    try {
+      await fs.mkdir(dir);
+      return true;
+    } catch (err) {
+      const code = errnoCode(err);
+      if (code === 'EEXIST') return false;
+      if (code !== 'ENOENT' || parentsMade) throw err;
+    }
+    await fs.mkdir(path.dirname(dir), { recursive: true });
+  }
 }
 
 function relativeInside(base: string, target: string): string | undefined {

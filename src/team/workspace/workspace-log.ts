@@ -219,26 +219,35 @@ export async function withRecordedEffects<T extends { isError: boolean }>(
   workspace: string,
   call: { name: string; input: Record<string, unknown> },
   run: () => Promise<T>,
-  options: { maxBlobBytes?: number; limits?: SnapshotLimits } = {},
+  options: { maxBlobBytes?: number; limits?: SnapshotLimits; realWorkspace?: string } = {},
 ): Promise<{ result: T; files: FileEffect[] }> {
   const input = fromMachineText(call.input);
   const named = NAMED_FILE_TOOLS.has(call.name) && typeof input.path === 'string' ? input.path : undefined;
+  // The directory the run's tools were confined to (resolved when the drive started). A workspace
+  // that a command replaced by a link is not walked through it: its effects are unrecorded.
+  const root = options.realWorkspace ?? workspace;
+  const snapshot = async () => {
+    if (options.realWorkspace !== undefined && (await fs.realpath(root)) !== options.realWorkspace) {
+      throw Object.assign(new Error('the workspace was replaced'), { name: 'WorkspaceReplaced' });
+    }
+    return snapshotWorkspace(root, options.limits);
+  };
   let before: WorkspaceSnapshot | Error | undefined;
-  if (named === undefined) before = await snapshotWorkspace(workspace, options.limits).catch((err: unknown) => err as Error);
+  if (named === undefined) before = await snapshot().catch((err: unknown) => err as Error);
   const result = await run();
   try {
     if (before instanceof Error) throw before;
     let effects: FileEffect[];
     if (named !== undefined) {
       if (result.isError) return { result, files: [] };
-      const real = await fs.realpath(workspace);
+      const real = options.realWorkspace ?? (await fs.realpath(workspace));
       // Resolved as the tool resolved it (an absolute path may name either spelling of the workspace).
-      const written = await resolveInWorkspace(workspace, named);
+      const written = await resolveInWorkspace(workspace, named, { realRoot: real });
       effects = [await effectOfFile(real, toWorkspacePath(real, written), options.maxBlobBytes)];
     } else {
-      effects = diffSnapshots(before!, await snapshotWorkspace(workspace, options.limits), options.maxBlobBytes);
+      effects = diffSnapshots(before!, await snapshot(), options.maxBlobBytes);
     }
-    return { result, files: await storeEffects(store, workspace, effects) };
+    return { result, files: await storeEffects(store, named !== undefined ? (options.realWorkspace ?? (await fs.realpath(workspace))) : root, effects) };
   } catch (err) {
     // Named by its code, never by a message that could show the host's layout.
     const why = (err as NodeJS.ErrnoException).code ?? (err as Error).name ?? 'error';

@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, realpathSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   createWorkspace,
@@ -97,6 +97,33 @@ describe('resolveInWorkspace', () => {
     await expect(resolveInWorkspace(via, join(via, 'src', 'a.txt'))).resolves.toBe(join(ws, 'src', 'a.txt'));
   });
 
+  it('confines paths to a real root resolved earlier, even once the workspace path is re-pointed outside', async () => {
+    const via = join(root.path, 'via');
+    symlinkSync(ws, via);
+    const realRoot = realpathSync(via);
+    await expect(resolveInWorkspace(via, 'src/a.txt', { realRoot })).resolves.toBe(join(ws, 'src', 'a.txt'));
+    // The workspace's path now leads elsewhere; its directory (the real root) is replaced by a link too.
+    unlinkSync(via);
+    symlinkSync(outside, via);
+    renameSync(ws, join(root.path, 'moved'));
+    symlinkSync(outside, ws);
+    for (const userPath of ['secret.txt', '.', join(via, 'secret.txt')]) {
+      const error = await resolveInWorkspace(via, userPath, { realRoot }).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(error).toBeInstanceOf(WorkspaceEscapeError);
+    }
+  });
+
+  it('given a real root resolved before the workspace was removed, it fails as a workspace resolved now does', async () => {
+    const realRoot = realpathSync(ws);
+    rmSync(ws, { recursive: true });
+    const now = await resolveInWorkspace(ws, 'a.txt').catch((err: NodeJS.ErrnoException) => err.code);
+    await expect(resolveInWorkspace(ws, 'a.txt', { realRoot }).catch((err: NodeJS.ErrnoException) => err.code)).resolves.toBe(now);
+    expect(now).toBe('ENOENT');
+  });
+
   it('refuses the workspace directory itself as a write target', async () => {
     await refused('.', true);
     await refused('src/..', true);
@@ -131,5 +158,14 @@ describe('createWorkspace', () => {
     mkdirSync(elsewhere);
     symlinkSync(elsewhere, join(root.path, 'run-2'));
     await expect(createWorkspace(root.path, 'run-2')).rejects.toThrow('not a plain directory');
+  });
+
+  it('refuses a run path that is a dangling link or a file, and creates a missing root', async () => {
+    symlinkSync(join(root.path, 'nowhere'), join(root.path, 'run-3'));
+    writeFileSync(join(root.path, 'run-4'), 'x');
+    await expect(createWorkspace(root.path, 'run-3')).rejects.toThrow('not a plain directory');
+    await expect(createWorkspace(root.path, 'run-4')).rejects.toThrow('not a plain directory');
+    const made = await createWorkspace(join(root.path, 'a', 'b'), 'run-5');
+    expect(made).toBe(realpathSync(join(root.path, 'a', 'b', 'run-5')));
   });
 });

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { commandPathFor } from '../../../src/events/command-handling';
 import type { EventStore } from '../../../src/events/event-store.port';
@@ -118,6 +118,16 @@ describe('the workspace is part of the log', () => {
     for (const entry of manifest.files.values()) expect('sha256' in entry && (await loadBlob(store, entry.sha256!)).ok).toBe(true);
   });
 
+  it('a run no model call has answered yet is driven from the empty workspace its events describe: a stray file goes', async () => {
+    const store = new InMemoryEventStore();
+    const root = dataDir();
+    await launch(store, 'run_fresh', root);
+    writeFileSync(join(root, 'run_fresh', 'stray.txt'), 'not from the events');
+    const state = await new RunDriver('run_fresh', deps(store, root, 'process-A', new OfflineModelProvider())).drive();
+    expect(runStatus(state)).toBe('awaiting_review');
+    expect(Object.keys(filesOf(join(root, 'run_fresh')))).not.toContain('stray.txt');
+  });
+
   it('a fork point\'s workspace is rebuilt from the inherited events alone', async () => {
     const store = new InMemoryEventStore();
     await interrupted(store, 'run_parent', 9);
@@ -169,6 +179,28 @@ describe('the workspace is part of the log', () => {
     expect(runStatus(state)).toBe('failed');
     const said = (await store.readStream('run-run_lost')).find((e) => e.type === 'WorkspaceUnrecoverable')!.data as WorkspaceUnrecoverableData;
     expect(said.paths.every((p) => /not in the event store/.test(p.reason))).toBe(true);
+  });
+
+  it('run_command that replaces its workspace by a link: what lies behind the link is not walked, the effects are unrecorded', async () => {
+    const store = new InMemoryEventStore();
+    const ws = join(dataDir(), 'run_swap');
+    const outside = join(dataDir(), 'outside');
+    mkdirSync(ws);
+    mkdirSync(outside);
+    writeFileSync(join(outside, 'secret.txt'), 'not the run\'s');
+    const real = realpathSync(ws);
+    const runCommand = createBuiltinTools().find((t) => t.name === 'run_command')!;
+    const command = `cd .. && mv run_swap run_swap_moved && ln -s ${outside} run_swap`;
+    const swapped = await withRecordedEffects(
+      store,
+      ws,
+      { name: 'run_command', input: { command } },
+      () => runCommand.execute({ command }, { runId: 'run_swap', role: 'executor', workspace: ws, realWorkspace: real, signal: new AbortController().signal }),
+      { realWorkspace: real },
+    );
+    expect(swapped.result.isError).toBe(false);
+    expect(swapped.files).toEqual([{ path: '.', unrecorded: "the call's effects could not be recorded (WorkspaceReplaced)" }]);
+    expect(JSON.stringify(await store.readAll())).not.toContain('not the run');
   });
 
   it('run_command: the files it added, changed, made executable or removed are recorded and rebuilt byte for byte', async () => {

@@ -33,7 +33,7 @@ export function editFileTool(): ToolDefinition {
       const replaceAll = input.replaceAll === true;
       if (oldText === newText) return fail('old and new are identical; nothing to change');
       try {
-        const file = await resolveInWorkspace(context.workspace, userPath, { forWrite: true });
+        const file = await resolveInWorkspace(context.workspace, userPath, { forWrite: true, realRoot: context.realWorkspace });
         const stat = await fs.stat(file);
         if (stat.isDirectory()) return fail(`${quote(userPath)} is a directory`);
         if (!stat.isFile()) return fail(`${quote(userPath)} is not a regular file`);

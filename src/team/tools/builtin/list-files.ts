@@ -1,6 +1,6 @@
 import { promises as fs } from 'node:fs';
 import type { ToolDefinition } from '../tool.port';
-import { resolveInWorkspace } from '../workspace';
+import { realWorkspaceOf, resolveInWorkspace } from '../workspace';
 import type { BuiltinToolLimits } from './limits';
 import { fail, fsFailure, ok, quote } from './outcomes';
 import { walk } from './walk';
@@ -26,10 +26,10 @@ export function listFilesTool(limits: BuiltinToolLimits): ToolDefinition {
     async execute(input, context) {
       const userPath = (input.path as string | undefined) || '.';
       try {
-        const dir = await resolveInWorkspace(context.workspace, userPath);
+        const dir = await resolveInWorkspace(context.workspace, userPath, { realRoot: context.realWorkspace });
         const stat = await fs.stat(dir);
         if (!stat.isDirectory()) return fail(`${quote(userPath)} is not a directory; use read_file to read it`);
-        const realWorkspace = await fs.realpath(context.workspace);
+        const realWorkspace = await realWorkspaceOf(context);
         const { entries, truncated } = await walk(realWorkspace, dir, {
           recursive: input.recursive === true,
           max: limits.listMaxEntries,

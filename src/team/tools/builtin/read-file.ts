@@ -31,7 +31,7 @@ export function readFileTool(limits: BuiltinToolLimits): ToolDefinition {
       const limit = input.limit as number | undefined;
       let handle: fs.FileHandle | undefined;
       try {
-        const file = await resolveInWorkspace(context.workspace, userPath);
+        const file = await resolveInWorkspace(context.workspace, userPath, { realRoot: context.realWorkspace });
         // O_NONBLOCK: opening a FIFO must not hang the turn; O_NOFOLLOW: the resolved path is final.
         handle = await fs.open(file, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
         const stat = await handle.stat();

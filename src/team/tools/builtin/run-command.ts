@@ -1,7 +1,6 @@
 import { spawn } from 'node:child_process';
-import { promises as fs } from 'node:fs';
 import type { ToolContext, ToolDefinition, ToolOutcome } from '../tool.port';
-import { errnoCode } from '../workspace';
+import { errnoCode, realWorkspaceOf } from '../workspace';
 import { HeadTailBuffer } from './head-tail-buffer';
 import type { BuiltinToolLimits } from './limits';
 import { asMachineText, fail, formatBytes, formatDuration, fsFailure } from './outcomes';
@@ -59,7 +58,7 @@ export function runCommandTool(limits: BuiltinToolLimits): ToolDefinition {
       if (context.signal.aborted) return fail('command cancelled before it started');
       let cwd: string;
       try {
-        cwd = await fs.realpath(context.workspace);
+        cwd = await realWorkspaceOf(context);
       } catch (err) {
         return fsFailure(err, '.', 'use the workspace');
       }

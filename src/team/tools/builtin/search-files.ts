@@ -1,7 +1,7 @@
 import { promises as fs } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import type { ToolDefinition } from '../tool.port';
-import { resolveInWorkspace, toWorkspacePath } from '../workspace';
+import { realWorkspaceOf, resolveInWorkspace, toWorkspacePath } from '../workspace';
 import type { BuiltinToolLimits } from './limits';
 import { fail, formatBytes, formatDuration, fsFailure, ok, quote } from './outcomes';
 import type { SearchRequest, SearchResult } from './search.worker';
@@ -48,8 +48,8 @@ export function searchFilesTool(limits: BuiltinToolLimits): ToolDefinition {
         }
       }
       try {
-        const target = await resolveInWorkspace(context.workspace, userPath);
-        const realWorkspace = await fs.realpath(context.workspace);
+        const target = await resolveInWorkspace(context.workspace, userPath, { realRoot: context.realWorkspace });
+        const realWorkspace = await realWorkspaceOf(context);
         const stat = await fs.stat(target);
         let files: WalkEntry[];
         let tooManyFiles = false;

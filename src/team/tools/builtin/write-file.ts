@@ -29,10 +29,10 @@ export function writeFileTool(): ToolDefinition {
       const userPath = input.path as string;
       const content = input.content as string;
       try {
-        const file = await resolveInWorkspace(context.workspace, userPath, { forWrite: true });
+        const file = await resolveInWorkspace(context.workspace, userPath, { forWrite: true, realRoot: context.realWorkspace });
         await fs.mkdir(path.dirname(file), { recursive: true });
         // mkdir may have raced with a link being planted: check again before writing.
-        const confirmed = await resolveInWorkspace(context.workspace, userPath, { forWrite: true });
+        const confirmed = await resolveInWorkspace(context.workspace, userPath, { forWrite: true, realRoot: context.realWorkspace });
         const bytes = await writeAtomically(confirmed, content);
         return ok(`wrote ${bytes} bytes to ${quote(userPath)}`);
       } catch (err) {
