@@ -3,6 +3,7 @@ import { Client } from 'pg';
 import { PostgresEventStore } from '../../src/events/postgres.event-store';
 import type { DriverClaimedData } from '../../src/team/domain/run-events';
 import type { LaunchRunInput } from '../../src/team/launch';
+import { followRunEvents } from '../support/e2e-app';
 import { connectAdmin, PG_URL } from '../support/pg';
 import { tempDir } from '../support/temp-dir';
 import { killHard, runEvents, spawnChild, waitFor, type Child } from './crash-support';
@@ -18,40 +19,6 @@ jest.setTimeout(90_000);
 const KEY = 'op-secret-0123456789';
 const schema = `triad_placement_${process.pid}_${Date.now().toString(36)}`;
 const launch = (goal: string): LaunchRunInput => ({ goal, acceptanceCriteria: ['file alpha.txt contains "alpha"', 'file beta.txt exists'] });
-
-/** Opens an SSE stream of the run on `port`; collects its `event:` names and delta texts until closed. */
-function follow(port: number, runId: string) {
-  const controller = new AbortController();
-  const seen = { events: [] as string[], deltas: [] as string[], status: 0 };
-  const done = (async () => {
-    const res = await fetch(`http://127.0.0.1:${port}/v1/runs/${runId}/events`, {
-      headers: { accept: 'text/event-stream', authorization: `Bearer ${KEY}` },
-      signal: controller.signal,
-    });
-    seen.status = res.status;
-    const reader = res.body!.getReader();
-    const decoder = new TextDecoder();
-    let buffer = '';
-    for (;;) {
-      const { value, done: ended } = await reader.read();
-      if (ended) return;
-      buffer += decoder.decode(value, { stream: true });
-      let cut: number;
-      while ((cut = buffer.indexOf('\n\n')) >= 0) {
-        const frame = buffer.slice(0, cut);
-        buffer = buffer.slice(cut + 2);
-        const type = /^event: (.*)$/m.exec(frame)?.[1];
-        const data = /^data: (.*)$/m.exec(frame)?.[1];
-        if (!type) continue;
-        seen.events.push(type);
-        if (type === 'delta' && data) seen.deltas.push((JSON.parse(data) as { text: string }).text);
-      }
-    }
-  })().catch((err: Error) => {
-    if (err.name !== 'AbortError') throw err;
-  });
-  return { seen, close: () => controller.abort(), done };
-}
 
 let admin: Client;
 
@@ -101,7 +68,7 @@ describe('placement and live text across processes sharing PostgreSQL', () => {
       const first = await post(launch('kept by the launcher'));
       const second = await post(launch('placed on the other process'));
       // A follows the run it does not drive.
-      const sse = follow(infoA.port!, second);
+      const sse = followRunEvents(`http://127.0.0.1:${infoA.port!}`, second, KEY);
 
       const claimedBy = async (runId: string) =>
         ((await runEvents(store!, runId)).find((e) => e.type === 'DriverClaimed')?.data as DriverClaimedData | undefined)?.owner;

@@ -6,6 +6,7 @@ import { toRunStreamId, type DriverClaimedData } from '../../src/team/domain/run
 import type { LaunchRunInput } from '../../src/team/launch';
 import { workspaceAt } from '../../src/team/workspace/workspace-effects';
 import { snapshotWorkspace } from '../../src/team/workspace/workspace-log';
+import { followRunEvents } from '../support/e2e-app';
 import { spawnHttpServer, type ServerChild } from '../support/http-server-child';
 import { connectAdmin, PG_URL } from '../support/pg';
 import { tempDir } from '../support/temp-dir';
@@ -42,34 +43,6 @@ afterAll(async () => {
   await admin?.end().catch(() => undefined);
 });
 
-/** Opens an SSE stream of the run on `url`; counts its `delta` frames until closed. */
-function follow(url: string, runId: string) {
-  const controller = new AbortController();
-  const seen = { status: 0, deltas: 0, events: [] as string[] };
-  const done = (async () => {
-    const res = await fetch(`${url}/v1/runs/${runId}/events`, { headers: { accept: 'text/event-stream', authorization: `Bearer ${KEY}` }, signal: controller.signal });
-    seen.status = res.status;
-    const reader = res.body!.getReader();
-    const decoder = new TextDecoder();
-    let buffer = '';
-    for (;;) {
-      const { value, done: ended } = await reader.read();
-      if (ended) return;
-      buffer += decoder.decode(value, { stream: true });
-      let cut: number;
-      while ((cut = buffer.indexOf('\n\n')) >= 0) {
-        const type = /^event: (.*)$/m.exec(buffer.slice(0, cut))?.[1];
-        buffer = buffer.slice(cut + 2);
-        if (type === 'delta') seen.deltas++;
-        else if (type) seen.events.push(type);
-      }
-    }
-  })().catch((err: Error) => {
-    if (err.name !== 'AbortError') throw err;
-  });
-  return { seen, close: () => controller.abort(), done };
-}
-
 const claimsOf = (events: RecordedEvent[]) => events.filter((e) => e.type === 'DriverClaimed').map((e) => ({ owner: (e.data as DriverClaimedData).owner, revision: e.revision }));
 
 describe('three processes with their own data directories on one PostgreSQL, one killed with -9', () => {
@@ -105,7 +78,7 @@ describe('three processes with their own data directories on one PostgreSQL, one
       };
       // The run followed live: launched on B (which takes it: below its cap), followed from A.
       const followed = await post(b);
-      const sse = follow(a.url, followed);
+      const sse = followRunEvents(a.url, followed, KEY);
       // A third of the runs on each process (each takes its own launches), six at a time.
       const launchedOn: string[][] = [[], [followed], []];
       for (let i = 1; i < RUNS; i += 6) {
@@ -141,7 +114,7 @@ describe('three processes with their own data directories on one PostgreSQL, one
       const inFlightAtKill = (await progress(launchedOn[2])).filter((r) => r.claimed && !r.gate).length;
 
       await waitFor('every run at its human gate', async () => (await progress(all)).filter((r) => r.gate).length === RUNS, 180_000, 250);
-      await waitFor('live text from B on A', async () => sse.seen.deltas > 0 || undefined, 10_000);
+      await waitFor('live text from B on A', async () => sse.seen.deltas.length > 0 || undefined, 10_000);
       expect(sse.seen.status).toBe(200);
       sse.close();
       await sse.done;

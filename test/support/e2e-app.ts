@@ -160,8 +160,8 @@ export function sseReader(res: Response): { next(timeoutMs?: number): Promise<Ss
         let timer: NodeJS.Timeout | undefined;
         const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), remaining)));
         pending ??= reader.read();
-        const read = await Promise.race([pending, timeout]);
-        clearTimeout(timer);
+        // Cleared whether the read answers or fails (a cancelled stream), so no timer outlives the call.
+        const read = await Promise.race([pending, timeout]).finally(() => clearTimeout(timer));
         if (read === 'timeout') throw new Error(`no SSE event within ${timeoutMs} ms`);
         pending = undefined;
         if (read.done) done = true;
@@ -174,4 +174,26 @@ export function sseReader(res: Response): { next(timeoutMs?: number): Promise<Ss
       await reader.cancel().catch(() => undefined);
     },
   };
+}
+
+/**
+ * Follows a run's event stream (`GET /v1/runs/:id/events`) in the background: the answer's status,
+ * every event's name in order, and the text of its `delta` events, until `close()`.
+ */
+export function followRunEvents(baseUrl: string, runId: string, apiKey: string) {
+  const controller = new AbortController();
+  const seen = { status: 0, events: [] as string[], deltas: [] as string[] };
+  const done = (async () => {
+    const res = await fetch(`${baseUrl}/v1/runs/${runId}/events`, { headers: { accept: 'text/event-stream', authorization: `Bearer ${apiKey}` }, signal: controller.signal });
+    seen.status = res.status;
+    const events = sseReader(res);
+    // Read until the stream ends or is closed (close() makes the pending read fail); an hour is "no deadline" for a test.
+    for (let e = await events.next(3_600_000); e; e = await events.next(3_600_000)) {
+      seen.events.push(e.event);
+      if (e.event === 'delta') seen.deltas.push((JSON.parse(e.data) as { text: string }).text);
+    }
+  })().catch((err: Error) => {
+    if (err.name !== 'AbortError') throw err;
+  });
+  return { seen, close: () => controller.abort(), done };
 }
