@@ -42,8 +42,9 @@ const { monitorEventLoopDelay } = require('node:perf_hooks');
   const started = new Map();
   const drive = [];
   const origStart = sup.start.bind(sup);
-  // A driver counts once it holds the run's lease: with several processes, each one's dispatcher
-  // tries every launched run and all but the lease's holder give up (counted as declined).
+  // A driver counts once it holds the run's lease; one started without getting it counts as
+  // declined: a run placed on another process is not tried here, so declines are launches no
+  // process was placed for (every one tries them, all but one give up) and recovery's attempts.
   let declined = 0;
   const stopped = [];
   sup.start = (runId, ...rest) => {
@@ -100,7 +101,8 @@ const { monitorEventLoopDelay } = require('node:perf_hooks');
     h.enable();
   }
   // Events the process reads from its store (runs' streams, read models following the log), counted
-  // on the store's read methods; a read the adapter makes through another of them counts twice.
+  // on the store's read methods and its shared tail (one read near the head for all subscriptions);
+  // a read the adapter makes through another of them counts twice.
   function countReads(store) {
     let n = 0;
     for (const name of ['readStream', 'readAll']) {
@@ -109,7 +111,7 @@ const { monitorEventLoopDelay } = require('node:perf_hooks');
     }
     const pages = store.readStreamPages.bind(store);
     store.readStreamPages = async function* (...args) { for await (const page of pages(...args)) { n += page.length; yield page; } };
-    return () => n;
+    return () => n + (store.tail ? store.tail.eventsRead : 0);
   }
   process.send({ port: app.getHttpServer().address().port });
   const stop = () => app.close().then(() => process.exit(0), () => process.exit(1));

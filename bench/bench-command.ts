@@ -6,6 +6,7 @@ import { loadConfig } from '../src/config/config';
 import { runCacheBench } from './cache.bench';
 import { runDecisionsBench } from './decisions.bench';
 import { runDispatchBench } from './dispatch.bench';
+import { runLaunchesBench } from './launches.bench';
 import { runEsdbBench } from './esdb.bench';
 import { runProcsBench } from './procs.bench';
 import { runReplayBench } from './replay.bench';
@@ -45,6 +46,8 @@ export const SUITES: Record<BenchSuite, Suite> = {
   dispatch: async (opts, log, scratch) => runDispatchBench({ runs: opts.runs, dataDir: scratch, log }),
   esdb: async (opts, log) => runEsdbBench({ runs: opts.runs, url: loadConfig().esdbUrl ?? process.env.TRIAD_ESDB_URL, log }),
   cache: async (opts, log) => runCacheBench({ turns: opts.turns, log }),
+  // Run alone, --runs is the launches measured.
+  launches: async (opts, log, scratch, all) => runLaunchesBench({ launches: all ? undefined : opts.runs, repeat: opts.repeat, dataDir: scratch, log }),
   scale: async (opts, log, scratch, all) => {
     const config = loadConfig();
     // Other suites read --runs as repetitions; run alone, scale reads it as the runs at once.
@@ -71,6 +74,7 @@ export const SUITES: Record<BenchSuite, Suite> = {
       latencyMs: opts.latencyMs,
       processes: opts.processes,
       repeat: opts.repeat,
+      launchOn: opts.launchOn,
       pgUrl,
       dataDir: scratch,
       log,
@@ -87,9 +91,9 @@ export const runBenchCommand: BenchModule['runBenchCommand'] = async (suite, opt
     process.stderr.write(`triad: unknown benchmark suite '${suite}' (suites: ${BENCH_SUITES.join(', ')}, all)\n`);
     return 2;
   }
-  // --runs is repetitions (1 to 100) everywhere but in `scale` and `procs` run alone, where it is the runs launched.
-  if (suite !== 'scale' && suite !== 'procs' && opts.runs !== undefined && opts.runs > 100) {
-    process.stderr.write(`triad: --runs must be at most 100 (repetitions) except for the scale and procs suites\n`);
+  // --runs is repetitions (1 to 100) everywhere but in `launches`, `scale` and `procs` run alone, where it is the runs launched.
+  if (suite !== 'launches' && suite !== 'scale' && suite !== 'procs' && opts.runs !== undefined && opts.runs > 100) {
+    process.stderr.write(`triad: --runs must be at most 100 (repetitions) except for the launches, scale and procs suites\n`);
     return 2;
   }
   for (const name of names) {

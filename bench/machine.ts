@@ -101,6 +101,17 @@ export interface Summary {
   samples: number[];
 }
 
+/**
+ * Median to two decimals with the min, max and samples as measured: for figures where integers are
+ * too coarse (a ratio, ms per run, a few KiB).
+ */
+export function summariseFine(samples: number[]): Summary {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  const median = sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+  return { median: Math.round(median * 100) / 100, min: sorted[0], max: sorted[sorted.length - 1], samples };
+}
+
 /** Median with min and max of repeated runs; the median is what benchmarks report. */
 export function summarise(samples: number[]): Summary {
   const sorted = [...samples].sort((a, b) => a - b);

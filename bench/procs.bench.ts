@@ -6,7 +6,7 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { httpCall, LAUNCH_BODY, serverEnv, startServer, waitUntil, type Server } from './app-server';
-import { dropPostgresSchema, machineInfo, type MachineInfo, type Summary } from './machine';
+import { dropPostgresSchema, machineInfo, summariseFine, type MachineInfo, type Summary } from './machine';
 
 /**
  * Many processes sharing the work on PostgreSQL (`npm run bench -- procs --runs N --latency-ms L
@@ -34,6 +34,11 @@ export interface ProcsBenchOptions {
   repeat?: number;
   /** Launch requests in flight at once, over all servers; default 32. */
   concurrency?: number;
+  /**
+   * Where runs are launched: round-robin on `each` server (default), or all on the `first`, so
+   * that the others drive nothing and their CPU is what following the store costs a process.
+   */
+  launchOn?: 'each' | 'first';
   pgUrl?: string;
   dataDir: string;
   log: (line: string) => void;
@@ -53,6 +58,8 @@ export interface ProcsProcess {
   /** Drivers this server started for runs whose lease another process held (they stopped at once). */
   declined: number;
   cpuMs: number;
+  /** Of cpuMs, the time spent in the kernel (system calls, and the cost of sharing the cores). */
+  kernelMs: number;
   eventsRead: number;
 }
 
@@ -67,6 +74,8 @@ export interface ProcsSample {
   /** CPU (user + system) of the server processes, first launch to the read models caught up. */
   serverCpuMs: number;
   serverCpuMsPerRun: number;
+  /** Of serverCpuMsPerRun, the kernel's share (system time). */
+  serverKernelMsPerRun: number;
   /** CPU of the PostgreSQL backends of the servers' connections; null when PostgreSQL's processes are not readable here. */
   postgresCpuMs: number | null;
   postgresCpuMsPerRun: number | null;
@@ -82,6 +91,7 @@ export interface ProcsPoint {
   wallMs: Summary;
   runsPerSec: Summary;
   serverCpuMsPerRun: Summary;
+  serverKernelMsPerRun: Summary;
   postgresCpuMsPerRun: Summary | null;
   eventsReadPerRun: Summary;
 }
@@ -96,7 +106,7 @@ export interface ProcsBenchResult {
   points: ProcsPoint[];
   samples: ProcsSample[];
   machine: MachineInfo & { loadAverage: number[] };
-  inputs: { runs: number; latencyMs: number; processes: number[]; repeat: number; concurrency: number; store: 'postgres' };
+  inputs: { runs: number; latencyMs: number; processes: number[]; repeat: number; concurrency: number; launchOn: 'each' | 'first'; store: 'postgres' };
   targets: Array<{ name: string; description: string; target: string; measured: number; unit: string; met: boolean }>;
 }
 
@@ -107,14 +117,6 @@ export const DEFAULT_PG_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
 const round2 = (n: number) => Math.round(n * 100) / 100;
 const cpuMs = (u: NodeJS.CpuUsage) => (u.user + u.system) / 1000;
-
-/** Two-decimal median, min and max (machine.ts's summarise rounds to integers, too coarse for ms per run). */
-function summary(values: number[]): Summary {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  const median = sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-  return { median: round2(median), min: sorted[0], max: sorted[sorted.length - 1], samples: values };
-}
 
 function clockTicksPerSecond(): number {
   try {
@@ -185,13 +187,14 @@ interface ServerReading {
 
 const readAll = (servers: Server[]) => Promise.all(servers.map((s) => s.ask<ServerReading>({ cmd: 'cpu' })));
 
-/** Launches `runs` runs, run i through server i mod P, `concurrency` requests in flight; their ids and servers. */
-async function launchRoundRobin(servers: Server[], agents: Agent[], runs: number, concurrency: number): Promise<Array<{ runId: string; server: number }>> {
+/** Launches `runs` runs, run i through server i mod P (or all through the first), `concurrency` requests in flight; their ids and servers. */
+async function launchRuns(servers: Server[], agents: Agent[], runs: number, concurrency: number, on: 'each' | 'first'): Promise<Array<{ runId: string; server: number }>> {
   const launched: Array<{ runId: string; server: number }> = [];
   let next = 0;
   const launcher = async () => {
     while (next < runs) {
-      const server = next++ % servers.length;
+      const server = on === 'first' ? 0 : next % servers.length;
+      next++;
       const r = await httpCall(agents[server], servers[server].port, 'POST', '/v1/runs', LAUNCH_BODY);
       if (r.status !== 202) throw new Error(`launch answered ${r.status}: ${r.body}`);
       launched.push({ runId: (JSON.parse(r.body) as { runId: string }).runId, server });
@@ -242,7 +245,7 @@ async function runOnce(opts: RunOptions, processes: number, index: number, ticks
     await pgCpu.baseline();
     const before = await readAll(servers);
     const started = performance.now();
-    const launched = await launchRoundRobin(servers, agents, opts.runs, opts.concurrency);
+    const launched = await launchRuns(servers, agents, opts.runs, opts.concurrency, opts.launchOn ?? 'each');
     let lastPgSample = 0;
     const pending = new Set(launched.map((l) => l.runId));
     const seen = servers.map(() => 0);
@@ -295,6 +298,7 @@ async function runOnce(opts: RunOptions, processes: number, index: number, ticks
       driverStarts: after[i].drove - before[i].drove,
       declined: after[i].declined - before[i].declined,
       cpuMs: Math.round(cpuMs(after[i].cpu) - cpuMs(before[i].cpu)),
+      kernelMs: Math.round((after[i].cpu.system - before[i].cpu.system) / 1000),
       eventsRead: after[i].eventsRead - before[i].eventsRead,
     }));
     const serverCpuMs = perProcess.reduce((n, p) => n + p.cpuMs, 0);
@@ -307,6 +311,7 @@ async function runOnce(opts: RunOptions, processes: number, index: number, ticks
       runsPerSec: round2((opts.runs * 1000) / wallMs),
       serverCpuMs,
       serverCpuMsPerRun: round2(serverCpuMs / opts.runs),
+      serverKernelMsPerRun: round2(perProcess.reduce((n, p) => n + p.kernelMs, 0) / opts.runs),
       postgresCpuMs: postgresCpuMs === null ? null : Math.round(postgresCpuMs),
       postgresCpuMsPerRun: postgresCpuMs === null ? null : round2(postgresCpuMs / opts.runs),
       eventsReadPerRun: round2(perProcess.reduce((n, p) => n + p.eventsRead, 0) / opts.runs),
@@ -327,18 +332,19 @@ function describeSample(s: ProcsSample): string {
   const pgPart = s.postgresCpuMsPerRun === null ? '' : ` + PostgreSQL ${s.postgresCpuMsPerRun}`;
   const drove = s.perProcess.map((p) => p.drove).join('/');
   const declined = s.perProcess.map((p) => p.declined).join('/');
+  const each = s.perProcess.map((p) => round2(p.cpuMs / s.runs)).join('/');
   return (
     `${s.timedOut ? `TIMED OUT with ${s.runsAtGate} of ${s.runs} runs at the gate; ` : ''}wall ${s.wallMs} ms, ${s.runsPerSec} runs/s; ` +
-    `CPU ms/run ${s.serverCpuMsPerRun} (servers)${pgPart}; events read/run ${s.eventsReadPerRun}; claims/run ${s.claimsPerRun}; drove ${drove}, declined ${declined}`
+    `CPU ms/run ${s.serverCpuMsPerRun} (servers, ${s.serverKernelMsPerRun} in the kernel; by process ${each})${pgPart}; events read/run ${s.eventsReadPerRun}; claims/run ${s.claimsPerRun}; drove ${drove}, declined ${declined}`
   );
 }
 
 function printTable(result: ProcsBenchResult, log: (line: string) => void): void {
   const med = (s: Summary | null) => (s ? `${s.median}${s.samples.length > 1 ? ` (${s.min}-${s.max})` : ''}` : 'n/a');
-  const header = ['processes', 'wall ms', 'runs/s', 'server CPU ms/run', 'PostgreSQL CPU ms/run', 'events read/run', 'runs driven per process', 'drivers declined'];
+  const header = ['processes', 'wall ms', 'runs/s', 'server CPU ms/run', 'of which kernel', 'PostgreSQL CPU ms/run', 'events read/run', 'runs driven per process', 'drivers declined'];
   const rows = result.points.map((p) => {
     const first = result.samples.find((s) => s.processes === p.processes)!;
-    return [String(p.processes), med(p.wallMs), med(p.runsPerSec), med(p.serverCpuMsPerRun), med(p.postgresCpuMsPerRun), med(p.eventsReadPerRun), first.perProcess.map((x) => x.drove).join(' / '), first.perProcess.map((x) => x.declined).join(' / ')];
+    return [String(p.processes), med(p.wallMs), med(p.runsPerSec), med(p.serverCpuMsPerRun), med(p.serverKernelMsPerRun), med(p.postgresCpuMsPerRun), med(p.eventsReadPerRun), first.perProcess.map((x) => x.drove).join(' / '), first.perProcess.map((x) => x.declined).join(' / ')];
   });
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i])).join('  ');
@@ -363,7 +369,7 @@ export async function runProcsBench(options: ProcsBenchOptions): Promise<ProcsBe
   const ticksPerSecond = clockTicksPerSecond();
   opts.log(`machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.totalMemoryGiB} GiB, ${machine.platform} ${machine.osRelease}, Node ${machine.nodeVersion}; load ${machine.loadAverage.join(' ')}`);
   opts.log(
-    `inputs: ${opts.runs} runs per process count, launched round-robin, ${opts.latencyMs} ms model, processes ${processes.join(', ')}, ${repeat} repetition(s), ` +
+    `inputs: ${opts.runs} runs per process count, launched ${opts.launchOn === 'first' ? 'all on the first process' : 'round-robin'}, ${opts.latencyMs} ms model, processes ${processes.join(', ')}, ${repeat} repetition(s), ` +
       `${opts.concurrency} launch requests in flight, one PostgreSQL schema per sample`,
   );
   const samples: ProcsSample[] = [];
@@ -379,11 +385,12 @@ export async function runProcsBench(options: ProcsBenchOptions): Promise<ProcsBe
     const pgValues = of.map((s) => s.postgresCpuMsPerRun);
     return {
       processes: p,
-      wallMs: summary(of.map((s) => s.wallMs)),
-      runsPerSec: summary(of.map((s) => s.runsPerSec)),
-      serverCpuMsPerRun: summary(of.map((s) => s.serverCpuMsPerRun)),
-      postgresCpuMsPerRun: pgValues.every((v): v is number => v !== null) ? summary(pgValues) : null,
-      eventsReadPerRun: summary(of.map((s) => s.eventsReadPerRun)),
+      wallMs: summariseFine(of.map((s) => s.wallMs)),
+      runsPerSec: summariseFine(of.map((s) => s.runsPerSec)),
+      serverCpuMsPerRun: summariseFine(of.map((s) => s.serverCpuMsPerRun)),
+      serverKernelMsPerRun: summariseFine(of.map((s) => s.serverKernelMsPerRun)),
+      postgresCpuMsPerRun: pgValues.every((v): v is number => v !== null) ? summariseFine(pgValues) : null,
+      eventsReadPerRun: summariseFine(of.map((s) => s.eventsReadPerRun)),
     };
   });
   const fewest = points.reduce((a, b) => (b.processes < a.processes ? b : a));
@@ -399,7 +406,7 @@ export async function runProcsBench(options: ProcsBenchOptions): Promise<ProcsBe
     points,
     samples,
     machine,
-    inputs: { runs: opts.runs, latencyMs: opts.latencyMs, processes, repeat, concurrency: opts.concurrency, store: 'postgres' },
+    inputs: { runs: opts.runs, latencyMs: opts.latencyMs, processes, repeat, concurrency: opts.concurrency, launchOn: opts.launchOn ?? 'each', store: 'postgres' },
     targets: [
       {
         name: 'cpuPerRunGrowth',

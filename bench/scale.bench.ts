@@ -1,8 +1,8 @@
 import { Agent } from 'node:http';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
-import { httpCall, LAUNCH_BODY, serverEnv, startServer, waitUntil } from './app-server';
-import { machineInfo, measureFdatasyncRate, type FdatasyncRate, type MachineInfo, type Summary } from './machine';
+import { httpCall, LAUNCH_BODY, serverEnv, startServer, waitUntil, type Server } from './app-server';
+import { machineInfo, measureFdatasyncRate, summariseFine, type FdatasyncRate, type MachineInfo, type Summary } from './machine';
 
 /**
  * One process, many runs (`npm run bench -- scale --runs N --latency-ms L`): N runs launched at
@@ -58,6 +58,8 @@ export interface ScaleSample {
   driveMs: { p50: number; p99: number; max: number };
   /** Model calls of one run (its ModelCallStarted events). */
   modelCallsPerRun: number;
+  /** The server's CPU time (process.cpuUsage(), user + system) from the first launch to the last run at the gate, ÷ runs: launch and drive of one run. */
+  serverCpuMsPerRun: number;
   /** Events of one run up to the gate, and their data + metadata JSON bytes (what a store writes, before its own overhead). */
   eventsPerRun: number;
   eventBytesPerRun: number;
@@ -91,6 +93,7 @@ export interface ScaleBenchResult {
   wallToFloor: Summary;
   launchesPerSec: Summary;
   eventLoopLagP99Ms: Summary;
+  serverCpuMsPerRun: Summary;
   heapPerActiveRunKiB: Summary;
   heapPerWaitingRunKiB: Summary;
   samples: ScaleSample[];
@@ -111,6 +114,11 @@ export const SCALE_TARGETS = {
 const quantile = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] : 0);
 const round2 = (n: number) => Math.round(n * 100) / 100;
 const kib = (bytes: number, n: number) => (n > 0 ? round2(bytes / 1024 / n) : 0);
+
+async function serverCpuMs(server: Server): Promise<number> {
+  const { cpu } = await server.ask<{ cpu: { user: number; system: number } }>({ cmd: 'cpu' });
+  return (cpu.user + cpu.system) / 1000;
+}
 
 async function runOnce(opts: Required<Pick<ScaleBenchOptions, 'runs' | 'latencyMs' | 'concurrency' | 'timeoutMs'>> & ScaleBenchOptions, index: number): Promise<ScaleSample> {
   const dataDir = join(opts.dataDir, `server-${index}`);
@@ -134,6 +142,7 @@ async function runOnce(opts: Required<Pick<ScaleBenchOptions, 'runs' | 'latencyM
 
     const baseline = (await server.ask<{ mem: { heapUsed: number; rss: number } }>({ cmd: 'baseline' })).mem;
     await server.ask({ cmd: 'start', runs: opts.runs });
+    const cpuBefore = await serverCpuMs(server);
     const started = performance.now();
     const runIds: string[] = [];
     const launchLatency: number[] = [];
@@ -158,6 +167,7 @@ async function runOnce(opts: Required<Pick<ScaleBenchOptions, 'runs' | 'latencyM
       return s.drove >= opts.runs && s.active === 0;
     }, opts.timeoutMs);
     const wallMs = performance.now() - started;
+    const cpuMs = (await serverCpuMs(server)) - cpuBefore;
     const end = await server.ask<{
       lag: ScaleSample['eventLoopLagMs'];
       peakActive: number;
@@ -188,6 +198,7 @@ async function runOnce(opts: Required<Pick<ScaleBenchOptions, 'runs' | 'latencyM
       launchLatencyMs: { p50: round2(quantile(sortedLaunch, 0.5)), p99: round2(quantile(sortedLaunch, 0.99)), max: round2(sortedLaunch[sortedLaunch.length - 1] ?? 0) },
       driveMs: { p50: Math.round(end.drive.p50), p99: Math.round(end.drive.p99), max: Math.round(end.drive.max) },
       modelCallsPerRun,
+      serverCpuMsPerRun: round2(cpuMs / opts.runs),
       eventsPerRun,
       eventBytesPerRun,
       eventLoopLagMs: {
@@ -239,17 +250,10 @@ export async function runScaleBench(options: ScaleBenchOptions): Promise<ScaleBe
     samples.push(s);
     opts.log(
       `  #${i + 1}: ${s.timedOut ? `TIMED OUT with ${s.runsAtGate} of ${s.runs} runs at the gate; ` : ''}wall ${s.wallMs} ms (floor ${s.latencyFloorMs}, x${s.wallToFloor}); launches ${s.launchesPerSec}/s; lag p99 ${s.eventLoopLagMs.p99} ms; ` +
-        `heap/active run ${s.memory.heapPerActiveRunKiB} KiB (${s.memory.peakActive} active), /waiting run ${s.memory.heapPerWaitingRunKiB} KiB`,
+        `server CPU ${s.serverCpuMsPerRun} ms/run; heap/active run ${s.memory.heapPerActiveRunKiB} KiB (${s.memory.peakActive} active), /waiting run ${s.memory.heapPerWaitingRunKiB} KiB`,
     );
   }
-  // Two decimals kept (summarise rounds to integers, too coarse for a ratio or a few KiB).
-  const sum = (f: (s: ScaleSample) => number): Summary => {
-    const values = samples.map(f);
-    const sorted = [...values].sort((a, b) => a - b);
-    const mid = Math.floor(sorted.length / 2);
-    const median = sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-    return { median: round2(median), min: sorted[0], max: sorted[sorted.length - 1], samples: values };
-  };
+  const sum = (f: (s: ScaleSample) => number): Summary => summariseFine(samples.map(f));
   const result: ScaleBenchResult = {
     benchmark: 'scale',
     startedAt: new Date(t0).toISOString(),
@@ -262,6 +266,7 @@ export async function runScaleBench(options: ScaleBenchOptions): Promise<ScaleBe
     wallToFloor: sum((s) => s.wallToFloor),
     launchesPerSec: sum((s) => s.launchesPerSec),
     eventLoopLagP99Ms: sum((s) => s.eventLoopLagMs.p99),
+    serverCpuMsPerRun: sum((s) => s.serverCpuMsPerRun),
     heapPerActiveRunKiB: sum((s) => s.memory.heapPerActiveRunKiB),
     heapPerWaitingRunKiB: sum((s) => s.memory.heapPerWaitingRunKiB),
     samples,
@@ -291,6 +296,7 @@ export async function runScaleBench(options: ScaleBenchOptions): Promise<ScaleBe
     ['wall ms, first launch to last run at the gate', `${med(result.wallMs)}; latency floor ${result.latencyFloorMs} (${samples[0].modelCallsPerRun} model calls x ${opts.latencyMs} ms)`],
     ['  wall / floor', med(result.wallToFloor)],
     ['  per-run drive ms p50 / p99 / max (first repetition)', `${samples[0].driveMs.p50} / ${samples[0].driveMs.p99} / ${samples[0].driveMs.max}`],
+    ['server CPU ms per run (launch and drive)', med(result.serverCpuMsPerRun)],
     ['events per run to the gate / their JSON bytes', `${samples[0].eventsPerRun} / ${samples[0].eventBytesPerRun}`],
     ['launches/s (202s)', med(result.launchesPerSec)],
     ['  launch round trip ms p50 / p99 (first repetition)', `${samples[0].launchLatencyMs.p50} / ${samples[0].launchLatencyMs.p99}`],

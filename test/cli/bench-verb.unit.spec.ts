@@ -47,4 +47,9 @@ describe('triad bench --processes', () => {
   it.each([['0'], ['1,x'], ['17'], ['1,,2'], ['1,2,3,4,5,6,7,8,9']])('refuses --processes %s', async (raw) => {
     await expect(parse('procs', '--processes', raw)).rejects.toThrow(/--processes/);
   });
+
+  it('takes --launch-on first or each, and nothing else', async () => {
+    await expect(parse('procs', '--processes', '1,2', '--launch-on', 'first')).resolves.toEqual({ suite: 'procs', opts: { processes: [1, 2], launchOn: 'first' } });
+    await expect(parse('procs', '--launch-on', 'nowhere')).rejects.toThrow(/--launch-on/);
+  });
 });

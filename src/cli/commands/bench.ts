@@ -6,7 +6,7 @@ import { CliError, EXIT } from '../exit-codes';
 import { int } from '../options';
 
 /** The benchmark suites, in the order `all` runs them; bench/bench-command.ts has one per name. */
-export const BENCH_SUITES = ['store', 'turns', 'decisions', 'replay', 'dispatch', 'esdb', 'cache', 'scale', 'procs'] as const;
+export const BENCH_SUITES = ['store', 'turns', 'decisions', 'replay', 'dispatch', 'esdb', 'cache', 'launches', 'scale', 'procs'] as const;
 export type BenchSuite = (typeof BENCH_SUITES)[number];
 
 export interface BenchOptions {
@@ -14,10 +14,12 @@ export interface BenchOptions {
   turns?: number;
   /** The scale suite: the model's latency per call (TRIAD_OFFLINE_LATENCY_MS of its server). */
   latencyMs?: number;
-  /** The scale and procs suites: repetitions (their --runs is the number of runs at once). */
+  /** The launches, scale and procs suites: repetitions (their --runs is the number of runs launched). */
   repeat?: number;
   /** The procs suite: the numbers of server processes measured, in order. */
   processes?: number[];
+  /** The procs suite: launch round-robin over every server (`each`, default) or all on the first (`first`). */
+  launchOn?: 'each' | 'first';
   json?: boolean;
 }
 
@@ -56,12 +58,15 @@ export function addBenchCommand(program: Command, load: () => Promise<BenchModul
     .argument('[suite]', `${BENCH_SUITES.join(' | ')} | all`, 'all')
     .allowUnknownOption(false)
     .addOption(
-      new Option('--runs <n>', 'repetitions per scenario (median reported); for scale and procs, the runs launched').argParser(int('--runs', 1, 100_000)),
+      new Option('--runs <n>', 'repetitions per scenario (median reported); for launches, scale and procs, the runs launched').argParser(int('--runs', 1, 100_000)),
     )
     .option('--turns <n>', 'turns for the turns/replay/cache suites', int('--turns', 1, 10_000_000))
     .option('--latency-ms <ms>', 'scale, procs: model latency per call (default 1000; procs 500)', int('--latency-ms', 0, 600_000))
-    .option('--repeat <n>', 'scale, procs: repetitions (median reported; default 1)', int('--repeat', 1, 100))
+    .option('--repeat <n>', 'launches, scale, procs: repetitions (median reported; default 1, launches 3)', int('--repeat', 1, 100))
     .option('--processes <list>', 'procs: server process counts, comma-separated (default 1,2,3)', processCounts)
+    .addOption(
+      new Option('--launch-on <where>', 'procs: launch round-robin on each server, or every run on the first (the others drive nothing)').choices(['each', 'first']),
+    )
     .option('--json', 'print one JSON line per suite')
     .action(async (suite: string, opts: BenchOptions) => {
       const bench = await load();

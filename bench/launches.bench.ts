@@ -1,0 +1,120 @@
+import { Agent } from 'node:http';
+import { loadavg } from 'node:os';
+import { httpCall, LAUNCH_BODY, serverEnv, startServer, type Server } from './app-server';
+import { machineInfo, measureFdatasyncRate, summarise, type FdatasyncRate, type MachineInfo, type Summary } from './machine';
+
+/**
+ * Launches alone (`npm run bench -- launches`): how fast one `triad serve` accepts `POST /v1/runs`
+ * when it drives none of them — its cap (`TRIAD_MAX_ACTIVE_RUNS`) is 1 and one run holds it, so
+ * every launch is recorded and queued. What a launch costs (HTTP, validation, the auth guard, the
+ * command path, hashing, the group commit and its fdatasync), apart from what driving costs; the
+ * `scale` suite measures both together. Target: ≥ 2,000 launches accepted per second.
+ */
+
+export interface LaunchesBenchOptions {
+  /** Launches measured per repetition; default 3,000. */
+  launches?: number;
+  /** Repetitions (a fresh server each); default 3. */
+  repeat?: number;
+  /** Requests in flight; default 64. */
+  concurrency?: number;
+  dataDir: string;
+  log: (line: string) => void;
+}
+
+export interface LaunchesSample {
+  launches: number;
+  perSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** The server's CPU (user + system) per launch, over the measured launches. */
+  cpuMsPerLaunch: number;
+}
+
+export interface LaunchesBenchResult {
+  benchmark: 'launches';
+  machine: MachineInfo & { loadAverage: number[] };
+  fdatasync: FdatasyncRate;
+  inputs: { launches: number; repeat: number; concurrency: number; warmUp: number; store: 'sqlite' };
+  samples: LaunchesSample[];
+  perSec: Summary;
+  cpuUsPerLaunch: Summary;
+  targets: Array<{ name: string; value: number; target: string; met: boolean }>;
+}
+
+export const LAUNCHES_TARGET_PER_SEC = 2000;
+const WARM_UP = 300;
+
+const round2 = (n: number) => Math.round(n * 100) / 100;
+
+async function launchMany(server: Server, agent: Agent, n: number, concurrency: number, latencies: number[]): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, n) }, async () => {
+      while (next < n) {
+        next++;
+        const started = performance.now();
+        const r = await httpCall(agent, server.port, 'POST', '/v1/runs', LAUNCH_BODY);
+        latencies.push(performance.now() - started);
+        if (r.status !== 202) throw new Error(`launch answered ${r.status}: ${r.body}`);
+      }
+    }),
+  );
+}
+
+async function once(opts: Required<Omit<LaunchesBenchOptions, 'log'>>, index: number): Promise<LaunchesSample> {
+  const env = serverEnv({ dataDir: `${opts.dataDir}/launches-${index}`, store: 'sqlite', latencyMs: 1000, maxActiveRuns: 1 });
+  const server = await startServer({ ...env, TRIAD_MAX_ACTIVE_RUNS: '1' });
+  const agent = new Agent({ keepAlive: true, maxSockets: opts.concurrency });
+  try {
+    await launchMany(server, agent, WARM_UP, opts.concurrency, []);
+    const latencies: number[] = [];
+    const before = (await server.ask<{ cpu: NodeJS.CpuUsage }>({ cmd: 'cpu' })).cpu;
+    const started = performance.now();
+    await launchMany(server, agent, opts.launches, opts.concurrency, latencies);
+    const ms = performance.now() - started;
+    const after = (await server.ask<{ cpu: NodeJS.CpuUsage }>({ cmd: 'cpu' })).cpu;
+    latencies.sort((a, b) => a - b);
+    return {
+      launches: opts.launches,
+      perSec: Math.round((opts.launches * 1000) / ms),
+      p50Ms: round2(latencies[Math.floor(latencies.length / 2)]),
+      p99Ms: round2(latencies[Math.floor(latencies.length * 0.99)]),
+      cpuMsPerLaunch: round2((after.user + after.system - before.user - before.system) / 1000 / opts.launches),
+    };
+  } catch (err) {
+    throw new Error(`${(err as Error).message}\nserver stderr:\n${server.stderr()}`);
+  } finally {
+    agent.destroy();
+    await server.stop();
+  }
+}
+
+export async function runLaunchesBench(options: LaunchesBenchOptions): Promise<LaunchesBenchResult> {
+  const opts = { launches: options.launches ?? 3000, repeat: options.repeat ?? 3, concurrency: options.concurrency ?? 64, dataDir: options.dataDir };
+  const machine = { ...machineInfo(), loadAverage: loadavg().map(round2) };
+  const fdatasync = measureFdatasyncRate(opts.dataDir);
+  options.log(`machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.totalMemoryGiB} GiB, Node ${machine.nodeVersion}; load ${machine.loadAverage.join(' ')}; fdatasync ${fdatasync.syncsPerSecond}/s`);
+  options.log(`inputs: ${opts.launches} launches after ${WARM_UP} to warm up, ${opts.concurrency} in flight on keep-alive connections, one server (SQLite, cap 1: nothing driven), ${opts.repeat} repetition(s)`);
+  const samples: LaunchesSample[] = [];
+  for (let i = 0; i < opts.repeat; i++) {
+    const s = await once(opts, i);
+    samples.push(s);
+    options.log(`  #${i + 1}: ${s.perSec} launches/s, round trip p50 ${s.p50Ms} ms, p99 ${s.p99Ms} ms, server CPU ${s.cpuMsPerLaunch} ms per launch`);
+  }
+  const perSec = summarise(samples.map((s) => s.perSec));
+  const cpuUsPerLaunch = summarise(samples.map((s) => s.cpuMsPerLaunch * 1000));
+  options.log(`launches/s: ${perSec.median} (${perSec.min}-${perSec.max}); server CPU per launch: ${cpuUsPerLaunch.median} µs (${cpuUsPerLaunch.min}-${cpuUsPerLaunch.max})`);
+  const met = perSec.median >= LAUNCHES_TARGET_PER_SEC;
+  options.log(`target launchRate (launches accepted per second, nothing driven) >= ${LAUNCHES_TARGET_PER_SEC} /s: ${perSec.median} ${met ? 'met' : 'MISSED'}`);
+  return {
+    benchmark: 'launches',
+    machine,
+    fdatasync,
+    inputs: { launches: opts.launches, repeat: opts.repeat, concurrency: opts.concurrency, warmUp: WARM_UP, store: 'sqlite' },
+    samples,
+    perSec,
+    cpuUsPerLaunch,
+    targets: [{ name: 'launchRate', value: perSec.median, target: `>= ${LAUNCHES_TARGET_PER_SEC}`, met }],
+  };
+}
