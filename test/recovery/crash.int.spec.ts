@@ -89,9 +89,17 @@ describe('kill -9 at random moments', () => {
         // Killed after a random amount of progress rather than a random time: on a loaded machine a
         // restarted process may spend any fixed time just taking the leases over, and the kills must
         // land inside runs. (Nothing in flight: no progress comes, and the kill falls due anyway.)
-        const from = await store!.headPosition();
-        const steps = 1 + Math.floor(Math.random() * 30);
-        await waitFor('progress', async () => (await store!.headPosition()) >= from + steps, 20_000, 10).catch(() => undefined);
+        // From half the kills on, a phase no kill has landed in yet is waited for (a review's turns
+        // are short: random moments alone may miss it).
+        const missing = ['planning', 'executing', 'reviewing'].filter((p) => !phasesHit.has(p));
+        if (kill >= KILLS / 2 && missing.length > 0) {
+          const inMissingPhase = async () => (await Promise.all(runIds.map((id) => statusOf(store!, id)))).some((s) => missing.includes(s));
+          await waitFor(`a run in ${missing.join(' or ')}`, inMissingPhase, 20_000, 5).catch(() => undefined);
+        } else {
+          const from = await store!.headPosition();
+          const steps = 1 + Math.floor(Math.random() * 30);
+          await waitFor('progress', async () => (await store!.headPosition()) >= from + steps, 20_000, 10).catch(() => undefined);
+        }
         await killHard(child);
         const statuses = await Promise.all(runIds.map((id) => statusOf(store!, id)));
         const active = statuses.filter((s) => ['queued', 'planning', 'executing', 'reviewing'].includes(s));
