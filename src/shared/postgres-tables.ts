@@ -21,8 +21,10 @@ export class LazyPgTable {
   constructor(
     private readonly pool: Pool,
     schema: string,
-    table: string,
+    private readonly table: string,
     private readonly columns: string,
+    /** Indexes on it (name suffix and column list), created with it or added to an older table. */
+    private readonly indexes: ReadonlyArray<{ name: string; columns: string }> = [],
   ) {
     this.name = `${quoteIdent(schema)}.${table}`;
   }
@@ -36,12 +38,16 @@ export class LazyPgTable {
   }
 
   private async create(): Promise<void> {
-    const sql = `CREATE TABLE IF NOT EXISTS ${this.name} (${this.columns})`;
+    await this.createOnce(`CREATE TABLE IF NOT EXISTS ${this.name} (${this.columns})`);
+    for (const index of this.indexes) await this.createOnce(`CREATE INDEX IF NOT EXISTS ${this.table}_${index.name} ON ${this.name} (${index.columns})`);
+  }
+
+  private async createOnce(sql: string): Promise<void> {
     try {
       await this.pool.query(sql);
     } catch (err) {
       // Two processes creating it at once: the loser sees a unique violation on the catalogue
-      // (23505), the table (42P07) or its row type (42710) already there; then it is there.
+      // (23505), the relation (42P07) or its row type (42710) already there; then it is there.
       const code = (err as { code?: string }).code;
       if (code !== '23505' && code !== '42P07' && code !== '42710') throw err;
       await this.pool.query(sql);

@@ -117,6 +117,8 @@ export class SqliteRunLeases implements RunLeases {
       owner TEXT NOT NULL,
       expires_at INTEGER NOT NULL
     )`);
+    // By owner: a process's count of live leases (placement's loads) reads its own rows only.
+    db.exec('CREATE INDEX IF NOT EXISTS run_leases_owner ON run_leases (owner, expires_at)');
     // One statement: insert, or take over only when expired or ours.
     this.acquire = db.prepare(
       `INSERT INTO run_leases (run_id, owner, expires_at) VALUES (@runId, @owner, @expiresAt)
@@ -196,7 +198,10 @@ export class PostgresRunLeases implements RunLeases {
     private readonly pool: Pool,
     schema: string,
   ) {
-    this.table = new LazyPgTable(pool, schema, 'run_leases', 'run_id TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at BIGINT NOT NULL');
+    // By owner: a process's count of live leases (placement's loads) reads its own rows only.
+    this.table = new LazyPgTable(pool, schema, 'run_leases', 'run_id TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at BIGINT NOT NULL', [
+      { name: 'owner', columns: 'owner, expires_at' },
+    ]);
     this.processes = new LazyPgTable(pool, schema, 'process_loads', 'owner TEXT PRIMARY KEY, active INTEGER NOT NULL, cap INTEGER NOT NULL, expires_at BIGINT NOT NULL');
   }
 

@@ -36,3 +36,23 @@ runLeasesContract(
   },
   { contenders: 16 },
 );
+
+describe('postgres run leases: the owner index', () => {
+  it('given a run_leases table made before the index, when a process first uses it, then the index is added and leases read as before', async () => {
+    const schema = freshSchema('triad_leases_idx');
+    const q = quoteIdent(schema);
+    await withClient((c) => c.query(`CREATE SCHEMA ${q}; CREATE TABLE ${q}.run_leases (run_id TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at BIGINT NOT NULL)`));
+    await withClient((c) => c.query(`INSERT INTO ${q}.run_leases VALUES ('run_a', 'p1', 9999999999999)`));
+    const pool = new Pool({ connectionString: PG_URL, max: 2, connectionTimeoutMillis: 5000 });
+    try {
+      const leases = makeAdapter(pool, schema);
+      await leases.advertise({ owner: 'p1', active: 0, cap: 5 }, 60_000, Date.now());
+      expect(await leases.loads(Date.now())).toEqual([{ owner: 'p1', active: 1, cap: 5 }]);
+      const { rows } = await withClient((c) => c.query<{ indexdef: string }>('SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND tablename = $2', [schema, 'run_leases']));
+      expect(rows.map((r) => r.indexdef)).toEqual(expect.arrayContaining([expect.stringMatching(/run_leases_owner ON .* \(owner, expires_at\)/)]));
+    } finally {
+      await pool.end();
+      await dropSchema(schema);
+    }
+  });
+});
