@@ -164,7 +164,7 @@ export function buildRunLaunched(input: LaunchRunInput, ctx: LaunchContext): Run
 function resiliencePolicies(input: LaunchRunInput, defaults: LaunchPolicyDefaults): Partial<RunLaunchedData> {
   const out: Partial<RunLaunchedData> = {};
   const retry = input.retry ? retryPolicyOf(defined(input.retry), defaults.retry ?? DEFAULT_RETRY_POLICY) : defaults.retry;
-  if (retry) out.retry = structuredClone(retry);
+  if (retry) out.retry = 'delaysMs' in retry ? { ...retry, delaysMs: [...retry.delaysMs] } : { ...retry };
   const approval: ToolApprovalPolicy | undefined = input.toolApproval
     ? {
         threshold: input.toolApproval.threshold ?? DEFAULT_TOOL_APPROVAL.threshold,
@@ -177,7 +177,7 @@ function resiliencePolicies(input: LaunchRunInput, defaults: LaunchPolicyDefault
     if (t.policy !== 'wait' && !(typeof t.afterMs === 'number' && t.afterMs > 0)) {
       throw new InvalidLaunchError(`tool approval timeout policy '${t.policy}' needs afterMs > 0`);
     }
-    out.toolApproval = structuredClone(approval);
+    out.toolApproval = { ...approval, timeout: { ...t } };
   }
   const stagnation: StagnationPolicy | undefined = input.stagnation ? { ...DEFAULT_STAGNATION_POLICY, ...defined(input.stagnation) } : defaults.stagnation;
   if (stagnation) {
@@ -226,9 +226,10 @@ export interface LaunchResult {
  * request) finds the run launched already and returns it; the same key with another request is a
  * conflict.
  */
-export async function launchRun(path: CommandPath, input: LaunchRunInput, ctx: LaunchContext): Promise<LaunchResult> {
+export async function launchRun(path: CommandPath, input: LaunchRunInput, ctx: LaunchContext, built?: RunLaunchedData): Promise<LaunchResult> {
   const runId = input.idempotencyKey ? runIdForIdempotencyKey(ctx.launchedBy, input.idempotencyKey) : ctx.runId;
-  const data = buildRunLaunched(input, { ...ctx, runId });
+  // `built`: what the caller built from the same input and context to refuse bad input early.
+  const data = built?.runId === runId ? built : buildRunLaunched(input, { ...ctx, runId });
   // Only RunLaunched matters to this decision: an idempotent retry reads that one event, not the run.
   const stream = { ...runStream(path.store, runId), load: async () => foldRun(await path.store.readStream(toRunStreamId(runId), { maxCount: 1 })) };
   // Type arguments given: inferring them from the spread stream model is costly for the checker.

@@ -53,7 +53,8 @@ export class LaunchRunHandler implements ICommandHandler<LaunchRunCommand, Launc
     const key = command.input.idempotencyKey;
     const runId = key ? runIdForIdempotencyKey(launchedBy, key) : newRunId();
     // Bad input is refused before anything is written, the placement's lease included.
-    buildRunLaunched(command.input, this.context(command, runId));
+    const ctx = this.context(command, runId);
+    const data = buildRunLaunched(command.input, ctx);
     let placement: Placement | undefined;
     try {
       placement = await this.supervisor.place(runId);
@@ -63,16 +64,12 @@ export class LaunchRunHandler implements ICommandHandler<LaunchRunCommand, Launc
     }
     let result: LaunchResult | undefined;
     try {
-      result = await this.launch(command, runId, placement);
+      const on = placedOn(placement, this.supervisor.owner);
+      result = await launchRun(this.path, command.input, { ...ctx, ...(on !== undefined ? { placedOn: on } : {}) }, data);
       return result;
     } finally {
       if (!result?.created) await this.supervisor.unplace(runId, placement);
     }
-  }
-
-  private launch(command: LaunchRunCommand, runId: string, placement: Placement | undefined): Promise<LaunchResult> {
-    const on = placedOn(placement, this.supervisor.owner);
-    return launchRun(this.path, command.input, { ...this.context(command, runId), ...(on !== undefined ? { placedOn: on } : {}) });
   }
 
   private context(command: LaunchRunCommand, runId: string): LaunchContext {
