@@ -20,7 +20,7 @@ import { eventLogLines } from '../observability/event-log';
     {
       provide: STORAGE,
       inject: [TRIAD_CONFIG, HEALTH_REGISTRY],
-      useFactory: (config: TriadConfig, health: HealthRegistry): Promise<Storage> => openStorage(config, { pgSchema: config.pgSchema, pgPoolSize: config.pgPoolSize, health }),
+      useFactory: (config: TriadConfig, health: HealthRegistry): Promise<Storage> => openStorage(config, { pgSchema: config.pgSchema, pgPoolSize: config.pgPoolSize, health, logger: new Logger('Storage') }),
     },
     { provide: METRICS, useFactory: () => new TriadMetrics() },
     // Appends are timed for /metrics (triad_store_append_duration_seconds), and a run's lifecycle

@@ -5,6 +5,10 @@ export function quoteIdent(name: string): string {
   return `"${name.replace(/"/g, '""')}"`;
 }
 
+export interface TableLogger {
+  warn(message: string): void;
+}
+
 /**
  * A table next to the events in PostgreSQL (checkpoints, leases), created on first use.
  *
@@ -12,10 +16,17 @@ export function quoteIdent(name: string): string {
  * once, one fails with a unique violation on the catalog (23505) or "already exists" (42P07); either
  * means the table is there now. A creation that fails otherwise (a lost connection) is not cached:
  * the next call tries again.
+ *
+ * The table and its indexes are looked up first and created only when missing, so a role that may
+ * write tables another role created needs no right to create anything: CREATE TABLE IF NOT EXISTS
+ * wants CREATE on the schema, and CREATE INDEX IF NOT EXISTS wants to own the table, before either
+ * looks for what is already there. Indexes only make reads faster: a role that may not add a
+ * missing one (42501) goes on without it and says so once.
  */
 export class LazyPgTable {
   /** The qualified, quoted name: `"schema".table`. */
   readonly name: string;
+  private readonly schema: string;
   private ready?: Promise<void>;
 
   constructor(
@@ -25,8 +36,11 @@ export class LazyPgTable {
     private readonly columns: string,
     /** Indexes on it (name suffix and column list), created with it or added to an older table. */
     private readonly indexes: ReadonlyArray<{ name: string; columns: string }> = [],
+    /** Told of an index this role may not create (default: a process warning on stderr). */
+    private readonly logger: TableLogger = { warn: (message) => process.emitWarning(message) },
   ) {
-    this.name = `${quoteIdent(schema)}.${table}`;
+    this.schema = quoteIdent(schema);
+    this.name = `${this.schema}.${table}`;
   }
 
   ensure(): Promise<void> {
@@ -38,8 +52,24 @@ export class LazyPgTable {
   }
 
   private async create(): Promise<void> {
-    await this.createOnce(`CREATE TABLE IF NOT EXISTS ${this.name} (${this.columns})`);
-    for (const index of this.indexes) await this.createOnce(`CREATE INDEX IF NOT EXISTS ${this.table}_${index.name} ON ${this.name} (${index.columns})`);
+    if (!(await this.exists(this.table))) await this.createOnce(`CREATE TABLE IF NOT EXISTS ${this.name} (${this.columns})`);
+    for (const index of this.indexes) await this.createIndex(`${this.table}_${index.name}`, index.columns);
+  }
+
+  /** Whether the relation is there, read without needing the right to create it. */
+  private async exists(relation: string): Promise<boolean> {
+    const found = await this.pool.query<{ present: boolean }>('SELECT to_regclass($1) IS NOT NULL AS present', [`${this.schema}.${quoteIdent(relation)}`]);
+    return found.rows[0]?.present === true;
+  }
+
+  private async createIndex(indexName: string, columns: string): Promise<void> {
+    if (await this.exists(indexName)) return;
+    try {
+      await this.createOnce(`CREATE INDEX IF NOT EXISTS ${quoteIdent(indexName)} ON ${this.name} (${columns})`);
+    } catch (err) {
+      if ((err as { code?: string }).code !== '42501') throw err;
+      this.logger.warn(`index ${indexName} is missing and this role may not create it (it does not own ${this.name}); reads of the table go on without it`);
+    }
   }
 
   private async createOnce(sql: string): Promise<void> {

@@ -20,6 +20,7 @@ import { InMemoryDecisionRecordRepository } from '../review-gate/decision-log/in
 import { PostgresDecisionRecordRepository } from '../review-gate/decision-log/postgres.decision-record.repository';
 import { SqliteDecisionRecordRepository } from '../review-gate/decision-log/sqlite.decision-record.repository';
 import type { StoreHealthSink } from '../shared/health';
+import type { TableLogger } from '../shared/postgres-tables';
 import { InMemoryRunLeases, PostgresRunLeases, SqliteRunLeases, type RunLeases } from '../team/leases/run-leases';
 import type { LiveChannel } from '../team/live-relay';
 import { PostgresLiveChannel } from '../events/postgres.live-channel';
@@ -74,6 +75,8 @@ export interface StorageOptions {
   esdbNamespace?: string;
   /** Told when the store stops answering and when it answers again (`GET /health`). */
   health?: StoreHealthSink;
+  /** Told of what the store works around (an index this role may not create). */
+  logger?: TableLogger;
 }
 
 /** The one place where `TRIAD_STORE` picks the adapters, and the one place the database is opened. */
@@ -159,7 +162,7 @@ async function openPostgresStorage(url: string, options: StorageOptions): Promis
     });
     const decisions = await PostgresDecisionRecordRepository.open(pool, events.schema);
     const checkpoints = new PostgresCheckpointStore(pool, events.schema);
-    const leases = new PostgresRunLeases(pool, events.schema);
+    const leases = new PostgresRunLeases(pool, events.schema, options.logger);
     const live = new PostgresLiveChannel(pool, url, events.schema);
     return storage('postgres', { events, checkpoints, leases, decisions, live }, () => pool.end());
   } catch (err) {

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { Pool } from 'pg';
-import { LazyPgTable } from '../../shared/postgres-tables';
+import { LazyPgTable, type TableLogger } from '../../shared/postgres-tables';
 import type { ProcessLoad } from '../placement';
 
 /**
@@ -197,11 +197,12 @@ export class PostgresRunLeases implements RunLeases {
   constructor(
     private readonly pool: Pool,
     schema: string,
+    logger?: TableLogger,
   ) {
     // By owner: a process's count of live leases (placement's loads) reads its own rows only.
     this.table = new LazyPgTable(pool, schema, 'run_leases', 'run_id TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at BIGINT NOT NULL', [
       { name: 'owner', columns: 'owner, expires_at' },
-    ]);
+    ], logger);
     this.processes = new LazyPgTable(pool, schema, 'process_loads', 'owner TEXT PRIMARY KEY, active INTEGER NOT NULL, cap INTEGER NOT NULL, expires_at BIGINT NOT NULL');
   }
 

@@ -55,4 +55,35 @@ describe('postgres run leases: the owner index', () => {
       await dropSchema(schema);
     }
   });
+
+  it('given tables another role owns, when a role that may only write them uses the leases, then leases work without the index', async () => {
+    const schema = freshSchema('triad_leases_role');
+    const role = `${schema}_writer`;
+    const q = quoteIdent(schema);
+    await withClient((c) =>
+      c.query(`CREATE SCHEMA ${q};
+        CREATE TABLE ${q}.run_leases (run_id TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at BIGINT NOT NULL);
+        CREATE TABLE ${q}.process_loads (owner TEXT PRIMARY KEY, active INTEGER NOT NULL, cap INTEGER NOT NULL, expires_at BIGINT NOT NULL);
+        CREATE ROLE ${quoteIdent(role)} LOGIN;
+        GRANT USAGE ON SCHEMA ${q} TO ${quoteIdent(role)};
+        GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA ${q} TO ${quoteIdent(role)};`),
+    );
+    const url = new URL(PG_URL);
+    url.username = role;
+    url.password = '';
+    const pool = new Pool({ connectionString: url.toString(), max: 2, connectionTimeoutMillis: 5000 });
+    try {
+      const warnings: string[] = [];
+      const leases = new PostgresRunLeases(pool, schema, { warn: (m) => warnings.push(m) });
+      expect(await leases.tryAcquire('run_a', 'p1', 60_000, Date.now())).toBe(true);
+      expect(await leases.tryAcquire('run_a', 'p2', 60_000, Date.now())).toBe(false);
+      await leases.advertise({ owner: 'p1', active: 0, cap: 5 }, 60_000, Date.now());
+      expect(await leases.loads(Date.now())).toEqual([{ owner: 'p1', active: 1, cap: 5 }]);
+      expect(warnings).toEqual([expect.stringMatching(/index run_leases_owner is missing and this role may not create it/)]);
+    } finally {
+      await pool.end();
+      await dropSchema(schema);
+      await withClient((c) => c.query(`DROP ROLE ${quoteIdent(role)}`));
+    }
+  });
 });
