@@ -26,13 +26,16 @@ export interface ResumeDeps {
  * Resumes a suspended or crashed run: records RunResumed when it was suspended. A serving
  * process's dispatcher then drives it (the CLI drives it in the foreground); a crashed run with no
  * live lease is taken by whoever resumes it or by recovery. The run's events decide: a run that
- * has ended or waits for a human review is a conflict even while this process's driver is still
- * winding it down.
+ * has ended, waits for a human review or has just been suspended is a conflict even while this
+ * process's driver is still winding it down.
  */
 export async function resumeRun({ path, checkpoints, leases, clock, supervisor }: ResumeDeps, runId: string, by: Identity) {
   const model = runStream(path.store, runId, checkpoints);
   if (supervisor.isDriving(runId)) {
-    decideRun({ type: 'ResumeRun', runId, by: by.id, at: '' }, await model.load());
+    // A suspension this driver has recorded while it still winds down (a shutdown): recording the
+    // resumption now would be lost on a driver that is stopping; the caller asks again once it has.
+    const resumption = decideRun({ type: 'ResumeRun', runId, by: by.id, at: '' }, await model.load());
+    if (resumption.length > 0) throw new ConflictError(`run ${runId} is being suspended by this process; resume it once it has stopped`);
     return { runId, status: 'running', driver: supervisor.owner };
   }
   const holder = await leases.holder(runId, clock.now());

@@ -41,4 +41,15 @@ describe('resume of a run its driver is still winding down', () => {
       driver: OWNER,
     });
   });
+
+  it('given a run its driver has just suspended for a shutdown and not yet let go of, when resumed, then it is a conflict and nothing is recorded', async () => {
+    const store = new InMemoryEventStore();
+    const events = awaitingReview();
+    await store.append(toRunStreamId(GATE_RUN_ID), [...events.slice(0, 1), { type: 'RunSuspended', data: { reason: 'SHUTDOWN', owner: OWNER, at: '2026-01-01T00:00:00.000Z' } }]);
+    const before = await store.readStream(toRunStreamId(GATE_RUN_ID));
+    const outcome = handlerOver(store, true)(GATE_RUN_ID);
+    await expect(outcome).rejects.toBeInstanceOf(ConflictError);
+    await expect(outcome).rejects.toThrow(/is being suspended by this process/);
+    expect(await store.readStream(toRunStreamId(GATE_RUN_ID))).toHaveLength(before.length);
+  });
 });
