@@ -201,6 +201,9 @@ describe('the workspace is part of the log', () => {
     expect(swapped.result.isError).toBe(false);
     expect(swapped.files).toEqual([{ path: '.', unrecorded: "the call's effects could not be recorded (WorkspaceReplaced)" }]);
     expect(JSON.stringify(await store.readAll())).not.toContain('not the run');
+    // The run's next command does not start behind the link.
+    const next = await runCommand.execute({ command: 'cat secret.txt' }, { runId: 'run_swap', role: 'executor', workspace: ws, realWorkspace: real, signal: new AbortController().signal });
+    expect(next).toMatchObject({ isError: true, output: expect.stringMatching(/the workspace has been replaced by a link .* not run/) });
   });
 
   it('run_command: the files it added, changed, made executable or removed are recorded and rebuilt byte for byte', async () => {

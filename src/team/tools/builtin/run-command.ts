@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { promises as fs } from 'node:fs';
 import type { ToolContext, ToolDefinition, ToolOutcome } from '../tool.port';
 import { errnoCode, realWorkspaceOf } from '../workspace';
 import { HeadTailBuffer } from './head-tail-buffer';
@@ -59,6 +60,9 @@ export function runCommandTool(limits: BuiltinToolLimits): ToolDefinition {
       let cwd: string;
       try {
         cwd = await realWorkspaceOf(context);
+        // Starting in a path follows a link planted in the workspace's place since it was resolved:
+        // the command would run in the link's target. Checked here; the same race as every path check.
+        if ((await fs.realpath(cwd)) !== cwd) return fail('the workspace has been replaced by a link to somewhere else; the command was not run');
       } catch (err) {
         return fsFailure(err, '.', 'use the workspace');
       }
