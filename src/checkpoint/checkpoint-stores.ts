@@ -96,6 +96,11 @@ export class PostgresCheckpointStore implements CheckpointStore {
     this.table = new LazyPgTable(pool, schema, 'checkpoints', 'run_id TEXT PRIMARY KEY, revision BIGINT NOT NULL, schema_version INT NOT NULL, created_at TIMESTAMPTZ NOT NULL, body TEXT NOT NULL');
   }
 
+  /** Creates the table now when it is missing (opening the storage does, so that it is there for a role that may not create it). */
+  ensureTables(): Promise<void> {
+    return this.table.ensure();
+  }
+
   async save(cp: Checkpoint): Promise<void> {
     await this.table.ensure();
     await this.pool.query(

@@ -102,7 +102,7 @@ export interface PgMigrations<C> {
 /**
  * Applies pending versioned migrations once, in order, in one transaction under an advisory lock,
  * so several processes starting at once neither race nor half-apply. A schema newer than the code
- * is refused.
+ * is refused. A schema that is up to date asks nothing of the role but to read its version table.
  */
 export async function applyPgMigrations<C = undefined>(pool: Pool, m: PgMigrations<C>): Promise<void> {
   const s = quoteIdent(m.schema);
@@ -110,8 +110,14 @@ export async function applyPgMigrations<C = undefined>(pool: Pool, m: PgMigratio
   try {
     await client.query('BEGIN');
     await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [m.lockKey]);
-    await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
-    await client.query(`CREATE TABLE IF NOT EXISTS ${s}.${m.table} (version integer PRIMARY KEY, applied_at timestamptz NOT NULL)`);
+    // Looked up before they are created: CREATE ... IF NOT EXISTS checks the right to create before
+    // it looks, so a role that may only use a schema migrated by another would be refused.
+    const found = await client.query<{ schema: boolean; table: boolean }>(
+      'SELECT to_regnamespace($1) IS NOT NULL AS schema, to_regclass($2) IS NOT NULL AS table',
+      [s, `${s}.${m.table}`],
+    );
+    if (!found.rows[0].schema) await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
+    if (!found.rows[0].table) await client.query(`CREATE TABLE IF NOT EXISTS ${s}.${m.table} (version integer PRIMARY KEY, applied_at timestamptz NOT NULL)`);
     const { rows } = await client.query<{ v: number }>(`SELECT coalesce(max(version), 0)::int AS v FROM ${s}.${m.table}`);
     const current = rows[0].v;
     if (current > m.migrations.length) {

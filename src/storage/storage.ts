@@ -152,7 +152,7 @@ async function openPostgresStorage(url: string, options: StorageOptions): Promis
   try {
     // Each brings its tables up to date here, once: the events' and the decision log's migrations
     // (under advisory locks, so processes starting together do not race); checkpoints and leases
-    // create theirs on first use.
+    // create theirs when missing (looked up first, so a role that may not create them is not refused).
     events = await PostgresEventStore.open(pool, {
       url,
       schema: options.pgSchema,
@@ -163,6 +163,10 @@ async function openPostgresStorage(url: string, options: StorageOptions): Promis
     const decisions = await PostgresDecisionRecordRepository.open(pool, events.schema);
     const checkpoints = new PostgresCheckpointStore(pool, events.schema);
     const leases = new PostgresRunLeases(pool, events.schema, options.logger);
+    // Every table is there once the storage is open: a deployment set up by opening it once as the
+    // owning role then serves under a role that may only read and write them.
+    await checkpoints.ensureTables();
+    await leases.ensureTables();
     const live = new PostgresLiveChannel(pool, url, events.schema);
     return storage('postgres', { events, checkpoints, leases, decisions, live }, () => pool.end());
   } catch (err) {

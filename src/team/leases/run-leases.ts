@@ -206,6 +206,12 @@ export class PostgresRunLeases implements RunLeases {
     this.processes = new LazyPgTable(pool, schema, 'process_loads', 'owner TEXT PRIMARY KEY, active INTEGER NOT NULL, cap INTEGER NOT NULL, expires_at BIGINT NOT NULL');
   }
 
+  /** Creates the tables (and the index) now when they are missing (opening the storage does, so that they are there for a role that may not create them). */
+  async ensureTables(): Promise<void> {
+    await this.table.ensure();
+    await this.processes.ensure();
+  }
+
   async tryAcquire(runId: string, owner: string, ttlMs: number, nowMs: number): Promise<boolean> {
     await this.table.ensure();
     const r = await this.pool.query(

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { Pool } from 'pg';
 import { quoteIdent } from '../../../src/shared/postgres-tables';
 import { PostgresRunLeases } from '../../../src/team/leases/run-leases';
@@ -59,18 +60,19 @@ describe('postgres run leases: the owner index', () => {
   it('given tables another role owns, when a role that may only write them uses the leases, then leases work without the index', async () => {
     const schema = freshSchema('triad_leases_role');
     const role = `${schema}_writer`;
+    const password = randomBytes(12).toString('hex');
     const q = quoteIdent(schema);
     await withClient((c) =>
       c.query(`CREATE SCHEMA ${q};
         CREATE TABLE ${q}.run_leases (run_id TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at BIGINT NOT NULL);
         CREATE TABLE ${q}.process_loads (owner TEXT PRIMARY KEY, active INTEGER NOT NULL, cap INTEGER NOT NULL, expires_at BIGINT NOT NULL);
-        CREATE ROLE ${quoteIdent(role)} LOGIN;
+        CREATE ROLE ${quoteIdent(role)} LOGIN PASSWORD '${password}';
         GRANT USAGE ON SCHEMA ${q} TO ${quoteIdent(role)};
         GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA ${q} TO ${quoteIdent(role)};`),
     );
     const url = new URL(PG_URL);
     url.username = role;
-    url.password = '';
+    url.password = password;
     const pool = new Pool({ connectionString: url.toString(), max: 2, connectionTimeoutMillis: 5000 });
     try {
       const warnings: string[] = [];
@@ -82,8 +84,11 @@ describe('postgres run leases: the owner index', () => {
       expect(warnings).toEqual([expect.stringMatching(/index run_leases_owner is missing and this role may not create it/)]);
     } finally {
       await pool.end();
-      await dropSchema(schema);
-      await withClient((c) => c.query(`DROP ROLE ${quoteIdent(role)}`));
+      try {
+        await dropSchema(schema);
+      } finally {
+        await withClient((c) => c.query(`DROP ROLE IF EXISTS ${quoteIdent(role)}`));
+      }
     }
   });
 });
