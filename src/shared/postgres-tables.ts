@@ -10,7 +10,8 @@ export interface TableLogger {
 }
 
 /**
- * A table next to the events in PostgreSQL (checkpoints, leases), created on first use.
+ * A table next to the events in PostgreSQL (checkpoints, leases), created when missing: when the
+ * storage opens, or at the first statement of a store built on its own (tests, tools).
  *
  * CREATE TABLE IF NOT EXISTS is not safe against itself in PostgreSQL: when two processes run it at
  * once, one fails with a unique violation on the catalog (23505) or "already exists" (42P07); either

@@ -60,9 +60,10 @@ export function runCommandTool(limits: BuiltinToolLimits): ToolDefinition {
       let cwd: string;
       try {
         cwd = await realWorkspaceOf(context);
-        // Starting in a path follows a link planted in the workspace's place since it was resolved:
-        // the command would run in the link's target. Checked here; the same race as every path check.
-        if ((await fs.realpath(cwd)) !== cwd) return fail('the workspace has been replaced by a link to somewhere else; the command was not run');
+        // Starting in a path follows a link planted in the workspace's place since the run resolved
+        // it: the command would run in the link's target. Checked here (a path resolved just now
+        // needs no second look); the same race as every path check.
+        if (context.realWorkspace !== undefined && (await fs.realpath(cwd)) !== cwd) return fail('the workspace has been replaced by a link to somewhere else; the command was not run');
       } catch (err) {
         return fsFailure(err, '.', 'use the workspace');
       }
