@@ -100,6 +100,14 @@ export async function resolveInWorkspace(workspace: string, userPath: string, op
   return resolved;
 }
 
+/**
+ * Whether the directory resolved to `realWorkspace` has since been replaced by a link (its path now
+ * resolves elsewhere): what was confined to it must not follow the link.
+ */
+export async function workspaceReplaced(realWorkspace: string): Promise<boolean> {
+  return (await fs.realpath(realWorkspace)) !== realWorkspace;
+}
+
 /** The workspace's real path: the run's, resolved once, or resolved now. */
 export function realWorkspaceOf(context: Pick<ToolContext, 'workspace' | 'realWorkspace'>): Promise<string> {
   return context.realWorkspace !== undefined ? Promise.resolve(context.realWorkspace) : fs.realpath(context.workspace);

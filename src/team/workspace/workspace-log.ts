@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { WrongExpectedRevisionError } from '../../events/errors';
 import type { EventStore } from '../../events/event-store.port';
 import { fromMachineText } from '../../shared/text';
-import { resolveInWorkspace, toWorkspacePath } from '../tools/workspace';
+import { resolveInWorkspace, toWorkspacePath, workspaceReplaced } from '../tools/workspace';
 import {
   assembleBlob,
   blobChunks,
@@ -227,7 +227,7 @@ export async function withRecordedEffects<T extends { isError: boolean }>(
   // that a command replaced by a link is not walked through it: its effects are unrecorded.
   const root = options.realWorkspace ?? workspace;
   const snapshot = async () => {
-    if (options.realWorkspace !== undefined && (await fs.realpath(root)) !== options.realWorkspace) {
+    if (options.realWorkspace !== undefined && (await workspaceReplaced(options.realWorkspace))) {
       throw Object.assign(new Error('the workspace was replaced'), { name: 'WorkspaceReplaced' });
     }
     return snapshotWorkspace(root, options.limits);
@@ -238,16 +238,18 @@ export async function withRecordedEffects<T extends { isError: boolean }>(
   try {
     if (before instanceof Error) throw before;
     let effects: FileEffect[];
+    // Where the effects' paths are relative to: the named file's real workspace, or the snapshot's root.
+    let base = root;
     if (named !== undefined) {
       if (result.isError) return { result, files: [] };
-      const real = options.realWorkspace ?? (await fs.realpath(workspace));
+      base = options.realWorkspace ?? (await fs.realpath(workspace));
       // Resolved as the tool resolved it (an absolute path may name either spelling of the workspace).
-      const written = await resolveInWorkspace(workspace, named, { realRoot: real });
-      effects = [await effectOfFile(real, toWorkspacePath(real, written), options.maxBlobBytes)];
+      const written = await resolveInWorkspace(workspace, named, { realRoot: base });
+      effects = [await effectOfFile(base, toWorkspacePath(base, written), options.maxBlobBytes)];
     } else {
       effects = diffSnapshots(before!, await snapshot(), options.maxBlobBytes);
     }
-    return { result, files: await storeEffects(store, named !== undefined ? (options.realWorkspace ?? (await fs.realpath(workspace))) : root, effects) };
+    return { result, files: await storeEffects(store, base, effects) };
   } catch (err) {
     // Named by its code, never by a message that could show the host's layout.
     const why = (err as NodeJS.ErrnoException).code ?? (err as Error).name ?? 'error';

@@ -1,7 +1,6 @@
 import { spawn } from 'node:child_process';
-import { promises as fs } from 'node:fs';
 import type { ToolContext, ToolDefinition, ToolOutcome } from '../tool.port';
-import { errnoCode, realWorkspaceOf } from '../workspace';
+import { errnoCode, realWorkspaceOf, workspaceReplaced } from '../workspace';
 import { HeadTailBuffer } from './head-tail-buffer';
 import type { BuiltinToolLimits } from './limits';
 import { asMachineText, fail, formatBytes, formatDuration, fsFailure } from './outcomes';
@@ -63,7 +62,7 @@ export function runCommandTool(limits: BuiltinToolLimits): ToolDefinition {
         // Starting in a path follows a link planted in the workspace's place since the run resolved
         // it: the command would run in the link's target. Checked here (a path resolved just now
         // needs no second look); the same race as every path check.
-        if (context.realWorkspace !== undefined && (await fs.realpath(cwd)) !== cwd) return fail('the workspace has been replaced by a link to somewhere else; the command was not run');
+        if (context.realWorkspace !== undefined && (await workspaceReplaced(cwd))) return fail('the workspace has been replaced by a link to somewhere else; the command was not run');
       } catch (err) {
         return fsFailure(err, '.', 'use the workspace');
       }
