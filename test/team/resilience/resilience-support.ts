@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import type { RecordedEvent } from '../../../src/events/event-store.port';
 import { InMemoryEventStore } from '../../../src/events/in-memory.event-store';
@@ -203,12 +204,34 @@ export interface ProbeEntry {
 }
 
 export function probeTools(log: ProbeEntry[]): ToolDefinition[] {
+  // Told of every entry logged, so that a probe can wait for others (starts, an end) instead of a time.
+  const logged = new EventEmitter();
+  const record = (entry: ProbeEntry) => {
+    log.push(entry);
+    logged.emit('entry');
+  };
+  const until = (ready: () => boolean, signal: AbortSignal) =>
+    new Promise<void>((resolve) => {
+      const check = () => {
+        if (!ready() && !signal.aborted) return;
+        logged.off('entry', check);
+        resolve();
+      };
+      logged.on('entry', check);
+      signal.addEventListener('abort', check, { once: true });
+      check();
+    });
   const make = (name: string, readOnly: boolean): ToolDefinition => ({
     name,
-    description: `${readOnly ? 'Reads' : 'Writes'} nothing; waits ms milliseconds (for tests).`,
+    description: `${readOnly ? 'Reads' : 'Writes'} nothing; waits until afterStarts probes have started and probe "after" has ended, then ms milliseconds (for tests).`,
     inputSchema: {
       type: 'object',
-      properties: { id: { type: 'string' }, ms: { type: 'integer', minimum: 0 } },
+      properties: {
+        id: { type: 'string' },
+        ms: { type: 'integer', minimum: 0 },
+        afterStarts: { type: 'integer', minimum: 0 },
+        after: { type: 'string' },
+      },
       required: ['id'],
       additionalProperties: false,
     },
@@ -217,12 +240,15 @@ export function probeTools(log: ProbeEntry[]): ToolDefinition[] {
     risk: 'low',
     async execute(input, context) {
       const id = String(input.id);
-      log.push({ id, at: 'start', t: performance.now() });
+      record({ id, at: 'start', t: performance.now() });
+      const starts = Number(input.afterStarts ?? 0);
+      const after = input.after === undefined ? undefined : String(input.after);
+      await until(() => log.filter((e) => e.at === 'start').length >= starts && (after === undefined || log.some((e) => e.id === after && e.at === 'end')), context.signal);
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, Number(input.ms ?? 0));
         context.signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
       });
-      log.push({ id, at: 'end', t: performance.now() });
+      record({ id, at: 'end', t: performance.now() });
       return { output: `probe ${id} done`, isError: false };
     },
   });

@@ -45,9 +45,11 @@ describe('three-pass dispatch', () => {
     const log: ProbeEntry[] = [];
     const batches: RecordedEvent[][] = [];
     const turn = respond(
-      toolUse('probe_read', { id: 'a', ms: 120 }, 'tu_a'),
-      toolUse('probe_read', { id: 'b', ms: 10 }, 'tu_b'),
-      toolUse('probe_read', { id: 'c', ms: 60 }, 'tu_c'),
+      // Each finishes only once the others let it: b once all three have started, c after b, a
+      // after c. Run one by one, a would wait for a c that never starts.
+      toolUse('probe_read', { id: 'a', after: 'c' }, 'tu_a'),
+      toolUse('probe_read', { id: 'b', afterStarts: 3 }, 'tu_b'),
+      toolUse('probe_read', { id: 'c', after: 'b' }, 'tu_c'),
     );
     const model = new ScriptedModelProvider(roleScript({ architect: [plan()], executor: [turn, submitWork()], reviewer: [verdict('APPROVE')] }));
     h = await startHarness({ model, extraTools: probeTools(log), observer: { onEvents: (_id, events) => batches.push(events) } });
