@@ -1,4 +1,4 @@
-import type { EventStore, RecordedEvent, Subscription } from './event-store.port';
+import type { EventFilter, EventStore, RecordedEvent, Subscription } from './event-store.port';
 import { isStoreUnavailable, StoreUnavailableError } from './errors';
 import { pause, storeBackoffMs } from './store-retry';
 import type { HealthRegistry } from '../shared/health';
@@ -13,9 +13,11 @@ export interface FoldLogger {
 const WAIT_SLICE_MS = 20;
 
 /**
- * An in-memory read model's engine: folds every event of the store, from a catch-up subscription,
- * into whatever `apply` keeps, so it sees what any process wrote. Unfiltered, so its position
- * tracks the store's head exactly. When folding fails (the store went away), it starts again
+ * An in-memory read model's engine: folds the events of the store it is given a filter for (every
+ * event without one), from a catch-up subscription, into whatever `apply` keeps, so it sees what
+ * any process wrote. Its position is how far it has scanned, not only the last event it folded,
+ * so it tracks the store's head exactly either way; a filter lets the process's shared tail read
+ * only what some reader folds. When folding fails (the store went away), it starts again
  * after a backoff from the last event it folded, never folding an event twice; meanwhile
  * `catchUp` fails with the reason and `/health` reports it under `name`.
  */
@@ -34,6 +36,8 @@ export class CatchUpFold {
     private readonly name: string,
     private readonly apply: (event: RecordedEvent) => void,
     private readonly logger: FoldLogger,
+    /** The events `apply` needs (stored types); every event when absent. */
+    private readonly filter?: EventFilter,
   ) {}
 
   /** Starts folding in the background (it runs until `close`). */
@@ -44,7 +48,14 @@ export class CatchUpFold {
 
   private async run(): Promise<void> {
     for (let attempt = 1; !this.stopped; attempt++) {
-      const sub = this.store.subscribe({ batchSize: 1000, after: this.position });
+      const sub = this.store.subscribe({
+        batchSize: 1000,
+        after: this.position,
+        filter: this.filter,
+        onScanned: (position) => {
+          if (position > this.position) this.advance(position);
+        },
+      });
       this.subscription = sub;
       try {
         for await (const e of sub) {

@@ -116,6 +116,12 @@ export interface SubscribeOptions {
   /** Events fetched per read; the iterator reads the next page only when the consumer pulls. */
   batchSize?: number;
   signal?: AbortSignal;
+  /**
+   * Called when a read has shown that no event matching `filter` lies at or below `position`
+   * beyond those already handed to the consumer (with a filter, the scan moves past events it
+   * skips): a filtered reader can tell it has caught up with the store's head.
+   */
+  onScanned?: (position: number) => void;
 }
 
 /** A subscription's page read from a shared tail: the events, and how far the scan reached. */

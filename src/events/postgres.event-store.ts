@@ -23,7 +23,7 @@ import type { StoreOptions } from './in-memory.event-store';
 import { PositionNotifier } from './position-notifier';
 import { migratePostgresEventStore, openPostgresPool, type PostgresPoolOptions } from './postgres.database';
 import { PostgresAppendListener, postgresEventsChannel } from './postgres.listener';
-import { postgresStatements, readAllQuery } from './postgres.queries';
+import { postgresStatements, readAllQuery, tailQuery } from './postgres.queries';
 import {
   checkExpectedRevision,
   decodeRow,
@@ -84,6 +84,8 @@ export class PostgresEventStore implements EventStore {
   readonly tail: SharedTail;
   private readonly maxEventBytes: number;
   private readonly listener: PostgresAppendListener;
+  /** The highest position this process appended. */
+  private ownHead = 0;
   private closed = false;
   private readonly sql;
 
@@ -99,13 +101,22 @@ export class PostgresEventStore implements EventStore {
     this.sql = postgresStatements(schema);
     this.listener = new PostgresAppendListener(options.url, channel, (position) => this.notifier.notify(position));
     this.tail = new SharedTail({
-      readAfter: async (after, maxCount) => {
-        const q = readAllQuery(this.sql.events, { after, maxCount });
-        const { rows } = await this.query<StoredRow>(q.text, q.values);
-        return rows.map((r) => ({ event: decodeRow(r, this.options.upcasters), storedType: r.type, size: r.data.length + r.metadata.length }));
+      readAfter: async (after, maxCount, filters) => {
+        const toHeld = (r: StoredRow) => ({ event: decodeRow(r, this.options.upcasters), storedType: r.type, size: r.data.length + r.metadata.length });
+        if (!filters) {
+          const q = readAllQuery(this.sql.events, { after, maxCount });
+          const { rows } = await this.query<StoredRow>(q.text, q.values);
+          return { events: rows.map(toHeld), scannedTo: rows.length > 0 ? Number(rows[rows.length - 1].position) : after };
+        }
+        const q = tailQuery(this.sql.events, after, maxCount, filters);
+        const { rows } = await this.query<StoredRow & { head: string }>(q.text, q.values);
+        const events = rows.filter((r) => r.id !== null).map(toHeld);
+        const last = events.length > 0 ? events[events.length - 1].event.position : after;
+        return { events, scannedTo: events.length === maxCount ? last : Math.max(last, Number(rows[0].head)) };
       },
       readHead: () => this.headPosition(),
       knownHead: () => this.notifier.known,
+      ownHead: () => this.ownHead,
       announce: (position) => this.notifier.notify(position),
     });
   }
@@ -220,7 +231,7 @@ export class PostgresEventStore implements EventStore {
       }
       await client.query('COMMIT');
       this.options.health?.storeAnswered();
-      if (w.length > 0) this.notifier.notify(w[w.length - 1].position);
+      if (w.length > 0) this.appended(w[w.length - 1].position);
       return plan.result;
     } catch (err) {
       await client.query('ROLLBACK').catch(() => (broken = true));
@@ -265,7 +276,7 @@ export class PostgresEventStore implements EventStore {
     const first = rows[0];
     if (first.outcome === 'appended') {
       const position = Number(first.event_position);
-      this.notifier.notify(position);
+      this.appended(position);
       return { nextExpectedRevision: Number(first.event_revision), position };
     }
     if (first.outcome === 'conflict') {
@@ -316,6 +327,13 @@ export class PostgresEventStore implements EventStore {
     const q = readAllQuery(this.sql.events, options);
     const { rows } = await this.query<StoredRow>(q.text, q.values);
     return rows.map((r) => decodeRow(r, this.options.upcasters));
+  }
+
+  /** An append of this process's committed at `position`: wakes its waiters, and its shared tail without the wait for other processes' news. */
+  private appended(position: number): void {
+    if (position > this.ownHead) this.ownHead = position;
+    this.notifier.notify(position);
+    this.tail.hurry();
   }
 
   async headPosition(): Promise<number> {

@@ -24,22 +24,47 @@ export function postgresStatements(schema: string) {
 }
 
 export function readAllQuery(table: string, options: ReadAllOptions): { text: string; values: unknown[] } {
-  const filter: EventFilter | undefined = options.filter;
   const values: unknown[] = [options.after ?? 0];
   const where = ['position > $1'];
-  if (filter?.types && filter.types.length > 0) {
-    values.push(filter.types);
-    where.push(`type = ANY ($${values.length}::text[])`);
-  }
-  if (filter?.streamPrefixes && filter.streamPrefixes.length > 0) {
-    values.push(filter.streamPrefixes);
-    // left(...) = prefix compares literally: no LIKE wildcards to escape.
-    where.push(`EXISTS (SELECT 1 FROM unnest($${values.length}::text[]) AS p(prefix) WHERE left(stream_id, length(p.prefix)) = p.prefix)`);
-  }
+  const clause = options.filter ? filterClause(options.filter, values) : undefined;
+  if (clause) where.push(clause);
   // LIMIT NULL is LIMIT ALL; a negative count means no limit, as in the SQLite adapter.
   values.push(options.maxCount === undefined || options.maxCount < 0 ? null : options.maxCount);
   return {
     text: `SELECT ${ROW_COLUMNS} FROM ${table} WHERE ${where.join(' AND ')} ORDER BY position ASC LIMIT $${values.length}`,
+    values,
+  };
+}
+
+/** A filter as SQL over `values` (its parameters pushed there); undefined when it lets every event through. */
+function filterClause(filter: EventFilter, values: unknown[]): string | undefined {
+  const where: string[] = [];
+  if (filter.types && filter.types.length > 0) {
+    values.push(filter.types);
+    where.push(`type = ANY ($${values.length}::text[])`);
+  }
+  if (filter.streamPrefixes && filter.streamPrefixes.length > 0) {
+    values.push(filter.streamPrefixes);
+    // left(...) = prefix compares literally: no LIKE wildcards to escape.
+    where.push(`EXISTS (SELECT 1 FROM unnest($${values.length}::text[]) AS p(prefix) WHERE left(stream_id, length(p.prefix)) = p.prefix)`);
+  }
+  return where.length > 0 ? where.join(' AND ') : undefined;
+}
+
+/**
+ * The shared tail's read: the events after `after` matching any of `filters`, at most `maxCount`,
+ * beside the store's head seen in the same statement (one snapshot: every event at or below it is
+ * committed, since position order is commit order). Always one row at least: with no match, one
+ * whose event columns are null.
+ */
+export function tailQuery(table: string, after: number, maxCount: number, filters: readonly EventFilter[]): { text: string; values: unknown[] } {
+  const values: unknown[] = [after, maxCount];
+  const clauses = filters.map((f) => filterClause(f, values) ?? 'true');
+  const match = clauses.length > 0 ? clauses.map((c) => `(${c})`).join(' OR ') : 'false';
+  return {
+    text:
+      `SELECT h.head, e.* FROM (SELECT coalesce(max(position), 0) AS head FROM ${table}) h ` +
+      `LEFT JOIN LATERAL (SELECT ${ROW_COLUMNS} FROM ${table} WHERE position > $1 AND (${match}) ORDER BY position ASC LIMIT $2) e ON true`,
     values,
   };
 }

@@ -12,14 +12,31 @@ export interface TailEvent {
   size: number;
 }
 
+/** What a read of the store brought into the tail. */
+export interface TailRead {
+  /** The events read, in position order. */
+  events: TailEvent[];
+  /**
+   * No event matching the read's filters lies in (after, scannedTo] besides those returned: the
+   * last event's position when the page is full, else the store's head as the read saw it (in the
+   * same snapshot), or the last event's position when the read had no filters.
+   */
+  scannedTo: number;
+}
+
 /** The store's side of a shared tail. */
 export interface TailSource {
-  /** Every event after `after`, at most `maxCount`, in position order. */
-  readAfter(after: number, maxCount: number): Promise<TailEvent[]>;
+  /**
+   * The events after `after` matching any of `filters` (every event when undefined), at most
+   * `maxCount`, in position order, and how far that read looked.
+   */
+  readAfter(after: number, maxCount: number, filters?: readonly EventFilter[]): Promise<TailRead>;
   /** The head of the store as a query sees it now. */
   readHead(): Promise<number>;
   /** The highest position this process was told of (its own appends, other processes' notifications). */
   knownHead(): number;
+  /** The highest position this process appended itself. */
+  ownHead(): number;
   /** Called when a read found news, with the new last position: wakes every waiting subscription. */
   announce(position: number): void;
 }
@@ -33,6 +50,10 @@ export interface SharedTailOptions {
   staleMs?: number;
   /** News this soon after the last read waits for the rest of this period, so that one read takes in several appends. */
   gatherMs?: number;
+  /** The same for news only other processes wrote (what this process's own clients did not cause). */
+  foreignGatherMs?: number;
+  /** A reader's filter not asked for this long is dropped from what the tail reads. */
+  interestTtlMs?: number;
   /** A monotonic clock in milliseconds (never the wall clock, which can step back). */
   now?: () => number;
 }
@@ -51,6 +72,63 @@ const STALE_MS = 250;
  * what subscriptions see (a launch's dispatch, a read model) by at most this much.
  */
 const GATHER_MS = 5;
+/**
+ * Other processes' news waits longer: what a process follows of runs it does not drive (read
+ * models, the event streams its clients watch) may lag by a few tens of milliseconds, and a read
+ * of the store costs the same CPU whether it brings one event or fifty, so with many processes it
+ * is the reads, not the events, that a process would otherwise spend its CPU on. News of its own
+ * appends (its clients' writes and the runs it drives) still waits only `GATHER_MS`.
+ */
+const FOREIGN_GATHER_MS = 40;
+/**
+ * A live subscription asks the tail at least once per its polling period (250 ms), so a filter not
+ * asked for in this long belongs to a subscription that closed (or one busy elsewhere, which
+ * finds its filter gone and reads the store once).
+ */
+const INTEREST_TTL_MS = 30_000;
+
+/** The key of a filter: equal filters share one interest; undefined is every event. */
+function filterKey(filter: EventFilter | undefined): string {
+  if (!filter) return ALL;
+  let key = filterKeys.get(filter);
+  if (key === undefined) filterKeys.set(filter, (key = keyOf(filter)));
+  return key;
+}
+
+/** Keys of the filters seen (a subscription passes the same object on every read). */
+const filterKeys = new WeakMap<EventFilter, string>();
+
+function keyOf(filter: EventFilter | undefined): string {
+  const types = filter?.types && filter.types.length > 0 ? [...filter.types].sort() : undefined;
+  const prefixes = filter?.streamPrefixes && filter.streamPrefixes.length > 0 ? [...filter.streamPrefixes].sort() : undefined;
+  if (!types && !prefixes) return ALL;
+  return JSON.stringify([types ?? null, prefixes ?? null]);
+}
+
+const ALL = '*';
+
+/**
+ * The filters a read asks the store for: every reader's, merged where they ask for the same types
+ * (their prefixes together; any one without prefixes makes the group every stream). Undefined when
+ * one reader wants every event.
+ */
+export function unionOf(filters: Iterable<EventFilter | undefined>): EventFilter[] | undefined {
+  const groups = new Map<string, { types?: string[]; prefixes: Set<string> | 'every stream' }>();
+  for (const f of filters) {
+    if (filterKey(f) === ALL) return undefined;
+    const types = f!.types && f!.types.length > 0 ? [...new Set(f!.types)].sort() : undefined;
+    const key = types ? JSON.stringify(types) : ALL;
+    let group = groups.get(key);
+    if (!group) groups.set(key, (group = { types, prefixes: new Set() }));
+    const prefixes = f!.streamPrefixes && f!.streamPrefixes.length > 0 ? f!.streamPrefixes : undefined;
+    if (!prefixes) group.prefixes = 'every stream';
+    else if (group.prefixes !== 'every stream') for (const p of prefixes) group.prefixes.add(p);
+  }
+  return [...groups.values()].map((g) => ({
+    ...(g.types ? { types: g.types } : {}),
+    ...(g.prefixes !== 'every stream' ? { streamPrefixes: [...g.prefixes].sort() } : {}),
+  }));
+}
 
 /**
  * The newest events of a store, read once per process and shared by all its live subscriptions.
@@ -59,11 +137,19 @@ const GATHER_MS = 5;
  * decision log's projector, the API keys, each open event stream) is woken by the same appends,
  * and each used to ask the store what was new and decode the answer itself, so one append cost
  * a round trip and a decode per subscription, in every process sharing the store. Here the first
- * subscription to wake reads what is new, unfiltered, and the others are served from memory.
+ * subscription to wake reads what is new for all of them, and the others are served from memory.
  *
- * Exact, not approximate: it holds every event in (start, end], because the SQL stores make
- * position order commit order (a reader never sees a position before a lower one commits), so a
- * read of everything after `end` returns exactly what follows. A subscription behind `start`
+ * What it reads is what its readers ask for: the union of the filters of the subscriptions that
+ * used it in the last `interestTtlMs`, so that a process whose read models fold a few types of
+ * event never reads, decodes and holds the rest (in a process that drives a tenth of the runs,
+ * most of what the other processes write). A reader whose filter the held events do not cover
+ * (a new event stream client, say) widens the union: the tail starts again at the head, and
+ * readers behind it read the store once, as below.
+ *
+ * Exact, not approximate: it holds every event matching that union in (start, end], because the
+ * SQL stores make position order commit order (a reader never sees a position before a lower one
+ * commits), so a read of what matches after `end`, with the head seen in the same snapshot,
+ * returns exactly what follows. A subscription behind `start`
  * (catching up, or left behind by a burst) is not served and reads the store as before, and so
  * is every subscription for a moment after a read that failed for another reason than an outage
  * (an event that does not decode): the tail starts again at the head, and only the subscriptions
@@ -82,10 +168,23 @@ export class SharedTail {
   private ready = false;
   private readAt = Number.NEGATIVE_INFINITY;
   private refreshing?: Promise<void>;
+  /** Each reader's filter, by key, and when it was last asked for. */
+  private readonly interests = new Map<string, { filter: EventFilter | undefined; usedAt: number }>();
+  /** What the interests ask the store for, until they change. */
+  private wants?: { keys: ReadonlySet<string> | typeof ALL; filters: EventFilter[] | undefined };
+  private prunedAt = Number.NEGATIVE_INFINITY;
+  /** Ends the current gathering wait early (an append of this process's), when one is under way. */
+  private gatherWake?: (left: number) => void;
+  /** The keys of the filters the events held match (every event: ALL). */
+  private covering: ReadonlySet<string> | typeof ALL = ALL;
+  /** Counts resets: a read begun before one is thrown away. */
+  private generation = 0;
+  private readonly interestTtlMs: number;
   private readonly pageEvents: number;
   private readonly maxChars: number;
   private readonly staleMs: number;
   private readonly gatherMs: number;
+  private readonly foreignGatherMs: number;
   private readonly now: () => number;
 
   constructor(
@@ -96,6 +195,8 @@ export class SharedTail {
     this.maxChars = options.maxChars ?? MAX_CHARS;
     this.staleMs = options.staleMs ?? STALE_MS;
     this.gatherMs = options.gatherMs ?? GATHER_MS;
+    this.foreignGatherMs = Math.max(this.gatherMs, options.foreignGatherMs ?? FOREIGN_GATHER_MS);
+    this.interestTtlMs = options.interestTtlMs ?? INTEREST_TTL_MS;
     this.now = options.now ?? (() => performance.now());
   }
 
@@ -106,6 +207,18 @@ export class SharedTail {
    */
   async read(after: number, maxCount: number, filter?: EventFilter): Promise<TailPage | undefined> {
     if (maxCount <= 0) return { events: [], scannedTo: after };
+    const key = filterKey(filter);
+    const interest = this.interests.get(key);
+    if (interest) interest.usedAt = this.now();
+    else {
+      this.interests.set(key, { filter, usedAt: this.now() });
+      this.wants = undefined;
+    }
+    if (this.ready && !this.covers(key)) {
+      // The events held do not cover this reader: read what it needs too from the head on.
+      this.reset();
+      return undefined;
+    }
     if (this.ready && after < this.start) return undefined;
     if (this.ready && after < this.end) return this.serve(after, maxCount, filter);
     if (!this.ready || this.source.knownHead() > this.end || this.now() - this.readAt >= this.staleMs) {
@@ -118,8 +231,13 @@ export class SharedTail {
         return undefined;
       }
     }
-    if (after < this.start) return undefined;
+    // Reset meanwhile, or read before this reader's filter was known: it reads the store this time.
+    if (!this.ready || !this.covers(key) || after < this.start) return undefined;
     return this.serve(after, maxCount, filter);
+  }
+
+  private covers(key: string): boolean {
+    return this.covering === ALL || this.covering.has(key);
   }
 
   private serve(after: number, maxCount: number, filter: EventFilter | undefined): TailPage {
@@ -151,29 +269,78 @@ export class SharedTail {
     return this.refreshing;
   }
 
+  /** This process appended: news it waits for is its own, gathered for `gatherMs` only. */
+  hurry(): void {
+    this.gatherWake?.(this.readAt + this.gatherMs - this.now());
+  }
+
   private async readNew(): Promise<void> {
-    const wait = this.readAt + this.gatherMs - this.now();
-    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    const own = this.source.ownHead() > this.end;
+    const wait = this.readAt + (own ? this.gatherMs : this.foreignGatherMs) - this.now();
+    if (wait > 0) await this.gather(wait);
     const at = this.now();
-    if (!this.ready) {
-      // Starts at the head: a subscription further behind catches up from the store.
-      const head = await this.source.readHead();
+    const generation = this.generation;
+    // A tail not ready starts at the head: a subscription further behind catches up from the store.
+    const fresh = !this.ready;
+    const from = fresh ? await this.source.readHead() : this.end;
+    if (generation !== this.generation) return;
+    const { keys, filters } = this.wanted(at);
+    const read = await this.source.readAfter(from, this.pageEvents, filters);
+    // Reset meanwhile (a reader the held events did not cover): what was read belongs to no one.
+    if (generation !== this.generation) return;
+    if (fresh) {
       this.reset();
-      this.start = this.end = head;
+      this.start = this.end = from;
       this.ready = true;
     }
-    const read = await this.source.readAfter(this.end, this.pageEvents);
     this.readAt = at;
-    this.eventsRead += read.length;
-    if (read.length === 0) return;
-    for (const held of read) {
+    this.covering = keys;
+    this.eventsRead += read.events.length;
+    for (const held of read.events) {
       deepFreeze(held.event);
       this.held.push(held);
       this.chars += held.size;
     }
-    this.end = read[read.length - 1].event.position;
+    const last = read.events.length > 0 ? read.events[read.events.length - 1].event.position : from;
+    const end = Math.max(this.end, last, read.scannedTo);
+    if (end === this.end) return;
+    this.end = end;
     this.letGo();
     this.source.announce(this.end);
+  }
+
+  /** Waits `ms`, or less when `hurry` says how much is left. */
+  private gather(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        this.gatherWake = undefined;
+        resolve();
+      };
+      let timer = setTimeout(done, ms);
+      this.gatherWake = (left) => {
+        clearTimeout(timer);
+        if (left > 0) timer = setTimeout(done, left);
+        else done();
+      };
+    });
+  }
+
+  /** The filters of the readers of the last `interestTtlMs` (the others are dropped), and their union. */
+  private wanted(now: number): { keys: ReadonlySet<string> | typeof ALL; filters: EventFilter[] | undefined } {
+    if (now - this.prunedAt >= Math.min(1_000, this.interestTtlMs)) {
+      this.prunedAt = now;
+      for (const [key, interest] of this.interests) {
+        if (now - interest.usedAt <= this.interestTtlMs) continue;
+        this.interests.delete(key);
+        this.wants = undefined;
+      }
+    }
+    if (!this.wants) {
+      this.wants = this.interests.has(ALL)
+        ? { keys: ALL, filters: undefined }
+        : { keys: new Set(this.interests.keys()), filters: unionOf([...this.interests.values()].map((i) => i.filter)) };
+    }
+    return this.wants;
   }
 
   /** Lets the oldest events go past the size kept (never the newest). */
@@ -190,6 +357,8 @@ export class SharedTail {
   }
 
   private reset(): void {
+    this.generation++;
+    this.covering = new Set();
     this.held = [];
     this.first = 0;
     this.chars = 0;

@@ -40,7 +40,7 @@ import {
 } from './prepare';
 import { EXTENT_BATCH_STREAMS, extentBatches, pageCount, pagesWindow, streamWindow } from './read-helpers';
 import { migrateSqliteEventStore, openSqliteDatabase, type SqliteDatabaseOptions } from './sqlite.database';
-import { decodePageText, extentsQuery, readAllQuery, sqliteStatements } from './sqlite.queries';
+import { decodePageText, extentsQuery, readAllQuery, sqliteStatements, tailQuery } from './sqlite.queries';
 import { SqliteReadAhead } from './sqlite-read-ahead';
 import { SharedTail } from './shared-tail';
 import { CatchUpSubscription } from './subscription';
@@ -143,12 +143,23 @@ export class SqliteEventStore implements EventStore {
       throw err;
     }
     this.tail = new SharedTail({
-      readAfter: async (after, maxCount) => {
-        const rows = this.readAllStatement(undefined).stmt.all(after, maxCount) as RawRow[];
-        return rows.map((r) => ({ event: decodeRawRow(r, this.options.upcasters), storedType: r[4], size: r[5].length + r[6].length }));
+      readAfter: async (after, maxCount, filters) => {
+        const toHeld = (r: RawRow) => ({ event: decodeRawRow(r, this.options.upcasters), storedType: r[4], size: r[5].length + r[6].length });
+        if (!filters) {
+          const rows = this.readAllStatement(undefined).stmt.all(after, maxCount) as RawRow[];
+          return { events: rows.map(toHeld), scannedTo: rows.length > 0 ? rows[rows.length - 1][3] : after };
+        }
+        // The head first: every event at or below it is committed (one writer, positions in commit order).
+        const head = (this.stmts.headPosition.get() as { position: number }).position;
+        const { stmt, params } = this.cachedStatement(tailQuery(filters));
+        const rows = stmt.all(after, ...params, maxCount) as RawRow[];
+        const last = rows.length > 0 ? rows[rows.length - 1][3] : after;
+        return { events: rows.map(toHeld), scannedTo: rows.length === maxCount ? last : Math.max(last, head) };
       },
       readHead: () => this.headPosition(),
       knownHead: () => this.notifier.known,
+      // One process writes a SQLite file's events: what it was told of is its own.
+      ownHead: () => this.notifier.known,
       announce: (position) => this.notifier.notify(position),
     });
     this.readAhead = new SqliteReadAhead(this.file, require.resolve('better-sqlite3'));
@@ -429,9 +440,15 @@ export class SqliteEventStore implements EventStore {
 
   /** readAll's statement for a filter's shape (prepared once) and the filter's parameters. */
   private readAllStatement(filter: EventFilter | undefined): { stmt: Database.Statement; params: (string | number)[] } {
-    const { sql, params } = readAllQuery(filter);
+    return this.cachedStatement(readAllQuery(filter));
+  }
+
+  /** A read's statement, prepared once per shape. */
+  private cachedStatement({ sql, params }: { sql: string; params: (string | number)[] }): { stmt: Database.Statement; params: (string | number)[] } {
     let stmt = this.readAllCache.get(sql);
     if (!stmt) {
+      // Shapes vary with the number of filters and prefixes (the shared tail's union): a bound, not a leak.
+      if (this.readAllCache.size >= 64) this.readAllCache.clear();
       stmt = this.db.prepare(sql).raw(true);
       this.readAllCache.set(sql, stmt);
     }

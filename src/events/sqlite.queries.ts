@@ -34,18 +34,34 @@ export function extentsQuery(n: number): string {
 export function readAllQuery(filter?: EventFilter): { sql: string; params: (string | number)[] } {
   const where = ['position > ?'];
   const params: (string | number)[] = [];
-  if (filter?.types && filter.types.length > 0) {
-    where.push(`type IN (${filter.types.map(() => '?').join(', ')})`);
-    params.push(...filter.types);
-  }
-  if (filter?.streamPrefixes && filter.streamPrefixes.length > 0) {
-    where.push(`(${filter.streamPrefixes.map(() => 'substr(stream_id, 1, ?) = ?').join(' OR ')})`);
-    for (const p of filter.streamPrefixes) params.push(p.length, p);
-  }
+  const clause = filter ? filterClause(filter, params) : undefined;
+  if (clause) where.push(clause);
   return {
     sql: `SELECT ${ROW_COLUMNS} FROM events WHERE ${where.join(' AND ')} ORDER BY position ASC LIMIT ?`,
     params,
   };
+}
+
+/** The shared tail's read: events after a position matching any of `filters` (parameters: after, the filters', the limit). */
+export function tailQuery(filters: readonly EventFilter[]): { sql: string; params: (string | number)[] } {
+  const params: (string | number)[] = [];
+  const clauses = filters.map((f) => filterClause(f, params) ?? '1');
+  const match = clauses.length > 0 ? clauses.map((c) => `(${c})`).join(' OR ') : '0';
+  return { sql: `SELECT ${ROW_COLUMNS} FROM events WHERE position > ? AND (${match}) ORDER BY position ASC LIMIT ?`, params };
+}
+
+/** A filter as SQL (its parameters pushed on `params`); undefined when it lets every event through. */
+function filterClause(filter: EventFilter, params: (string | number)[]): string | undefined {
+  const where: string[] = [];
+  if (filter.types && filter.types.length > 0) {
+    where.push(`type IN (${filter.types.map(() => '?').join(', ')})`);
+    params.push(...filter.types);
+  }
+  if (filter.streamPrefixes && filter.streamPrefixes.length > 0) {
+    where.push(`(${filter.streamPrefixes.map(() => 'substr(stream_id, 1, ?) = ?').join(' OR ')})`);
+    for (const p of filter.streamPrefixes) params.push(p.length, p);
+  }
+  return where.length > 0 ? where.join(' AND ') : undefined;
 }
 
 /** A page from the read-ahead thread, or undefined when its text is not that page's rows (read it here). */

@@ -60,7 +60,10 @@ export class CatchUpSubscription implements Subscription {
       }
       scanned = Math.max(scanned, page.scannedTo);
       // Read again at once while reads move on; wait for news only after one that found nothing.
-      if (scanned > from) continue;
+      if (scanned > from) {
+        this.options.onScanned?.(scanned);
+        continue;
+      }
       await this.store.waitForEvents(scanned, POLL_MS, this.abort.signal);
     }
   }

@@ -77,4 +77,23 @@ describe('CatchUpFold: the engine of the in-memory read models', () => {
     await fold.catchUp();
     expect(seen).toEqual([1, 2, 3]);
   });
+
+  it('given a filter, then it folds only the events that match, and catchUp resolves once the scan passes the head even when the last events did not match', async () => {
+    const store = new InMemoryEventStore();
+    await store.append('run-a', [ev('Wanted'), ev('Other')]);
+    await store.append('keys', [ev('Wanted')]);
+    const seen: number[] = [];
+    const fold = new CatchUpFold(store, new HealthRegistry(), 'things', (e) => seen.push(e.position), quiet, { streamPrefixes: ['run-'], types: ['Wanted'] });
+    folds.push(fold);
+    fold.start();
+    await fold.catchUp();
+    expect(seen).toEqual([1]);
+    await store.append('run-a', [ev('Other'), ev('Other')], { expectedRevision: 1 });
+    // Nothing new to fold, and still caught up with the head (position 5), without waiting out the deadline.
+    await fold.catchUp(2_000);
+    await store.append('run-a', [ev('Wanted')], { expectedRevision: 3 });
+    await fold.catchUp(2_000);
+    expect(seen).toEqual([1, 6]);
+  });
 });
+

@@ -1,6 +1,7 @@
 import { StoreUnavailableError } from '../../src/events/errors';
-import type { RecordedEvent } from '../../src/events/event-store.port';
-import { SharedTail, type TailEvent, type TailSource } from '../../src/events/shared-tail';
+import type { EventFilter, RecordedEvent } from '../../src/events/event-store.port';
+import { matchesFilter } from '../../src/events/read-helpers';
+import { SharedTail, unionOf, type TailRead, type TailSource } from '../../src/events/shared-tail';
 
 /** A store as the tail sees it: events at positions 1..n, a notified head, and a count of reads. */
 class FakeSource implements TailSource {
@@ -18,11 +19,25 @@ class FakeSource implements TailSource {
     if (notify) this.notified = position;
   }
 
-  async readAfter(after: number, maxCount: number): Promise<TailEvent[]> {
+  /** The filters of each read (undefined: every event). */
+  readWith: (readonly EventFilter[] | undefined)[] = [];
+  /** Called after the read's snapshot is taken, before it returns. */
+  duringRead?: () => void;
+
+  async readAfter(after: number, maxCount: number, filters?: readonly EventFilter[]): Promise<TailRead> {
     this.reads++;
+    this.readWith.push(filters);
+    const head = this.events.length;
+    const storedType = (e: RecordedEvent) => this.storedTypes.get(e.position) ?? e.type;
+    const matching = this.events.filter((e) => e.position > after && (!filters || filters.some((f) => matchesFilter(e.streamId, storedType(e), f))));
     // A fresh copy each time, as a store decodes rows.
-    const events = this.events.filter((e) => e.position > after).slice(0, maxCount).map((e) => structuredClone(e));
-    return events.map((event) => ({ event, storedType: this.storedTypes.get(event.position) ?? event.type, size: 100 }));
+    const events = matching.slice(0, maxCount).map((e) => structuredClone(e));
+    this.duringRead?.();
+    const last = events.length > 0 ? events[events.length - 1].position : after;
+    return {
+      events: events.map((event) => ({ event, storedType: storedType(event), size: 100 })),
+      scannedTo: events.length === maxCount || !filters ? last : Math.max(last, head),
+    };
   }
 
   announce(position: number): void {
@@ -36,6 +51,15 @@ class FakeSource implements TailSource {
 
   knownHead(): number {
     return this.notified;
+  }
+
+  /** Appends of other processes, by position (the rest are this process's own). */
+  foreign = new Set<number>();
+
+  ownHead(): number {
+    let own = 0;
+    for (let p = 1; p <= this.notified; p++) if (!this.foreign.has(p)) own = p;
+    return own;
   }
 }
 
@@ -203,4 +227,144 @@ describe('SharedTail', () => {
     expect((await tail.read(0, 10, { types: ['PlanSubmitted'] }))!.events.map((e) => e.type)).toEqual(['PlanRecorded']);
     expect((await tail.read(0, 10, { types: ['PlanRecorded'] }))!.events).toEqual([]);
   });
+
+  describe('reads what its readers ask for', () => {
+    const runs = { streamPrefixes: ['run-'], types: ['RunLaunched', 'RunEnded'] };
+    const keys = { streamPrefixes: ['apikeys'] };
+
+    it('given readers with filters only, when news arrives, then the store is read for their union, and the head seen bounds the scan', async () => {
+      const source = new FakeSource();
+      const tail = new SharedTail(source, { now: clock });
+      await tail.read(0, 10, runs);
+      expect(await tail.read(0, 10, runs)).toEqual({ events: [], scannedTo: 0 });
+      // A second filter widens the tail once (its first read goes to the store).
+      expect(await tail.read(0, 10, keys)).toBeUndefined();
+      expect(await tail.read(0, 10, keys)).toEqual({ events: [], scannedTo: 0 });
+      source.add('run-a', 'RunLaunched');
+      source.add('run-a', 'ModelCallStarted');
+      source.add('apikeys', 'ApiKeyIssued');
+      source.add('run-a', 'ModelCallStarted');
+
+      const [launches, issued] = await Promise.all([tail.read(0, 10, runs), tail.read(0, 10, keys)]);
+
+      expect(source.readWith.at(-1)).toEqual([{ types: ['RunEnded', 'RunLaunched'], streamPrefixes: ['run-'] }, { streamPrefixes: ['apikeys'] }]);
+      expect(launches).toEqual({ events: [expect.objectContaining({ position: 1 })], scannedTo: 4 });
+      expect(issued).toEqual({ events: [expect.objectContaining({ position: 3 })], scannedTo: 4 });
+      // Only what someone asked for was read and held.
+      expect(tail.eventsRead).toBe(2);
+    });
+
+    it('given a new reader whose filter the held events do not cover, then it reads the store once, and from the next read on the tail covers it too', async () => {
+      const source = new FakeSource();
+      const tail = new SharedTail(source, { now: clock });
+      await tail.read(0, 10, runs);
+      source.add('run-a', 'RunLaunched');
+      source.add('run-a', 'ModelCallStarted');
+      expect((await tail.read(0, 10, runs))!.events.map((e) => e.position)).toEqual([1]);
+
+      const stream = { streamPrefixes: ['run-a'] };
+      expect(await tail.read(0, 10, stream)).toBeUndefined();
+      // The tail starts again at the head, for both filters.
+      expect(await tail.read(2, 10, stream)).toEqual({ events: [], scannedTo: 2 });
+      source.add('run-a', 'ModelCallStarted');
+      source.add('run-a', 'RunEnded');
+      expect((await tail.read(2, 10, stream))!.events.map((e) => e.position)).toEqual([3, 4]);
+      expect((await tail.read(2, 10, runs))!.events.map((e) => e.position)).toEqual([4]);
+    });
+
+    it('given a filter widened while a read is under way, then nobody is served from that read', async () => {
+      const source = new FakeSource();
+      const tail = new SharedTail(source, { now: clock });
+      await tail.read(0, 10, runs);
+      source.add('run-a', 'ModelCallStarted');
+      let widened: Promise<unknown> | undefined;
+      source.duringRead = () => {
+        source.duringRead = undefined;
+        widened = tail.read(0, 10, { streamPrefixes: ['run-a'] });
+      };
+      // This reader's read did not cover the new filter: it is told to read the store.
+      expect(await tail.read(0, 10, runs)).toBeUndefined();
+      expect(await widened).toBeUndefined();
+      // Started again at the head for both.
+      source.add('run-a', 'RunLaunched');
+      expect(await tail.read(0, 10, { streamPrefixes: ['run-a'] })).toBeUndefined();
+      expect(await tail.read(2, 10, runs)).toEqual({ events: [], scannedTo: 2 });
+      source.add('run-a', 'ModelCallStarted');
+      expect((await tail.read(2, 10, { streamPrefixes: ['run-a'] }))!.events.map((e) => e.position)).toEqual([3]);
+      expect(source.readWith.at(-1)).toEqual([{ types: ['RunEnded', 'RunLaunched'], streamPrefixes: ['run-'] }, { streamPrefixes: ['run-a'] }]);
+    });
+
+    it('given a reader that has not asked for a while, then its filter is dropped from the reads, and asking again widens the tail', async () => {
+      const source = new FakeSource();
+      const tail = new SharedTail(source, { now: clock, interestTtlMs: 1_000 });
+      await tail.read(0, 10, runs);
+      await tail.read(0, 10, keys);
+      now += 1_001;
+      source.add('run-a', 'RunLaunched');
+      await tail.read(0, 10, runs);
+      expect(source.readWith.at(-1)).toEqual([runs].map((f) => ({ types: [...f.types].sort(), streamPrefixes: f.streamPrefixes })));
+      expect(await tail.read(1, 10, keys)).toBeUndefined();
+    });
+
+    it('given an unfiltered reader, then the tail reads every event and serves any filter without starting again', async () => {
+      const source = new FakeSource();
+      const tail = new SharedTail(source, { now: clock });
+      await tail.read(0, 10);
+      source.add('run-a', 'ModelCallStarted');
+      await tail.read(0, 10, runs);
+      expect(source.readWith.at(-1)).toBeUndefined();
+      expect((await tail.read(0, 10, { streamPrefixes: ['run-a'] }))!.events.map((e) => e.position)).toEqual([1]);
+    });
+  });
+
+  describe('unionOf', () => {
+    it('merges the prefixes of readers of the same types, and lets a reader of every stream or every event widen its group or the whole', () => {
+      expect(unionOf([{ streamPrefixes: ['run-b'] }, { streamPrefixes: ['run-a', 'run-b'] }])).toEqual([{ streamPrefixes: ['run-a', 'run-b'] }]);
+      expect(unionOf([{ types: ['B', 'A'], streamPrefixes: ['run-'] }, { types: ['A', 'B'] }, { streamPrefixes: ['k'] }])).toEqual([{ types: ['A', 'B'] }, { streamPrefixes: ['k'] }]);
+      expect(unionOf([{ types: ['A'] }, { streamPrefixes: [], types: [] }])).toBeUndefined();
+      expect(unionOf([{ types: ['A'] }, undefined])).toBeUndefined();
+      expect(unionOf([])).toEqual([]);
+    });
+  });
+
+  describe('gathers other processes\' news for longer than its own', () => {
+    afterEach(() => jest.useRealTimers());
+
+    it('given news only from other processes, then the read waits the longer gathering, and an append of this process ends the wait at its own gathering', async () => {
+      jest.useFakeTimers();
+      const source = new FakeSource();
+      const tail = new SharedTail(source, { now: clock, gatherMs: 5, foreignGatherMs: 1_000 });
+      const first = tail.read(0, 10);
+      await jest.advanceTimersByTimeAsync(5);
+      await first;
+      const reads = source.reads;
+
+      source.add('run-a', 'RunLaunched');
+      source.foreign.add(1);
+      const waiting = tail.read(0, 10);
+      await jest.advanceTimersByTimeAsync(500);
+      expect(source.reads).toBe(reads);
+
+      source.add('run-b', 'RunLaunched');
+      tail.hurry();
+      await jest.advanceTimersByTimeAsync(5);
+      expect((await waiting)!.events.map((e) => e.position)).toEqual([1, 2]);
+      expect(source.reads).toBe(reads + 1);
+    });
+
+    it('given news only from other processes and no append here, then the read happens once the longer gathering is over', async () => {
+      jest.useFakeTimers();
+      const source = new FakeSource();
+      const tail = new SharedTail(source, { now: clock, gatherMs: 5, foreignGatherMs: 1_000 });
+      const first = tail.read(0, 10);
+      await jest.advanceTimersByTimeAsync(5);
+      await first;
+      source.add('run-a', 'RunLaunched');
+      source.foreign.add(1);
+      const waiting = tail.read(0, 10);
+      await jest.advanceTimersByTimeAsync(1_000);
+      expect((await waiting)!.events.map((e) => e.position)).toEqual([1]);
+    });
+  });
 });
+
