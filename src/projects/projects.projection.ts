@@ -10,7 +10,7 @@ import { PROJECT_EVENT_TYPES, projectIdOfStream, type ProjectEvent, type Project
 const PROJECTION = 'projects';
 
 /**
- * The projects read model (GET /v1/projects), folded from the whole store by a `CatchUpFold` like
+ * The projects read model (GET /v1/projects), folded from the store by a `CatchUpFold` like
  * the runs read model, rebuilt at each boot. It also tells listeners (the project
  * reactor) which project an event concerns: the project's own events, and the launch and the end
  * of its task runs.
@@ -24,7 +24,10 @@ export class ProjectsProjection implements OnModuleInit, OnApplicationShutdown {
   private readonly fold: CatchUpFold;
 
   constructor(@Inject(EVENT_STORE) store: EventStore, @Inject(HEALTH_REGISTRY) health: HealthRegistry) {
-    this.fold = new CatchUpFold(store, health, PROJECTION, (e) => this.apply(e), new Logger(ProjectsProjection.name));
+    // A project's events and its task runs' launches and ends: what `apply` uses, by stored type.
+    this.fold = new CatchUpFold(store, health, PROJECTION, (e) => this.apply(e), new Logger(ProjectsProjection.name), {
+      types: [...PROJECT_EVENT_TYPES, 'RunLaunched', 'RunEnded'],
+    });
   }
 
   onModuleInit(): void {

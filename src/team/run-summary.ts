@@ -48,7 +48,9 @@ export interface RunSummary {
   subAgents?: SubAgentSummary[];
   /** Roles whose loop strategy is not react (domain/loop-strategy.ts): the strategy and where the role is in its plan. */
   loops?: Partial<Record<RoleName, LoopSummary>>;
+  /** The run stream's revision of the last event that changed this summary (not every event does: SUMMARY_EVENT_TYPES). */
   revision: number;
+  /** That event's position in the store. */
   position: number;
 }
 
@@ -165,8 +167,51 @@ function applyLoopEvent(s: RunSummary, event: TeamRunEvent): void {
   }
 }
 
+/**
+ * The events that change a run's summary: the team machine's, and those the summary counts or
+ * lists. The runs read model subscribes to these alone (every process follows every run, and a
+ * run's other events, the model calls' starts and the tool calls, are most of its stream); the
+ * rest leave a summary as it is, its `revision` and `position` included.
+ */
+export const SUMMARY_EVENT_TYPES: readonly TeamRunEvent['type'][] = [
+  'RunLaunched',
+  'RunForked',
+  'PhaseStarted',
+  'PlanSubmitted',
+  'WorkSubmitted',
+  'VerdictSubmitted',
+  'ReviewOpened',
+  'ReviewDecided',
+  'IterationStarted',
+  'RunEnded',
+  'RunSuspended',
+  'RunResumed',
+  'ModelCallCompleted',
+  'ContextCompacted',
+  'ToolApprovalRequested',
+  'ToolApprovalDecided',
+  'SubAgentSpawned',
+  'SubAgentAwaitingApproval',
+  'SubAgentQueued',
+  'SubAgentStarted',
+  'SubAgentModelCalled',
+  'SubAgentCompleted',
+  'SubAgentFailed',
+  'SubAgentCancelled',
+  'SubAgentTimedOut',
+  'LoopStrategyChosen',
+  'LoopPlanRecorded',
+  'LoopReplanned',
+  'LoopStepStarted',
+  'LoopStepCompleted',
+  'LoopStepFailed',
+];
+const SUMMARY_TYPES: ReadonlySet<string> = new Set(SUMMARY_EVENT_TYPES);
+
 export function applyToSummary(state: RunSummaryState | undefined, recorded: RecordedEvent): RunSummaryState | undefined {
   const event = { type: recorded.type, data: recorded.data } as TeamRunEvent;
+  // Whether the read model was given it or not, the summary is the same.
+  if (!SUMMARY_TYPES.has(event.type)) return state;
   if (!state) {
     if (event.type !== 'RunLaunched' && event.type !== 'RunForked') return undefined;
     const d = event.type === 'RunLaunched' ? event.data : event.data.view.launched;

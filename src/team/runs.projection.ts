@@ -2,15 +2,15 @@ import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleIn
 import { CatchUpFold } from '../events/catch-up-fold';
 import { EVENT_STORE, type EventStore, type RecordedEvent } from '../events/event-store.port';
 import { HEALTH_REGISTRY, type HealthRegistry } from '../shared/health';
-import { TERMINAL_STATUSES, type RunStatus } from './domain/run-events';
-import { applyToSummary, runIdOfStream, type RunSummary, type RunSummaryState } from './run-summary';
+import { RUN_STREAM_PREFIX, TERMINAL_STATUSES, type RunStatus } from './domain/run-events';
+import { applyToSummary, runIdOfStream, SUMMARY_EVENT_TYPES, type RunSummary, type RunSummaryState } from './run-summary';
 
 /** The name this projection reports its health under. */
 const PROJECTION = 'runs';
 
 /**
- * The runs read model, folded from the whole store by a `CatchUpFold`, so it sees runs written by
- * any process. It is rebuilt from the start at each boot (it lives in memory), and queries wait
+ * The runs read model, folded from the store by a `CatchUpFold`, so it sees runs written by any
+ * process: the events of run streams that change a summary (SUMMARY_EVENT_TYPES), not the rest. It is rebuilt from the start at each boot (it lives in memory), and queries wait
  * for it to reach the store's head, so a client reads its own writes.
  */
 @Injectable()
@@ -19,7 +19,10 @@ export class RunsProjection implements OnModuleInit, OnApplicationShutdown {
   private readonly fold: CatchUpFold;
 
   constructor(@Inject(EVENT_STORE) store: EventStore, @Inject(HEALTH_REGISTRY) health: HealthRegistry) {
-    this.fold = new CatchUpFold(store, health, PROJECTION, (e) => this.apply(e), new Logger(RunsProjection.name));
+    this.fold = new CatchUpFold(store, health, PROJECTION, (e) => this.apply(e), new Logger(RunsProjection.name), {
+      streamPrefixes: [RUN_STREAM_PREFIX],
+      types: [...SUMMARY_EVENT_TYPES],
+    });
   }
 
   onModuleInit(): void {

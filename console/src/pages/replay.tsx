@@ -47,14 +47,18 @@ function Message({ m }: { m: ChatMessage }) {
 export function ReplayPage({ runId }: { runId: string }) {
   const canFork = useMay('operateRuns');
   const [run, setRun] = useState<RunSummary | null>(null);
+  const [head, setHead] = useState(0);
   const [revision, setRevision] = useState<number | null>(null);
   const [context, setContext] = useState<RunContext | null>(null);
   const [error, setError] = useState<unknown>(null);
 
   useEffect(() => {
-    api.run(runId).then((r) => {
-      setRun(r);
-      setRevision(r.revision);
+    api.run(runId).then(setRun, setError);
+    // The stream's last revision: the latest context's (a summary's is that of the last event that changed it).
+    api.context(runId).then((c) => {
+      setHead(c.revision);
+      setContext(c);
+      setRevision(c.revision);
     }, setError);
   }, [runId]);
 
@@ -70,7 +74,6 @@ export function ReplayPage({ runId }: { runId: string }) {
     };
   }, [runId, revision]);
 
-  const head = run?.revision ?? 0;
   const set = (n: number) => setRevision(Math.max(0, Math.min(head, n)));
 
   return (
