@@ -90,6 +90,7 @@ export class CatchUpFold {
   /** Resolves once every event up to the store's current head is folded (bounded wait): a client reads its own writes. */
   async catchUp(timeoutMs = 5000): Promise<void> {
     const head = await this.store.headPosition();
+    if (this.position < head) this.store.expedite?.();
     const deadline = Date.now() + timeoutMs;
     while (this.position < head) {
       // Failing now (it restarts by itself): say why rather than wait out the deadline.

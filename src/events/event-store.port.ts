@@ -122,6 +122,13 @@ export interface SubscribeOptions {
    * skips): a filtered reader can tell it has caught up with the store's head.
    */
   onScanned?: (position: number) => void;
+  /**
+   * Its consumer reacts at once to what this process appends (a launch's dispatch, an event
+   * stream's client): a matching append of this process's is read within a few milliseconds.
+   * Other news a subscription sees may wait a few tens of milliseconds, so that one read of the
+   * store takes in more of it (SharedTail).
+   */
+  urgent?: boolean;
 }
 
 /** A subscription's page read from a shared tail: the events, and how far the scan reached. */
@@ -186,7 +193,12 @@ export interface EventStore {
    * Optional: a live subscription's read near the head, shared by every subscription of the
    * process (SharedTail). Undefined when `after` lies before what it holds: read the store then.
    */
-  readTail?(after: number, maxCount: number, filter?: EventFilter): Promise<TailPage | undefined>;
+  readTail?(after: number, maxCount: number, filter?: EventFilter, urgent?: boolean): Promise<TailPage | undefined>;
+  /**
+   * Optional: someone waits for this process's subscriptions to reach the head (a query that
+   * reads its own writes): the shared tail reads what is new without waiting to gather more.
+   */
+  expedite?(): void;
   /** Resolves when an event past `after` may exist, or after `timeoutMs`; used by subscriptions. */
   waitForEvents(after: number, timeoutMs: number, signal?: AbortSignal): Promise<void>;
   loadCheckpoint(name: string): Promise<number | null>;

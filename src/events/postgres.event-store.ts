@@ -84,8 +84,6 @@ export class PostgresEventStore implements EventStore {
   readonly tail: SharedTail;
   private readonly maxEventBytes: number;
   private readonly listener: PostgresAppendListener;
-  /** The highest position this process appended. */
-  private ownHead = 0;
   private closed = false;
   private readonly sql;
 
@@ -116,7 +114,6 @@ export class PostgresEventStore implements EventStore {
       },
       readHead: () => this.headPosition(),
       knownHead: () => this.notifier.known,
-      ownHead: () => this.ownHead,
       announce: (position) => this.notifier.notify(position),
     });
   }
@@ -231,7 +228,7 @@ export class PostgresEventStore implements EventStore {
       }
       await client.query('COMMIT');
       this.options.health?.storeAnswered();
-      if (w.length > 0) this.appended(w[w.length - 1].position);
+      if (w.length > 0) this.appended(w[w.length - 1].position, w);
       return plan.result;
     } catch (err) {
       await client.query('ROLLBACK').catch(() => (broken = true));
@@ -276,7 +273,7 @@ export class PostgresEventStore implements EventStore {
     const first = rows[0];
     if (first.outcome === 'appended') {
       const position = Number(first.event_position);
-      this.appended(position);
+      this.appended(position, prepared.map((e) => ({ streamId, type: e.type })));
       return { nextExpectedRevision: Number(first.event_revision), position };
     }
     if (first.outcome === 'conflict') {
@@ -329,11 +326,10 @@ export class PostgresEventStore implements EventStore {
     return rows.map((r) => decodeRow(r, this.options.upcasters));
   }
 
-  /** An append of this process's committed at `position`: wakes its waiters, and its shared tail without the wait for other processes' news. */
-  private appended(position: number): void {
-    if (position > this.ownHead) this.ownHead = position;
+  /** An append of this process's committed, up to `position`: wakes its waiters, at once for those that wait for these events. */
+  private appended(position: number, events: readonly { streamId: string; type: string }[]): void {
+    this.tail.appended(events);
     this.notifier.notify(position);
-    this.tail.hurry();
   }
 
   async headPosition(): Promise<number> {
@@ -346,8 +342,12 @@ export class PostgresEventStore implements EventStore {
   }
 
   /** One read of what is new for all of this process's subscriptions (see SharedTail), woken by NOTIFY. */
-  readTail(after: number, maxCount: number, filter?: EventFilter): Promise<TailPage | undefined> {
-    return this.tail.read(after, maxCount, filter);
+  readTail(after: number, maxCount: number, filter?: EventFilter, urgent?: boolean): Promise<TailPage | undefined> {
+    return this.tail.read(after, maxCount, filter, urgent);
+  }
+
+  expedite(): void {
+    this.tail.hurry();
   }
 
   waitForEvents(after: number, timeoutMs: number, signal?: AbortSignal): Promise<void> {

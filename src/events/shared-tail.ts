@@ -35,8 +35,6 @@ export interface TailSource {
   readHead(): Promise<number>;
   /** The highest position this process was told of (its own appends, other processes' notifications). */
   knownHead(): number;
-  /** The highest position this process appended itself. */
-  ownHead(): number;
   /** Called when a read found news, with the new last position: wakes every waiting subscription. */
   announce(position: number): void;
 }
@@ -48,10 +46,10 @@ export interface SharedTailOptions {
   maxChars?: number;
   /** A tail not read from the store for this long is read again even with no news (a lost notification). */
   staleMs?: number;
-  /** News this soon after the last read waits for the rest of this period, so that one read takes in several appends. */
+  /** News someone here waits for, this soon after the last read, waits for the rest of this period, so that one read takes in several appends. */
   gatherMs?: number;
-  /** The same for news only other processes wrote (what this process's own clients did not cause). */
-  foreignGatherMs?: number;
+  /** The same for news no one here waits for (what urgent readers did not ask for); at least `gatherMs`. */
+  lazyGatherMs?: number;
   /** A reader's filter not asked for this long is dropped from what the tail reads. */
   interestTtlMs?: number;
   /** A monotonic clock in milliseconds (never the wall clock, which can step back). */
@@ -73,13 +71,15 @@ const STALE_MS = 250;
  */
 const GATHER_MS = 5;
 /**
- * Other processes' news waits longer: what a process follows of runs it does not drive (read
- * models, the event streams its clients watch) may lag by a few tens of milliseconds, and a read
- * of the store costs the same CPU whether it brings one event or fifty, so with many processes it
- * is the reads, not the events, that a process would otherwise spend its CPU on. News of its own
- * appends (its clients' writes and the runs it drives) still waits only `GATHER_MS`.
+ * News no one waits for waits longer: a read of the store costs about the same CPU whether it
+ * brings one event or fifty, and with several processes it is the reads, not the events, that a
+ * process would otherwise spend its CPU on (every process's appends wake every other one). What
+ * someone does wait for is read within `GATHER_MS`: an append of this process's that an urgent
+ * reader's filter matches (the dispatcher's launches and decisions, a watched run's events), and
+ * anything when a query waits for the read models to reach the head (`hurry`). The rest, such as
+ * the steps of runs in the read models, lags by at most this much more.
  */
-const FOREIGN_GATHER_MS = 40;
+const LAZY_GATHER_MS = 40;
 /**
  * A live subscription asks the tail at least once per its polling period (250 ms), so a filter not
  * asked for in this long belongs to a subscription that closed (or one busy elsewhere, which
@@ -168,13 +168,15 @@ export class SharedTail {
   private ready = false;
   private readAt = Number.NEGATIVE_INFINITY;
   private refreshing?: Promise<void>;
-  /** Each reader's filter, by key, and when it was last asked for. */
-  private readonly interests = new Map<string, { filter: EventFilter | undefined; usedAt: number }>();
+  /** Each reader's filter, by key, when it was last asked for, and when an urgent reader last did. */
+  private readonly interests = new Map<string, { filter: EventFilter | undefined; usedAt: number; urgentAt?: number }>();
   /** What the interests ask the store for, until they change. */
   private wants?: { keys: ReadonlySet<string> | typeof ALL; filters: EventFilter[] | undefined };
   private prunedAt = Number.NEGATIVE_INFINITY;
-  /** Ends the current gathering wait early (an append of this process's), when one is under way. */
+  /** Ends the current gathering wait early (someone waits for the news), when one is under way. */
   private gatherWake?: (left: number) => void;
+  /** Someone waits for the next read: it gathers for `gatherMs` only. */
+  private hurried = false;
   /** The keys of the filters the events held match (every event: ALL). */
   private covering: ReadonlySet<string> | typeof ALL = ALL;
   /** Counts resets: a read begun before one is thrown away. */
@@ -184,7 +186,7 @@ export class SharedTail {
   private readonly maxChars: number;
   private readonly staleMs: number;
   private readonly gatherMs: number;
-  private readonly foreignGatherMs: number;
+  private readonly lazyGatherMs: number;
   private readonly now: () => number;
 
   constructor(
@@ -195,7 +197,7 @@ export class SharedTail {
     this.maxChars = options.maxChars ?? MAX_CHARS;
     this.staleMs = options.staleMs ?? STALE_MS;
     this.gatherMs = options.gatherMs ?? GATHER_MS;
-    this.foreignGatherMs = Math.max(this.gatherMs, options.foreignGatherMs ?? FOREIGN_GATHER_MS);
+    this.lazyGatherMs = Math.max(this.gatherMs, options.lazyGatherMs ?? LAZY_GATHER_MS);
     this.interestTtlMs = options.interestTtlMs ?? INTEREST_TTL_MS;
     this.now = options.now ?? (() => performance.now());
   }
@@ -205,15 +207,17 @@ export class SharedTail {
    * `after` lies before what the tail holds (the caller reads the store). What the tail holds
    * already is served without a read; the store is read only for a subscription at the end.
    */
-  async read(after: number, maxCount: number, filter?: EventFilter): Promise<TailPage | undefined> {
+  async read(after: number, maxCount: number, filter?: EventFilter, urgent = false): Promise<TailPage | undefined> {
     if (maxCount <= 0) return { events: [], scannedTo: after };
     const key = filterKey(filter);
-    const interest = this.interests.get(key);
-    if (interest) interest.usedAt = this.now();
+    const now = this.now();
+    let interest = this.interests.get(key);
+    if (interest) interest.usedAt = now;
     else {
-      this.interests.set(key, { filter, usedAt: this.now() });
+      this.interests.set(key, (interest = { filter, usedAt: now }));
       this.wants = undefined;
     }
+    if (urgent) interest.urgentAt = now;
     if (this.ready && !this.covers(key)) {
       // The events held do not cover this reader: read what it needs too from the head on.
       this.reset();
@@ -269,15 +273,32 @@ export class SharedTail {
     return this.refreshing;
   }
 
-  /** This process appended: news it waits for is its own, gathered for `gatherMs` only. */
+  /** Someone waits for what is new (a query reading its own writes): the next read gathers for `gatherMs` only. */
   hurry(): void {
+    this.hurried = true;
     this.gatherWake?.(this.readAt + this.gatherMs - this.now());
   }
 
+  /**
+   * This process appended these events: when an urgent reader (one that asked in the last
+   * `interestTtlMs`) wants one of them, the read that brings them gathers for `gatherMs` only.
+   */
+  appended(events: Iterable<{ streamId: string; type: string }>): void {
+    if (this.hurried) return;
+    const since = this.now() - this.interestTtlMs;
+    for (const interest of this.interests.values()) {
+      if (interest.urgentAt === undefined || interest.urgentAt < since) continue;
+      for (const e of events) {
+        if (matchesFilter(e.streamId, e.type, interest.filter)) return this.hurry();
+      }
+    }
+  }
+
   private async readNew(): Promise<void> {
-    const own = this.source.ownHead() > this.end;
-    const wait = this.readAt + (own ? this.gatherMs : this.foreignGatherMs) - this.now();
+    const wait = this.readAt + (this.hurried ? this.gatherMs : this.lazyGatherMs) - this.now();
     if (wait > 0) await this.gather(wait);
+    // What is appended from here on is not in this read: whether it is waited for is the next read's.
+    this.hurried = false;
     const at = this.now();
     const generation = this.generation;
     // A tail not ready starts at the head: a subscription further behind catches up from the store.

@@ -158,9 +158,10 @@ export class SqliteEventStore implements EventStore {
       },
       readHead: () => this.headPosition(),
       knownHead: () => this.notifier.known,
-      // One process writes a SQLite file's events: what it was told of is its own.
-      ownHead: () => this.notifier.known,
       announce: (position) => this.notifier.notify(position),
+    }, {
+      // One process writes a SQLite file: all its news is its own, and a read costs no round trip.
+      lazyGatherMs: 0,
     });
     this.readAhead = new SqliteReadAhead(this.file, require.resolve('better-sqlite3'));
     this.stmts = sqliteStatements(this.db);
@@ -467,8 +468,12 @@ export class SqliteEventStore implements EventStore {
   }
 
   /** One read of what is new for all of this process's subscriptions (see SharedTail). */
-  readTail(after: number, maxCount: number, filter?: EventFilter): Promise<TailPage | undefined> {
-    return this.tail.read(after, maxCount, filter);
+  readTail(after: number, maxCount: number, filter?: EventFilter, urgent?: boolean): Promise<TailPage | undefined> {
+    return this.tail.read(after, maxCount, filter, urgent);
+  }
+
+  expedite(): void {
+    this.tail.hurry();
   }
 
   waitForEvents(after: number, timeoutMs: number, signal?: AbortSignal): Promise<void> {

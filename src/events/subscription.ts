@@ -77,7 +77,7 @@ export class CatchUpSubscription implements Subscription {
    */
   private async readPage(after: number, batchSize: number): Promise<TailPage> {
     const filter = this.options.filter;
-    const tail = await this.store.readTail?.(after, batchSize, filter);
+    const tail = await this.store.readTail?.(after, batchSize, filter, this.options.urgent);
     if (tail) return tail;
     const head = filter ? await this.store.headPosition() : 0;
     const events = await this.store.readAll({ after, maxCount: batchSize, filter });

@@ -57,7 +57,7 @@ export async function streamEventsAsSse(sse: StreamSse, req: Request, res: Respo
       if (head !== null) [last] = await store.readStream(stream, { fromRevision: head, maxCount: 1 });
     }
     if (last === undefined || !isEnd(last)) {
-      const sub = store.subscribe({ after: last?.position ?? 0, filter: { streamPrefixes: [stream] }, signal: controller.signal });
+      const sub = store.subscribe({ after: last?.position ?? 0, filter: { streamPrefixes: [stream] }, signal: controller.signal, urgent: true });
       for await (const e of sub) {
         if (e.streamId !== stream) continue;
         // Before `from` (a client resuming past the head): not sent, but its end still ends the response.

@@ -111,6 +111,8 @@ export class RunDispatch {
           after: this.position,
           filter: { streamPrefixes: [RUN_STREAM_PREFIX], types: [...WAKES_A_DRIVER] },
           signal: this.stopping.signal,
+          // A launch or a decision made through this process is dispatched at once.
+          urgent: true,
         });
         this.subscription = sub;
         for await (const event of sub) {

@@ -53,14 +53,6 @@ class FakeSource implements TailSource {
     return this.notified;
   }
 
-  /** Appends of other processes, by position (the rest are this process's own). */
-  foreign = new Set<number>();
-
-  ownHead(): number {
-    let own = 0;
-    for (let p = 1; p <= this.notified; p++) if (!this.foreign.has(p)) own = p;
-    return own;
-  }
 }
 
 describe('SharedTail', () => {
@@ -327,42 +319,84 @@ describe('SharedTail', () => {
     });
   });
 
-  describe('gathers other processes\' news for longer than its own', () => {
+  describe('gathers news no one waits for longer than news someone does', () => {
     afterEach(() => jest.useRealTimers());
 
-    it('given news only from other processes, then the read waits the longer gathering, and an append of this process ends the wait at its own gathering', async () => {
-      jest.useFakeTimers();
-      const source = new FakeSource();
-      const tail = new SharedTail(source, { now: clock, gatherMs: 5, foreignGatherMs: 1_000 });
+    /** A tail that has read once (so that the next read gathers), with a lazy gathering of 1 s. */
+    async function gathering(source: FakeSource, urgent?: EventFilter): Promise<SharedTail> {
+      const tail = new SharedTail(source, { now: clock, gatherMs: 5, lazyGatherMs: 1_000 });
       const first = tail.read(0, 10);
       await jest.advanceTimersByTimeAsync(5);
       await first;
+      // Served from what the unfiltered read holds: no read of the store.
+      if (urgent) await tail.read(0, 10, urgent, true);
+      return tail;
+    }
+
+    it('given news no urgent reader asked for, then the read waits the lazy gathering, even after an append here of it', async () => {
+      jest.useFakeTimers();
+      const source = new FakeSource();
+      const tail = await gathering(source, { streamPrefixes: ['run-'], types: ['RunLaunched'] });
       const reads = source.reads;
 
-      source.add('run-a', 'RunLaunched');
-      source.foreign.add(1);
+      source.add('run-a', 'ModelCallStarted');
+      tail.appended([{ streamId: 'run-a', type: 'ModelCallStarted' }]);
       const waiting = tail.read(0, 10);
       await jest.advanceTimersByTimeAsync(500);
       expect(source.reads).toBe(reads);
 
+      await jest.advanceTimersByTimeAsync(500);
+      expect((await waiting)!.events.map((e) => e.position)).toEqual([1]);
+    });
+
+    it('given a lazy wait under way, when this process appends what an urgent reader asked for, then the read happens at the short gathering', async () => {
+      jest.useFakeTimers();
+      const source = new FakeSource();
+      const tail = await gathering(source, { streamPrefixes: ['run-'], types: ['RunLaunched'] });
+      const reads = source.reads;
+
+      source.add('run-a', 'ModelCallStarted');
+      const waiting = tail.read(0, 10);
+      await jest.advanceTimersByTimeAsync(100);
+      expect(source.reads).toBe(reads);
+
       source.add('run-b', 'RunLaunched');
-      tail.hurry();
+      tail.appended([{ streamId: 'run-b', type: 'RunLaunched' }]);
       await jest.advanceTimersByTimeAsync(5);
       expect((await waiting)!.events.map((e) => e.position)).toEqual([1, 2]);
       expect(source.reads).toBe(reads + 1);
     });
 
-    it('given news only from other processes and no append here, then the read happens once the longer gathering is over', async () => {
+    it('given a lazy wait under way, when a query waits for the head (hurry), then the read happens at the short gathering', async () => {
       jest.useFakeTimers();
       const source = new FakeSource();
-      const tail = new SharedTail(source, { now: clock, gatherMs: 5, foreignGatherMs: 1_000 });
+      const tail = await gathering(source);
+      source.add('run-a', 'ModelCallStarted');
+      const waiting = tail.read(0, 10);
+      await jest.advanceTimersByTimeAsync(100);
+      tail.hurry();
+      await jest.advanceTimersByTimeAsync(5);
+      expect((await waiting)!.events.map((e) => e.position)).toEqual([1]);
+    });
+
+    it('given an urgent reader that has not asked for longer than the interest TTL, then its events no longer cut the wait', async () => {
+      jest.useFakeTimers();
+      const source = new FakeSource();
+      const tail = new SharedTail(source, { now: clock, gatherMs: 5, lazyGatherMs: 1_000, interestTtlMs: 30_000 });
       const first = tail.read(0, 10);
       await jest.advanceTimersByTimeAsync(5);
       await first;
+      await tail.read(0, 10, { types: ['RunLaunched'] }, true);
+      now += 30_001;
+      // A read at the new time (stale, so at once), so that the next one gathers.
+      await tail.read(0, 10);
+      const reads = source.reads;
       source.add('run-a', 'RunLaunched');
-      source.foreign.add(1);
       const waiting = tail.read(0, 10);
-      await jest.advanceTimersByTimeAsync(1_000);
+      tail.appended([{ streamId: 'run-a', type: 'RunLaunched' }]);
+      await jest.advanceTimersByTimeAsync(500);
+      expect(source.reads).toBe(reads);
+      await jest.advanceTimersByTimeAsync(500);
       expect((await waiting)!.events.map((e) => e.position)).toEqual([1]);
     });
   });

@@ -31,7 +31,7 @@ export class StoredApiKeys implements OnModuleInit, OnApplicationShutdown {
   /** Follows the store from `after`; if the subscription fails (a lost connection), resumes where it stopped. */
   private async follow(after: number): Promise<void> {
     while (!this.closed) {
-      const sub = this.store.subscribe({ after, filter: { streamPrefixes: [API_KEYS_STREAM] }, batchSize: 100 });
+      const sub = this.store.subscribe({ after, filter: { streamPrefixes: [API_KEYS_STREAM] }, batchSize: 100, urgent: true });
       this.subscription = sub;
       try {
         for await (const e of sub) {

@@ -144,6 +144,7 @@ export class DecisionLogProjection {
       if (due.length === 0) return head;
       if (!this.running) throw new DecisionLogBehindError('the decision log projector is not running');
       const target = due[due.length - 1].position;
+      if (this.current < target) this.store.expedite?.();
       while (this.current < target) {
         const remaining = deadline - Date.now();
         if (remaining <= 0) {
