@@ -1,7 +1,7 @@
 import { pureTransition } from './domain/pure-transition';
 import type { RecordedEvent } from '../events/event-store.port';
 import type { RoleName } from './models/model.port';
-import { RUN_STREAM_PREFIX, type RunCoreEvent, type RunStatus, type TeamRunEvent, type TerminationReason } from './domain/run-events';
+import { LOOP_EVENT_TYPES, RUN_STREAM_PREFIX, type RunCoreEvent, type RunStatus, type TeamRunEvent, type TerminationReason } from './domain/run-events';
 import { statusOf, teamRunMachine } from './domain/team-run.machine';
 import { initialTeamSnapshot, type TeamSnapshot } from './domain/run-state';
 import { SUB_AGENT_TERMINAL, subAgentLifecycle, type SubAgentStatus } from './domain/sub-agents';
@@ -199,12 +199,7 @@ export const SUMMARY_EVENT_TYPES: readonly TeamRunEvent['type'][] = [
   'SubAgentFailed',
   'SubAgentCancelled',
   'SubAgentTimedOut',
-  'LoopStrategyChosen',
-  'LoopPlanRecorded',
-  'LoopReplanned',
-  'LoopStepStarted',
-  'LoopStepCompleted',
-  'LoopStepFailed',
+  ...LOOP_EVENT_TYPES,
 ];
 const SUMMARY_TYPES: ReadonlySet<string> = new Set(SUMMARY_EVENT_TYPES);
 

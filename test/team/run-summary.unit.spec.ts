@@ -1,5 +1,5 @@
 import type { RecordedEvent } from '../../src/events/event-store.port';
-import { TEAM_RUN_EVENT_TYPES, type TeamRunEvent } from '../../src/team/domain/run-events';
+import { TEAM_RUN_EVENT_TYPES } from '../../src/team/domain/run-events';
 import { teamRunMachine } from '../../src/team/domain/team-run.machine';
 import { applyToSummary, SUMMARY_EVENT_TYPES, type RunSummaryState } from '../../src/team/run-summary';
 import {
@@ -7,9 +7,9 @@ import {
   modelCallCompleted,
   modelCallStarted,
   phaseStarted,
+  recorded,
   planSubmitted,
   reviewOpened,
-  RUN_ID,
   runLaunched,
   submitTurn,
   text,
@@ -22,21 +22,6 @@ import {
 
 // The runs read model folds only SUMMARY_EVENT_TYPES (so that a process need not read the rest of
 // every run's stream): the summary must not depend on the others.
-
-const AT = '2025-01-01T00:00:01.000Z';
-
-function record(events: TeamRunEvent[]): RecordedEvent[] {
-  return events.map((e, i) => ({
-    id: `e${i}`,
-    type: e.type,
-    streamId: `run-${RUN_ID}`,
-    revision: i,
-    position: i + 1,
-    data: e.data,
-    metadata: { runId: RUN_ID, correlationId: RUN_ID, causationId: null, actor: 'system', schemaVersion: 1 },
-    recordedAt: AT,
-  }));
-}
 
 function summaryOf(events: RecordedEvent[]): RunSummaryState | undefined {
   let s: RunSummaryState | undefined;
@@ -58,7 +43,7 @@ describe('the run summary folds the summary events alone', () => {
   });
 
   it('given a run of two iterations, when only the summary events are folded, then the summary is the one every event gives, at the last summary event', () => {
-    const events = record([
+    const events = recorded([
       runLaunched(),
       phaseStarted('planning'),
       ...submitTurn('architect', 1, planSubmitted()),

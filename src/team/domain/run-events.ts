@@ -506,6 +506,9 @@ export type TeamRunEvent = RunCoreEvent | SubAgentEvent;
 
 export type TeamRunEventType = TeamRunEvent['type'];
 
+/** The events of a role's loop strategy (domain/loop-strategy.ts). */
+export const LOOP_EVENT_TYPES = ['LoopStrategyChosen', 'LoopPlanRecorded', 'LoopReplanned', 'LoopStepStarted', 'LoopStepCompleted', 'LoopStepFailed'] as const;
+
 export const TEAM_RUN_EVENT_TYPES: readonly TeamRunEventType[] = [
   'RunLaunched',
   'PhaseStarted',
@@ -532,12 +535,7 @@ export const TEAM_RUN_EVENT_TYPES: readonly TeamRunEventType[] = [
   'ToolApprovalDecided',
   ...SUB_AGENT_EVENT_TYPES,
   'WorkspaceUnrecoverable',
-  'LoopStrategyChosen',
-  'LoopPlanRecorded',
-  'LoopReplanned',
-  'LoopStepStarted',
-  'LoopStepCompleted',
-  'LoopStepFailed',
+  ...LOOP_EVENT_TYPES,
 ];
 
 export const RUN_STREAM_PREFIX = 'run-';

@@ -1,3 +1,4 @@
+import type { RecordedEvent } from '../../../src/events/event-store.port';
 import { nextAction, type NextAction } from '../../../src/team/domain/next-action';
 import type { AssistantBlock, ContentBlock, RoleName, Usage } from '../../../src/team/models/model.port';
 import { DEFAULT_MAX_TURNS } from '../../../src/team/domain/roles';
@@ -327,4 +328,18 @@ export function reviewing(options: LaunchOptions = {}): TeamRunEvent[] {
 export function verdictTurn(verdict: Verdict, options: { iteration?: number; findings?: string[]; toolUseId?: string } = {}): TeamRunEvent[] {
   const toolUseId = options.toolUseId ?? `tu_verdict_${options.iteration ?? 1}`;
   return submitTurn('reviewer', 1, verdictSubmitted(verdict, { ...options, toolUseId }));
+}
+
+/** A run's events as the store hands them out (stream `run-<RUN_ID>`, positions from 1), all recorded at `at`. */
+export function recorded(events: TeamRunEvent[], at = '2025-01-01T00:00:01.000Z'): RecordedEvent[] {
+  return events.map((e, i) => ({
+    id: `e${i}`,
+    type: e.type,
+    streamId: `run-${RUN_ID}`,
+    revision: i,
+    position: i + 1,
+    data: e.data,
+    metadata: { runId: RUN_ID, correlationId: RUN_ID, causationId: null, actor: 'system', schemaVersion: 1 },
+    recordedAt: at,
+  }));
 }

@@ -7,7 +7,7 @@ import type { TeamRunEvent } from '../../../src/team/domain/run-events';
 import { OfflineModelProvider } from '../../../src/team/models/offline.model';
 import { applyToSummary, type RunSummaryState } from '../../../src/team/run-summary';
 import { renderForSummary } from '../../../src/team/resilience/context-window';
-import { fold, modelCallCompleted, modelCallStarted, phaseStarted, planSubmitted, RUN_ID, runLaunched, submitTurn, text, toolCallCompleted, toolUse } from '../machines/given-when-then';
+import { fold, recorded as recordRun, modelCallCompleted, modelCallStarted, phaseStarted, planSubmitted, RUN_ID, runLaunched, submitTurn, text, toolCallCompleted, toolUse } from '../machines/given-when-then';
 
 // The new events as people, read models and checkpoints see them.
 
@@ -35,16 +35,7 @@ const events: TeamRunEvent[] = [
     data: { approvalId: `apr_${RUN_ID}.tu_cmd`, role: 'executor', turn: 3, toolUseId: 'tu_cmd', name: 'run_command', input: { command: 'make' }, risk: 'high', threshold: 'high', at: AT },
   },
 ];
-const recorded: RecordedEvent[] = events.map((e, i) => ({
-  id: `e${i}`,
-  type: e.type,
-  streamId: `run-${RUN_ID}`,
-  revision: i,
-  position: i + 1,
-  data: e.data,
-  metadata: { runId: RUN_ID, correlationId: RUN_ID, causationId: null, actor: 'system', schemaVersion: 1 },
-  recordedAt: AT,
-}));
+const recorded: RecordedEvent[] = recordRun(events, AT);
 
 describe('resilience events for people and read models', () => {
   it('describeEvent and the transcript name every new event', () => {
