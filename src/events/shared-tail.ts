@@ -107,6 +107,13 @@ function keyOf(filter: EventFilter | undefined): string {
 
 const ALL = '*';
 
+/** The keys both cover (ALL covers every key). */
+function intersect(a: ReadonlySet<string> | typeof ALL, b: ReadonlySet<string> | typeof ALL): ReadonlySet<string> | typeof ALL {
+  if (a === ALL) return b;
+  if (b === ALL) return a;
+  return new Set([...a].filter((key) => b.has(key)));
+}
+
 /**
  * The filters a read asks the store for: every reader's, merged where they ask for the same types
  * (their prefixes together; any one without prefixes makes the group every stream). Undefined when
@@ -177,6 +184,8 @@ export class SharedTail {
   private gatherWake?: (left: number) => void;
   /** Someone waits for the next read: it gathers for `gatherMs` only. */
   private hurried = false;
+  /** The last read filled its page: more is waiting in the store, read at once. */
+  private behind = false;
   /** The keys of the filters the events held match (every event: ALL). */
   private covering: ReadonlySet<string> | typeof ALL = ALL;
   /** Counts resets: a read begun before one is thrown away. */
@@ -295,27 +304,45 @@ export class SharedTail {
   }
 
   private async readNew(): Promise<void> {
-    const wait = this.readAt + (this.hurried ? this.gatherMs : this.lazyGatherMs) - this.now();
+    const gatherFor = this.behind ? 0 : this.hurried ? this.gatherMs : this.lazyGatherMs;
+    const wait = this.readAt + gatherFor - this.now();
     if (wait > 0) await this.gather(wait);
-    // What is appended from here on is not in this read: whether it is waited for is the next read's.
+    // What is appended from here on is not in this read: whether it is waited for is the next
+    // read's. A read thrown away (a reset, an outage) leaves the hurry to the one that follows.
+    const hurried = this.hurried;
     this.hurried = false;
+    let kept = false;
+    try {
+      kept = await this.readOnce();
+    } finally {
+      if (!kept && hurried) this.hurried = true;
+    }
+  }
+
+  /** One read of the store after `end` (from the head when not ready); false when it was thrown away. */
+  private async readOnce(): Promise<boolean> {
     const at = this.now();
     const generation = this.generation;
     // A tail not ready starts at the head: a subscription further behind catches up from the store.
     const fresh = !this.ready;
     const from = fresh ? await this.source.readHead() : this.end;
-    if (generation !== this.generation) return;
+    if (generation !== this.generation) return false;
     const { keys, filters } = this.wanted(at);
     const read = await this.source.readAfter(from, this.pageEvents, filters);
     // Reset meanwhile (a reader the held events did not cover): what was read belongs to no one.
-    if (generation !== this.generation) return;
+    if (generation !== this.generation) return false;
     if (fresh) {
       this.reset();
       this.start = this.end = from;
       this.ready = true;
+      this.covering = keys;
+    } else {
+      // Only what every read since the start covered: a filter dropped by one read (its reader
+      // quiet past the TTL) and asked for again by the next must not claim the gap between them.
+      this.covering = intersect(this.covering, keys);
     }
+    this.behind = read.events.length >= this.pageEvents;
     this.readAt = at;
-    this.covering = keys;
     this.eventsRead += read.events.length;
     for (const held of read.events) {
       deepFreeze(held.event);
@@ -324,10 +351,11 @@ export class SharedTail {
     }
     const last = read.events.length > 0 ? read.events[read.events.length - 1].event.position : from;
     const end = Math.max(this.end, last, read.scannedTo);
-    if (end === this.end) return;
+    if (end === this.end) return true;
     this.end = end;
     this.letGo();
     this.source.announce(this.end);
+    return true;
   }
 
   /** Waits `ms`, or less when `hurry` says how much is left. */

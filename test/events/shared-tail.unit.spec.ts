@@ -298,6 +298,44 @@ describe('SharedTail', () => {
       expect(await tail.read(1, 10, keys)).toBeUndefined();
     });
 
+    it('given a filter dropped by one read and asked for again before the next, then the tail never claims the events of it that the first read skipped', async () => {
+      const a = { types: ['A'] };
+      const b = { types: ['B'] };
+      const source = new FakeSource();
+      const tail = new SharedTail(source, { now: clock, interestTtlMs: 100 });
+      source.add('x', 'A');
+      source.add('x', 'B');
+      await tail.read(2, 10, a);
+      expect(await tail.read(2, 10, b)).toBeUndefined();
+      await tail.read(2, 10, b);
+      source.add('x', 'A');
+      source.add('x', 'A');
+      source.add('x', 'B');
+      expect((await tail.read(2, 1, a))!.events.map((e) => e.position)).toEqual([3]);
+      expect((await tail.read(2, 10, b))!.events.map((e) => e.position)).toEqual([5]);
+
+      // A stays quiet past the TTL (busy with its last event); B reads on, without A's filter.
+      source.add('x', 'A');
+      source.add('x', 'B');
+      now += 1_000;
+      let during: Promise<unknown> | undefined;
+      source.duringRead = () => {
+        source.duringRead = undefined;
+        // A comes back while that read is under way: served from what was held, and its filter is wanted again.
+        during = tail.read(3, 1, a);
+      };
+      await tail.read(5, 10, b);
+      expect(source.readWith.at(-1)).toEqual([b]);
+      expect(((await during) as { events: RecordedEvent[] }).events.map((e) => e.position)).toEqual([4]);
+      source.add('x', 'B');
+      now += 10;
+      await tail.read(7, 10, b);
+      expect(source.readWith.at(-1)).toEqual(expect.arrayContaining([a, b]));
+
+      // Position 6 was never read for A: A reads the store rather than be told nothing is there.
+      expect(await tail.read(4, 10, a)).toBeUndefined();
+    });
+
     it('given an unfiltered reader, then the tail reads every event and serves any filter without starting again', async () => {
       const source = new FakeSource();
       const tail = new SharedTail(source, { now: clock });
@@ -377,6 +415,42 @@ describe('SharedTail', () => {
       tail.hurry();
       await jest.advanceTimersByTimeAsync(5);
       expect((await waiting)!.events.map((e) => e.position)).toEqual([1]);
+    });
+
+    it('given a read that filled its page, then the next read does not wait to gather (a backlog drains at the store\'s speed)', async () => {
+      jest.useFakeTimers();
+      const source = new FakeSource();
+      const tail = new SharedTail(source, { now: clock, gatherMs: 5, lazyGatherMs: 1_000, pageEvents: 2 });
+      const first = tail.read(0, 10);
+      await jest.advanceTimersByTimeAsync(5);
+      await first;
+      for (let i = 0; i < 5; i++) source.add('run-a', 'ModelCallStarted');
+      const page = tail.read(0, 10);
+      await jest.advanceTimersByTimeAsync(1_000);
+      expect((await page)!.events.map((e) => e.position)).toEqual([1, 2]);
+      const reads = source.reads;
+
+      const next = tail.read(2, 10);
+      await jest.advanceTimersByTimeAsync(0);
+      expect(source.reads).toBe(reads + 1);
+      expect((await next)!.events.map((e) => e.position)).toEqual([3, 4]);
+    });
+
+    it('given a hurried read that an outage throws away, then the read after it is still hurried', async () => {
+      jest.useFakeTimers();
+      const source = new FakeSource();
+      const tail = await gathering(source);
+      source.add('run-a', 'ModelCallStarted');
+      tail.hurry();
+      const failing = jest.spyOn(source, 'readAfter').mockRejectedValueOnce(new StoreUnavailableError('gone'));
+      const lost = tail.read(0, 10).catch((err: Error) => err);
+      await jest.advanceTimersByTimeAsync(5);
+      expect(await lost).toBeInstanceOf(StoreUnavailableError);
+      failing.mockRestore();
+
+      const again = tail.read(0, 10);
+      await jest.advanceTimersByTimeAsync(5);
+      expect((await again)!.events.map((e) => e.position)).toEqual([1]);
     });
 
     it('given an urgent reader that has not asked for longer than the interest TTL, then its events no longer cut the wait', async () => {
