@@ -109,8 +109,9 @@ const ALL = '*';
 
 /** The keys both cover (ALL covers every key). */
 function intersect(a: ReadonlySet<string> | typeof ALL, b: ReadonlySet<string> | typeof ALL): ReadonlySet<string> | typeof ALL {
+  // The same set (the interests did not change since the tail started): nothing to narrow.
+  if (a === b || b === ALL) return a;
   if (a === ALL) return b;
-  if (b === ALL) return a;
   return new Set([...a].filter((key) => b.has(key)));
 }
 
