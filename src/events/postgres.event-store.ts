@@ -37,7 +37,7 @@ import {
   type StoredIdentity,
   type StoredRow,
 } from './prepare';
-import { extentBatches, pagesByReadStream, streamWindow } from './read-helpers';
+import { extentBatches, pagesByReadStream, scannedTo, streamWindow } from './read-helpers';
 import { SharedTail } from './shared-tail';
 import { CatchUpSubscription } from './subscription';
 
@@ -104,13 +104,13 @@ export class PostgresEventStore implements EventStore {
         if (!filters) {
           const q = readAllQuery(this.sql.events, { after, maxCount });
           const { rows } = await this.query<StoredRow>(q.text, q.values);
-          return { events: rows.map(toHeld), scannedTo: rows.length > 0 ? Number(rows[rows.length - 1].position) : after };
+          const events = rows.map(toHeld);
+          return { events, scannedTo: scannedTo(after, events.at(-1)?.event.position, events.length === maxCount, 0) };
         }
         const q = tailQuery(this.sql.events, after, maxCount, filters);
         const { rows } = await this.query<StoredRow & { head: string }>(q.text, q.values);
         const events = rows.filter((r) => r.id !== null).map(toHeld);
-        const last = events.length > 0 ? events[events.length - 1].event.position : after;
-        return { events, scannedTo: events.length === maxCount ? last : Math.max(last, Number(rows[0].head)) };
+        return { events, scannedTo: scannedTo(after, events.at(-1)?.event.position, events.length === maxCount, Number(rows[0].head)) };
       },
       readHead: () => this.headPosition(),
       knownHead: () => this.notifier.known,

@@ -17,6 +17,16 @@ export interface StreamWindow {
   maxCount: number;
 }
 
+/**
+ * How far a read of the events after `after` looked, given its last event's position: a full page
+ * (`full`) only up to that event; a shorter one up to `head`, the store's head taken before the
+ * read or in its snapshot (every event at or below it is committed, so no match there was left
+ * out). `head` 0 for an unfiltered read, which knows no further than its last event (or `after`).
+ */
+export function scannedTo(after: number, last: number | undefined, full: boolean, head: number): number {
+  return full ? (last ?? after) : Math.max(last ?? after, head);
+}
+
 /** Normalises read-stream options; rejects nonsense such as negative revisions. */
 export function streamWindow(options: ReadStreamOptions): StreamWindow {
   const direction = options.direction ?? 'forwards';

@@ -98,11 +98,16 @@ function filterKey(filter: EventFilter | undefined): string {
 /** Keys of the filters seen (a subscription passes the same object on every read). */
 const filterKeys = new WeakMap<EventFilter, string>();
 
-function keyOf(filter: EventFilter | undefined): string {
-  const types = filter?.types && filter.types.length > 0 ? [...filter.types].sort() : undefined;
-  const prefixes = filter?.streamPrefixes && filter.streamPrefixes.length > 0 ? [...filter.streamPrefixes].sort() : undefined;
+function keyOf(filter: EventFilter): string {
+  const { types, prefixes } = normalized(filter);
   if (!types && !prefixes) return ALL;
   return JSON.stringify([types ?? null, prefixes ?? null]);
+}
+
+/** A filter's types and prefixes, each sorted without repeats, or undefined when it names none (any). */
+function normalized(filter: EventFilter): { types?: string[]; prefixes?: string[] } {
+  const sorted = (list?: readonly string[]) => (list && list.length > 0 ? [...new Set(list)].sort() : undefined);
+  return { types: sorted(filter.types), prefixes: sorted(filter.streamPrefixes) };
 }
 
 const ALL = '*';
@@ -124,11 +129,10 @@ export function unionOf(filters: Iterable<EventFilter | undefined>): EventFilter
   const groups = new Map<string, { types?: string[]; prefixes: Set<string> | 'every stream' }>();
   for (const f of filters) {
     if (filterKey(f) === ALL) return undefined;
-    const types = f!.types && f!.types.length > 0 ? [...new Set(f!.types)].sort() : undefined;
+    const { types, prefixes } = normalized(f!);
     const key = types ? JSON.stringify(types) : ALL;
     let group = groups.get(key);
     if (!group) groups.set(key, (group = { types, prefixes: new Set() }));
-    const prefixes = f!.streamPrefixes && f!.streamPrefixes.length > 0 ? f!.streamPrefixes : undefined;
     if (!prefixes) group.prefixes = 'every stream';
     else if (group.prefixes !== 'every stream') for (const p of prefixes) group.prefixes.add(p);
   }
@@ -350,8 +354,8 @@ export class SharedTail {
       this.held.push(held);
       this.chars += held.size;
     }
-    const last = read.events.length > 0 ? read.events[read.events.length - 1].event.position : from;
-    const end = Math.max(this.end, last, read.scannedTo);
+    // scannedTo is at least the last event's position (TailRead).
+    const end = Math.max(this.end, read.scannedTo);
     if (end === this.end) return true;
     this.end = end;
     this.letGo();

@@ -38,7 +38,7 @@ import {
   type RawStreamRow,
   type StoredIdentity,
 } from './prepare';
-import { EXTENT_BATCH_STREAMS, extentBatches, pageCount, pagesWindow, streamWindow } from './read-helpers';
+import { EXTENT_BATCH_STREAMS, extentBatches, pageCount, pagesWindow, scannedTo, streamWindow } from './read-helpers';
 import { migrateSqliteEventStore, openSqliteDatabase, type SqliteDatabaseOptions } from './sqlite.database';
 import { decodePageText, extentsQuery, readAllQuery, sqliteStatements, tailQuery } from './sqlite.queries';
 import { SqliteReadAhead } from './sqlite-read-ahead';
@@ -146,15 +146,14 @@ export class SqliteEventStore implements EventStore {
       readAfter: async (after, maxCount, filters) => {
         const toHeld = (r: RawRow) => ({ event: decodeRawRow(r, this.options.upcasters), storedType: r[4], size: r[5].length + r[6].length });
         if (!filters) {
-          const rows = this.readAllStatement(undefined).stmt.all(after, maxCount) as RawRow[];
-          return { events: rows.map(toHeld), scannedTo: rows.length > 0 ? rows[rows.length - 1][3] : after };
+          const events = (this.readAllStatement(undefined).stmt.all(after, maxCount) as RawRow[]).map(toHeld);
+          return { events, scannedTo: scannedTo(after, events.at(-1)?.event.position, events.length === maxCount, 0) };
         }
         // The head first: every event at or below it is committed (one writer, positions in commit order).
         const head = (this.stmts.headPosition.get() as { position: number }).position;
         const { stmt, params } = this.cachedStatement(tailQuery(filters));
-        const rows = stmt.all(after, ...params, maxCount) as RawRow[];
-        const last = rows.length > 0 ? rows[rows.length - 1][3] : after;
-        return { events: rows.map(toHeld), scannedTo: rows.length === maxCount ? last : Math.max(last, head) };
+        const events = (stmt.all(after, ...params, maxCount) as RawRow[]).map(toHeld);
+        return { events, scannedTo: scannedTo(after, events.at(-1)?.event.position, events.length === maxCount, head) };
       },
       readHead: () => this.headPosition(),
       knownHead: () => this.notifier.known,

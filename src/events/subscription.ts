@@ -1,5 +1,6 @@
 import { isStoreUnavailable } from './errors';
 import type { EventStore, RecordedEvent, SubscribeOptions, Subscription, TailPage } from './event-store.port';
+import { scannedTo } from './read-helpers';
 import { deepFreeze } from './shared-tail';
 import { pause, storeBackoffMs } from './store-retry';
 
@@ -83,8 +84,7 @@ export class CatchUpSubscription implements Subscription {
     const events = await this.store.readAll({ after, maxCount: batchSize, filter });
     // Frozen like the tail's, so that a consumer that changes an event fails the same way whichever path it came by.
     for (const event of events) deepFreeze(event);
-    const last = events.length > 0 ? events[events.length - 1].position : after;
-    return { events, scannedTo: events.length === batchSize ? last : Math.max(last, head) };
+    return { events, scannedTo: scannedTo(after, events.at(-1)?.position, events.length === batchSize, head) };
   }
 
   /** Runs `read` until the store answers; undefined once the subscription is closed. */
