@@ -91,6 +91,42 @@ const MIGRATIONS: Array<(s: string, names: { lockClass: number; channel: string 
       RETURN QUERY SELECT 'appended'::text, NULL::text, p_stream_id, coalesce(v_head, -1) + v_n, v_last, NULL::text;
     END
     $fn$;`,
+  // append_events without its NOTIFY: the client tells other processes after COMMIT, at most once
+  // per window for all its appends (CoalescedNotify). append_events stays, and still notifies, for
+  // processes of an earlier version sharing the schema during an upgrade.
+  (s, { lockClass }) => `
+    CREATE FUNCTION ${s}.append_events_quiet(
+      p_stream_id text, p_expected bigint,
+      p_ids text[], p_types text[], p_data text[], p_metadata text[], p_hashes text[]
+    ) RETURNS TABLE (outcome text, event_id text, event_stream text, event_revision bigint, event_position bigint, event_hash text)
+    LANGUAGE plpgsql VOLATILE AS $fn$
+    DECLARE
+      v_n    integer := cardinality(p_ids);
+      v_head bigint;
+      v_last bigint;
+    BEGIN
+      PERFORM pg_advisory_xact_lock(${lockClass}, hashtext(p_stream_id));
+      SELECT max(e.revision) INTO v_head FROM ${s}.events e WHERE e.stream_id = p_stream_id;
+      IF NOT (p_expected = -1
+              OR (p_expected = -2 AND v_head IS NULL)
+              OR (p_expected = -3 AND v_head IS NOT NULL)
+              OR (p_expected >= 0 AND v_head IS NOT NULL AND p_expected = v_head)) THEN
+        RETURN QUERY EXECUTE
+          'SELECT ''stored''::text, e.id, e.stream_id, e.revision, e.position, e.content_hash
+           FROM ${s}.events e WHERE e.id = ANY ($1)' USING p_ids;
+        IF NOT FOUND THEN
+          RETURN QUERY SELECT 'conflict'::text, NULL::text, p_stream_id, v_head, NULL::bigint, NULL::text;
+        END IF;
+        RETURN;
+      END IF;
+      UPDATE ${s}.global_position g SET position = g.position + v_n RETURNING g.position INTO v_last;
+      INSERT INTO ${s}.events (position, id, stream_id, revision, type, data, metadata, content_hash, recorded_at)
+        SELECT v_last - v_n + u.ord, u.id, p_stream_id, coalesce(v_head, -1) + u.ord,
+               u.type, u.data, u.metadata, u.hash, clock_timestamp()
+        FROM unnest(p_ids, p_types, p_data, p_metadata, p_hashes) WITH ORDINALITY AS u(id, type, data, metadata, hash, ord);
+      RETURN QUERY SELECT 'appended'::text, NULL::text, p_stream_id, coalesce(v_head, -1) + v_n, v_last, NULL::text;
+    END
+    $fn$;`,
 ];
 
 export const POSTGRES_SCHEMA_VERSION = MIGRATIONS.length;

@@ -20,6 +20,7 @@ import {
   type TailPage,
 } from './event-store.port';
 import type { StoreOptions } from './in-memory.event-store';
+import { CoalescedNotify } from './coalesced-notify';
 import { PositionNotifier } from './position-notifier';
 import { migratePostgresEventStore, openPostgresPool, type PostgresPoolOptions } from './postgres.database';
 import { PostgresAppendListener, postgresEventsChannel } from './postgres.listener';
@@ -71,12 +72,19 @@ interface AppendRow {
  * one is visible. Position order is commit order, positions have no gaps (a rollback rolls the
  * counter back too), and a reader can never pass an uncommitted write. Readers take no locks.
  *
- * Live subscriptions are woken by LISTEN/NOTIFY (appends from any process), by the in-process
- * notifier, and by timeout polling when neither arrives.
+ * Live subscriptions are woken by LISTEN/NOTIFY (appends from any process, told after COMMIT at most
+ * once per 10 ms per process), by the in-process notifier, and by timeout polling when neither arrives.
  *
  * The pool is handed in by the storage (`src/storage/storage.ts`), which shares it with the run
  * stores and the decision log and ends it after this store closes; `connect` opens one of its own.
  */
+/**
+ * Other processes hear of this one's appends at most once per window (the first append after a
+ * quiet window at once). Their shared tails gather news for up to 40 ms anyway; a shorter window
+ * only costs more notifications, a longer one delays news for urgent subscriptions elsewhere.
+ */
+const NOTIFY_WINDOW_MS = 10;
+
 export class PostgresEventStore implements EventStore {
   readonly kind = 'postgres';
   private readonly notifier = new PositionNotifier();
@@ -84,6 +92,8 @@ export class PostgresEventStore implements EventStore {
   readonly tail: SharedTail;
   private readonly maxEventBytes: number;
   private readonly listener: PostgresAppendListener;
+  /** Tells other processes of this one's appends, after COMMIT, at most once per window. */
+  private readonly news: CoalescedNotify;
   private closed = false;
   private readonly sql;
 
@@ -98,6 +108,8 @@ export class PostgresEventStore implements EventStore {
     this.maxEventBytes = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
     this.sql = postgresStatements(schema);
     this.listener = new PostgresAppendListener(options.url, channel, (position) => this.notifier.notify(position));
+    // A send that fails is not retried: listeners re-read every 250 ms without news.
+    this.news = new CoalescedNotify((position) => this.pool.query('SELECT pg_notify($1, $2)', [this.channel, String(position)]).then(() => undefined), NOTIFY_WINDOW_MS);
     this.tail = new SharedTail({
       readAfter: async (after, maxCount, filters) => {
         const toHeld = (r: StoredRow) => ({ event: decodeRow(r, this.options.upcasters), storedType: r.type, size: r.data.length + r.metadata.length });
@@ -224,7 +236,6 @@ export class PostgresEventStore implements EventStore {
           ],
         );
         await client.query(`UPDATE ${this.sql.globalPosition} SET position = $1`, [w[w.length - 1].position]);
-        await client.query(`SELECT pg_notify($1, $2)`, [this.channel, String(w[w.length - 1].position)]);
       }
       await client.query('COMMIT');
       this.options.health?.storeAnswered();
@@ -330,6 +341,7 @@ export class PostgresEventStore implements EventStore {
   private appended(position: number, events: readonly { streamId: string; type: string }[]): void {
     this.tail.appended(events);
     this.notifier.notify(position);
+    this.news.appended(position);
   }
 
   async headPosition(): Promise<number> {
@@ -367,6 +379,7 @@ export class PostgresEventStore implements EventStore {
     if (this.closed) return;
     this.closed = true;
     this.notifier.releaseAll();
+    await this.news.close();
     await this.listener.close();
     if (this.ownsPool) await this.pool.end();
   }

@@ -8,7 +8,7 @@ export function postgresStatements(schema: string) {
   const s = quoteIdent(schema);
   return {
     append: `SELECT outcome, event_id, event_stream, event_revision, event_position, event_hash
-               FROM ${s}.append_events($1, $2, $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])`,
+               FROM ${s}.append_events_quiet($1, $2, $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])`,
     head: `SELECT max(revision) AS revision FROM ${s}.events WHERE stream_id = $1`,
     forwards: `SELECT ${ROW_COLUMNS} FROM ${s}.events WHERE stream_id = $1 AND revision >= $2 ORDER BY revision ASC LIMIT $3`,
     backwards: `SELECT ${ROW_COLUMNS} FROM ${s}.events WHERE stream_id = $1 AND revision <= $2 ORDER BY revision DESC LIMIT $3`,

@@ -4,7 +4,9 @@ import { join } from 'node:path';
 import { EventIdConflictError } from '../../src/events/errors';
 import type { RecordedEvent } from '../../src/events/event-store.port';
 import { POSTGRES_SCHEMA_VERSION } from '../../src/events/postgres.database';
+import { Client } from 'pg';
 import { PostgresEventStore } from '../../src/events/postgres.event-store';
+import { postgresEventsChannel } from '../../src/events/postgres.listener';
 import { eventStoreContract } from './event-store.contract';
 import { dropSchema, freshSchema, PG_URL, withClient } from '../support/pg';
 
@@ -99,6 +101,33 @@ describe('postgres store specifics', () => {
     await new Promise((r) => setTimeout(r, 50));
     await writer.append('wake', [{ type: 'A', data: {} }]);
     expect(await woken).toBeLessThan(15_000);
+  });
+
+  it('a burst of appends is told to other processes in a few notifications, the last carrying the head', async () => {
+    const writer = await connect();
+    const listener = new Client({ connectionString: PG_URL });
+    await listener.connect();
+    try {
+      const told: number[] = [];
+      let headTold: () => void = () => undefined;
+      let head = -1;
+      listener.on('notification', (m) => {
+        told.push(Number(m.payload));
+        if (Number(m.payload) === head) headTold();
+      });
+      await listener.query(`LISTEN ${postgresEventsChannel(schema)}`);
+      const started = performance.now();
+      const results = await Promise.all(Array.from({ length: 60 }, (_, i) => writer.append(`burst-${i}`, [{ type: 'A', data: { i } }])));
+      head = Math.max(...results.map((r) => r.position));
+      const elapsedMs = performance.now() - started;
+      if (!told.includes(head)) await new Promise<void>((resolve) => (headTold = resolve));
+      expect(head).toBe(60);
+      // One at the start, then at most one per 10 ms window while appends commit, one trailing.
+      expect(told.length).toBeLessThanOrEqual(2 + Math.ceil(elapsedMs / 10));
+      expect(told.length).toBeLessThan(60);
+    } finally {
+      await listener.end();
+    }
   });
 
   it('appenders in several processes: each event seen once, in position order, positions 1..N, revisions contiguous', async () => {
