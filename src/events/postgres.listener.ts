@@ -20,9 +20,10 @@ export function postgresLiveRunChannel(schema: string, runId: string): string {
 
 /**
  * LISTEN on channels, on a connection of its own (a pooled one cannot hold a LISTEN): hands every
- * payload notified to `onPayload`. Channels can be added and removed while it runs. A lost
- * connection is replaced after a pause, listening to every channel it had (what was notified
- * meanwhile is not seen: listeners poll, or the payloads are only for display).
+ * payload notified to `onPayload`, with its channel. Channels can be added and removed while it
+ * runs. A lost connection is replaced after a pause, listening to every channel it had (what was
+ * notified meanwhile is not seen: listeners poll, or the payloads are only for display);
+ * `onListening` is told each time the connection listens again.
  */
 export class PostgresChannelListener {
   private client: Client | null = null;
@@ -33,7 +34,8 @@ export class PostgresChannelListener {
   constructor(
     private readonly url: string,
     channels: Iterable<string>,
-    private readonly onPayload: (payload: string) => void,
+    private readonly onPayload: (payload: string, channel: string) => void,
+    private readonly onListening: () => void = () => undefined,
   ) {
     this.channels = new Set(channels);
   }
@@ -41,7 +43,7 @@ export class PostgresChannelListener {
   async start(): Promise<void> {
     const client = new Client({ connectionString: this.url, connectionTimeoutMillis: 10_000 });
     client.on('notification', (msg) => {
-      if (msg.payload !== undefined) this.onPayload(msg.payload);
+      if (msg.payload !== undefined) this.onPayload(msg.payload, msg.channel);
     });
     client.on('error', () => this.drop(client));
     client.on('end', () => this.drop(client));
@@ -60,6 +62,7 @@ export class PostgresChannelListener {
       await client.end().catch(() => undefined);
       throw err;
     }
+    this.onListening();
   }
 
   /** Listens to one more channel: now when connected, else once the connection is (back). */
@@ -108,6 +111,11 @@ export class PostgresChannelListener {
     }, LISTENER_RETRY_MS);
     this.retry.unref();
   }
+}
+
+/** The channel on which the processes of a schema say which runs' live text they watch (see PostgresLiveChannel). */
+export function postgresLiveWatchChannel(schema: string): string {
+  return `triad_watch_${createHash('sha256').update(schema).digest('hex').slice(0, 16)}`;
 }
 
 /**

@@ -24,8 +24,9 @@ export interface LiveMessage {
 /** Carries messages between the processes sharing a store. */
 export interface LiveChannel {
   /**
-   * Sends messages to the processes watching their runs (this one included when it does); in
-   * order per run, at most once. A channel may deliver more (every run's, to every process).
+   * Sends messages to the processes watching their runs; in order per run, at most once. A channel
+   * may deliver more (every run's, to every process), or send nothing of a run that no other
+   * process watches (this one's watchers get its text without the channel).
    */
   publish(messages: readonly LiveMessage[]): Promise<void>;
   /** Starts handing the messages of the runs watched here (published by any process) to `onMessage`. */
