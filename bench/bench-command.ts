@@ -75,6 +75,7 @@ export const SUITES: Record<BenchSuite, Suite> = {
       processes: opts.processes,
       repeat: opts.repeat,
       launchOn: opts.launchOn,
+      perProcess: opts.perProcess,
       pgUrl,
       dataDir: scratch,
       log,

@@ -24,8 +24,14 @@ import { dropPostgresSchema, machineInfo, summariseFine, type MachineInfo, type 
  */
 
 export interface ProcsBenchOptions {
-  /** Runs launched per process count; default 300. */
+  /** Runs launched per process count (per process with `perProcess`); default 300. */
   runs?: number;
+  /**
+   * `runs` for each process (3 processes: 3 × runs, and 3 × the launches in flight), so that each is
+   * as busy as one alone: what CPU per run costs when processes are added for more work, without
+   * the fixed cost of a process's wake-ups being shared by fewer runs. Default: `runs` in all.
+   */
+  perProcess?: boolean;
   /** Model latency per call (ms); default 500. */
   latencyMs?: number;
   /** Process counts measured, in order; default 1, 2, 3. */
@@ -106,7 +112,7 @@ export interface ProcsBenchResult {
   points: ProcsPoint[];
   samples: ProcsSample[];
   machine: MachineInfo & { loadAverage: number[] };
-  inputs: { runs: number; latencyMs: number; processes: number[]; repeat: number; concurrency: number; launchOn: 'each' | 'first'; store: 'postgres' };
+  inputs: { runs: number; latencyMs: number; processes: number[]; repeat: number; concurrency: number; launchOn: 'each' | 'first'; perProcess: boolean; store: 'postgres' };
   targets: Array<{ name: string; description: string; target: string; measured: number; unit: string; met: boolean }>;
 }
 
@@ -218,7 +224,8 @@ async function warmUp(servers: Server[], agents: Agent[]): Promise<void> {
 
 type RunOptions = Required<Pick<ProcsBenchOptions, 'runs' | 'latencyMs' | 'concurrency' | 'timeoutMs' | 'pgUrl'>> & ProcsBenchOptions;
 
-async function runOnce(opts: RunOptions, processes: number, index: number, ticksPerSecond: number): Promise<ProcsSample> {
+async function runOnce(options: RunOptions, processes: number, index: number, ticksPerSecond: number): Promise<ProcsSample> {
+  const opts = options.perProcess ? { ...options, runs: options.runs * processes, concurrency: options.concurrency * processes } : options;
   const schema = `triad_bench_procs_${process.pid}_${randomBytes(4).toString('hex')}`;
   const appName = `triad-bench-${schema}`;
   const servers: Server[] = [];
@@ -369,8 +376,8 @@ export async function runProcsBench(options: ProcsBenchOptions): Promise<ProcsBe
   const ticksPerSecond = clockTicksPerSecond();
   opts.log(`machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.totalMemoryGiB} GiB, ${machine.platform} ${machine.osRelease}, Node ${machine.nodeVersion}; load ${machine.loadAverage.join(' ')}`);
   opts.log(
-    `inputs: ${opts.runs} runs per process count, launched ${opts.launchOn === 'first' ? 'all on the first process' : 'round-robin'}, ${opts.latencyMs} ms model, processes ${processes.join(', ')}, ${repeat} repetition(s), ` +
-      `${opts.concurrency} launch requests in flight, one PostgreSQL schema per sample`,
+    `inputs: ${opts.runs} runs ${opts.perProcess ? 'per process (each as busy as one alone)' : 'per process count'}, launched ${opts.launchOn === 'first' ? 'all on the first process' : 'round-robin'}, ${opts.latencyMs} ms model, processes ${processes.join(', ')}, ${repeat} repetition(s), ` +
+      `${opts.concurrency} launch requests in flight${opts.perProcess ? ' per process' : ''}, one PostgreSQL schema per sample`,
   );
   const samples: ProcsSample[] = [];
   for (const p of processes) {
@@ -406,7 +413,7 @@ export async function runProcsBench(options: ProcsBenchOptions): Promise<ProcsBe
     points,
     samples,
     machine,
-    inputs: { runs: opts.runs, latencyMs: opts.latencyMs, processes, repeat, concurrency: opts.concurrency, launchOn: opts.launchOn ?? 'each', store: 'postgres' },
+    inputs: { runs: opts.runs, latencyMs: opts.latencyMs, processes, repeat, concurrency: opts.concurrency, launchOn: opts.launchOn ?? 'each', perProcess: opts.perProcess ?? false, store: 'postgres' },
     targets: [
       {
         name: 'cpuPerRunGrowth',

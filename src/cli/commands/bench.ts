@@ -20,6 +20,8 @@ export interface BenchOptions {
   processes?: number[];
   /** The procs suite: launch round-robin over every server (`each`, default) or all on the first (`first`). */
   launchOn?: 'each' | 'first';
+  /** The procs suite: --runs for each process, not in all (each process as busy as one alone). */
+  perProcess?: boolean;
   json?: boolean;
 }
 
@@ -67,6 +69,7 @@ export function addBenchCommand(program: Command, load: () => Promise<BenchModul
     .addOption(
       new Option('--launch-on <where>', 'procs: launch round-robin on each server, or every run on the first (the others drive nothing)').choices(['each', 'first']),
     )
+    .option('--per-process', 'procs: --runs for each process (each as busy as one alone), not in all')
     .option('--json', 'print one JSON line per suite')
     .action(async (suite: string, opts: BenchOptions) => {
       const bench = await load();
