@@ -1,3 +1,5 @@
+import { settledWithin } from '../shared/pause';
+
 /**
  * Tells other processes that the store's head moved, at most once per window: the first append
  * after a quiet window is told at once, the appends that follow within the window together when it
@@ -38,14 +40,17 @@ export class CoalescedNotify {
     else this.flush(position);
   }
 
-  /** Sends what is pending at once and waits for every send in flight; later appends are not told. */
-  async close(): Promise<void> {
+  /**
+   * Sends what is pending at once and waits for every send in flight, for `graceMs` at most (a
+   * database that does not answer must not hold up a shutdown); later appends are not told.
+   */
+  async close(graceMs = 1000): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     if (this.window) clearTimeout(this.window);
     this.window = undefined;
     if (this.pending > this.sent) this.start(this.pending);
-    await Promise.all(this.inFlight);
+    await settledWithin(Promise.all(this.inFlight), graceMs);
   }
 
   private flush(position: number): void {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Pool } from 'pg';
+import { settledWithin } from '../shared/pause';
 import type { LiveChannel, LiveMessage } from '../team/live-relay';
 import { PostgresChannelListener, postgresLiveRunChannel, postgresLiveWatchChannel } from './postgres.listener';
 
@@ -107,7 +108,7 @@ export class PostgresLiveChannel implements LiveChannel {
   async close(): Promise<void> {
     this.closed = true;
     if (this.refresh) clearInterval(this.refresh);
-    await this.announcing;
+    await settledWithin(this.announcing, 1000);
     await this.listener.close();
   }
 

@@ -11,3 +11,14 @@ export function pause(ms: number, signal?: AbortSignal): Promise<void> {
     signal?.addEventListener('abort', done, { once: true });
   });
 }
+
+/** Waits for `work` to settle, for `ms` at most (never rejects): a shutdown step that must not hang on a silent peer. */
+export async function settledWithin(work: Promise<unknown>, ms: number): Promise<void> {
+  const stop = new AbortController();
+  const settled = work.then(
+    () => undefined,
+    () => undefined,
+  );
+  await Promise.race([settled, pause(ms, stop.signal)]);
+  stop.abort();
+}

@@ -80,6 +80,14 @@ describe('CoalescedNotify: at most one notification per window', () => {
     expect(wire.sent).toEqual([1, 2]);
   });
 
+  it('given a send the database never answers, when closing, then close gives up after its grace', async () => {
+    const wire = recordingSend({ hold: true });
+    const notify = new CoalescedNotify(wire.send, 10);
+    notify.appended(1);
+    await expect(notify.close(20)).resolves.toBeUndefined();
+    expect(wire.sent).toEqual([1]);
+  });
+
   it('given the database refuses a send, then the failure is reported and the next append is still told', async () => {
     const wire = recordingSend({ fail: true });
     const errors: unknown[] = [];
