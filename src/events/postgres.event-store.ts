@@ -1,7 +1,7 @@
 import type { Pool, QueryConfig, QueryResultRow } from 'pg';
 import { ConflictError } from '../shared/errors';
 import type { StoreHealthSink } from '../shared/health';
-import { classifyStoreError, StoreUnavailableError, WrongExpectedRevisionError } from './errors';
+import { classifyStoreError, isStoreUnavailable, StoreUnavailableError, WrongExpectedRevisionError } from './errors';
 import {
   DEFAULT_MAX_EVENT_BYTES,
   type AppendOptions,
@@ -84,6 +84,22 @@ interface AppendRow {
  * only costs more notifications, a longer one delays news for urgent subscriptions elsewhere.
  */
 const NOTIFY_WINDOW_MS = 10;
+/** Appends in one group commit, at most. */
+const MAX_APPENDS_PER_BATCH = 256;
+/** Event JSON in one group commit, at most (one append larger than this goes alone). */
+const MAX_BATCH_BYTES = 4 * 1024 * 1024;
+
+/** An append waiting for the batch in flight to finish. */
+interface WaitingAppend {
+  streamId: string;
+  expected: ExpectedRevision;
+  prepared: PreparedEvent[];
+  resolve(result: AppendResult): void;
+  reject(error: unknown): void;
+}
+
+/** A row of `append_batch_quiet`: an `append_events_quiet` row of the batch's `ord`-th append (from 1). */
+type BatchRow = AppendRow & { ord: number };
 
 export class PostgresEventStore implements EventStore {
   readonly kind = 'postgres';
@@ -96,6 +112,10 @@ export class PostgresEventStore implements EventStore {
   private readonly news: CoalescedNotify;
   private closed = false;
   private readonly sql;
+  /** Appends waiting for the group commit in flight. */
+  private waiting: WaitingAppend[] = [];
+  /** A group commit is in flight (or about to start): appends wait for it. */
+  private writing = false;
 
   private constructor(
     private readonly pool: Pool,
@@ -161,10 +181,104 @@ export class PostgresEventStore implements EventStore {
     return store;
   }
 
+  /**
+   * Group commit: an append waits while this process's previous batch is in flight, and then goes
+   * with every append that came meanwhile (up to MAX_APPENDS_PER_BATCH), in one statement and one
+   * transaction (`append_batch_quiet`), each judged on its own as if appended alone, in order. One
+   * append with nothing else waiting goes alone, as before. Appends from all processes serialise on
+   * the position counter through their commits, so sending them one by one paid a round trip, a
+   * transaction and a WAL flush each; a batch pays them once.
+   */
   async append(streamId: string, events: NewEvent[], options: AppendOptions = {}): Promise<AppendResult> {
     validateStreamId(streamId);
     const expected = validateExpectedRevision(options.expectedRevision);
     const prepared = prepareEvents(events, this.maxEventBytes);
+    if (this.closed) throw new StoreUnavailableError('the store is closed');
+    return new Promise<AppendResult>((resolve, reject) => {
+      this.waiting.push({ streamId, expected, prepared, resolve, reject });
+      if (!this.writing) {
+        this.writing = true;
+        setImmediate(() => void this.writeWaiting());
+      }
+    });
+  }
+
+  /** Writes what waits, a batch at a time, until nothing does. */
+  private async writeWaiting(): Promise<void> {
+    while (this.waiting.length > 0) {
+      const batch = this.waiting.splice(0, this.batchLength());
+      if (batch.length === 1) await this.settle(batch[0], () => this.appendAlone(batch[0].streamId, batch[0].expected, batch[0].prepared));
+      else await this.appendBatch(batch);
+    }
+    this.writing = false;
+  }
+
+  /** How many of the waiting appends go in the next batch: at most MAX_APPENDS_PER_BATCH, and MAX_BATCH_BYTES of events (at least one). */
+  private batchLength(): number {
+    let bytes = 0;
+    let n = 0;
+    for (const item of this.waiting) {
+      for (const e of item.prepared) bytes += e.data.length + e.metadata.length;
+      if (n > 0 && (n === MAX_APPENDS_PER_BATCH || bytes > MAX_BATCH_BYTES)) break;
+      n++;
+    }
+    return n;
+  }
+
+  private async settle(item: WaitingAppend, append: () => Promise<AppendResult>): Promise<void> {
+    try {
+      item.resolve(await append());
+    } catch (err) {
+      item.reject(err);
+    }
+  }
+
+  /**
+   * Several appends in one statement. When the statement fails for a reason other than an outage
+   * (a stored id on the success path, a concurrent append of the same ids), nothing of it was
+   * written: its appends go one by one, where the idempotency rules and the conflicts of each are
+   * decided as for any single append.
+   */
+  private async appendBatch(batch: WaitingAppend[]): Promise<void> {
+    let rows: BatchRow[];
+    try {
+      ({ rows } = await this.query<BatchRow>(
+        this.named('triad_append_batch', this.sql.appendBatch, [
+          batch.map((a) => a.streamId),
+          batch.map((a) => (typeof a.expected === 'number' ? a.expected : EXPECTED_CODE[a.expected])),
+          batch.map((a) => a.prepared.length),
+          batch.flatMap((a) => a.prepared.map((e) => e.id)),
+          batch.flatMap((a) => a.prepared.map((e) => e.type)),
+          batch.flatMap((a) => a.prepared.map((e) => e.data)),
+          batch.flatMap((a) => a.prepared.map((e) => e.metadata)),
+          batch.flatMap((a) => a.prepared.map((e) => e.contentHash)),
+        ]),
+      ));
+    } catch (err) {
+      if (isStoreUnavailable(err)) {
+        for (const item of batch) item.reject(err);
+        return;
+      }
+      for (const item of batch) await this.settle(item, () => this.appendAlone(item.streamId, item.expected, item.prepared));
+      return;
+    }
+    const byOrd = new Map<number, BatchRow[]>();
+    for (const r of rows) {
+      const of = byOrd.get(r.ord);
+      if (of) of.push(r);
+      else byOrd.set(r.ord, [r]);
+    }
+    batch.forEach((item, i) => {
+      try {
+        item.resolve(this.outcome(item.streamId, item.expected, item.prepared, byOrd.get(i + 1) ?? []));
+      } catch (err) {
+        item.reject(err);
+      }
+    });
+  }
+
+  /** One append alone: `append_events_quiet`, retried once when a stored id makes the idempotency rules undecided. */
+  private async appendAlone(streamId: string, expected: ExpectedRevision, prepared: PreparedEvent[]): Promise<AppendResult> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.appendOnce(streamId, expected, prepared);
@@ -281,7 +395,13 @@ export class PostgresEventStore implements EventStore {
         prepared.map((e) => e.contentHash),
       ]),
     );
+    return this.outcome(streamId, expected, prepared, rows);
+  }
+
+  /** What the append functions answered for one append: its result, or the conflict or id clash it met. */
+  private outcome(streamId: string, expected: ExpectedRevision, prepared: PreparedEvent[], rows: AppendRow[]): AppendResult {
     const first = rows[0];
+    if (!first) throw new Error(`the append of stream '${streamId}' got no answer from the batch`);
     if (first.outcome === 'appended') {
       const position = Number(first.event_position);
       this.appended(position, prepared.map((e) => ({ streamId, type: e.type })));

@@ -9,6 +9,8 @@ export function postgresStatements(schema: string) {
   return {
     append: `SELECT outcome, event_id, event_stream, event_revision, event_position, event_hash
                FROM ${s}.append_events_quiet($1, $2, $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])`,
+    appendBatch: `SELECT ord, outcome, event_id, event_stream, event_revision, event_position, event_hash
+                    FROM ${s}.append_batch_quiet($1::text[], $2::bigint[], $3::integer[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])`,
     head: `SELECT max(revision) AS revision FROM ${s}.events WHERE stream_id = $1`,
     forwards: `SELECT ${ROW_COLUMNS} FROM ${s}.events WHERE stream_id = $1 AND revision >= $2 ORDER BY revision ASC LIMIT $3`,
     backwards: `SELECT ${ROW_COLUMNS} FROM ${s}.events WHERE stream_id = $1 AND revision <= $2 ORDER BY revision DESC LIMIT $3`,

@@ -191,6 +191,49 @@ export function eventStoreContract(name: string, makeHarness: () => ContractHarn
         expect(await store.streamRevision('race')).toBe(1);
       });
 
+      it.each([
+        ['', false],
+        [', one reusing a stored id with other content', true],
+      ])('given appends made at once to many streams, some conflicting or replayed%s, then each is judged as if alone, in the order made', async (_, withThief) => {
+        const stored = [ev('S1'), ev('S2')];
+        const storedResult = await store.append('held', stored, { expectedRevision: 'no_stream' });
+        await store.append('busy', [ev('B0')]);
+        const reused = randomUUID();
+        await store.append('owner', [{ id: reused, type: 'R', data: { v: 1 } }]);
+        const results = await Promise.allSettled([
+          store.append('busy', [ev('B1')], { expectedRevision: 0 }), // appended: busy at 1
+          store.append('busy', [ev('B2')], { expectedRevision: 0 }), // conflict: busy is at 1 now
+          store.append('fresh', [ev('F0'), ev('F1')], { expectedRevision: 'no_stream' }),
+          store.append('held', stored, { expectedRevision: 'no_stream' }), // replay of the stored batch
+          // An id stored with other content (in the same stream where ids are unique per stream only).
+          // Without it, a plain append in its place.
+          withThief ? store.append(options.idsUniqueAcrossStreams === false ? 'owner' : 'thief', [{ id: reused, type: 'R', data: { v: 2 } }]) : store.append('thief', [ev('T')]),
+          store.append('busy', [ev('B3')], { expectedRevision: 1 }), // after the first: appended
+          store.append('fresh', [ev('F2')], { expectedRevision: 1 }),
+        ]);
+        const value = (i: number) => (results[i] as PromiseFulfilledResult<{ nextExpectedRevision: number; position: number }>).value;
+        const reason = (i: number) => (results[i] as PromiseRejectedResult).reason as unknown;
+        expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'fulfilled', withThief ? 'rejected' : 'fulfilled', 'fulfilled', 'fulfilled']);
+        expect(value(0).nextExpectedRevision).toBe(1);
+        expect(reason(1)).toBeInstanceOf(WrongExpectedRevisionError);
+        expect(value(2).nextExpectedRevision).toBe(1);
+        expect(value(3)).toEqual(storedResult);
+        if (withThief) expect(reason(4)).toBeInstanceOf(EventIdConflictError);
+        expect(value(5).nextExpectedRevision).toBe(2);
+        expect(value(6).nextExpectedRevision).toBe(2);
+        expect((await store.readStream('busy')).map((e) => e.type)).toEqual(['B0', 'B1', 'B3']);
+        expect((await store.readStream('fresh')).map((e) => e.type)).toEqual(['F0', 'F1', 'F2']);
+        expect(await store.readStream('held')).toHaveLength(2);
+        expect(await store.streamRevision('thief')).toBe(withThief ? null : 0);
+        expect(await store.streamRevision('owner')).toBe(0);
+        // Positions follow the order the appends were made in (with no gaps where they are dense).
+        const all = await store.readAll();
+        if (options.densePositions !== false) expect(all.map((e) => e.position)).toEqual(all.map((_, i) => all[0].position + i));
+        expect(value(0).position).toBeLessThan(value(2).position);
+        expect(value(2).position).toBeLessThan(value(5).position);
+        expect(value(5).position).toBeLessThan(value(6).position);
+      });
+
       it('many writers on many streams while a subscriber follows all: each event once, in order, none skipped', async () => {
         const total = options.manyWritersEvents ?? 2000;
         const writers = 8;
