@@ -84,8 +84,8 @@ interface AppendRow {
  * only costs more notifications, a longer one delays news for urgent subscriptions elsewhere.
  */
 const NOTIFY_WINDOW_MS = 10;
-/** Appends in one group commit, at most. */
-const MAX_APPENDS_PER_BATCH = 256;
+/** Appends in one group commit, at most (each may take a stream lock: PostgreSQL's lock table holds 64 per connection by default). */
+const MAX_APPENDS_PER_BATCH = 64;
 /** Event JSON in one group commit, at most (one append larger than this goes alone). */
 const MAX_BATCH_BYTES = 4 * 1024 * 1024;
 
@@ -259,7 +259,18 @@ export class PostgresEventStore implements EventStore {
         for (const item of batch) item.reject(err);
         return;
       }
-      for (const item of batch) await this.settle(item, () => this.appendAlone(item.streamId, item.expected, item.prepared));
+      // One by one; once the store is found gone, the rest fail at once rather than each waiting out its own timeout.
+      let gone: unknown;
+      for (const item of batch) {
+        if (gone) item.reject(gone);
+        else
+          await this.settle(item, () =>
+            this.appendAlone(item.streamId, item.expected, item.prepared).catch((e: unknown) => {
+              if (isStoreUnavailable(e)) gone = e;
+              throw e;
+            }),
+          );
+      }
       return;
     }
     const byOrd = new Map<number, BatchRow[]>();

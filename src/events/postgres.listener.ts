@@ -41,7 +41,9 @@ export class PostgresChannelListener {
   }
 
   async start(): Promise<void> {
-    const client = new Client({ connectionString: this.url, connectionTimeoutMillis: 10_000 });
+    // keepAlive: an idle LISTEN connection that went half-open (a dropped NAT entry, a failover
+    // without a reset) is found dead by TCP and replaced, instead of staying silent for good.
+    const client = new Client({ connectionString: this.url, connectionTimeoutMillis: 10_000, keepAlive: true });
     client.on('notification', (msg) => {
       if (msg.payload !== undefined) this.onPayload(msg.payload, msg.channel);
     });

@@ -106,8 +106,10 @@ export class PostgresLiveChannel implements LiveChannel {
   }
 
   async close(): Promise<void> {
-    this.closed = true;
     if (this.refresh) clearInterval(this.refresh);
+    // Publishers stop sending this process's runs now rather than when the watches lapse.
+    if (this.started && !this.closed && this.watchedHere.size > 0) this.announce({ from: this.id, unwatch: [...this.watchedHere] });
+    this.closed = true;
     await settledWithin(this.announcing, 1000);
     await this.listener.close();
   }
