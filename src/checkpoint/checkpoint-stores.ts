@@ -2,6 +2,8 @@ import type Database from 'better-sqlite3';
 import { openUnsyncedConnection } from '../shared/sqlite-side-connection';
 import type { Pool } from 'pg';
 import { LazyPgTable } from '../shared/postgres-tables';
+import { GroupCommit, takeUpTo, type Waiting } from '../shared/group-commit';
+import { isStoreUnavailable } from '../events/errors';
 import { checkpointJson, type Checkpoint } from './checkpoint';
 import type { CheckpointStore } from './checkpoint-store.port';
 
@@ -86,6 +88,16 @@ export class SqliteCheckpointStore implements CheckpointStore {
   }
 }
 
+/** Checkpoints in one upsert, at most; and their state's JSON, at most (one larger goes alone). */
+const MAX_SAVES_PER_BATCH = 64;
+const MAX_BATCH_BYTES = 8 * 1024 * 1024;
+
+/** A checkpoint waiting to be saved, with its stored text. */
+interface SavedCheckpoint {
+  cp: Checkpoint;
+  body: string;
+}
+
 export class PostgresCheckpointStore implements CheckpointStore {
   private readonly table: LazyPgTable;
 
@@ -101,14 +113,48 @@ export class PostgresCheckpointStore implements CheckpointStore {
     return this.table.ensure();
   }
 
+  /** Saves made while one statement is in flight go together in the next (one transaction, one WAL flush). */
+  private readonly group = new GroupCommit<SavedCheckpoint, void>(
+    (batch) => this.saveBatch(batch),
+    (waiting) => takeUpTo(waiting, MAX_SAVES_PER_BATCH, MAX_BATCH_BYTES, (saved) => saved.body.length),
+  );
+
   async save(cp: Checkpoint): Promise<void> {
     await this.table.ensure();
+    return this.group.push({ cp, body: checkpointJson(cp) });
+  }
+
+  /**
+   * One upsert of the batch's checkpoints, the latest per run (an older revision never replaces a
+   * newer one, in the batch or stored). A failure other than an outage (a statement that one
+   * checkpoint breaks) saves them one by one, so that only that one fails.
+   */
+  private async saveBatch(batch: Array<Waiting<SavedCheckpoint, void>>): Promise<void> {
+    try {
+      await this.upsert(batch.map((w) => w.item));
+      for (const w of batch) w.resolve();
+    } catch (err) {
+      if (batch.length === 1 || isStoreUnavailable(err)) throw err;
+      for (const w of batch) {
+        await this.upsert([w.item]).then(
+          () => w.resolve(),
+          (e: unknown) => w.reject(e),
+        );
+      }
+    }
+  }
+
+  private async upsert(saved: SavedCheckpoint[]): Promise<void> {
+    const latest = new Map<string, SavedCheckpoint>();
+    for (const s of saved) if ((latest.get(s.cp.runId)?.cp.revision ?? -1) <= s.cp.revision) latest.set(s.cp.runId, s);
+    const rows = [...latest.values()];
     await this.pool.query(
-      `INSERT INTO ${this.table.name} (run_id, revision, schema_version, created_at, body) VALUES ($1, $2, $3, $4, $5)
+      `INSERT INTO ${this.table.name} (run_id, revision, schema_version, created_at, body)
+         SELECT * FROM unnest($1::text[], $2::bigint[], $3::int[], $4::timestamptz[], $5::text[])
        ON CONFLICT (run_id) DO UPDATE SET revision = EXCLUDED.revision, schema_version = EXCLUDED.schema_version,
          created_at = EXCLUDED.created_at, body = EXCLUDED.body
        WHERE EXCLUDED.revision >= ${this.table.name}.revision`,
-      [cp.runId, cp.revision, cp.schemaVersion, cp.createdAt, checkpointJson(cp)],
+      [rows.map((r) => r.cp.runId), rows.map((r) => r.cp.revision), rows.map((r) => r.cp.schemaVersion), rows.map((r) => r.cp.createdAt), rows.map((r) => r.body)],
     );
   }
 

@@ -20,6 +20,7 @@ import {
   type TailPage,
 } from './event-store.port';
 import type { StoreOptions } from './in-memory.event-store';
+import { GroupCommit, takeUpTo, type Waiting } from '../shared/group-commit';
 import { CoalescedNotify } from './coalesced-notify';
 import { PositionNotifier } from './position-notifier';
 import { migratePostgresEventStore, openPostgresPool, type PostgresPoolOptions } from './postgres.database';
@@ -90,13 +91,7 @@ const MAX_APPENDS_PER_BATCH = 64;
 const MAX_BATCH_BYTES = 4 * 1024 * 1024;
 
 /** An append waiting for the batch in flight to finish. */
-interface WaitingAppend {
-  streamId: string;
-  expected: ExpectedRevision;
-  prepared: PreparedEvent[];
-  resolve(result: AppendResult): void;
-  reject(error: unknown): void;
-}
+type WaitingAppend = Waiting<{ streamId: string; expected: ExpectedRevision; prepared: PreparedEvent[] }, AppendResult>;
 
 /** A row of `append_batch_quiet`: an `append_events_quiet` row of the batch's `ord`-th append (from 1). */
 type BatchRow = AppendRow & { ord: number };
@@ -112,10 +107,11 @@ export class PostgresEventStore implements EventStore {
   private readonly news: CoalescedNotify;
   private closed = false;
   private readonly sql;
-  /** Appends waiting for the group commit in flight. */
-  private waiting: WaitingAppend[] = [];
-  /** A group commit is in flight (or about to start): appends wait for it. */
-  private writing = false;
+  /** Appends made while a batch is in flight wait, then go together. */
+  private readonly group = new GroupCommit<WaitingAppend['item'], AppendResult>(
+    (batch) => this.writeBatch(batch),
+    (waiting) => takeUpTo(waiting, MAX_APPENDS_PER_BATCH, MAX_BATCH_BYTES, (a) => a.prepared.reduce((n, e) => n + e.data.length + e.metadata.length, 0)),
+  );
 
   private constructor(
     private readonly pool: Pool,
@@ -194,42 +190,20 @@ export class PostgresEventStore implements EventStore {
     const expected = validateExpectedRevision(options.expectedRevision);
     const prepared = prepareEvents(events, this.maxEventBytes);
     if (this.closed) throw new StoreUnavailableError('the store is closed');
-    return new Promise<AppendResult>((resolve, reject) => {
-      this.waiting.push({ streamId, expected, prepared, resolve, reject });
-      if (!this.writing) {
-        this.writing = true;
-        setImmediate(() => void this.writeWaiting());
-      }
-    });
+    return this.group.push({ streamId, expected, prepared });
   }
 
-  /** Writes what waits, a batch at a time, until nothing does. */
-  private async writeWaiting(): Promise<void> {
-    while (this.waiting.length > 0) {
-      const batch = this.waiting.splice(0, this.batchLength());
-      if (batch.length === 1) await this.settle(batch[0], () => this.appendAlone(batch[0].streamId, batch[0].expected, batch[0].prepared));
-      else await this.appendBatch(batch);
-    }
-    this.writing = false;
+  /** One batch of the group commit: alone through `append_events_quiet`, several through `append_batch_quiet`. */
+  private async writeBatch(batch: WaitingAppend[]): Promise<void> {
+    if (batch.length === 1) await this.settle(batch[0], () => this.appendAlone(batch[0].item.streamId, batch[0].item.expected, batch[0].item.prepared));
+    else await this.appendBatch(batch);
   }
 
-  /** How many of the waiting appends go in the next batch: at most MAX_APPENDS_PER_BATCH, and MAX_BATCH_BYTES of events (at least one). */
-  private batchLength(): number {
-    let bytes = 0;
-    let n = 0;
-    for (const item of this.waiting) {
-      for (const e of item.prepared) bytes += e.data.length + e.metadata.length;
-      if (n > 0 && (n === MAX_APPENDS_PER_BATCH || bytes > MAX_BATCH_BYTES)) break;
-      n++;
-    }
-    return n;
-  }
-
-  private async settle(item: WaitingAppend, append: () => Promise<AppendResult>): Promise<void> {
+  private async settle(waiting: WaitingAppend, append: () => Promise<AppendResult>): Promise<void> {
     try {
-      item.resolve(await append());
+      waiting.resolve(await append());
     } catch (err) {
-      item.reject(err);
+      waiting.reject(err);
     }
   }
 
@@ -244,28 +218,28 @@ export class PostgresEventStore implements EventStore {
     try {
       ({ rows } = await this.query<BatchRow>(
         this.named('triad_append_batch', this.sql.appendBatch, [
-          batch.map((a) => a.streamId),
-          batch.map((a) => (typeof a.expected === 'number' ? a.expected : EXPECTED_CODE[a.expected])),
-          batch.map((a) => a.prepared.length),
-          batch.flatMap((a) => a.prepared.map((e) => e.id)),
-          batch.flatMap((a) => a.prepared.map((e) => e.type)),
-          batch.flatMap((a) => a.prepared.map((e) => e.data)),
-          batch.flatMap((a) => a.prepared.map((e) => e.metadata)),
-          batch.flatMap((a) => a.prepared.map((e) => e.contentHash)),
+          batch.map(({ item: a }) => a.streamId),
+          batch.map(({ item: a }) => (typeof a.expected === 'number' ? a.expected : EXPECTED_CODE[a.expected])),
+          batch.map(({ item: a }) => a.prepared.length),
+          batch.flatMap(({ item: a }) => a.prepared.map((e) => e.id)),
+          batch.flatMap(({ item: a }) => a.prepared.map((e) => e.type)),
+          batch.flatMap(({ item: a }) => a.prepared.map((e) => e.data)),
+          batch.flatMap(({ item: a }) => a.prepared.map((e) => e.metadata)),
+          batch.flatMap(({ item: a }) => a.prepared.map((e) => e.contentHash)),
         ]),
       ));
     } catch (err) {
       if (isStoreUnavailable(err)) {
-        for (const item of batch) item.reject(err);
+        for (const w of batch) w.reject(err);
         return;
       }
       // One by one; once the store is found gone, the rest fail at once rather than each waiting out its own timeout.
       let gone: unknown;
-      for (const item of batch) {
-        if (gone) item.reject(gone);
+      for (const w of batch) {
+        if (gone) w.reject(gone);
         else
-          await this.settle(item, () =>
-            this.appendAlone(item.streamId, item.expected, item.prepared).catch((e: unknown) => {
+          await this.settle(w, () =>
+            this.appendAlone(w.item.streamId, w.item.expected, w.item.prepared).catch((e: unknown) => {
               if (isStoreUnavailable(e)) gone = e;
               throw e;
             }),
@@ -279,11 +253,11 @@ export class PostgresEventStore implements EventStore {
       if (of) of.push(r);
       else byOrd.set(r.ord, [r]);
     }
-    batch.forEach((item, i) => {
+    batch.forEach((w, i) => {
       try {
-        item.resolve(this.outcome(item.streamId, item.expected, item.prepared, byOrd.get(i + 1) ?? []));
+        w.resolve(this.outcome(w.item.streamId, w.item.expected, w.item.prepared, byOrd.get(i + 1) ?? []));
       } catch (err) {
-        item.reject(err);
+        w.reject(err);
       }
     });
   }

@@ -116,6 +116,13 @@ export function checkpointStoreContract(name: string, makeHarness: () => Promise
       expect(await store.latest(runId)).toEqual(checkpoint(runId, 40));
     });
 
+    it('given saves of many runs made at once, some of one run at one revision, then each run keeps its highest, the later of equals', async () => {
+      const runIds = Array.from({ length: 80 }, () => newRunId());
+      const saves = runIds.flatMap((runId, i) => [checkpoint(runId, i + 2), checkpoint(runId, 1), checkpoint(runId, i + 2, 'shutdown')]);
+      await expect(Promise.all(saves.map((cp) => store.save(cp)))).resolves.toHaveLength(saves.length);
+      for (const [i, runId] of runIds.entries()) expect(await store.latest(runId)).toEqual(checkpoint(runId, i + 2, 'shutdown'));
+    });
+
     it("given checkpoints of several runs, then each run's latest is its own", async () => {
       const [a, b] = [newRunId(), newRunId()];
       await store.save(checkpoint(a, 2));

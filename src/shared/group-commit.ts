@@ -1,0 +1,66 @@
+/**
+ * Group commit for a store's writes over the network: a write made while a batch is in flight
+ * waits, then goes with every write made meanwhile. One write with nothing in flight goes at the
+ * next turn of the event loop, alone. Every write of a process to a store that serialises its
+ * commits (PostgreSQL's position counter, or any transaction with a WAL flush) then pays a round
+ * trip, a transaction and a flush once per batch rather than once each.
+ *
+ * Hand-written: a queue and a flag around the store's own batch statement, which only the store
+ * can write (and whose failure rules are its own); no library does that part.
+ */
+export interface Waiting<T, R> {
+  readonly item: T;
+  resolve(result: R): void;
+  reject(error: unknown): void;
+}
+
+export class GroupCommit<T, R> {
+  private waiting: Array<Waiting<T, R>> = [];
+  private writing = false;
+
+  /**
+   * `write` settles every write of its batch (one it leaves unsettled, or all when it throws, is
+   * rejected with what it threw); `take` says how many of the waiting writes go in the next batch
+   * (at least one).
+   */
+  constructor(
+    private readonly write: (batch: Array<Waiting<T, R>>) => Promise<void>,
+    private readonly take: (waiting: readonly Waiting<T, R>[]) => number,
+  ) {}
+
+  /** Resolves with the write's result once its batch is written. */
+  push(item: T): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
+      this.waiting.push({ item, resolve, reject });
+      if (!this.writing) {
+        this.writing = true;
+        setImmediate(() => void this.drain());
+      }
+    });
+  }
+
+  /** Writes what waits, a batch at a time, until nothing does. */
+  private async drain(): Promise<void> {
+    while (this.waiting.length > 0) {
+      const batch = this.waiting.splice(0, Math.max(1, this.take(this.waiting)));
+      try {
+        await this.write(batch);
+      } catch (err) {
+        for (const w of batch) w.reject(err);
+      }
+    }
+    this.writing = false;
+  }
+}
+
+/** How many writes to take: at most `maxCount`, and `maxBytes` by `bytesOf` (the first always). */
+export function takeUpTo<T, R>(waiting: readonly Waiting<T, R>[], maxCount: number, maxBytes: number, bytesOf: (item: T) => number): number {
+  let bytes = 0;
+  let n = 0;
+  for (const w of waiting) {
+    bytes += bytesOf(w.item);
+    if (n > 0 && (n === maxCount || bytes > maxBytes)) break;
+    n++;
+  }
+  return n;
+}
