@@ -127,12 +127,13 @@ const MIGRATIONS: Array<(s: string, names: { lockClass: number; channel: string 
       RETURN QUERY SELECT 'appended'::text, NULL::text, p_stream_id, coalesce(v_head, -1) + v_n, v_last, NULL::text;
     END
     $fn$;`,
-  // Group commit: many appends (to any streams) in one statement and one transaction, each judged
-  // as append_events_quiet judges one, in order. Append k is p_counts[k] events of p_streams[k],
-  // taken in turn from the event arrays. The streams' locks are all taken first, in ascending key
-  // order, then the counter (as one append does: stream locks before the counter), so two batches
-  // never wait for each other in a cycle. A stored id on the success path fails the whole batch on
-  // events_id_key; the client then appends its members one by one.
+  // Group commit: many appends (to any streams) in one statement and one transaction, each one
+  // append_events_quiet, in order. Append k is p_counts[k] events of p_streams[k], taken in turn
+  // from the event arrays. The streams' locks are all taken first, in ascending key order (each
+  // append takes its own again, which a transaction already holding it gets at once), then the
+  // counter by the first append written, as one append does: stream locks before the counter, so two
+  // batches never wait for each other in a cycle. A stored id on the success path fails the whole
+  // batch on events_id_key; the client then appends its members one by one.
   (s, { lockClass }) => `
     CREATE FUNCTION ${s}.append_batch_quiet(
       p_streams text[], p_expected bigint[], p_counts integer[],
@@ -140,44 +141,20 @@ const MIGRATIONS: Array<(s: string, names: { lockClass: number; channel: string 
     ) RETURNS TABLE (ord integer, outcome text, event_id text, event_stream text, event_revision bigint, event_position bigint, event_hash text)
     LANGUAGE plpgsql VOLATILE AS $fn$
     DECLARE
-      v_key    integer;
-      v_k      integer;
-      v_n      integer;
-      v_from   integer := 1;
-      v_stream text;
-      v_exp    bigint;
-      v_head   bigint;
-      v_last   bigint;
+      v_key  integer;
+      v_k    integer;
+      v_from integer := 1;
+      v_to   integer;
     BEGIN
       FOR v_key IN SELECT DISTINCT hashtext(st) FROM unnest(p_streams) AS st ORDER BY 1 LOOP
         PERFORM pg_advisory_xact_lock(${lockClass}, v_key);
       END LOOP;
       FOR v_k IN 1 .. cardinality(p_streams) LOOP
-        v_stream := p_streams[v_k];
-        v_exp := p_expected[v_k];
-        v_n := p_counts[v_k];
-        SELECT max(e.revision) INTO v_head FROM ${s}.events e WHERE e.stream_id = v_stream;
-        IF NOT (v_exp = -1
-                OR (v_exp = -2 AND v_head IS NULL)
-                OR (v_exp = -3 AND v_head IS NOT NULL)
-                OR (v_exp >= 0 AND v_head IS NOT NULL AND v_exp = v_head)) THEN
-          RETURN QUERY EXECUTE
-            'SELECT $1, ''stored''::text, e.id, e.stream_id, e.revision, e.position, e.content_hash
-             FROM ${s}.events e WHERE e.id = ANY ($2)' USING v_k, p_ids[v_from : v_from + v_n - 1];
-          IF NOT FOUND THEN
-            RETURN QUERY SELECT v_k, 'conflict'::text, NULL::text, v_stream, v_head, NULL::bigint, NULL::text;
-          END IF;
-        ELSE
-          UPDATE ${s}.global_position g SET position = g.position + v_n RETURNING g.position INTO v_last;
-          INSERT INTO ${s}.events (position, id, stream_id, revision, type, data, metadata, content_hash, recorded_at)
-            SELECT v_last - v_n + u.o, u.id, v_stream, coalesce(v_head, -1) + u.o,
-                   u.type, u.data, u.metadata, u.hash, clock_timestamp()
-            FROM unnest(p_ids[v_from : v_from + v_n - 1], p_types[v_from : v_from + v_n - 1], p_data[v_from : v_from + v_n - 1],
-                        p_metadata[v_from : v_from + v_n - 1], p_hashes[v_from : v_from + v_n - 1])
-                 WITH ORDINALITY AS u(id, type, data, metadata, hash, o);
-          RETURN QUERY SELECT v_k, 'appended'::text, NULL::text, v_stream, coalesce(v_head, -1) + v_n, v_last, NULL::text;
-        END IF;
-        v_from := v_from + v_n;
+        v_to := v_from + p_counts[v_k] - 1;
+        RETURN QUERY SELECT v_k, a.outcome, a.event_id, a.event_stream, a.event_revision, a.event_position, a.event_hash
+          FROM ${s}.append_events_quiet(p_streams[v_k], p_expected[v_k], p_ids[v_from : v_to], p_types[v_from : v_to],
+                                        p_data[v_from : v_to], p_metadata[v_from : v_to], p_hashes[v_from : v_to]) AS a;
+        v_from := v_to + 1;
       END LOOP;
     END
     $fn$;`,
