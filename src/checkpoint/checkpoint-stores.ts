@@ -4,6 +4,7 @@ import type { Pool } from 'pg';
 import { LazyPgTable } from '../shared/postgres-tables';
 import { GroupCommit, takeUpTo, type Waiting } from '../shared/group-commit';
 import { isStoreUnavailable } from '../events/errors';
+import { settledWithin } from '../shared/pause';
 import { checkpointJson, type Checkpoint } from './checkpoint';
 import type { CheckpointStore } from './checkpoint-store.port';
 
@@ -135,11 +136,18 @@ export class PostgresCheckpointStore implements CheckpointStore {
       for (const w of batch) w.resolve();
     } catch (err) {
       if (batch.length === 1 || isStoreUnavailable(err)) throw err;
+      // Once the store is found gone, the rest fail at once rather than each waiting out its own timeout.
+      let gone: unknown;
       for (const w of batch) {
-        await this.upsert([w.item]).then(
-          () => w.resolve(),
-          (e: unknown) => w.reject(e),
-        );
+        if (gone) w.reject(gone);
+        else
+          await this.upsert([w.item]).then(
+            () => w.resolve(),
+            (e: unknown) => {
+              if (isStoreUnavailable(e)) gone = e;
+              w.reject(e);
+            },
+          );
       }
     }
   }
@@ -147,7 +155,8 @@ export class PostgresCheckpointStore implements CheckpointStore {
   private async upsert(saved: SavedCheckpoint[]): Promise<void> {
     const latest = new Map<string, SavedCheckpoint>();
     for (const s of saved) if ((latest.get(s.cp.runId)?.cp.revision ?? -1) <= s.cp.revision) latest.set(s.cp.runId, s);
-    const rows = [...latest.values()];
+    // In one order (by run), so two processes' batches over the same runs never wait on each other in a cycle.
+    const rows = [...latest.values()].sort((a, b) => (a.cp.runId < b.cp.runId ? -1 : a.cp.runId > b.cp.runId ? 1 : 0));
     await this.pool.query(
       `INSERT INTO ${this.table.name} (run_id, revision, schema_version, created_at, body)
          SELECT * FROM unnest($1::text[], $2::bigint[], $3::int[], $4::timestamptz[], $5::text[])
@@ -164,5 +173,8 @@ export class PostgresCheckpointStore implements CheckpointStore {
     return rows[0] ? parseCheckpointText(rows[0].body) : undefined;
   }
 
-  async close(): Promise<void> {}
+  /** Waits (1 s at most) for the saves already made: the storage ends the pool after this. */
+  async close(): Promise<void> {
+    await settledWithin(this.group.idle(), 1000);
+  }
 }

@@ -21,6 +21,7 @@ import {
 } from './event-store.port';
 import type { StoreOptions } from './in-memory.event-store';
 import { GroupCommit, takeUpTo, type Waiting } from '../shared/group-commit';
+import { settledWithin } from '../shared/pause';
 import { CoalescedNotify } from './coalesced-notify';
 import { PositionNotifier } from './position-notifier';
 import { migratePostgresEventStore, openPostgresPool, type PostgresPoolOptions } from './postgres.database';
@@ -481,6 +482,9 @@ export class PostgresEventStore implements EventStore {
   }
 
   async close(): Promise<void> {
+    if (this.closed) return;
+    // The appends already made are written (1 s at most), then the store refuses more.
+    await settledWithin(this.group.idle(), 1000);
     if (this.closed) return;
     this.closed = true;
     this.notifier.releaseAll();

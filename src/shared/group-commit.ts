@@ -17,11 +17,12 @@ export interface Waiting<T, R> {
 export class GroupCommit<T, R> {
   private waiting: Array<Waiting<T, R>> = [];
   private writing = false;
+  private idlers: Array<() => void> = [];
 
   /**
-   * `write` settles every write of its batch (one it leaves unsettled, or all when it throws, is
-   * rejected with what it threw); `take` says how many of the waiting writes go in the next batch
-   * (at least one).
+   * `write` settles every write of its batch; when it throws, every write of the batch not settled
+   * yet is rejected with what it threw. `take` says how many of the waiting writes go in the next
+   * batch (at least one).
    */
   constructor(
     private readonly write: (batch: Array<Waiting<T, R>>) => Promise<void>,
@@ -39,17 +40,29 @@ export class GroupCommit<T, R> {
     });
   }
 
+  /** Resolves once no write is waiting or in flight. */
+  idle(): Promise<void> {
+    if (!this.writing) return Promise.resolve();
+    return new Promise<void>((resolve) => this.idlers.push(resolve));
+  }
+
   /** Writes what waits, a batch at a time, until nothing does. */
   private async drain(): Promise<void> {
-    while (this.waiting.length > 0) {
-      const batch = this.waiting.splice(0, Math.max(1, this.take(this.waiting)));
-      try {
-        await this.write(batch);
-      } catch (err) {
-        for (const w of batch) w.reject(err);
+    try {
+      while (this.waiting.length > 0) {
+        let batch: Array<Waiting<T, R>> = [];
+        try {
+          batch = this.waiting.splice(0, Math.max(1, this.take(this.waiting)));
+          await this.write(batch);
+        } catch (err) {
+          // A take that threw took nothing: what waits fails rather than waiting for ever.
+          for (const w of batch.length > 0 ? batch : this.waiting.splice(0)) w.reject(err);
+        }
       }
+    } finally {
+      this.writing = false;
+      for (const resolve of this.idlers.splice(0)) resolve();
     }
-    this.writing = false;
   }
 }
 

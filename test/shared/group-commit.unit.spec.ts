@@ -73,6 +73,38 @@ describe('GroupCommit: writes made while a batch is in flight go together', () =
     await expect(next).resolves.toBe('wrote 2');
   });
 
+  it('given a take that throws, then what waits is rejected, and the group is idle and takes writes again', async () => {
+    const writer = heldWriter();
+    let fail = true;
+    const group = new GroupCommit(writer.write, (w) => {
+      if (fail) throw new Error('take failed');
+      return w.length;
+    });
+    const stuck = [group.push(1), group.push(2)];
+    await expect(Promise.all(stuck)).rejects.toThrow('take failed');
+    await group.idle();
+    fail = false;
+    const next = group.push(3);
+    await turn();
+    writer.done[0]();
+    await expect(next).resolves.toBe('wrote 3');
+  });
+
+  it('idle resolves once nothing waits and nothing is in flight', async () => {
+    const writer = heldWriter();
+    const group = new GroupCommit(writer.write, (w) => w.length);
+    await group.idle();
+    const written = group.push(1);
+    let idle = false;
+    const idling = group.idle().then(() => (idle = true));
+    await turn();
+    expect(idle).toBe(false);
+    writer.done[0]();
+    await written;
+    await idling;
+    expect(idle).toBe(true);
+  });
+
   it('takeUpTo: at most the count and the bytes, the first write always', () => {
     const waiting = [5, 5, 5, 5].map((item) => ({ item, resolve: () => undefined, reject: () => undefined }));
     expect(takeUpTo(waiting, 3, 100, (n) => n)).toBe(3);
