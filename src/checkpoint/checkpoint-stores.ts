@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import { openUnsyncedConnection } from '../shared/sqlite-side-connection';
 import type { Pool } from 'pg';
 import { LazyPgTable } from '../shared/postgres-tables';
-import { GroupCommit, takeUpTo, type Waiting } from '../shared/group-commit';
+import { GroupCommit, settleOneByOne, takeUpTo, type Waiting } from '../shared/group-commit';
 import { isStoreUnavailable } from '../events/errors';
 import { settledWithin } from '../shared/pause';
 import { checkpointJson, type Checkpoint } from './checkpoint';
@@ -136,19 +136,7 @@ export class PostgresCheckpointStore implements CheckpointStore {
       for (const w of batch) w.resolve();
     } catch (err) {
       if (batch.length === 1 || isStoreUnavailable(err)) throw err;
-      // Once the store is found gone, the rest fail at once rather than each waiting out its own timeout.
-      let gone: unknown;
-      for (const w of batch) {
-        if (gone) w.reject(gone);
-        else
-          await this.upsert([w.item]).then(
-            () => w.resolve(),
-            (e: unknown) => {
-              if (isStoreUnavailable(e)) gone = e;
-              w.reject(e);
-            },
-          );
-      }
+      await settleOneByOne(batch, (saved) => this.upsert([saved]), isStoreUnavailable);
     }
   }
 

@@ -20,7 +20,7 @@ import {
   type TailPage,
 } from './event-store.port';
 import type { StoreOptions } from './in-memory.event-store';
-import { GroupCommit, takeUpTo, type Waiting } from '../shared/group-commit';
+import { GroupCommit, settleOneByOne, takeUpTo, type Waiting } from '../shared/group-commit';
 import { settledWithin } from '../shared/pause';
 import { CoalescedNotify } from './coalesced-notify';
 import { PositionNotifier } from './position-notifier';
@@ -55,6 +55,8 @@ export interface PostgresStoreOptions extends StoreOptions {
 
 const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 const EXPECTED_CODE: Record<Exclude<ExpectedRevision, number>, number> = { any: -1, no_stream: -2, stream_exists: -3 };
+/** An expected revision as the append functions take it: the revision, or its code. */
+const expectedCode = (expected: ExpectedRevision): number => (typeof expected === 'number' ? expected : EXPECTED_CODE[expected]);
 const UNIQUE_VIOLATION = '23505';
 
 interface AppendRow {
@@ -196,16 +198,8 @@ export class PostgresEventStore implements EventStore {
 
   /** One batch of the group commit: alone through `append_events_quiet`, several through `append_batch_quiet`. */
   private async writeBatch(batch: WaitingAppend[]): Promise<void> {
-    if (batch.length === 1) await this.settle(batch[0], () => this.appendAlone(batch[0].item.streamId, batch[0].item.expected, batch[0].item.prepared));
+    if (batch.length === 1) await settleOneByOne(batch, (a) => this.appendAlone(a.streamId, a.expected, a.prepared), isStoreUnavailable);
     else await this.appendBatch(batch);
-  }
-
-  private async settle(waiting: WaitingAppend, append: () => Promise<AppendResult>): Promise<void> {
-    try {
-      waiting.resolve(await append());
-    } catch (err) {
-      waiting.reject(err);
-    }
   }
 
   /**
@@ -220,7 +214,7 @@ export class PostgresEventStore implements EventStore {
       ({ rows } = await this.query<BatchRow>(
         this.named('triad_append_batch', this.sql.appendBatch, [
           batch.map(({ item: a }) => a.streamId),
-          batch.map(({ item: a }) => (typeof a.expected === 'number' ? a.expected : EXPECTED_CODE[a.expected])),
+          batch.map(({ item: a }) => expectedCode(a.expected)),
           batch.map(({ item: a }) => a.prepared.length),
           batch.flatMap(({ item: a }) => a.prepared.map((e) => e.id)),
           batch.flatMap(({ item: a }) => a.prepared.map((e) => e.type)),
@@ -234,18 +228,7 @@ export class PostgresEventStore implements EventStore {
         for (const w of batch) w.reject(err);
         return;
       }
-      // One by one; once the store is found gone, the rest fail at once rather than each waiting out its own timeout.
-      let gone: unknown;
-      for (const w of batch) {
-        if (gone) w.reject(gone);
-        else
-          await this.settle(w, () =>
-            this.appendAlone(w.item.streamId, w.item.expected, w.item.prepared).catch((e: unknown) => {
-              if (isStoreUnavailable(e)) gone = e;
-              throw e;
-            }),
-          );
-      }
+      await settleOneByOne(batch, (a) => this.appendAlone(a.streamId, a.expected, a.prepared), isStoreUnavailable);
       return;
     }
     const byOrd = new Map<number, BatchRow[]>();
@@ -373,7 +356,7 @@ export class PostgresEventStore implements EventStore {
     const { rows } = await this.query<AppendRow>(
       this.named('triad_append', this.sql.append, [
         streamId,
-        typeof expected === 'number' ? expected : EXPECTED_CODE[expected],
+        expectedCode(expected),
         prepared.map((e) => e.id),
         prepared.map((e) => e.type),
         prepared.map((e) => e.data),

@@ -77,3 +77,24 @@ export function takeUpTo<T, R>(waiting: readonly Waiting<T, R>[], maxCount: numb
   }
   return n;
 }
+
+/**
+ * Writes a batch's writes one at a time with `writeOne`, settling each (when the batch statement
+ * failed for one of them). Once one fails with an error `isOutage` says is the store's, the rest
+ * fail with it at once rather than each waiting out its own timeout.
+ */
+export async function settleOneByOne<T, R>(batch: Array<Waiting<T, R>>, writeOne: (item: T) => Promise<R>, isOutage: (error: unknown) => boolean): Promise<void> {
+  let gone: unknown;
+  for (const w of batch) {
+    if (gone !== undefined) {
+      w.reject(gone);
+      continue;
+    }
+    try {
+      w.resolve(await writeOne(w.item));
+    } catch (err) {
+      if (isOutage(err)) gone = err;
+      w.reject(err);
+    }
+  }
+}

@@ -1,4 +1,4 @@
-import { GroupCommit, takeUpTo, type Waiting } from '../../src/shared/group-commit';
+import { GroupCommit, settleOneByOne, takeUpTo, type Waiting } from '../../src/shared/group-commit';
 
 /** A batch writer the test completes by hand, recording each batch it was given. */
 function heldWriter() {
@@ -103,6 +103,29 @@ describe('GroupCommit: writes made while a batch is in flight go together', () =
     await written;
     await idling;
     expect(idle).toBe(true);
+  });
+
+  it('settleOneByOne: each write settles on its own; after an outage the rest fail at once, unwritten', async () => {
+    const settled: string[] = [];
+    const waiting = [1, 2, 3, 4].map((item) => ({
+      item,
+      resolve: (r: string) => settled.push(r),
+      reject: (e: unknown) => settled.push(`failed ${item}: ${(e as Error).message}`),
+    }));
+    const written: number[] = [];
+    const outage = new Error('store gone');
+    await settleOneByOne(
+      waiting,
+      async (n) => {
+        written.push(n);
+        if (n === 1) throw new Error('conflict');
+        if (n === 3) throw outage;
+        return `wrote ${n}`;
+      },
+      (e) => e === outage,
+    );
+    expect(settled).toEqual(['failed 1: conflict', 'wrote 2', 'failed 3: store gone', 'failed 4: store gone']);
+    expect(written).toEqual([1, 2, 3]);
   });
 
   it('takeUpTo: at most the count and the bytes, the first write always', () => {
