@@ -24,8 +24,6 @@ export class CoalescedNotify {
   private window: NodeJS.Timeout | undefined;
   private closed = false;
   private readonly inFlight = new Set<Promise<void>>();
-  /** Sends started (a measure of how many appends one send covered). */
-  sends = 0;
 
   constructor(
     private readonly send: (position: number) => Promise<void>,
@@ -66,7 +64,6 @@ export class CoalescedNotify {
   private start(position: number): void {
     this.sent = position;
     this.pending = 0;
-    this.sends++;
     const sending: Promise<void> = this.send(position)
       .catch((err: unknown) => this.onError(err))
       .finally(() => this.inFlight.delete(sending));

@@ -69,20 +69,6 @@ interface AppendRow {
 }
 
 /**
- * PostgreSQL adapter: many triad processes may share one database.
- *
- * Global order: positions come from a single-row counter updated inside the append transaction;
- * its row lock is held until COMMIT, so a transaction gets its positions only once the previous
- * one is visible. Position order is commit order, positions have no gaps (a rollback rolls the
- * counter back too), and a reader can never pass an uncommitted write. Readers take no locks.
- *
- * Live subscriptions are woken by LISTEN/NOTIFY (appends from any process, told after COMMIT at most
- * once per 10 ms per process), by the in-process notifier, and by timeout polling when neither arrives.
- *
- * The pool is handed in by the storage (`src/storage/storage.ts`), which shares it with the run
- * stores and the decision log and ends it after this store closes; `connect` opens one of its own.
- */
-/**
  * Other processes hear of this one's appends at most once per window (the first append after a
  * quiet window at once). Their shared tails gather news for up to 40 ms anyway; a shorter window
  * only costs more notifications, a longer one delays news for urgent subscriptions elsewhere.
@@ -99,6 +85,20 @@ type WaitingAppend = Waiting<{ streamId: string; expected: ExpectedRevision; pre
 /** A row of `append_batch_quiet`: an `append_events_quiet` row of the batch's `ord`-th append (from 1). */
 type BatchRow = AppendRow & { ord: number };
 
+/**
+ * PostgreSQL adapter: many triad processes may share one database.
+ *
+ * Global order: positions come from a single-row counter updated inside the append transaction;
+ * its row lock is held until COMMIT, so a transaction gets its positions only once the previous
+ * one is visible. Position order is commit order, positions have no gaps (a rollback rolls the
+ * counter back too), and a reader can never pass an uncommitted write. Readers take no locks.
+ *
+ * Live subscriptions are woken by LISTEN/NOTIFY (appends from any process, told after COMMIT at most
+ * once per 10 ms per process), by the in-process notifier, and by timeout polling when neither arrives.
+ *
+ * The pool is handed in by the storage (`src/storage/storage.ts`), which shares it with the run
+ * stores and the decision log and ends it after this store closes; `connect` opens one of its own.
+ */
 export class PostgresEventStore implements EventStore {
   readonly kind = 'postgres';
   private readonly notifier = new PositionNotifier();
@@ -224,10 +224,7 @@ export class PostgresEventStore implements EventStore {
         ]),
       ));
     } catch (err) {
-      if (isStoreUnavailable(err)) {
-        for (const w of batch) w.reject(err);
-        return;
-      }
+      if (isStoreUnavailable(err)) throw err; // every append of the batch fails with it
       await settleOneByOne(batch, (a) => this.appendAlone(a.streamId, a.expected, a.prepared), isStoreUnavailable);
       return;
     }

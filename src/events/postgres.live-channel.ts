@@ -49,8 +49,8 @@ export class PostgresLiveChannel implements LiveChannel {
   private readonly watchedHere = new Set<string>();
   /** Runs watched by other processes: run → process → when its watch lapses. */
   private readonly watchedElsewhere = new Map<string, Map<string, number>>();
-  /** Watches and unwatches of this turn of the event loop, announced together. */
-  private due: { watch: Set<string>; unwatch: Set<string> } | undefined;
+  /** Runs watched or let go in this turn of the event loop, announced together. */
+  private due: Set<string> | undefined;
   private refresh: NodeJS.Timeout | undefined;
   private announcing: Promise<void> = Promise.resolve();
 
@@ -95,13 +95,13 @@ export class PostgresLiveChannel implements LiveChannel {
 
   async watch(runId: string): Promise<void> {
     this.watchedHere.add(runId);
-    this.soon('watch', runId);
+    this.soon(runId);
     await this.listener.add(postgresLiveRunChannel(this.schema, runId));
   }
 
   async unwatch(runId: string): Promise<void> {
     this.watchedHere.delete(runId);
-    this.soon('unwatch', runId);
+    this.soon(runId);
     await this.listener.remove(postgresLiveRunChannel(this.schema, runId));
   }
 
@@ -126,20 +126,20 @@ export class PostgresLiveChannel implements LiveChannel {
     return false;
   }
 
-  /** Watches and unwatches made in one turn of the event loop go out in one announcement. */
-  private soon(kind: 'watch' | 'unwatch', runId: string): void {
+  /**
+   * Watches and unwatches made in one turn of the event loop go out in one announcement, each run as
+   * it stands then: a run watched and let go in the same turn is just let go.
+   */
+  private soon(runId: string): void {
     if (!this.due) {
-      this.due = { watch: new Set(), unwatch: new Set() };
+      this.due = new Set();
       setImmediate(() => {
-        const due = this.due!;
+        const due = [...this.due!];
         this.due = undefined;
-        // Only what still holds: a run watched and let go in the same turn is just let go.
-        const watch = [...due.watch].filter((r) => this.watchedHere.has(r));
-        const unwatch = [...due.unwatch].filter((r) => !this.watchedHere.has(r));
-        if (watch.length > 0 || unwatch.length > 0) this.announce({ from: this.id, watch, unwatch });
+        this.announce({ from: this.id, watch: due.filter((r) => this.watchedHere.has(r)), unwatch: due.filter((r) => !this.watchedHere.has(r)) });
       });
     }
-    this.due[kind].add(runId);
+    this.due.add(runId);
   }
 
   private heard(payload: string): void {

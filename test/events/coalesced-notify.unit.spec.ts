@@ -35,7 +35,6 @@ describe('CoalescedNotify: at most one notification per window', () => {
     expect(wire.sent).toEqual([1]);
     jest.advanceTimersByTime(10);
     expect(wire.sent).toEqual([1, 5]);
-    expect(notify.sends).toBe(2);
   });
 
   it('given a trailing send, when appends keep coming, then each window sends once and a quiet one sends nothing', () => {
