@@ -3,7 +3,7 @@ import { openUnsyncedConnection } from '../shared/sqlite-side-connection';
 import type { Pool } from 'pg';
 import { LazyPgTable } from '../shared/postgres-tables';
 import { GroupCommit, settleOneByOne, takeUpTo, type Waiting } from '../shared/group-commit';
-import { isStoreUnavailable } from '../events/errors';
+import { classifyStoreError, isStoreUnavailable } from '../events/errors';
 import { settledWithin } from '../shared/pause';
 import { checkpointJson, type Checkpoint } from './checkpoint';
 import type { CheckpointStore } from './checkpoint-store.port';
@@ -45,14 +45,26 @@ export function parseCheckpointText(text: string): Checkpoint | { corrupt: strin
   return value as Checkpoint;
 }
 
+/** Checkpoints in one batch (one upsert on PostgreSQL, one transaction on SQLite), at most; and their state's JSON, at most (one larger goes alone). */
+const MAX_SAVES_PER_BATCH = 64;
+const MAX_BATCH_BYTES = 8 * 1024 * 1024;
+
+/** A checkpoint waiting to be saved, with its stored text. */
+interface SavedCheckpoint {
+  cp: Checkpoint;
+  body: string;
+}
+
 /**
  * SQLite: a `checkpoints` table in the events database, the latest checkpoint per run (a newer
  * revision replaces an older one; an older one never replaces a newer). Written through a
  * connection without fsync (`openUnsyncedConnection`): losing the latest checkpoint to a power cut
- * only means a longer replay.
+ * only means a longer replay. Saves made in one turn of the event loop go in one transaction (a
+ * process driving many runs takes many checkpoints at once, and a commit costs more than an upsert).
  */
 export class SqliteCheckpointStore implements CheckpointStore {
   private readonly upsert;
+  private readonly upsertAll;
   private readonly select;
   private readonly own?: Database.Database;
 
@@ -72,11 +84,50 @@ export class SqliteCheckpointStore implements CheckpointStore {
          created_at = excluded.created_at, body = excluded.body
        WHERE excluded.revision >= checkpoints.revision`,
     );
+    // In the order made: the upsert's own condition keeps the latest revision of a run saved twice.
+    this.upsertAll = db.transaction((saved: SavedCheckpoint[]) => {
+      for (const s of saved) this.write(s);
+    });
     this.select = db.prepare('SELECT body FROM checkpoints WHERE run_id = ?');
   }
 
-  async save(cp: Checkpoint): Promise<void> {
-    this.upsert.run(cp.runId, cp.revision, cp.schemaVersion, cp.createdAt, checkpointJson(cp));
+  private readonly group = new GroupCommit<SavedCheckpoint, void>(
+    async (batch) => this.saveBatch(batch),
+    (waiting) => takeUpTo(waiting, MAX_SAVES_PER_BATCH, MAX_BATCH_BYTES, (saved) => saved.body.length),
+  );
+
+  save(cp: Checkpoint): Promise<void> {
+    return this.group.push({ cp, body: checkpointJson(cp) });
+  }
+
+  private write({ cp, body }: SavedCheckpoint): void {
+    this.upsert.run(cp.runId, cp.revision, cp.schemaVersion, cp.createdAt, body);
+  }
+
+  /**
+   * One transaction for the batch; when it fails (the disk full, the file locked past the busy
+   * timeout: nothing of it was written), one by one, so that only what cannot be written fails —
+   * all of it at once when the store is out.
+   */
+  private async saveBatch(batch: Array<Waiting<SavedCheckpoint, void>>): Promise<void> {
+    try {
+      if (batch.length === 1) this.write(batch[0].item);
+      else this.upsertAll.immediate(batch.map((w) => w.item));
+      for (const w of batch) w.resolve();
+    } catch (err) {
+      if (batch.length === 1 || isStoreUnavailable(err)) throw classifyStoreError(err);
+      await settleOneByOne(
+        batch,
+        async (saved) => {
+          try {
+            this.write(saved);
+          } catch (e) {
+            throw classifyStoreError(e);
+          }
+        },
+        isStoreUnavailable,
+      );
+    }
   }
 
   async latest(runId: string): Promise<Checkpoint | { corrupt: string } | undefined> {
@@ -84,19 +135,11 @@ export class SqliteCheckpointStore implements CheckpointStore {
     return row ? parseCheckpointText(row.body) : undefined;
   }
 
+  /** Writes the saves already made (they are written in the next turn of the loop), then closes its connection. */
   async close(): Promise<void> {
+    await settledWithin(this.group.idle(), 1000);
     if (this.own?.open) this.own.close();
   }
-}
-
-/** Checkpoints in one upsert, at most; and their state's JSON, at most (one larger goes alone). */
-const MAX_SAVES_PER_BATCH = 64;
-const MAX_BATCH_BYTES = 8 * 1024 * 1024;
-
-/** A checkpoint waiting to be saved, with its stored text. */
-interface SavedCheckpoint {
-  cp: Checkpoint;
-  body: string;
 }
 
 export class PostgresCheckpointStore implements CheckpointStore {
