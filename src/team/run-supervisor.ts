@@ -230,6 +230,10 @@ export class RunSupervisor implements OnApplicationShutdown {
     if (this.shuttingDown) return Promise.resolve(undefined);
     // At the cap: not taken here (it stays queued, or its lease is another's); a run placed here counts already.
     if (!options.overCap && !hasRoom(this.load - (this.reserved.has(runId) ? 1 : 0), this.options.maxActiveRuns)) return Promise.resolve(undefined);
+    // Placed here moments ago: the lease taken then is ours until `reservedUntil` (nobody takes or
+    // releases a live lease of ours), so it is not taken again while more than half of it is left.
+    const reservedUntil = this.reserved.get(runId);
+    const leaseHeld = reservedUntil !== undefined && reservedUntil - this.clock.now() > this.options.leaseTtlMs / 2;
     this.reserved.delete(runId);
     const driver = new RunDriver(runId, {
       store: this.store,
@@ -253,11 +257,11 @@ export class RunSupervisor implements OnApplicationShutdown {
     const done = (async () => {
       let leased = false;
       try {
-        leased = await this.leases.tryAcquire(runId, this.owner, this.options.leaseTtlMs, this.clock.now());
+        leased = leaseHeld || (await this.leases.tryAcquire(runId, this.owner, this.options.leaseTtlMs, this.clock.now()));
         leaseTaken(leased);
         if (!leased) return undefined;
         this.heartbeat.add(runId);
-        await this.prepareWorkspace(runId);
+        driver.knowRealWorkspace(await this.prepareWorkspace(runId));
         // The run's MCP tools must be registered before its first model call offers them.
         await this.tools.ready();
         return await driver.drive();

@@ -82,6 +82,9 @@ export class RunDriver {
     const current = () => this.state;
     const workspace = `${deps.workspaceRoot}/${runId}`;
     let realWorkspace: Promise<string | undefined> | undefined;
+    this.knowRealWorkspace = (real) => {
+      realWorkspace = Promise.resolve(real);
+    };
     this.steps = {
       runId,
       deps,
@@ -102,6 +105,9 @@ export class RunDriver {
       },
     };
   }
+
+  /** The workspace's real path, when whoever made the directory resolved it already (one call less). */
+  readonly knowRealWorkspace: (real: string) => void;
 
   get snapshot(): RunState {
     return this.state;

@@ -63,6 +63,15 @@ export async function resolveInWorkspace(workspace: string, userPath: string, op
   if (rel === undefined) throw new WorkspaceEscapeError(userPath, 'is outside the workspace');
 
   const segments = rel === '' ? [] : rel.split(path.sep);
+  if (!options.forWrite && segments.length > 0) {
+    // A path read usually exists: its real path alone decides (one call rather than two). Anything
+    // else (a missing entry, a broken or looping link) is found out step by step below.
+    const real = await fs.realpath(path.join(realRoot, ...segments)).catch(() => undefined);
+    if (real !== undefined) {
+      if (relativeInside(realRoot, real) === undefined) throw new WorkspaceEscapeError(userPath, 'leads outside the workspace through a symbolic link');
+      return real;
+    }
+  }
   let existing = segments.length;
   // lstat follows every component but the last, so a link anywhere on the way is still caught below.
   while (existing > 0) {

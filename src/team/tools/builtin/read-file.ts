@@ -56,7 +56,9 @@ async function readLines(
   maxBytes: number,
 ): Promise<ToolOutcome> {
   const endLine = limit === undefined ? Infinity : offset + limit; // exclusive
-  const chunk = Buffer.alloc(64 * 1024);
+  // Not zeroed: only the bytes read are looked at. Sized to the file (one byte over, so that one read
+  // of a small file ends at its end) up to 64 KiB.
+  const chunk = Buffer.allocUnsafe(Math.min(64 * 1024, size + 1));
   const taken: Buffer[] = [];
   let takenBytes = 0;
   let line = 1;
@@ -102,6 +104,8 @@ async function readLines(
       }
       i = segmentEnd;
     }
+    // A short read at the size the file had when opened is its end: no read of nothing to say so.
+    if (bytesRead < chunk.length && position >= size) break;
   }
 
   // Machine text (src/shared/text.ts): bytes that are not UTF-8 are kept as escapes, not replaced.

@@ -30,9 +30,13 @@ export function writeFileTool(): ToolDefinition {
       const content = input.content as string;
       try {
         const file = await resolveInWorkspace(context.workspace, userPath, { forWrite: true, realRoot: context.realWorkspace });
-        await fs.mkdir(path.dirname(file), { recursive: true });
-        // mkdir may have raced with a link being planted: check again before writing.
-        const confirmed = await resolveInWorkspace(context.workspace, userPath, { forWrite: true, realRoot: context.realWorkspace });
+        let confirmed = file;
+        // A file at the workspace's top has its directory already: nothing to make, nothing to check again.
+        if (context.realWorkspace === undefined || path.dirname(file) !== context.realWorkspace) {
+          await fs.mkdir(path.dirname(file), { recursive: true });
+          // mkdir may have raced with a link being planted: check again before writing.
+          confirmed = await resolveInWorkspace(context.workspace, userPath, { forWrite: true, realRoot: context.realWorkspace });
+        }
         const bytes = await writeAtomically(confirmed, content);
         return ok(`wrote ${bytes} bytes to ${quote(userPath)}`);
       } catch (err) {
