@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { createReadStream, promises as fs } from 'node:fs';
+import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { WrongExpectedRevisionError } from '../../events/errors';
 import type { EventStore } from '../../events/event-store.port';
@@ -79,9 +79,21 @@ export async function hashFile(file: string): Promise<SnapshotFile | undefined> 
   if (!stat.isFile()) return undefined;
   const hash = createHash('sha256');
   let size = 0;
-  for await (const chunk of createReadStream(file)) {
-    hash.update(chunk as Buffer);
-    size += (chunk as Buffer).length;
+  // A file handle and one buffer, not a read stream: most files are read in one call, and a
+  // stream's machinery costs more than the read itself.
+  const handle = await fs.open(file, 'r');
+  try {
+    const chunk = Buffer.allocUnsafe(Math.min(64 * 1024, stat.size + 1));
+    for (;;) {
+      const { bytesRead } = await handle.read(chunk, 0, chunk.length, size);
+      if (bytesRead === 0) break;
+      hash.update(chunk.subarray(0, bytesRead));
+      size += bytesRead;
+      // A short read at the size the file had is its end: no read of nothing to say so.
+      if (bytesRead < chunk.length && size >= stat.size) break;
+    }
+  } finally {
+    await handle.close();
   }
   return { sha256: hash.digest('hex'), size, ...(stat.mode & 0o111 ? { executable: true as const } : {}) };
 }
@@ -120,7 +132,7 @@ export async function loadBlob(store: EventStore, sha256: string): Promise<Retur
  * names them, so a recorded effect never points at nothing). A content over the cap, or one that
  * changed again before it could be read, is `unrecorded`.
  */
-export async function storeEffects(store: EventStore, workspace: string, effects: FileEffect[]): Promise<FileEffect[]> {
+export async function storeEffects(store: EventStore, workspace: string, effects: FileEffect[], contents?: ReadonlyMap<string, Buffer>): Promise<FileEffect[]> {
   const out: FileEffect[] = [];
   for (const effect of effects) {
     if (!('sha256' in effect) || 'unrecorded' in effect) {
@@ -128,7 +140,8 @@ export async function storeEffects(store: EventStore, workspace: string, effects
       continue;
     }
     try {
-      const bytes = await fs.readFile(path.join(workspace, ...effect.path.split('/')));
+      // The bytes the effect was hashed from, when the caller read them already; else read now.
+      const bytes = contents?.get(effect.path) ?? (await fs.readFile(path.join(workspace, ...effect.path.split('/'))));
       const sha256 = await storeBlob(store, bytes);
       if (sha256 === effect.sha256) out.push(effect);
       else out.push({ path: effect.path, unrecorded: 'the file changed while it was being recorded', sha256, size: bytes.length });
@@ -140,11 +153,29 @@ export async function storeEffects(store: EventStore, workspace: string, effects
   return out;
 }
 
-/** The effect of one file now, for a tool that names what it wrote (write_file, edit_file). */
-export async function effectOfFile(workspace: string, relPath: string, maxBlobBytes = MAX_BLOB_BYTES): Promise<FileEffect> {
-  const file = await hashFile(path.join(workspace, ...relPath.split('/')));
-  if (!file) return { path: relPath, deleted: true };
-  return effectOf(relPath, file, maxBlobBytes);
+/**
+ * The effect of one file now, for a tool that names what it wrote (write_file, edit_file), and the
+ * bytes it was hashed from when they are to be stored (read once for both).
+ */
+export async function effectOfFile(workspace: string, relPath: string, maxBlobBytes = MAX_BLOB_BYTES): Promise<{ effect: FileEffect; bytes?: Buffer }> {
+  const file = path.join(workspace, ...relPath.split('/'));
+  let stat;
+  try {
+    stat = await fs.lstat(file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { effect: { path: relPath, deleted: true } };
+    throw err;
+  }
+  if (!stat.isFile()) return { effect: { path: relPath, deleted: true } };
+  // Over the cap: hashed as it is read, never held whole.
+  if (stat.size > maxBlobBytes) {
+    const hashed = await hashFile(file);
+    return { effect: hashed ? effectOf(relPath, hashed, maxBlobBytes) : { path: relPath, deleted: true } };
+  }
+  const bytes = await fs.readFile(file);
+  const hashed = { sha256: createHash('sha256').update(bytes).digest('hex'), size: bytes.length, ...(stat.mode & 0o111 ? { executable: true as const } : {}) };
+  const effect = effectOf(relPath, hashed, maxBlobBytes);
+  return 'unrecorded' in effect ? { effect } : { effect, bytes };
 }
 
 export type RestoreResult =
@@ -240,16 +271,19 @@ export async function withRecordedEffects<T extends { isError: boolean }>(
     let effects: FileEffect[];
     // Where the effects' paths are relative to: the named file's real workspace, or the snapshot's root.
     let base = root;
+    let contents: Map<string, Buffer> | undefined;
     if (named !== undefined) {
       if (result.isError) return { result, files: [] };
       base = options.realWorkspace ?? (await fs.realpath(workspace));
       // Resolved as the tool resolved it (an absolute path may name either spelling of the workspace).
       const written = await resolveInWorkspace(workspace, named, { realRoot: base });
-      effects = [await effectOfFile(base, toWorkspacePath(base, written), options.maxBlobBytes)];
+      const { effect, bytes } = await effectOfFile(base, toWorkspacePath(base, written), options.maxBlobBytes);
+      effects = [effect];
+      if (bytes) contents = new Map([[effect.path, bytes]]);
     } else {
       effects = diffSnapshots(before!, await snapshot(), options.maxBlobBytes);
     }
-    return { result, files: await storeEffects(store, base, effects) };
+    return { result, files: await storeEffects(store, base, effects, contents) };
   } catch (err) {
     // Named by its code, never by a message that could show the host's layout.
     const why = (err as NodeJS.ErrnoException).code ?? (err as Error).name ?? 'error';
