@@ -3,7 +3,7 @@ import { openUnsyncedConnection } from '../shared/sqlite-side-connection';
 import type { Pool } from 'pg';
 import { LazyPgTable } from '../shared/postgres-tables';
 import { GroupCommit, settleOneByOne, takeUpTo, type Waiting } from '../shared/group-commit';
-import { classifyStoreError, isStoreUnavailable } from '../events/errors';
+import { isStoreUnavailable } from '../events/errors';
 import { settledWithin } from '../shared/pause';
 import { checkpointJson, type Checkpoint } from './checkpoint';
 import type { CheckpointStore } from './checkpoint-store.port';
@@ -105,9 +105,10 @@ export class SqliteCheckpointStore implements CheckpointStore {
   }
 
   /**
-   * One transaction for the batch; when it fails (the disk full, the file locked past the busy
-   * timeout: nothing of it was written), one by one, so that only what cannot be written fails —
-   * all of it at once when the store is out.
+   * One transaction for the batch. When it fails, nothing of it was written: on an outage (the file
+   * locked past the busy timeout) every save of the batch fails with that error; otherwise (a row
+   * the database refuses) they are written one by one, so that only what cannot be written fails.
+   * Errors are SQLite's own, as a single save would throw them.
    */
   private async saveBatch(batch: Array<Waiting<SavedCheckpoint, void>>): Promise<void> {
     try {
@@ -115,18 +116,8 @@ export class SqliteCheckpointStore implements CheckpointStore {
       else this.upsertAll.immediate(batch.map((w) => w.item));
       for (const w of batch) w.resolve();
     } catch (err) {
-      if (batch.length === 1 || isStoreUnavailable(err)) throw classifyStoreError(err);
-      await settleOneByOne(
-        batch,
-        async (saved) => {
-          try {
-            this.write(saved);
-          } catch (e) {
-            throw classifyStoreError(e);
-          }
-        },
-        isStoreUnavailable,
-      );
+      if (batch.length === 1 || isStoreUnavailable(err)) throw err;
+      await settleOneByOne(batch, async (saved) => this.write(saved), isStoreUnavailable);
     }
   }
 
@@ -135,7 +126,10 @@ export class SqliteCheckpointStore implements CheckpointStore {
     return row ? parseCheckpointText(row.body) : undefined;
   }
 
-  /** Writes the saves already made (they are written in the next turn of the loop), then closes its connection. */
+  /**
+   * Writes the saves already made (they are written in the next turn of the loop; SQLite's writes
+   * are synchronous, so that is one turn), then closes its connection.
+   */
   async close(): Promise<void> {
     await settledWithin(this.group.idle(), 1000);
     if (this.own?.open) this.own.close();

@@ -23,6 +23,13 @@ import { TOOL_REGISTRY } from './tokens';
 import type { ToolRegistry } from './tools/tool-registry';
 import { createWorkspace } from './tools/workspace';
 
+/**
+ * A run placed here is started without taking its lease again while this share of the TTL is left
+ * (its start usually follows the placement by milliseconds): the heartbeat, which renews every
+ * TTL/4, then still has 0.7 of the TTL to spare, against 0.75 after a fresh take.
+ */
+const LEASE_LEFT_TO_SKIP_TAKE = 0.95;
+
 export const RETRY_POLICY = Symbol('RETRY_POLICY');
 export const SUPERVISOR_OPTIONS = Symbol('SUPERVISOR_OPTIONS');
 
@@ -231,9 +238,10 @@ export class RunSupervisor implements OnApplicationShutdown {
     // At the cap: not taken here (it stays queued, or its lease is another's); a run placed here counts already.
     if (!options.overCap && !hasRoom(this.load - (this.reserved.has(runId) ? 1 : 0), this.options.maxActiveRuns)) return Promise.resolve(undefined);
     // Placed here moments ago: the lease taken then is ours until `reservedUntil` (nobody takes or
-    // releases a live lease of ours), so it is not taken again while more than half of it is left.
+    // releases a live lease of ours), so it is not taken again while nearly all of it is left — the
+    // heartbeat's first renewal then comes with as much of the TTL to spare as after a fresh take.
     const reservedUntil = this.reserved.get(runId);
-    const leaseHeld = reservedUntil !== undefined && reservedUntil - this.clock.now() > this.options.leaseTtlMs / 2;
+    const leaseHeld = reservedUntil !== undefined && reservedUntil - this.clock.now() > this.options.leaseTtlMs * LEASE_LEFT_TO_SKIP_TAKE;
     this.reserved.delete(runId);
     const driver = new RunDriver(runId, {
       store: this.store,

@@ -3,6 +3,7 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { WrongExpectedRevisionError } from '../../events/errors';
 import type { EventStore } from '../../events/event-store.port';
+import { readChunks } from '../../shared/read-chunks';
 import { fromMachineText } from '../../shared/text';
 import { resolveInWorkspace, toWorkspacePath, workspaceReplaced } from '../tools/workspace';
 import {
@@ -78,24 +79,33 @@ export async function hashFile(file: string): Promise<SnapshotFile | undefined> 
   }
   if (!stat.isFile()) return undefined;
   const hash = createHash('sha256');
-  let size = 0;
-  // A file handle and one buffer, not a read stream: most files are read in one call, and a
-  // stream's machinery costs more than the read itself.
   const handle = await fs.open(file, 'r');
+  let size: number;
   try {
-    const chunk = Buffer.allocUnsafe(Math.min(64 * 1024, stat.size + 1));
-    for (;;) {
-      const { bytesRead } = await handle.read(chunk, 0, chunk.length, size);
-      if (bytesRead === 0) break;
-      hash.update(chunk.subarray(0, bytesRead));
-      size += bytesRead;
-      // A short read at the size the file had is its end: no read of nothing to say so.
-      if (bytesRead < chunk.length && size >= stat.size) break;
-    }
+    size = await readChunks(handle, stat.size, (chunk) => {
+      hash.update(chunk);
+    });
   } finally {
     await handle.close();
   }
   return { sha256: hash.digest('hex'), size, ...(stat.mode & 0o111 ? { executable: true as const } : {}) };
+}
+
+/** A file's bytes, when it holds at most `max` of them (`size`: its size when looked at). */
+async function readUpTo(file: string, size: number, max: number): Promise<Buffer | undefined> {
+  const handle = await fs.open(file, 'r');
+  const parts: Buffer[] = [];
+  let total = 0;
+  try {
+    await readChunks(handle, size, (chunk) => {
+      total += chunk.length;
+      if (total > max) return false;
+      parts.push(Buffer.from(chunk));
+    });
+  } finally {
+    await handle.close();
+  }
+  return total > max ? undefined : Buffer.concat(parts, total);
 }
 
 /**
@@ -167,12 +177,13 @@ export async function effectOfFile(workspace: string, relPath: string, maxBlobBy
     throw err;
   }
   if (!stat.isFile()) return { effect: { path: relPath, deleted: true } };
-  // Over the cap: hashed as it is read, never held whole.
-  if (stat.size > maxBlobBytes) {
+  // Read whole when under the cap (checked again as it is read: the file may grow meanwhile); over
+  // it, hashed as it is read, never held.
+  const bytes = stat.size > maxBlobBytes ? undefined : await readUpTo(file, stat.size, maxBlobBytes);
+  if (bytes === undefined) {
     const hashed = await hashFile(file);
     return { effect: hashed ? effectOf(relPath, hashed, maxBlobBytes) : { path: relPath, deleted: true } };
   }
-  const bytes = await fs.readFile(file);
   const hashed = { sha256: createHash('sha256').update(bytes).digest('hex'), size: bytes.length, ...(stat.mode & 0o111 ? { executable: true as const } : {}) };
   const effect = effectOf(relPath, hashed, maxBlobBytes);
   return 'unrecorded' in effect ? { effect } : { effect, bytes };

@@ -1,4 +1,5 @@
 import { constants as fsConstants, promises as fs } from 'node:fs';
+import { readChunks } from '../../../shared/read-chunks';
 import { encodeMachineBytes } from '../../../shared/text';
 import type { ToolDefinition, ToolOutcome } from '../tool.port';
 import { resolveInWorkspace } from '../workspace';
@@ -56,32 +57,27 @@ async function readLines(
   maxBytes: number,
 ): Promise<ToolOutcome> {
   const endLine = limit === undefined ? Infinity : offset + limit; // exclusive
-  // Not zeroed: only the bytes read are looked at. Sized to the file (one byte over, so that one read
-  // of a small file ends at its end) up to 64 KiB.
-  const chunk = Buffer.allocUnsafe(Math.min(64 * 1024, size + 1));
   const taken: Buffer[] = [];
   let takenBytes = 0;
   let line = 1;
   let takenOfLine = false; // some bytes of `line` are already in the output
   let lastByte = -1;
-  let position = 0;
   let cappedAt: { line: number; cut: boolean } | undefined;
   let stoppedAtLimit = false;
+  let binary = false;
 
-  reading: for (;;) {
-    const { bytesRead } = await handle.read(chunk, 0, chunk.length, position);
-    if (bytesRead === 0) break;
-    const data = chunk.subarray(0, bytesRead);
-    if (position === 0 && data.subarray(0, 8192).includes(0)) {
-      return fail(`${quote(userPath)} looks like a binary file (${formatBytes(size)}); read_file shows text only`);
+  const position = await readChunks(handle, size, (data) => {
+    // The first chunk holds the file's first 8 KiB (or all of it).
+    if (lastByte === -1 && data.subarray(0, 8192).includes(0)) {
+      binary = true;
+      return false;
     }
-    position += bytesRead;
     lastByte = data[data.length - 1]!;
     let i = 0;
     while (i < data.length) {
       if (line >= endLine) {
         stoppedAtLimit = true;
-        break reading;
+        return false;
       }
       const newline = data.indexOf(10, i);
       const segmentEnd = newline === -1 ? data.length : newline + 1;
@@ -92,8 +88,9 @@ async function readLines(
           const part = segment.subarray(0, utf8Boundary(segment, room));
           taken.push(Buffer.from(part));
           cappedAt = { line, cut: takenOfLine || part.length > 0 };
-          break reading;
+          return false;
         }
+        // Copied: the chunk's buffer is read into again.
         taken.push(Buffer.from(segment));
         takenBytes += segment.length;
         takenOfLine = true;
@@ -104,9 +101,9 @@ async function readLines(
       }
       i = segmentEnd;
     }
-    // A short read at the size the file had when opened is its end: no read of nothing to say so.
-    if (bytesRead < chunk.length && position >= size) break;
-  }
+    return true;
+  });
+  if (binary) return fail(`${quote(userPath)} looks like a binary file (${formatBytes(size)}); read_file shows text only`);
 
   // Machine text (src/shared/text.ts): bytes that are not UTF-8 are kept as escapes, not replaced.
   const text = encodeMachineBytes(Buffer.concat(taken));
