@@ -68,8 +68,11 @@ export async function snapshotWorkspace(dir: string, limits: SnapshotLimits = SN
   return snapshot;
 }
 
-/** A regular file's hash, size and executable bit; undefined when it is gone. */
-export async function hashFile(file: string): Promise<SnapshotFile | undefined> {
+/**
+ * A regular file's hash, size and executable bit; undefined when it is gone. With `keepUpTo`, also
+ * the bytes it was hashed from when there are no more than that many (read once for both).
+ */
+export async function hashFile(file: string, keepUpTo?: number): Promise<(SnapshotFile & { bytes?: Buffer }) | undefined> {
   let stat;
   try {
     stat = await fs.lstat(file);
@@ -79,33 +82,27 @@ export async function hashFile(file: string): Promise<SnapshotFile | undefined> 
   }
   if (!stat.isFile()) return undefined;
   const hash = createHash('sha256');
+  // Kept while under the cap (checked as it is read: the file may grow meanwhile).
+  let kept: Buffer[] | undefined = keepUpTo !== undefined && stat.size <= keepUpTo ? [] : undefined;
+  let read = 0;
   const handle = await fs.open(file, 'r');
-  let size: number;
   try {
-    size = await readChunks(handle, stat.size, (chunk) => {
+    await readChunks(handle, stat.size, (chunk) => {
       hash.update(chunk);
+      read += chunk.length;
+      if (kept && read > keepUpTo!) kept = undefined;
+      // Copied: the chunk's buffer is read into again.
+      kept?.push(Buffer.from(chunk));
     });
   } finally {
     await handle.close();
   }
-  return { sha256: hash.digest('hex'), size, ...(stat.mode & 0o111 ? { executable: true as const } : {}) };
-}
-
-/** A file's bytes, when it holds at most `max` of them (`size`: its size when looked at). */
-async function readUpTo(file: string, size: number, max: number): Promise<Buffer | undefined> {
-  const handle = await fs.open(file, 'r');
-  const parts: Buffer[] = [];
-  let total = 0;
-  try {
-    await readChunks(handle, size, (chunk) => {
-      total += chunk.length;
-      if (total > max) return false;
-      parts.push(Buffer.from(chunk));
-    });
-  } finally {
-    await handle.close();
-  }
-  return total > max ? undefined : Buffer.concat(parts, total);
+  return {
+    sha256: hash.digest('hex'),
+    size: read,
+    ...(stat.mode & 0o111 ? { executable: true as const } : {}),
+    ...(kept ? { bytes: Buffer.concat(kept, read) } : {}),
+  };
 }
 
 /**
@@ -168,25 +165,11 @@ export async function storeEffects(store: EventStore, workspace: string, effects
  * bytes it was hashed from when they are to be stored (read once for both).
  */
 export async function effectOfFile(workspace: string, relPath: string, maxBlobBytes = MAX_BLOB_BYTES): Promise<{ effect: FileEffect; bytes?: Buffer }> {
-  const file = path.join(workspace, ...relPath.split('/'));
-  let stat;
-  try {
-    stat = await fs.lstat(file);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { effect: { path: relPath, deleted: true } };
-    throw err;
-  }
-  if (!stat.isFile()) return { effect: { path: relPath, deleted: true } };
-  // Read whole when under the cap (checked again as it is read: the file may grow meanwhile); over
-  // it, hashed as it is read, never held.
-  const bytes = stat.size > maxBlobBytes ? undefined : await readUpTo(file, stat.size, maxBlobBytes);
-  if (bytes === undefined) {
-    const hashed = await hashFile(file);
-    return { effect: hashed ? effectOf(relPath, hashed, maxBlobBytes) : { path: relPath, deleted: true } };
-  }
-  const hashed = { sha256: createHash('sha256').update(bytes).digest('hex'), size: bytes.length, ...(stat.mode & 0o111 ? { executable: true as const } : {}) };
-  const effect = effectOf(relPath, hashed, maxBlobBytes);
-  return 'unrecorded' in effect ? { effect } : { effect, bytes };
+  const hashed = await hashFile(path.join(workspace, ...relPath.split('/')), maxBlobBytes);
+  if (!hashed) return { effect: { path: relPath, deleted: true } };
+  const { bytes, ...file } = hashed;
+  const effect = effectOf(relPath, file, maxBlobBytes);
+  return bytes && !('unrecorded' in effect) ? { effect, bytes } : { effect };
 }
 
 export type RestoreResult =
