@@ -112,14 +112,6 @@ function normalized(filter: EventFilter): { types?: string[]; prefixes?: string[
 
 const ALL = '*';
 
-/** The keys both cover (ALL covers every key). */
-function intersect(a: ReadonlySet<string> | typeof ALL, b: ReadonlySet<string> | typeof ALL): ReadonlySet<string> | typeof ALL {
-  // The same set (the interests did not change since the tail started): nothing to narrow.
-  if (a === b || b === ALL) return a;
-  if (a === ALL) return b;
-  return new Set([...a].filter((key) => b.has(key)));
-}
-
 /**
  * The filters a read asks the store for: every reader's, merged where they ask for the same types
  * (their prefixes together; any one without prefixes makes the group every stream). Undefined when
@@ -155,8 +147,10 @@ export function unionOf(filters: Iterable<EventFilter | undefined>): EventFilter
  * used it in the last `interestTtlMs`, so that a process whose read models fold a few types of
  * event never reads, decodes and holds the rest (in a process that drives a tenth of the runs,
  * most of what the other processes write). A reader whose filter the held events do not cover
- * (a new event stream client, say) widens the union: the tail starts again at the head, and
- * readers behind it read the store once, as below.
+ * (a new event stream client, say) widens the union from the next read on, which covers its filter
+ * from where that read begins; until it reaches there it reads the store itself. The other readers
+ * go on as they were: coverage is kept per filter, from the first read of an unbroken row of reads
+ * that asked for it, so a filter dropped for a while never claims the events of the gap.
  *
  * Exact, not approximate: it holds every event matching that union in (start, end], because the
  * SQL stores make position order commit order (a reader never sees a position before a lower one
@@ -191,8 +185,10 @@ export class SharedTail {
   private hurried = false;
   /** The last read filled its page: more is waiting in the store, read at once. */
   private behind = false;
-  /** The keys of the filters the events held match (every event: ALL). */
-  private covering: ReadonlySet<string> | typeof ALL = ALL;
+  /** Every filter is covered after this position: every read since it was unfiltered. */
+  private allFrom: number | undefined;
+  /** Each filter covered, by key, after the position where the reads that asked for it began. */
+  private readonly keyFrom = new Map<string, number>();
   /** Counts resets: a read begun before one is thrown away. */
   private generation = 0;
   private readonly interestTtlMs: number;
@@ -232,14 +228,11 @@ export class SharedTail {
       this.wants = undefined;
     }
     if (urgent) interest.urgentAt = now;
-    if (this.ready && !this.covers(key)) {
-      // The events held do not cover this reader: read what it needs too from the head on.
-      this.reset();
-      return undefined;
-    }
     if (this.ready && after < this.start) return undefined;
-    if (this.ready && after < this.end) return this.serve(after, maxCount, filter);
-    if (!this.ready || this.source.knownHead() > this.end || this.now() - this.readAt >= this.staleMs) {
+    // Inside the tail: served from memory when the events held cover this reader from `after` on.
+    if (this.ready && after < this.end) return this.covers(key, after) ? this.serve(after, maxCount, filter) : undefined;
+    // At the end: a reader not covered yet (its filter is new) has the tail read now, with its filter.
+    if (!this.ready || !this.covers(key, after) || this.source.knownHead() > this.end || this.now() - this.readAt >= this.staleMs) {
       try {
         await this.refresh();
       } catch (err) {
@@ -250,12 +243,32 @@ export class SharedTail {
       }
     }
     // Reset meanwhile, or read before this reader's filter was known: it reads the store this time.
-    if (!this.ready || !this.covers(key) || after < this.start) return undefined;
+    if (!this.ready || after < this.start || !this.covers(key, after)) return undefined;
     return this.serve(after, maxCount, filter);
   }
 
-  private covers(key: string): boolean {
-    return this.covering === ALL || this.covering.has(key);
+  /** Whether the events held include every event after `after` matching the filter of `key`. */
+  private covers(key: string, after: number): boolean {
+    const own = this.keyFrom.get(key);
+    const from = this.allFrom === undefined ? own : own === undefined ? this.allFrom : Math.min(own, this.allFrom);
+    return from !== undefined && after >= from;
+  }
+
+  /**
+   * A read from `from` for the filters of `keys` was kept: a filter it asked for is covered from
+   * where it was covered before without a break, else from `from`; one it left out is no longer.
+   */
+  private extendCoverage(from: number, keys: ReadonlySet<string> | typeof ALL): void {
+    if (keys === ALL) {
+      this.allFrom ??= from;
+      return;
+    }
+    for (const key of keys) {
+      const own = this.keyFrom.get(key);
+      this.keyFrom.set(key, Math.min(own ?? from, this.allFrom ?? from, from));
+    }
+    for (const key of this.keyFrom.keys()) if (!keys.has(key)) this.keyFrom.delete(key);
+    this.allFrom = undefined;
   }
 
   private serve(after: number, maxCount: number, filter: EventFilter | undefined): TailPage {
@@ -283,7 +296,11 @@ export class SharedTail {
 
   /** One read of the store for every subscription that wants one now. */
   private refresh(): Promise<void> {
-    this.refreshing ??= this.readNew().finally(() => (this.refreshing = undefined));
+    // Begun a microtask later, so that a read asked for while this one starts (a source that
+    // answers synchronously) joins it rather than begin a second read from the same position.
+    this.refreshing ??= Promise.resolve()
+      .then(() => this.readNew())
+      .finally(() => (this.refreshing = undefined));
     return this.refreshing;
   }
 
@@ -334,18 +351,14 @@ export class SharedTail {
     if (generation !== this.generation) return false;
     const { keys, filters } = this.wanted(at);
     const read = await this.source.readAfter(from, this.pageEvents, filters);
-    // Reset meanwhile (a reader the held events did not cover): what was read belongs to no one.
+    // Reset meanwhile (a read that failed): what was read belongs to no one.
     if (generation !== this.generation) return false;
     if (fresh) {
       this.reset();
       this.start = this.end = from;
       this.ready = true;
-      this.covering = keys;
-    } else {
-      // Only what every read since the start covered: a filter dropped by one read (its reader
-      // quiet past the TTL) and asked for again by the next must not claim the gap between them.
-      this.covering = intersect(this.covering, keys);
     }
+    this.extendCoverage(from, keys);
     this.behind = read.events.length >= this.pageEvents;
     this.readAt = at;
     this.eventsRead += read.events.length;
@@ -412,7 +425,8 @@ export class SharedTail {
 
   private reset(): void {
     this.generation++;
-    this.covering = new Set();
+    this.allFrom = undefined;
+    this.keyFrom.clear();
     this.held = [];
     this.first = 0;
     this.chars = 0;

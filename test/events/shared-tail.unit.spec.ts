@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { StoreUnavailableError } from '../../src/events/errors';
 import type { EventFilter, RecordedEvent } from '../../src/events/event-store.port';
 import { matchesFilter } from '../../src/events/read-helpers';
@@ -229,9 +230,11 @@ describe('SharedTail', () => {
       const tail = new SharedTail(source, { now: clock });
       await tail.read(0, 10, runs);
       expect(await tail.read(0, 10, runs)).toEqual({ events: [], scannedTo: 0 });
-      // A second filter widens the tail once (its first read goes to the store).
-      expect(await tail.read(0, 10, keys)).toBeUndefined();
+      // A second filter at the end widens the tail: one read with both filters, from where it was.
+      const reads = source.reads;
       expect(await tail.read(0, 10, keys)).toEqual({ events: [], scannedTo: 0 });
+      expect(source.reads).toBe(reads + 1);
+      expect(source.headReads).toBe(1);
       source.add('run-a', 'RunLaunched');
       source.add('run-a', 'ModelCallStarted');
       source.add('apikeys', 'ApiKeyIssued');
@@ -256,15 +259,17 @@ describe('SharedTail', () => {
 
       const stream = { streamPrefixes: ['run-a'] };
       expect(await tail.read(0, 10, stream)).toBeUndefined();
-      // The tail starts again at the head, for both filters.
+      // At the end, the reader has the tail read on with both filters (not start again at the head).
       expect(await tail.read(2, 10, stream)).toEqual({ events: [], scannedTo: 2 });
+      expect(source.headReads).toBe(1);
+      expect(source.readWith.at(-1)).toEqual([{ types: ['RunEnded', 'RunLaunched'], streamPrefixes: ['run-'] }, { streamPrefixes: ['run-a'] }]);
       source.add('run-a', 'ModelCallStarted');
       source.add('run-a', 'RunEnded');
       expect((await tail.read(2, 10, stream))!.events.map((e) => e.position)).toEqual([3, 4]);
       expect((await tail.read(2, 10, runs))!.events.map((e) => e.position)).toEqual([4]);
     });
 
-    it('given a filter widened while a read is under way, then nobody is served from that read', async () => {
+    it('given a filter widened while a read is under way, then that read serves the readers it was for, and the new one from the next read on', async () => {
       const source = new FakeSource();
       const tail = new SharedTail(source, { now: clock });
       await tail.read(0, 10, runs);
@@ -274,10 +279,9 @@ describe('SharedTail', () => {
         source.duringRead = undefined;
         widened = tail.read(0, 10, { streamPrefixes: ['run-a'] });
       };
-      // This reader's read did not cover the new filter: it is told to read the store.
-      expect(await tail.read(0, 10, runs)).toBeUndefined();
+      // That read did not ask for the new filter: its reader is told to read the store; the old reader is served.
+      expect(await tail.read(0, 10, runs)).toEqual({ events: [], scannedTo: 1 });
       expect(await widened).toBeUndefined();
-      // Started again at the head for both.
       source.add('run-a', 'RunLaunched');
       expect(await tail.read(0, 10, { streamPrefixes: ['run-a'] })).toBeUndefined();
       expect(await tail.read(2, 10, runs)).toEqual({ events: [], scannedTo: 2 });
@@ -295,7 +299,10 @@ describe('SharedTail', () => {
       source.add('run-a', 'RunLaunched');
       await tail.read(0, 10, runs);
       expect(source.readWith.at(-1)).toEqual([runs].map((f) => ({ types: [...f.types].sort(), streamPrefixes: f.streamPrefixes })));
-      expect(await tail.read(1, 10, keys)).toBeUndefined();
+      // Asking again: not served from inside what the tail read without it, and covered again from the next read on.
+      expect(await tail.read(0, 10, keys)).toBeUndefined();
+      expect(await tail.read(1, 10, keys)).toEqual({ events: [], scannedTo: 1 });
+      expect(source.readWith.at(-1)).toEqual(expect.arrayContaining([keys]));
     });
 
     it('given a filter dropped by one read and asked for again before the next, then the tail never claims the events of it that the first read skipped', async () => {
@@ -306,8 +313,7 @@ describe('SharedTail', () => {
       source.add('x', 'A');
       source.add('x', 'B');
       await tail.read(2, 10, a);
-      expect(await tail.read(2, 10, b)).toBeUndefined();
-      await tail.read(2, 10, b);
+      expect(await tail.read(2, 10, b)).toEqual({ events: [], scannedTo: 2 });
       source.add('x', 'A');
       source.add('x', 'A');
       source.add('x', 'B');
@@ -344,6 +350,78 @@ describe('SharedTail', () => {
       await tail.read(0, 10, runs);
       expect(source.readWith.at(-1)).toBeUndefined();
       expect((await tail.read(0, 10, { streamPrefixes: ['run-a'] }))!.events.map((e) => e.position)).toEqual([1]);
+    });
+    it('given a filter covered from where the read that first asked for it began, then a reader of it further behind is not served, and the readers already there never read the store', async () => {
+      const a = { types: ['A'] };
+      const b = { types: ['B'] };
+      const source = new FakeSource();
+      const tail = new SharedTail(source, { now: clock });
+      await tail.read(0, 10, a);
+      source.add('x', 'B');
+      source.add('x', 'A');
+      expect((await tail.read(0, 10, a))!.events.map((e) => e.position)).toEqual([2]);
+      // B is new: its reader inside the tail reads the store; at the end, it has the tail read with B.
+      expect(await tail.read(0, 10, b)).toBeUndefined();
+      expect(await tail.read(2, 10, b)).toEqual({ events: [], scannedTo: 2 });
+      // Another reader of B behind that point would miss position 1: it reads the store.
+      expect(await tail.read(0, 10, { types: ['B'] })).toBeUndefined();
+      // A's reader was never sent to the store, and the tail never started again at the head.
+      const reads = source.reads;
+      expect((await tail.read(0, 10, a))!.events.map((e) => e.position)).toEqual([2]);
+      expect(source.reads).toBe(reads);
+      expect(source.headReads).toBe(1);
+
+      // A reader of every event: from the next read on, and not behind it.
+      source.add('x', 'C');
+      expect(await tail.read(2, 10)).toEqual({ events: [expect.objectContaining({ position: 3 })], scannedTo: 3 });
+      expect(await tail.read(1, 10)).toBeUndefined();
+      expect(source.readWith.at(-1)).toBeUndefined();
+    });
+
+    it('given readers coming, going and reading at random, then every page served is exactly what the store holds for that reader', async () => {
+      // Readers, some with equal filters (one key, each reader at its own position).
+      const filters: (EventFilter | undefined)[] = [undefined, { types: ['A'] }, { types: ['B'] }, { streamPrefixes: ['x'] }, { types: ['A'], streamPrefixes: ['y'] }, { types: ['A', 'B'] }, { types: ['A'] }, { types: ['B', 'A'] }, undefined];
+      const op = fc.oneof(
+        fc.record({ kind: fc.constant('add' as const), stream: fc.constantFrom('x', 'y', 'z'), type: fc.constantFrom('A', 'B', 'C'), notify: fc.boolean() }),
+        fc.record({ kind: fc.constant('read' as const), readers: fc.uniqueArray(fc.nat(filters.length - 1), { minLength: 1, maxLength: 3 }), maxCount: fc.integer({ min: 1, max: 4 }) }),
+        fc.record({ kind: fc.constant('during' as const), reader: fc.nat(filters.length - 1), then: fc.nat(filters.length - 1) }),
+        fc.record({ kind: fc.constant('tick' as const), ms: fc.integer({ min: 0, max: 300 }) }),
+      );
+      await fc.assert(
+        fc.asyncProperty(fc.array(op, { maxLength: 60 }), async (ops) => {
+          now = 1_000;
+          const source = new FakeSource();
+          const tail = new SharedTail(source, { now: clock, interestTtlMs: 200, staleMs: 250, gatherMs: 0, lazyGatherMs: 0, pageEvents: 3, maxChars: 600 });
+          const after = filters.map(() => 0);
+          // A reader the tail does not serve reads the store, as a subscription does.
+          const readAs = async (r: number, maxCount: number) => {
+            const from = after[r];
+            const page = (await tail.read(from, maxCount, filters[r])) ?? (await source.readAfter(from, maxCount, filters[r] && [filters[r]!]).then((read) => ({ events: read.events.map((h) => h.event), scannedTo: read.scannedTo })));
+            const truth = source.events.filter((e) => e.position > from && e.position <= page.scannedTo && (!filters[r] || matchesFilter(e.streamId, e.type, filters[r])));
+            expect(page.events.map((e) => e.position)).toEqual(truth.map((e) => e.position));
+            expect(page.scannedTo).toBeGreaterThanOrEqual(from);
+            expect(page.scannedTo).toBeLessThanOrEqual(source.events.length);
+            after[r] = page.scannedTo;
+          };
+          for (const o of ops) {
+            if (o.kind === 'add') source.add(o.stream, o.type, { notify: o.notify });
+            else if (o.kind === 'tick') now += o.ms;
+            else if (o.kind === 'read') await Promise.all(o.readers.map((r) => readAs(r, o.maxCount)));
+            else {
+              let during: Promise<unknown> | undefined;
+              source.duringRead = () => {
+                source.duringRead = undefined;
+                during = readAs(o.then, 4).then(() => undefined, (err: unknown) => err);
+              };
+              await readAs(o.reader, 4);
+              source.duringRead = undefined;
+              const failed = await during;
+              if (failed) throw failed;
+            }
+          }
+        }),
+        { numRuns: 300 },
+      );
     });
   });
 
