@@ -396,7 +396,12 @@ describe('SharedTail', () => {
           // A reader the tail does not serve reads the store, as a subscription does.
           const readAs = async (r: number, maxCount: number) => {
             const from = after[r];
-            const page = (await tail.read(from, maxCount, filters[r])) ?? (await source.readAfter(from, maxCount, filters[r] && [filters[r]!]).then((read) => ({ events: read.events.map((h) => h.event), scannedTo: read.scannedTo })));
+            const filter = filters[r];
+            let page: { events: RecordedEvent[]; scannedTo: number } | undefined = await tail.read(from, maxCount, filter);
+            if (!page) {
+              const read = await source.readAfter(from, maxCount, filter ? [filter] : undefined);
+              page = { events: read.events.map((h) => h.event), scannedTo: read.scannedTo };
+            }
             const truth = source.events.filter((e) => e.position > from && e.position <= page.scannedTo && (!filters[r] || matchesFilter(e.streamId, e.type, filters[r])));
             expect(page.events.map((e) => e.position)).toEqual(truth.map((e) => e.position));
             expect(page.scannedTo).toBeGreaterThanOrEqual(from);
