@@ -61,6 +61,12 @@ describe('usage', () => {
     expect((await triad(['runs', 'list', '--json'])).stdout).toBe('[]\n');
   });
 
+  it('an unknown status filter exits 2 naming the statuses, as the API answers 400', async () => {
+    expectOneLineError(await triad(['runs', 'list', '--status', 'bogus']), 2, /--status must be one of queued, planning, .*suspended/);
+    expectOneLineError(await triad(['runs', 'list', '--status', 'bogus', '--json']), 2, /--status must be one of/);
+    expect(await triad(['runs', 'list', '--status', 'awaiting_review', '--json'])).toEqual({ code: 0, stdout: '[]\n', stderr: '' });
+  });
+
   it('--version prints the package version', async () => {
     const { version } = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string };
     expect(await triad(['--version'])).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });

@@ -349,6 +349,29 @@ function knownCases(ids: Record<IdKind, string[]>): FuzzRequest[] {
     req('GET', '/v1/decisions', '/v1/decisions', { query: 'decider=a%00' }),
     req('GET', '/v1/runs/:id/events', `/v1/runs/${run}/events`, { query: 'fromRevision=abc' }),
     req('POST', '/v1/runs/:id/wait', `/v1/runs/${run}/wait`, { query: 'timeoutMs=1e3' }),
+    req('POST', '/v1/projects', '/v1/projects', { body: JSON.stringify({ goal: 'P', tasks: [[]] }) }),
+    req('POST', '/v1/projects', '/v1/projects', { body: JSON.stringify({ goal: 'P', tasks: [[{ key: 'a', goal: 'A', acceptanceCriteria: ['x'] }]] }) }),
+  ];
+}
+
+/** Settings fields given as arrays (or scalars), which nested validation alone let through as their defaults. */
+function settingsNotObjects(): Array<{ path: string; body: Record<string, unknown>; message: RegExp }> {
+  const launch = { goal: 'g', acceptanceCriteria: ['file a.txt exists'] };
+  const runCases = (['team', 'budget', 'reviewPolicy', 'retry', 'toolApproval', 'stagnation', 'contextWindow'] as const).flatMap((field) => [
+    { path: '/v1/runs', body: { ...launch, [field]: [{}] }, message: new RegExp(`${field} must be an object`) },
+    { path: '/v1/runs', body: { ...launch, [field]: 7 }, message: new RegExp(`${field} must be an object`) },
+  ]);
+  return [
+    ...runCases,
+    { path: '/v1/runs', body: { ...launch, budget: [{ totalTokens: 10 }] }, message: /budget must be an object/ },
+    { path: '/v1/runs', body: { ...launch, team: { executor: [] } }, message: /team.executor must be an object/ },
+    { path: '/v1/runs', body: { ...launch, team: { executor: { thinking: [[]] } } }, message: /thinking must be an object/ },
+    { path: '/v1/runs', body: { ...launch, budget: { perRole: [] } }, message: /perRole must be an object/ },
+    { path: '/v1/runs', body: { ...launch, reviewPolicy: { timeout: [] } }, message: /timeout must be an object/ },
+    { path: '/v1/projects', body: { goal: 'P', run: [] }, message: /run must be an object/ },
+    { path: '/v1/projects', body: { goal: 'P', run: { budget: [] } }, message: /budget must be an object/ },
+    { path: '/v1/projects', body: { goal: 'P', reviewPolicy: [] }, message: /reviewPolicy must be an object/ },
+    { path: '/v1/projects', body: { goal: 'P', tasks: [[]] }, message: /each value in tasks must be an object/ },
   ];
 }
 
@@ -391,6 +414,17 @@ describe.each<StoreKind>(['sqlite', 'postgres'])('route fuzz on %s', (kind) => {
   it('answers the requests that once failed with a 4xx and writes nothing', async () => {
     for (const r of knownCases(ids)) {
       await exercise(app, r);
+    }
+  });
+
+  it('refuses settings given as arrays or scalars with a 400 naming the field, and writes nothing', async () => {
+    for (const c of settingsNotObjects()) {
+      const r = { ...knownCases(ids)[0], route: route('POST', c.path), path: c.path, as: route('POST', c.path).as, body: JSON.stringify(c.body) };
+      const before = await app.snapshot();
+      const reply = await send(app, r);
+      expect({ body: c.body, status: reply.status }).toEqual({ body: c.body, status: 400 });
+      expect(reply.text).toMatch(c.message);
+      expect(await app.snapshot()).toEqual(before);
     }
   });
 

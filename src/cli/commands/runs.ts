@@ -1,11 +1,11 @@
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import type { Command } from 'commander';
 import { CancelRunCommand } from '../../team/commands/cancel-run.command';
-import { TERMINAL_STATUSES, type RunStatus } from '../../team/domain/run-events';
+import { RUN_STATUSES, TERMINAL_STATUSES, type RunStatus } from '../../team/domain/run-events';
 import { GetRunQuery, ListRunsQuery } from '../../team/queries/run.queries';
 import type { RunSummary } from '../../team/run-summary';
 import type { CliContext } from '../cli-context';
-import { EXIT } from '../exit-codes';
+import { CliError, EXIT } from '../exit-codes';
 import { describeRun } from '../format';
 import { cliIdentity, int } from '../options';
 
@@ -16,10 +16,11 @@ export function addRunsCommands(program: Command, { withApp, print }: CliContext
   const runs = program.command('runs').description('list, show, wait for and cancel runs');
   runs
     .command('list', { isDefault: true })
-    .option('--status <status>', 'only runs with this status')
+    .option('--status <status>', `only runs with this status (${RUN_STATUSES.join(', ')})`)
     .option('--limit <n>', 'at most this many', int('--limit', 1, 10000), 50)
     .option('--json', 'print JSON')
     .action(async (opts) => {
+      if (opts.status !== undefined && !RUN_STATUSES.includes(opts.status)) throw new CliError(`--status must be one of ${RUN_STATUSES.join(', ')}`, EXIT.usage);
       await withApp(async (app) => {
         const list = await app.get(QueryBus).execute<ListRunsQuery, RunSummary[]>(new ListRunsQuery(opts.status as RunStatus | undefined, opts.limit));
         print(opts.json, list, () =>

@@ -1,5 +1,5 @@
 import { Type } from 'class-transformer';
-import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsIn, IsInt, IsNotEmpty, IsOptional, IsString, Matches, Max, MaxLength, Min, ValidateNested } from 'class-validator';
+import { ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsIn, IsInt, IsNotEmpty, IsObject, IsOptional, IsString, Matches, Max, MaxLength, Min, ValidateNested } from 'class-validator';
 import { PROJECT_STRATEGIES, type ProjectStrategy } from '../domain/task-graph';
 
 export class ProjectTaskDto {
@@ -24,19 +24,19 @@ export class ProjectRunBudgetDto {
 export class ProjectRunSettingsDto {
   @IsOptional() @IsInt() @Min(1) @Max(20) maxIterations?: number;
   @IsOptional() @IsInt() @Min(1000) @Max(7 * 24 * 3600 * 1000) timeoutMs?: number;
-  @IsOptional() @ValidateNested() @Type(() => ProjectRunBudgetDto) budget?: ProjectRunBudgetDto;
+  @IsOptional() @IsObject() @ValidateNested() @Type(() => ProjectRunBudgetDto) budget?: ProjectRunBudgetDto;
 }
 
 export class LaunchProjectDto {
   @IsString() @IsNotEmpty() @Matches(/\S/, { message: 'goal must not be blank' }) @MaxLength(20_000) goal!: string;
   @IsOptional() @IsArray() @ArrayMaxSize(100) @IsString({ each: true }) @IsNotEmpty({ each: true }) @MaxLength(2000, { each: true }) acceptanceCriteria?: string[];
   /** The task graph; without it the architect decomposes the goal. */
-  @IsOptional() @IsArray() @ArrayMinSize(1) @ArrayMaxSize(100) @ValidateNested({ each: true }) @Type(() => ProjectTaskDto) tasks?: ProjectTaskDto[];
+  @IsOptional() @IsArray() @ArrayMinSize(1) @ArrayMaxSize(100) @IsObject({ each: true }) @ValidateNested({ each: true }) @Type(() => ProjectTaskDto) tasks?: ProjectTaskDto[];
   @IsOptional() @IsIn(PROJECT_STRATEGIES as ProjectStrategy[]) strategy?: ProjectStrategy;
   @IsOptional() @IsInt() @Min(1) @Max(100) concurrency?: number;
-  @IsOptional() @ValidateNested() @Type(() => ProjectReviewPolicyDto) reviewPolicy?: ProjectReviewPolicyDto;
+  @IsOptional() @IsObject() @ValidateNested() @Type(() => ProjectReviewPolicyDto) reviewPolicy?: ProjectReviewPolicyDto;
   /** What every task run is launched with. */
-  @IsOptional() @ValidateNested() @Type(() => ProjectRunSettingsDto) run?: ProjectRunSettingsDto;
+  @IsOptional() @IsObject() @ValidateNested() @Type(() => ProjectRunSettingsDto) run?: ProjectRunSettingsDto;
   @IsOptional() @IsString() @Matches(/^[A-Za-z0-9_.:-]{1,200}$/, { message: 'idempotencyKey must be 1-200 letters, digits, _ . : -' }) idempotencyKey?: string;
 }
 

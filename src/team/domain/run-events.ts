@@ -44,6 +44,9 @@ export type RunStatus =
   | 'cancelled'
   | 'suspended';
 
+/** Every run status, in the order a run meets them (the values `status` filters accept). */
+export const RUN_STATUSES: readonly RunStatus[] = ['queued', 'planning', 'executing', 'reviewing', 'awaiting_review', 'awaiting_approval', 'completed', 'failed', 'blocked', 'cancelled', 'suspended'];
+
 export const TERMINAL_STATUSES: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'blocked', 'cancelled']);
 
 export interface RoleConfig {

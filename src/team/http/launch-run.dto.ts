@@ -8,6 +8,7 @@ import {
   IsInt,
   IsNotEmpty,
   IsNumber,
+  IsObject,
   IsOptional,
   IsString,
   Matches,
@@ -42,14 +43,14 @@ export class RoleConfigDto {
   @IsOptional() @IsInt() @Min(1) @Max(1000) maxTurns?: number;
   @IsOptional() @IsArray() @ArrayMaxSize(50) @IsString({ each: true }) @IsNotEmpty({ each: true }) @MaxLength(200, { each: true }) tools?: string[];
   @IsOptional() @IsString() @IsNotEmpty() @MaxLength(20_000) systemPrompt?: string;
-  @IsOptional() @ValidateNested() @Type(() => ThinkingDto) thinking?: ThinkingDto;
-  @IsOptional() @ValidateNested() @Type(() => LoopConfigDto) loop?: LoopConfigDto;
+  @IsOptional() @IsObject() @ValidateNested() @Type(() => ThinkingDto) thinking?: ThinkingDto;
+  @IsOptional() @IsObject() @ValidateNested() @Type(() => LoopConfigDto) loop?: LoopConfigDto;
 }
 
 export class TeamConfigDto {
-  @IsOptional() @ValidateNested() @Type(() => RoleConfigDto) architect?: RoleConfigDto;
-  @IsOptional() @ValidateNested() @Type(() => RoleConfigDto) executor?: RoleConfigDto;
-  @IsOptional() @ValidateNested() @Type(() => RoleConfigDto) reviewer?: RoleConfigDto;
+  @IsOptional() @IsObject() @ValidateNested() @Type(() => RoleConfigDto) architect?: RoleConfigDto;
+  @IsOptional() @IsObject() @ValidateNested() @Type(() => RoleConfigDto) executor?: RoleConfigDto;
+  @IsOptional() @IsObject() @ValidateNested() @Type(() => RoleConfigDto) reviewer?: RoleConfigDto;
 }
 
 export class PerRoleBudgetDto {
@@ -60,7 +61,7 @@ export class PerRoleBudgetDto {
 
 export class BudgetDto {
   @IsOptional() @IsInt() @Min(1) @Max(1_000_000_000) totalTokens?: number;
-  @IsOptional() @ValidateNested() @Type(() => PerRoleBudgetDto) perRole?: PerRoleBudgetDto;
+  @IsOptional() @IsObject() @ValidateNested() @Type(() => PerRoleBudgetDto) perRole?: PerRoleBudgetDto;
 }
 
 export class ReviewTimeoutDto {
@@ -71,7 +72,7 @@ export class ReviewTimeoutDto {
 export class ReviewPolicyDto {
   @IsOptional() @IsBoolean() humanGate?: boolean;
   @IsOptional() @IsBoolean() allowLauncherToReview?: boolean;
-  @IsOptional() @ValidateNested() @Type(() => ReviewTimeoutDto) timeout?: ReviewTimeoutDto;
+  @IsOptional() @IsObject() @ValidateNested() @Type(() => ReviewTimeoutDto) timeout?: ReviewTimeoutDto;
 }
 
 export class RetryDto {
@@ -91,7 +92,7 @@ export class ToolApprovalTimeoutDto {
 export class ToolApprovalDto {
   @IsOptional() @IsIn(['high', 'none']) threshold?: 'high' | 'none';
   @IsOptional() @IsBoolean() allowLauncherToApprove?: boolean;
-  @IsOptional() @ValidateNested() @Type(() => ToolApprovalTimeoutDto) timeout?: ToolApprovalTimeoutDto;
+  @IsOptional() @IsObject() @ValidateNested() @Type(() => ToolApprovalTimeoutDto) timeout?: ToolApprovalTimeoutDto;
 }
 
 export class StagnationDto {
@@ -123,16 +124,16 @@ export class LaunchRunDto {
   @MaxLength(2000, { each: true })
   acceptanceCriteria!: string[];
 
-  @IsOptional() @ValidateNested() @Type(() => TeamConfigDto) team?: TeamConfigDto;
+  @IsOptional() @IsObject() @ValidateNested() @Type(() => TeamConfigDto) team?: TeamConfigDto;
   @IsOptional() @IsInt() @Min(1) @Max(50) maxIterations?: number;
   @IsOptional() @IsInt() @Min(1000) @Max(7 * 24 * 3600 * 1000) timeoutMs?: number;
-  @IsOptional() @ValidateNested() @Type(() => BudgetDto) budget?: BudgetDto;
-  @IsOptional() @ValidateNested() @Type(() => ReviewPolicyDto) reviewPolicy?: ReviewPolicyDto;
+  @IsOptional() @IsObject() @ValidateNested() @Type(() => BudgetDto) budget?: BudgetDto;
+  @IsOptional() @IsObject() @ValidateNested() @Type(() => ReviewPolicyDto) reviewPolicy?: ReviewPolicyDto;
   @IsOptional() @IsString() @Matches(/^[A-Za-z0-9_.:-]{1,128}$/, { message: 'idempotencyKey must be 1-128 characters of [A-Za-z0-9_.:-]' }) idempotencyKey?: string;
-  @IsOptional() @ValidateNested() @Type(() => RetryDto) retry?: RetryDto;
-  @IsOptional() @ValidateNested() @Type(() => ToolApprovalDto) toolApproval?: ToolApprovalDto;
-  @IsOptional() @ValidateNested() @Type(() => StagnationDto) stagnation?: StagnationDto;
-  @IsOptional() @ValidateNested() @Type(() => ContextWindowDto) contextWindow?: ContextWindowDto;
+  @IsOptional() @IsObject() @ValidateNested() @Type(() => RetryDto) retry?: RetryDto;
+  @IsOptional() @IsObject() @ValidateNested() @Type(() => ToolApprovalDto) toolApproval?: ToolApprovalDto;
+  @IsOptional() @IsObject() @ValidateNested() @Type(() => StagnationDto) stagnation?: StagnationDto;
+  @IsOptional() @IsObject() @ValidateNested() @Type(() => ContextWindowDto) contextWindow?: ContextWindowDto;
 }
 
 export class CancelRunDto {

@@ -8,7 +8,7 @@ import { EVENT_STORE, type EventStore } from '../../events/event-store.port';
 import { sseStart, streamEventsAsSse, wantsSse } from '../../http/event-stream-sse';
 import { CancelRunCommand } from '../commands/cancel-run.command';
 import { LaunchRunCommand } from '../commands/launch-run.command';
-import { TERMINAL_STATUSES, toRunStreamId, type RunStatus } from '../domain/run-events';
+import { RUN_STATUSES, TERMINAL_STATUSES, toRunStreamId, type RunStatus } from '../domain/run-events';
 import type { LaunchResult, LaunchRunInput } from '../launch';
 import { instanceToPlain } from 'class-transformer';
 import { LiveRunBus } from '../live-run-bus';
@@ -17,7 +17,6 @@ import type { RunSummary } from '../run-summary';
 import { CancelRunDto, LaunchRunDto } from './launch-run.dto';
 import { METRICS, type TriadMetrics } from '../../observability/metrics';
 
-const STATUSES: RunStatus[] = ['queued', 'planning', 'executing', 'reviewing', 'awaiting_review', 'awaiting_approval', 'completed', 'failed', 'blocked', 'cancelled', 'suspended'];
 
 /** A whole number in decimal digits only (no sign, exponent, fraction or blank: `?x=` is malformed, not the default). */
 export function parseIntParam(name: string, raw: string | undefined, def: number, min: number, max: number): number {
@@ -50,8 +49,8 @@ export class RunsController {
 
   @Get()
   async list(@Query('status') status?: string, @Query('limit') limit?: string): Promise<{ runs: RunSummary[] }> {
-    if (status !== undefined && !STATUSES.includes(status as RunStatus)) {
-      throw new BadRequestException(`status must be one of ${STATUSES.join(', ')}`);
+    if (status !== undefined && !RUN_STATUSES.includes(status as RunStatus)) {
+      throw new BadRequestException(`status must be one of ${RUN_STATUSES.join(', ')}`);
     }
     const n = parseIntParam('limit', limit, 100, 1, 1000);
     return { runs: await this.queries.execute(new ListRunsQuery(status as RunStatus | undefined, n)) };
