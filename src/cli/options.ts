@@ -3,6 +3,7 @@ import { userInfo } from 'node:os';
 import type { HumanRole, Identity } from '../auth/identity';
 import { normaliseName } from '../auth/names';
 import { CliError, EXIT } from './exit-codes';
+import { hasVisibleText } from '../shared/text';
 
 /** A parser for an option that takes a whole number between `min` and `max`. */
 export function int(name: string, min: number, max: number) {
@@ -19,7 +20,7 @@ export function decisionReason(raw: string | undefined, required: true): string;
 export function decisionReason(raw: string | undefined, required: false): string | undefined;
 export function decisionReason(raw: string | undefined, required: boolean): string | undefined {
   const reason = String(raw ?? '').trim();
-  if ((required || raw !== undefined) && (reason === '' || reason.length > 4000)) throw new CliError('--reason must be 1 to 4000 characters, not blank', EXIT.usage);
+  if ((required || raw !== undefined) && (!hasVisibleText(reason) || reason.length > 4000)) throw new CliError('--reason must be 1 to 4000 characters, not blank', EXIT.usage);
   return reason || undefined;
 }
 

@@ -27,6 +27,18 @@ const NEEDS_ESCAPE = /[\u0000\u241b]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud
 type WellFormedString = string & { isWellFormed?: () => boolean };
 const HAS_IS_WELL_FORMED = typeof (String.prototype as WellFormedString).isWellFormed === 'function';
 
+/**
+ * Human text that is not blank holds something a reader can see: a letter, a digit, a punctuation
+ * mark or a symbol (an emoji). Whitespace, control and format characters alone (a zero-width space,
+ * a byte-order mark) are blank: a goal or a decision's reason made of them reads as nothing.
+ */
+export const VISIBLE_TEXT = /[\p{L}\p{N}\p{P}\p{S}]/u;
+
+/** True when the text holds a character a reader can see (`VISIBLE_TEXT`). */
+export function hasVisibleText(s: string): boolean {
+  return VISIBLE_TEXT.test(s);
+}
+
 /** True when the string is well-formed Unicode and holds no NUL. */
 export function isWellFormedText(s: string): boolean {
   if (HAS_IS_WELL_FORMED) return !s.includes('\u0000') && (s as WellFormedString).isWellFormed!();

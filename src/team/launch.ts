@@ -25,6 +25,7 @@ import {
   type StagnationPolicy,
   type ToolApprovalPolicy,
 } from './resilience/policies';
+import { hasVisibleText } from '../shared/text';
 
 export interface LaunchRunInput {
   goal: string;
@@ -140,7 +141,7 @@ export function buildRunLaunched(input: LaunchRunInput, ctx: LaunchContext): Run
     timeout,
   };
   const criteria = input.acceptanceCriteria.map((c) => c.trim());
-  if (criteria.some((c) => c.length === 0)) throw new InvalidLaunchError('acceptance criteria must not be blank');
+  if (criteria.some((c) => !hasVisibleText(c))) throw new InvalidLaunchError('acceptance criteria must not be blank');
   const policies = resiliencePolicies(input, ctx.defaults ?? {});
   return {
     runId: ctx.runId,

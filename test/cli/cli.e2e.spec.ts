@@ -67,6 +67,14 @@ describe('usage', () => {
     expect(await triad(['runs', 'list', '--status', 'awaiting_review', '--json'])).toEqual({ code: 0, stdout: '[]\n', stderr: '' });
   });
 
+  it('a decision reason or a goal no one can see exits 2 and writes nothing', async () => {
+    for (const reason of ['', '   ', '\u200b', '\ufeff\u200d']) {
+      expectOneLineError(await triad(['review', 'approve', 'rev_run_x_1', '--reason', reason, '--as', 'bob']), 2, /--reason must be 1 to 4000 characters, not blank/);
+    }
+    expectOneLineError(await triad(['run', '\u200b', '--criteria', 'file a.txt exists']), 2, /goal must not be blank/);
+    expect((await triad(['runs', 'list', '--json'])).stdout).toBe('[]\n');
+  });
+
   it('--version prints the package version', async () => {
     const { version } = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string };
     expect(await triad(['--version'])).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });

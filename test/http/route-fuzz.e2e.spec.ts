@@ -417,9 +417,19 @@ describe.each<StoreKind>(['sqlite', 'postgres'])('route fuzz on %s', (kind) => {
     }
   });
 
-  it('refuses settings given as arrays or scalars with a 400 naming the field, and writes nothing', async () => {
-    for (const c of settingsNotObjects()) {
-      const r = { ...knownCases(ids)[0], route: route('POST', c.path), path: c.path, as: route('POST', c.path).as, body: JSON.stringify(c.body) };
+  it('refuses settings given as arrays or scalars, and text no one can see, with a 400 naming the field, and writes nothing', async () => {
+    const blank = '\u200b\ufeff';
+    const cases = [
+      ...settingsNotObjects(),
+      { path: '/v1/runs', body: { goal: blank, acceptanceCriteria: ['file a.txt exists'] }, message: /goal must not be blank/ },
+      { path: '/v1/runs', body: { goal: 'g', acceptanceCriteria: [blank] }, message: /acceptance criteria must not be blank/ },
+      { path: '/v1/projects', body: { goal: blank }, message: /goal must not be blank/ },
+      { path: `/v1/reviews/${ids.review[0]}/approve`, route: '/v1/reviews/:id/approve', body: { reason: blank }, message: /reason must not be blank/ },
+      { path: `/v1/reviews/${ids.review[0]}/reject`, route: '/v1/reviews/:id/reject', body: { reason: ' \u200b ' }, message: /reason must not be blank/ },
+    ];
+    for (const c of cases) {
+      const declared = route('POST', 'route' in c && c.route ? c.route : c.path);
+      const r = { ...knownCases(ids)[0], route: declared, path: c.path, as: declared.as, body: JSON.stringify(c.body) };
       const before = await app.snapshot();
       const reply = await send(app, r);
       expect({ body: c.body, status: reply.status }).toEqual({ body: c.body, status: 400 });

@@ -6,6 +6,7 @@ import {
   encodeMachineText,
   findIllFormedText,
   fromMachineText,
+  hasVisibleText,
   isWellFormedText,
   toMachineText,
 } from '../../src/shared/text';
@@ -35,6 +36,17 @@ describe('well-formed text', () => {
     expect(findIllFormedText({ 'a b': '\ud800' }, 'data')).toEqual({ path: 'data["a b"]', problem: 'holds an unpaired UTF-16 surrogate' });
     expect(findIllFormedText({ ok: { ['k\u0000']: 1 } }, 'metadata')).toEqual({ path: 'metadata.ok', problem: 'has a key that holds a NUL character' });
     expect(findIllFormedText({ a: ['😀', 1, null, true] }, '')).toBeUndefined();
+  });
+});
+
+describe('visible text', () => {
+  it('is not blank when a reader can see a character of it: a letter, digit, punctuation mark or symbol', () => {
+    for (const blank of ['', ' ', '\t\n', '\u00a0', '\u200b', '\u200b\u200c\u200d', '\ufeff', '\u2028', '\u3000', '\u0007', '\u00ad']) {
+      expect({ text: blank, visible: hasVisibleText(blank) }).toEqual({ text: blank, visible: false });
+    }
+    for (const seen of ['a', ' ok ', '7', '.', '😀', '\u200bx', '日本', 'é', '+', 'ـ']) {
+      expect({ text: seen, visible: hasVisibleText(seen) }).toEqual({ text: seen, visible: true });
+    }
   });
 });
 

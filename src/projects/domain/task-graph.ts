@@ -5,6 +5,8 @@
  * strategy no task depends on another (parallel is for independent tasks; `dag` honours order).
  */
 
+import { hasVisibleText } from '../../shared/text';
+
 export type ProjectStrategy = 'sequential' | 'parallel' | 'dag';
 export const PROJECT_STRATEGIES: readonly ProjectStrategy[] = ['sequential', 'parallel', 'dag'];
 
@@ -28,9 +30,9 @@ export function taskGraphProblem(tasks: readonly TaskSpec[], strategy: ProjectSt
     if (typeof t.key !== 'string' || !TASK_KEY_PATTERN.test(t.key)) return `task key '${String(t.key)}' must be 1-64 letters, digits, '_', '.' or '-' (starting with a letter or digit)`;
     if (keys.has(t.key)) return `task key '${t.key}' is used twice`;
     keys.add(t.key);
-    if (typeof t.goal !== 'string' || t.goal.trim() === '') return `task '${t.key}' needs a goal`;
+    if (typeof t.goal !== 'string' || !hasVisibleText(t.goal)) return `task '${t.key}' needs a goal`;
     if (!Array.isArray(t.acceptanceCriteria) || t.acceptanceCriteria.length === 0) return `task '${t.key}' needs at least one acceptance criterion`;
-    if (t.acceptanceCriteria.some((c) => typeof c !== 'string' || c.trim() === '')) return `task '${t.key}': acceptance criteria must be non-blank strings`;
+    if (t.acceptanceCriteria.some((c) => typeof c !== 'string' || !hasVisibleText(c))) return `task '${t.key}': acceptance criteria must be non-blank strings`;
     if (!Array.isArray(t.dependsOn)) return `task '${t.key}': dependsOn must be a list of task keys`;
   }
   for (const t of tasks) {

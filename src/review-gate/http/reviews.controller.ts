@@ -6,9 +6,10 @@ import { CurrentIdentity } from '../../auth/current-identity.decorator';
 import type { Identity } from '../../auth/identity';
 import { RunsProjection } from '../../team/runs.projection';
 import { ApproveReviewCommand, RejectReviewCommand, type DecisionResult } from '../commands/decide-review.command';
+import { VISIBLE_TEXT } from '../../shared/text';
 
 export class ApproveReviewDto {
-  @IsString() @IsNotEmpty() @Matches(/\S/, { message: 'reason must not be blank' }) @MaxLength(4000) reason!: string;
+  @IsString() @IsNotEmpty() @Matches(VISIBLE_TEXT, { message: 'reason must not be blank' }) @MaxLength(4000) reason!: string;
 }
 
 export class RejectReviewDto extends ApproveReviewDto {

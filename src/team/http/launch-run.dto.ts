@@ -18,6 +18,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { LOOP_STRATEGIES, type LoopStrategy } from '../domain/loop-strategy';
+import { VISIBLE_TEXT } from '../../shared/text';
 
 /**
  * Request bodies of the runs routes. Every string, array and number has an upper bound (listed in
@@ -114,7 +115,7 @@ export class ContextWindowDto {
 }
 
 export class LaunchRunDto {
-  @IsString() @IsNotEmpty() @Matches(/\S/, { message: 'goal must not be blank' }) @MaxLength(20_000) goal!: string;
+  @IsString() @IsNotEmpty() @Matches(VISIBLE_TEXT, { message: 'goal must not be blank' }) @MaxLength(20_000) goal!: string;
 
   @IsArray()
   @ArrayMinSize(1)

@@ -6,13 +6,14 @@ import { CurrentIdentity } from '../../../auth/current-identity.decorator';
 import type { Identity } from '../../../auth/identity';
 import { RunsProjection } from '../../runs.projection';
 import { ApproveToolCallCommand, RejectToolCallCommand, type ApprovalResult } from '../commands/decide-approval.command';
+import { VISIBLE_TEXT } from '../../../shared/text';
 
 export class ApproveToolCallDto {
-  @IsOptional() @IsString() @IsNotEmpty() @Matches(/\S/, { message: 'reason must not be blank' }) @MaxLength(4000) reason?: string;
+  @IsOptional() @IsString() @IsNotEmpty() @Matches(VISIBLE_TEXT, { message: 'reason must not be blank' }) @MaxLength(4000) reason?: string;
 }
 
 export class RejectToolCallDto {
-  @IsString() @IsNotEmpty() @Matches(/\S/, { message: 'reason must not be blank' }) @MaxLength(4000) reason!: string;
+  @IsString() @IsNotEmpty() @Matches(VISIBLE_TEXT, { message: 'reason must not be blank' }) @MaxLength(4000) reason!: string;
 }
 
 /** Risky tool calls waiting for a human. Reviewers and operators decide them. */
