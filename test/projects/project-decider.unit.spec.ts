@@ -184,8 +184,10 @@ describe('cancel and review', () => {
       .then([{ type: 'ProjectReviewDecided' }, { type: 'ProjectEnded', data: { status: 'failed', reason: 'REJECTED', message: 'no' } }]);
   });
 
-  it('given a project awaiting review, when its launcher decides, then it is forbidden (no self-review)', () => {
-    given(awaiting()).when({ type: 'DecideProjectReview', decision: 'approve', by: 'user:olga', reason: 'mine', at: AT }).thenThrows(ProjectSelfReviewError);
+  it('given a project awaiting review, when its launcher decides, then it is forbidden (no self-review), with a message naming no one', () => {
+    given(awaiting())
+      .when({ type: 'DecideProjectReview', decision: 'approve', by: 'user:olga', reason: 'mine', at: AT })
+      .thenThrows(ProjectSelfReviewError, (e) => expect(e.message).toBe('you may not decide this review'));
   });
 
   it('given a running project, when reviewed, then it is a conflict', () => {

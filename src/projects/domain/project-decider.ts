@@ -138,7 +138,7 @@ export function decideProject(command: ProjectCommand, state: ProjectState): Pro
       requireLaunched(state);
       if (state.status !== 'awaiting_review') throw new ProjectConflictError(`project ${state.projectId} is ${state.status}, not awaiting_review`);
       if (command.by === state.launched!.launchedBy && !state.launched!.reviewPolicy.allowLauncherToReview) {
-        throw new ProjectSelfReviewError(`${command.by} launched project ${state.projectId} and may not review it`);
+        throw new ProjectSelfReviewError('you may not decide this review');
       }
       const ended: ProjectEndedData =
         command.decision === 'approve'
