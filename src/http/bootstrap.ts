@@ -6,7 +6,8 @@ import { AppModule } from '../app.module';
 import { ErrorFilter } from './error.filter';
 import { WellFormedInputPipe, withUtf8Check } from './well-formed-input';
 import { RouteInputsInterceptor } from './route-inputs';
-import { enforceBodyLimits, requireJsonBody, verifyJsonShape } from './request-body.middleware';
+import { answerClientErrorsAsJson } from './client-errors';
+import { describeDecodingErrors, enforceBodyLimits, requireJsonBody, verifyJsonShape } from './request-body.middleware';
 import { ReviewTimers } from '../review-gate/review-timers';
 import { RecoveryService } from '../team/recovery.service';
 import { RunDispatcher } from '../team/run-dispatcher';
@@ -38,6 +39,7 @@ export async function createHttpApp(options: { logger?: LogLevel[] | false | Log
   // abortOnError: false: a module that cannot start (the store cannot be opened) is thrown to the
   // caller, which says why, instead of Nest ending the process with the reason only in its log.
   const app = await NestFactory.create<NestExpressApplication>(AppModule, { logger: options.logger ?? ['error', 'warn', 'log'], bodyParser: false, abortOnError: false });
+  answerClientErrorsAsJson(app.getHttpServer());
   // First, so requests refused by the gates below are counted too.
   const metrics = app.get<symbol, TriadMetrics>(METRICS);
   app.use(httpMetrics((method, route, status, seconds) => metrics.observeHttp(method, route, status, seconds)));
@@ -48,6 +50,7 @@ export async function createHttpApp(options: { logger?: LogLevel[] | false | Log
   // Raw bytes first: UTF-8, then nesting and value counts, both before the body is parsed.
   // Nest's type reserves `verify` for its rawBody option, which triad does not use.
   app.useBodyParser('json', withUtf8Check({ limit: '2mb', verify: verifyJsonShape }) as NestExpressBodyParserOptionsFor<'json'>);
+  app.use(describeDecodingErrors);
   app.use(enforceBodyLimits);
   app.useGlobalInterceptors(new RouteInputsInterceptor());
   app.useGlobalPipes(new WellFormedInputPipe(), VALIDATION_PIPE);

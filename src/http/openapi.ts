@@ -39,10 +39,13 @@ export function openApiDocument(app: INestApplication, version: string): OpenAPI
   } as Schema;
   document.components = { ...document.components, schemas: { ...document.components?.schemas, ...(schemas as Record<string, object>) } };
 
-  const queryDtos = wholeQueryDtos(app);
+  const { dtos: queryDtos, named: namedQueries } = queryInputs(app);
   for (const [path, item] of Object.entries(document.paths)) {
     for (const op of Object.values(item as Record<string, Operation>)) {
       if (typeof op !== 'object' || op === null || !('responses' in op)) continue;
+      for (const name of (op.operationId && namedQueries.get(op.operationId)) || []) {
+        if (!(op.parameters ?? []).some((p) => p.in === 'query' && p.name === name)) op.parameters = [...(op.parameters ?? []), { name, in: 'query', schema: { type: 'string' } }];
+      }
       // Every query parameter is optional (each route states its default in docs/API.md).
       for (const p of op.parameters ?? []) if (p.in === 'query') p.required = false;
       // A whole-query DTO: its validated properties are the query parameters.
@@ -58,9 +61,14 @@ export function openApiDocument(app: INestApplication, version: string): OpenAPI
   return document;
 }
 
-/** `Controller_method` → the class name of the handler's whole-query DTO (`@Query() dto`). */
-function wholeQueryDtos(app: INestApplication): Map<string, string> {
+/**
+ * `Controller_method` → the class name of the handler's whole-query DTO (`@Query() dto`), and the
+ * names of its single query parameters (`@Query('name')`), which @nestjs/swagger leaves out of a
+ * handler that also takes the raw request or response (the event streams).
+ */
+function queryInputs(app: INestApplication): { dtos: Map<string, string>; named: Map<string, string[]> } {
   const found = new Map<string, string>();
+  const named = new Map<string, string[]>();
   for (const module of app.get(ModulesContainer).values()) {
     for (const wrapper of module.controllers.values()) {
       const controller = wrapper.metatype as (new (...args: never[]) => object) | null;
@@ -70,12 +78,15 @@ function wholeQueryDtos(app: INestApplication): Map<string, string> {
         const types = (Reflect.getMetadata('design:paramtypes', controller.prototype, method) ?? []) as unknown[];
         for (const [key, arg] of Object.entries(args)) {
           const type = types[arg.index];
-          if (Number(key.split(':')[0]) === RouteParamtypes.QUERY && arg.data === undefined && typeof type === 'function') found.set(`${controller.name}_${method}`, type.name);
+          if (Number(key.split(':')[0]) !== RouteParamtypes.QUERY) continue;
+          const operationId = `${controller.name}_${method}`;
+          if (arg.data === undefined && typeof type === 'function') found.set(operationId, type.name);
+          if (typeof arg.data === 'string') named.set(operationId, [...(named.get(operationId) ?? []), arg.data]);
         }
       }
     }
   }
-  return found;
+  return { dtos: found, named };
 }
 
 export function serveOpenApi(app: INestApplication, version: string): void {

@@ -53,3 +53,18 @@ export function verifyJsonShape(_req: unknown, _res: unknown, buf: Buffer): void
   // The status travels through the body parser's error to a 400 with this message.
   if (violation !== undefined) throw Object.assign(new Error(violation), { status: 400, statusCode: 400, expose: true, type: 'entity.verify.failed' });
 }
+
+/**
+ * Express error middleware after the JSON body parser: a compressed body that does not decompress
+ * is `400` naming its Content-Encoding, not zlib's own words ("incorrect header check"). The body
+ * parser's own refusals carry a `type` (`entity.parse.failed`, `entity.too.large`, …); a
+ * decompression failure is the only 400 without one.
+ */
+export function describeDecodingErrors(err: unknown, req: Request, _res: Response, next: NextFunction): void {
+  const e = err as { status?: unknown; type?: unknown } | null;
+  const encoding = String(req.headers['content-encoding'] ?? '').trim().toLowerCase();
+  if (e !== null && typeof e === 'object' && e.status === 400 && e.type === undefined && encoding !== '' && encoding !== 'identity') {
+    return next(new BadRequestException(`the request body is not valid ${encoding} data`));
+  }
+  next(err);
+}

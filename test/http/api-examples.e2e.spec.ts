@@ -65,6 +65,11 @@ describe('/openapi.json and /docs', () => {
     const listDecisions = doc.paths['/v1/decisions'].get.parameters ?? [];
     expect(listDecisions.map((p) => p.name)).toEqual(expect.arrayContaining(['runId', 'decider', 'outcome', 'from', 'to', 'format']));
     expect(listDecisions.every((p) => p.in === 'query' && !p.required)).toBe(true);
+    // Query parameters of the event streams, whose handlers also take the raw request and response.
+    for (const path of ['/v1/runs/{id}/events', '/v1/projects/{id}/events']) {
+      expect(doc.paths[path].get.parameters).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'fromRevision', in: 'query', required: false })]));
+    }
+    expect(doc.paths['/v1/runs/{id}/wait'].post.parameters?.filter((p) => p.in === 'query').map((p) => p.name)).toEqual(['timeoutMs']);
     expect(doc.paths['/v1/runs'].post.security).toEqual([{ apiKey: [] }]);
     expect(doc.paths['/health'].get.security).toEqual([]);
   });

@@ -1,4 +1,6 @@
+import { connect } from 'node:net';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { startFakeMessagesApi, toolUseStep, type FakeMessagesApi } from '../support/fake-messages-api';
 import { readReply } from '../support/http-server-child';
 import { tempDir } from '../support/temp-dir';
@@ -70,6 +72,55 @@ describe('HTTP input rules', () => {
     const run = (await server.request('GET', `/v1/runs/${runId}`, { as: 'aud' })).body;
     expect(run.status).toBe('awaiting_approval');
     expect(run.pendingApprovals).toHaveLength(1);
+  });
+
+  it('refuses a compressed body that does not decompress with 400 naming its encoding, and does nothing; a good one is read', async () => {
+    const before = await eventCount();
+    const send = async (encoding: string, body: Buffer) =>
+      readReply<Loose>(
+        await fetch(`${server.url}/v1/runs/${runId}/cancel`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${KEYS.ann}`, 'content-type': 'application/json', 'content-encoding': encoding },
+          body,
+        }),
+      );
+    expectError(await send('deflate', Buffer.from('not deflate')), 400, 'the request body is not valid deflate data');
+    expectError(await send('gzip', Buffer.from([0x1f, 0x8b, 8, 0])), 400, 'the request body is not valid gzip data');
+    expectError(await send('br', Buffer.from('xx')), 400, 'the request body is not valid br data');
+    // A body the parser refuses for its own reasons keeps its message.
+    expectError(await send('gzip', gzipSync('{"reason":')), 400, /JSON/);
+    expectError(await send('compress', Buffer.from('x')), 415);
+    expect(await eventCount()).toBe(before);
+    expectError(await send('gzip', gzipSync('{"unknown":1}')), 400, /property unknown should not exist/);
+  });
+
+  it('answers what is not HTTP with a JSON error body and closes the connection', async () => {
+    const { hostname, port } = new URL(server.url);
+    const exchange = (bytes: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = connect(Number(port), hostname, () => socket.end(bytes));
+        let text = '';
+        socket.setEncoding('utf8');
+        socket.on('data', (chunk: string) => (text += chunk));
+        socket.on('close', () => resolve(text));
+        socket.on('error', reject);
+      });
+    const before = await eventCount();
+    const cases: Array<[string, number]> = [
+      ['this is not http\r\n\r\n', 400],
+      [`POST /v1/runs/${runId}/cancel HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n{}`, 400],
+      [`GET /v1/runs HTTP/1.1\r\nHost: x\r\nX-Bad: a\u0001b\r\n\r\n`, 400],
+      [`GET /v1/runs HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431],
+    ];
+    for (const [bytes, status] of cases) {
+      const reply = await exchange(bytes);
+      const [head, body] = reply.split('\r\n\r\n');
+      expect(head).toMatch(new RegExp(`^HTTP/1.1 ${status} `));
+      expect(head).toMatch(/\r\nContent-Type: application\/json/);
+      expect(head).toMatch(/\r\nConnection: close/);
+      expect(JSON.parse(body)).toEqual({ statusCode: status, error: expect.any(String), message: expect.any(String) });
+    }
+    expect(await eventCount()).toBe(before);
   });
 
   it('refuses deep nesting with 400 on every body route (it used to overflow the stack: 500)', async () => {
