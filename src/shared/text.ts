@@ -30,9 +30,10 @@ const HAS_IS_WELL_FORMED = typeof (String.prototype as WellFormedString).isWellF
 /**
  * Human text that is not blank holds something a reader can see: a letter, a digit, a punctuation
  * mark or a symbol (an emoji). Whitespace, control and format characters alone (a zero-width space,
- * a byte-order mark) are blank: a goal or a decision's reason made of them reads as nothing.
+ * a byte-order mark) are blank: a goal or a decision's reason made of them reads as nothing. So are
+ * the few letters and symbols drawn as nothing: the Hangul fillers and the blank Braille pattern.
  */
-export const VISIBLE_TEXT = /[\p{L}\p{N}\p{P}\p{S}]/u;
+export const VISIBLE_TEXT = /(?![\u115f\u1160\u3164\uffa0\u2800])[\p{L}\p{N}\p{P}\p{S}]/u;
 
 /** True when the text holds a character a reader can see (`VISIBLE_TEXT`). */
 export function hasVisibleText(s: string): boolean {

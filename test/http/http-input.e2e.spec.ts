@@ -121,6 +121,27 @@ describe('HTTP input rules', () => {
       expect(JSON.parse(body)).toEqual({ statusCode: status, error: expect.any(String), message: expect.any(String) });
     }
     expect(await eventCount()).toBe(before);
+
+    // Garbage after a request whose answer is under way (an event stream): the connection is
+    // closed, and no error is written into the stream's body.
+    const streamed = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), hostname, () =>
+        socket.write(`GET /v1/runs/${runId}/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEYS.aud}\r\nAccept: text/event-stream\r\n\r\n`),
+      );
+      let text = '';
+      socket.setEncoding('utf8');
+      socket.on('data', (chunk: string) => {
+        text += chunk;
+        if (text.includes('\r\n\r\n') && !text.includes('sent garbage')) {
+          text += 'sent garbage';
+          socket.write('this is not http\r\n\r\n');
+        }
+      });
+      socket.on('close', () => resolve(text));
+      socket.on('error', reject);
+    });
+    expect(streamed).toMatch(/^HTTP\/1.1 200 /);
+    expect(streamed).not.toMatch(/HTTP\/1.1 400/);
   });
 
   it('refuses deep nesting with 400 on every body route (it used to overflow the stack: 500)', async () => {

@@ -424,6 +424,8 @@ describe.each<StoreKind>(['sqlite', 'postgres'])('route fuzz on %s', (kind) => {
       { path: '/v1/runs', body: { goal: blank, acceptanceCriteria: ['file a.txt exists'] }, message: /goal must not be blank/ },
       { path: '/v1/runs', body: { goal: 'g', acceptanceCriteria: [blank] }, message: /acceptance criteria must not be blank/ },
       { path: '/v1/projects', body: { goal: blank }, message: /goal must not be blank/ },
+      { path: '/v1/projects', body: { goal: 'P', acceptanceCriteria: ['   '] }, message: /acceptance criteria must not be blank/ },
+      { path: '/v1/projects', body: { goal: 'P', tasks: [{ key: 'a', goal: 'A', acceptanceCriteria: [blank] }] }, message: /acceptance criteria must not be blank/ },
       { path: `/v1/reviews/${ids.review[0]}/approve`, route: '/v1/reviews/:id/approve', body: { reason: blank }, message: /reason must not be blank/ },
       { path: `/v1/reviews/${ids.review[0]}/reject`, route: '/v1/reviews/:id/reject', body: { reason: ' \u200b ' }, message: /reason must not be blank/ },
     ];

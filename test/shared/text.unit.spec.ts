@@ -41,10 +41,10 @@ describe('well-formed text', () => {
 
 describe('visible text', () => {
   it('is not blank when a reader can see a character of it: a letter, digit, punctuation mark or symbol', () => {
-    for (const blank of ['', ' ', '\t\n', '\u00a0', '\u200b', '\u200b\u200c\u200d', '\ufeff', '\u2028', '\u3000', '\u0007', '\u00ad']) {
+    for (const blank of ['', ' ', '\t\n', '\u00a0', '\u200b', '\u200b\u200c\u200d', '\ufeff', '\u2028', '\u3000', '\u0007', '\u00ad', '\u3164', '\uffa0\u115f\u1160', '\u2800']) {
       expect({ text: blank, visible: hasVisibleText(blank) }).toEqual({ text: blank, visible: false });
     }
-    for (const seen of ['a', ' ok ', '7', '.', '😀', '\u200bx', '日本', 'é', '+', 'ـ']) {
+    for (const seen of ['a', ' ok ', '7', '.', '😀', '\u200bx', '日本', 'é', '+', 'ـ', '\u2800a', 'नमस्ते', '❤️', '1️⃣', '👍🏽']) {
       expect({ text: seen, visible: hasVisibleText(seen) }).toEqual({ text: seen, visible: true });
     }
   });

@@ -6,7 +6,7 @@ import { VISIBLE_TEXT } from '../../shared/text';
 export class ProjectTaskDto {
   @IsString() @Matches(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, { message: "key must be 1-64 letters, digits, '_', '.' or '-' (starting with a letter or digit)" }) key!: string;
   @IsString() @IsNotEmpty() @Matches(VISIBLE_TEXT, { message: 'goal must not be blank' }) @MaxLength(20_000) goal!: string;
-  @IsArray() @ArrayMinSize(1) @ArrayMaxSize(100) @IsString({ each: true }) @IsNotEmpty({ each: true }) @MaxLength(2000, { each: true }) acceptanceCriteria!: string[];
+  @IsArray() @ArrayMinSize(1) @ArrayMaxSize(100) @IsString({ each: true }) @IsNotEmpty({ each: true }) @Matches(VISIBLE_TEXT, { each: true, message: 'acceptance criteria must not be blank' }) @MaxLength(2000, { each: true }) acceptanceCriteria!: string[];
   @IsOptional() @IsArray() @ArrayMaxSize(100) @IsString({ each: true }) @MaxLength(64, { each: true }) dependsOn?: string[];
 }
 
@@ -30,7 +30,7 @@ export class ProjectRunSettingsDto {
 
 export class LaunchProjectDto {
   @IsString() @IsNotEmpty() @Matches(VISIBLE_TEXT, { message: 'goal must not be blank' }) @MaxLength(20_000) goal!: string;
-  @IsOptional() @IsArray() @ArrayMaxSize(100) @IsString({ each: true }) @IsNotEmpty({ each: true }) @MaxLength(2000, { each: true }) acceptanceCriteria?: string[];
+  @IsOptional() @IsArray() @ArrayMaxSize(100) @IsString({ each: true }) @IsNotEmpty({ each: true }) @Matches(VISIBLE_TEXT, { each: true, message: 'acceptance criteria must not be blank' }) @MaxLength(2000, { each: true }) acceptanceCriteria?: string[];
   /** The task graph; without it the architect decomposes the goal. */
   @IsOptional() @IsArray() @ArrayMinSize(1) @ArrayMaxSize(100) @IsObject({ each: true }) @ValidateNested({ each: true }) @Type(() => ProjectTaskDto) tasks?: ProjectTaskDto[];
   @IsOptional() @IsIn(PROJECT_STRATEGIES as ProjectStrategy[]) strategy?: ProjectStrategy;

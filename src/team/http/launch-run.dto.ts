@@ -122,6 +122,7 @@ export class LaunchRunDto {
   @ArrayMaxSize(100)
   @IsString({ each: true })
   @IsNotEmpty({ each: true })
+  @Matches(VISIBLE_TEXT, { each: true, message: 'acceptance criteria must not be blank' })
   @MaxLength(2000, { each: true })
   acceptanceCriteria!: string[];
 
