@@ -7,6 +7,7 @@ import { ErrorFilter } from './error.filter';
 import { WellFormedInputPipe, withUtf8Check } from './well-formed-input';
 import { RouteInputsInterceptor } from './route-inputs';
 import { answerClientErrorsAsJson } from './client-errors';
+import { methodNotAllowed } from './method-not-allowed';
 import { describeDecodingErrors, enforceBodyLimits, requireJsonBody, verifyJsonShape } from './request-body.middleware';
 import { ReviewTimers } from '../review-gate/review-timers';
 import { RecoveryService } from '../team/recovery.service';
@@ -46,6 +47,7 @@ export async function createHttpApp(options: { logger?: LogLevel[] | false | Log
   // Whether X-Forwarded-Proto/-Host say how the request reached triad (the console cookie's Secure, the CSRF origin).
   app.set('trust proxy', app.get<TriadConfig>(TRIAD_CONFIG).trustProxy);
   serveConsole(app);
+  app.use(methodNotAllowed(app));
   app.use(requireJsonBody);
   // Raw bytes first: UTF-8, then nesting and value counts, both before the body is parsed.
   // Nest's type reserves `verify` for its rawBody option, which triad does not use.

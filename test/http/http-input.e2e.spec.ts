@@ -144,6 +144,29 @@ describe('HTTP input rules', () => {
     expect(streamed).not.toMatch(/HTTP\/1.1 400/);
   });
 
+  it('answers a method a path does not take with 405 and the methods it does take, and does nothing', async () => {
+    const before = await eventCount();
+    const send = (method: string, path: string, body?: string) =>
+      fetch(`${server.url}${path}`, { method, headers: { authorization: `Bearer ${KEYS.ann}`, ...(body ? { 'content-type': 'application/json' } : {}) }, body });
+    const cases: Array<[string, string, string]> = [
+      ['PUT', '/v1/runs', 'GET, HEAD, POST'],
+      ['DELETE', `/v1/runs/${runId}`, 'GET, HEAD'],
+      ['GET', `/v1/runs/${runId}/cancel`, 'POST'],
+      ['PATCH', `/v1/runs/${runId}/cancel/`, 'POST'],
+      ['POST', '/health', 'GET, HEAD'],
+    ];
+    for (const [method, path, allow] of cases) {
+      const res = await send(method, path, method === 'GET' ? undefined : '{}');
+      const reply = await readReply<Loose>(res);
+      expectError(reply, 405, new RegExp(`${method} is not allowed here; this path takes ${allow}`));
+      expect({ path, allow: res.headers.get('allow') }).toEqual({ path, allow });
+    }
+    // A path no route has is still 404; a method a path takes is served.
+    expectError(await readReply<Loose>(await send('PUT', '/v1/nothing-here', '{}')), 404);
+    expect((await send('HEAD', `/v1/runs/${runId}`)).status).toBe(200);
+    expect(await eventCount()).toBe(before);
+  });
+
   it('refuses deep nesting with 400 on every body route (it used to overflow the stack: 500)', async () => {
     const before = await eventCount();
     const deep = (field: string) => `{"${field}":${'['.repeat(20_000)}${']'.repeat(20_000)}}`;

@@ -1,0 +1,60 @@
+import { type INestApplication, MethodNotAllowedException, RequestMethod } from '@nestjs/common';
+import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
+import { ModulesContainer } from '@nestjs/core';
+import type { NextFunction, Request, Response } from 'express';
+
+interface RoutePath {
+  pattern: RegExp;
+  methods: Set<string>;
+}
+
+/**
+ * A request whose path is a route's but whose method is none of that path's is `405` with an
+ * `Allow` header naming the methods it takes (`PUT /v1/runs`: `Allow: GET, HEAD, POST`), not the
+ * `404` Express would answer. The routes are the controllers' own (read once, on the first
+ * request); paths no controller declares (the console's files, /docs) are left to what serves them.
+ * OPTIONS is left to Express, which answers it with the same list.
+ */
+export function methodNotAllowed(app: INestApplication): (req: Request, res: Response, next: NextFunction) => void {
+  let routes: RoutePath[] | undefined;
+  return (req, res, next) => {
+    routes ??= controllerRoutes(app);
+    if (req.method === 'OPTIONS') return next();
+    const allowed = new Set<string>();
+    for (const route of routes) if (route.pattern.test(req.path)) for (const m of route.methods) allowed.add(m);
+    if (allowed.size === 0 || allowed.has(req.method) || allowed.has('ALL')) return next();
+    res.setHeader('Allow', [...allowed].sort().join(', '));
+    next(new MethodNotAllowedException(`${req.method} is not allowed here; this path takes ${[...allowed].sort().join(', ')}`));
+  };
+}
+
+function controllerRoutes(app: INestApplication): RoutePath[] {
+  const byPath = new Map<string, Set<string>>();
+  for (const module of app.get(ModulesContainer).values()) {
+    for (const wrapper of module.controllers.values()) {
+      const controller = wrapper.metatype as (new (...args: never[]) => object) | null;
+      if (!controller) continue;
+      const prefix = String(Reflect.getMetadata(PATH_METADATA, controller) ?? '');
+      for (const name of Object.getOwnPropertyNames(controller.prototype)) {
+        const handler = (controller.prototype as Record<string, unknown>)[name];
+        if (typeof handler !== 'function') continue;
+        const method = Reflect.getMetadata(METHOD_METADATA, handler) as RequestMethod | undefined;
+        const path = Reflect.getMetadata(PATH_METADATA, handler) as string | undefined;
+        if (method === undefined || path === undefined) continue;
+        const full = `/${[prefix, path].map((p) => p.replace(/^\/+|\/+$/g, '')).filter(Boolean).join('/')}`;
+        const methods = byPath.get(full) ?? new Set<string>();
+        const verb = RequestMethod[method];
+        methods.add(verb);
+        if (verb === 'GET') methods.add('HEAD');
+        byPath.set(full, methods);
+      }
+    }
+  }
+  return [...byPath].map(([path, methods]) => ({ pattern: pathPattern(path), methods }));
+}
+
+/** `/v1/runs/:id/events` as a regex on the request's path (a trailing slash allowed, as Express allows it). */
+function pathPattern(path: string): RegExp {
+  const parts = path.split('/').map((part) => (part.startsWith(':') ? '[^/]+' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
+  return new RegExp(`^${parts.join('/')}/?$`, 'i');
+}
