@@ -1,4 +1,5 @@
 import { HUMAN_ROLES as VALID_ROLES } from '../auth/roles';
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { DEFAULT_RETRY_DELAYS_MS } from '../team/resilience/policies';
 import { normaliseName } from '../auth/names';
@@ -76,44 +77,68 @@ export class ConfigError extends Error {
 /** The human roles an API key may carry (the table is auth/roles.ts). */
 export { VALID_ROLES };
 
+/**
+ * setTimeout's longest wait (2^31 - 1 ms, about 24.8 days): a longer one fires at once, so an
+ * interval or latency past it is refused rather than turned into a busy loop.
+ */
+const MAX_TIMER_MS = 2_147_483_647;
+/** A lease's longest lifetime: a day (a crashed process's runs wait this long for another to take them). */
+const MAX_LEASE_TTL_MS = 86_400_000;
+/** A console session's longest lifetime: a year. */
+const MAX_SESSION_TTL_MS = 365 * 24 * 60 * 60 * 1000;
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): TriadConfig {
   const store = (env.TRIAD_STORE || 'sqlite') as StoreKind;
   if (!['sqlite', 'postgres', 'esdb', 'memory'].includes(store)) {
-    throw new ConfigError(`TRIAD_STORE must be sqlite, postgres or esdb, got '${store}'`);
+    throw new ConfigError(`TRIAD_STORE must be sqlite, postgres, esdb or memory, got '${shown(store)}'`);
   }
   if (store === 'postgres' && !env.TRIAD_PG_URL) throw new ConfigError('TRIAD_STORE=postgres needs TRIAD_PG_URL');
   if (store === 'esdb' && !env.TRIAD_ESDB_URL) throw new ConfigError('TRIAD_STORE=esdb needs TRIAD_ESDB_URL');
-  const port = env.TRIAD_PORT === undefined || env.TRIAD_PORT === '' ? 3000 : Number(env.TRIAD_PORT);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`TRIAD_PORT must be a port number, got '${env.TRIAD_PORT}'`);
+  if (store === 'postgres') checkPgUrl(env.TRIAD_PG_URL!);
+  const pgSchema = env.TRIAD_PG_SCHEMA || undefined;
+  if (pgSchema !== undefined) checkPgSchema(pgSchema);
+  const rawPort = env.TRIAD_PORT;
+  const port = rawPort === undefined || rawPort === '' ? 3000 : /^\d{1,5}$/.test(rawPort) ? Number(rawPort) : NaN;
+  if (!Number.isInteger(port) || port > 65535) throw new ConfigError(`TRIAD_PORT must be a port number from 0 to 65535 (0: any free port), got '${shown(rawPort ?? '')}'`);
+  const host = env.TRIAD_HOST || '127.0.0.1';
+  if (!isIP(host) && !HOST_NAME.test(host)) {
+    throw new ConfigError(`TRIAD_HOST must be an IP address or a host name (no port), got '${shown(host)}'`);
+  }
+  const dataDir = env.TRIAD_DATA_DIR || './.triad';
+  if (dataDir.trim() === '') throw new ConfigError('TRIAD_DATA_DIR is blank');
   const requested = env.TRIAD_MODEL;
   if (requested !== undefined && requested !== '' && requested !== 'offline' && requested !== 'anthropic') {
-    throw new ConfigError(`TRIAD_MODEL must be offline or anthropic, got '${requested}'`);
+    throw new ConfigError(`TRIAD_MODEL must be offline or anthropic, got '${shown(requested)}'`);
   }
   const anthropicApiKey = env.ANTHROPIC_API_KEY || undefined;
+  // Never echoed: it is a secret.
+  if (anthropicApiKey !== undefined && /\s/.test(anthropicApiKey)) throw new ConfigError('ANTHROPIC_API_KEY holds whitespace (a key has none)');
   if (requested === 'anthropic' && !anthropicApiKey) throw new ConfigError('TRIAD_MODEL=anthropic needs ANTHROPIC_API_KEY');
   const model: ModelKind = requested === 'offline' || !anthropicApiKey ? 'offline' : 'anthropic';
+  const anthropicBaseUrl = env.ANTHROPIC_BASE_URL || undefined;
+  if (anthropicBaseUrl !== undefined) checkHttpUrl('ANTHROPIC_BASE_URL', anthropicBaseUrl);
   return {
-    dataDir: resolve(env.TRIAD_DATA_DIR || './.triad'),
+    dataDir: resolve(dataDir),
     store,
     pgUrl: env.TRIAD_PG_URL || undefined,
     esdbUrl: env.TRIAD_ESDB_URL || undefined,
     port,
-    host: env.TRIAD_HOST || '127.0.0.1',
+    host,
     apiKeys: parseApiKeys(env.TRIAD_API_KEYS ?? ''),
     model,
     anthropicApiKey,
-    anthropicBaseUrl: env.ANTHROPIC_BASE_URL || undefined,
-    pgSchema: env.TRIAD_PG_SCHEMA || undefined,
+    anthropicBaseUrl,
+    pgSchema,
     pgPoolSize: intEnv(env, 'TRIAD_PG_POOL_SIZE', DEFAULT_PG_POOL_SIZE, 1, 1000),
-    leaseTtlMs: intEnv(env, 'TRIAD_LEASE_TTL_MS', 15_000, 100),
-    maxActiveRuns: intEnv(env, 'TRIAD_MAX_ACTIVE_RUNS', DEFAULT_MAX_ACTIVE_RUNS, 1),
-    recoveryIntervalMs: intEnv(env, 'TRIAD_RECOVERY_INTERVAL_MS', 5_000, 0),
-    reviewTimerIntervalMs: intEnv(env, 'TRIAD_REVIEW_TIMER_MS', 1_000, 0),
-    checkpointEveryTurns: intEnv(env, 'TRIAD_CHECKPOINT_EVERY_TURNS', 100, 1),
-    offlineLatencyMs: intEnv(env, 'TRIAD_OFFLINE_LATENCY_MS', 0, 0),
+    leaseTtlMs: intEnv(env, 'TRIAD_LEASE_TTL_MS', 15_000, 100, MAX_LEASE_TTL_MS),
+    maxActiveRuns: intEnv(env, 'TRIAD_MAX_ACTIVE_RUNS', DEFAULT_MAX_ACTIVE_RUNS, 1, 1_000_000),
+    recoveryIntervalMs: intEnv(env, 'TRIAD_RECOVERY_INTERVAL_MS', 5_000, 0, MAX_TIMER_MS),
+    reviewTimerIntervalMs: intEnv(env, 'TRIAD_REVIEW_TIMER_MS', 1_000, 0, MAX_TIMER_MS),
+    checkpointEveryTurns: intEnv(env, 'TRIAD_CHECKPOINT_EVERY_TURNS', 100, 1, 1_000_000),
+    offlineLatencyMs: intEnv(env, 'TRIAD_OFFLINE_LATENCY_MS', 0, 0, MAX_TIMER_MS),
     modelRetryDelaysMs: retryDelaysEnv(env, 'TRIAD_MODEL_RETRY_DELAYS_MS'),
     ...(env.TRIAD_MCP_CONFIG ? { mcp: loadMcpConfig(env.TRIAD_MCP_CONFIG, env) } : {}),
-    sessionTtlMs: intEnv(env, 'TRIAD_SESSION_TTL_MS', 8 * 60 * 60 * 1000, 1000),
+    sessionTtlMs: intEnv(env, 'TRIAD_SESSION_TTL_MS', 8 * 60 * 60 * 1000, 1000, MAX_SESSION_TTL_MS),
     trustProxy: trustProxyEnv(env.TRIAD_TRUST_PROXY),
   };
 }
@@ -146,7 +171,7 @@ function retryDelaysEnv(env: NodeJS.ProcessEnv, name: string): number[] {
   if (raw === 'none') return [];
   const parts = raw.split(',').map((p) => p.trim());
   if (parts.length > MAX_RETRIES || parts.some((p) => !/^\d+$/.test(p) || Number(p) > MAX_RETRY_DELAY_MS)) {
-    throw new ConfigError(`${name} must be up to ${MAX_RETRIES} comma-separated waits in ms, each at most ${MAX_RETRY_DELAY_MS} (e.g. 10000,30000,90000), or none; got '${raw}'`);
+    throw new ConfigError(`${name} must be up to ${MAX_RETRIES} comma-separated waits in ms, each at most ${MAX_RETRY_DELAY_MS} (e.g. 10000,30000,90000), or none; got '${shown(raw)}'`);
   }
   return parts.map(Number);
 }
@@ -157,17 +182,77 @@ function trustProxyEnv(raw: string | undefined): boolean | number | string {
   if (v === undefined || v === '' || v === 'false') return false;
   if (v === 'true') return true;
   if (/^\d+$/.test(v)) return Number(v);
-  if (!/^[A-Za-z0-9.:/,\s]+$/.test(v)) throw new ConfigError(`TRIAD_TRUST_PROXY must be true, false, a hop count or addresses (e.g. loopback), got '${v}'`);
+  const parts = v.split(',').map((p) => p.trim());
+  if (!parts.every(isProxyAddress)) {
+    throw new ConfigError(`TRIAD_TRUST_PROXY must be true, false, a hop count, or addresses and subnets (loopback, linklocal, uniquelocal, 10.0.0.0/8, ::1), got '${shown(v)}'`);
+  }
   return v;
+}
+
+/** What Express's `trust proxy` accepts in a list: a named range, an address, or an address/prefix or /mask. */
+function isProxyAddress(part: string): boolean {
+  if (part === 'loopback' || part === 'linklocal' || part === 'uniquelocal') return true;
+  const [address, range, ...rest] = part.split('/');
+  const family = isIP(address);
+  if (family === 0 || rest.length > 0) return false;
+  if (range === undefined) return true;
+  if (/^\d{1,3}$/.test(range)) return Number(range) <= (family === 4 ? 32 : 128);
+  return family === 4 && isIP(range) === 4;
 }
 
 function intEnv(env: NodeJS.ProcessEnv, name: string, def: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return def;
   if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
-    throw new ConfigError(`${name} must be a whole number ${max === Number.MAX_SAFE_INTEGER ? `≥ ${min}` : `from ${min} to ${max}`}, got '${raw}'`);
+    throw new ConfigError(`${name} must be a whole number ${max === Number.MAX_SAFE_INTEGER ? `≥ ${min}` : `from ${min} to ${max}`}, got '${shown(raw)}'`);
   }
   return Number(raw);
+}
+
+/** A value echoed in a message: control characters shown as `?`, at most 80 characters. */
+function shown(text: string): string {
+  const one = text.replace(/[\u0000-\u001f\u007f]/g, '?');
+  return one.length > 80 ? `${one.slice(0, 79)}…` : one;
+}
+
+/** A DNS name: dot-separated labels of letters, digits and inner hyphens. */
+const HOST_NAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$/;
+
+const PG_SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+
+/** A schema of triad's own: a plain identifier, not one of PostgreSQL's (`pg_*`, `information_schema`). */
+function checkPgSchema(schema: string): void {
+  if (!PG_SCHEMA_NAME.test(schema)) throw new ConfigError(`TRIAD_PG_SCHEMA must be a schema name (letters, digits and _, up to 63), got '${shown(schema)}'`);
+  if (/^pg_/i.test(schema) || schema.toLowerCase() === 'information_schema') {
+    throw new ConfigError(`TRIAD_PG_SCHEMA '${schema}' is one of PostgreSQL's own schemas: name one for triad`);
+  }
+}
+
+/** A postgres:// URL with a host; named in messages with its password hidden. */
+function checkPgUrl(raw: string): void {
+  let url: URL;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    throw new ConfigError('TRIAD_PG_URL is not a URL (postgres://user:password@host:5432/database)');
+  }
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
+    throw new ConfigError(`TRIAD_PG_URL must start with postgres:// or postgresql://, got '${shown(url.protocol)}//…'`);
+  }
+  if (!url.hostname && !url.searchParams.get('host')) throw new ConfigError(`TRIAD_PG_URL names no host (${shown(redactUrl(raw))})`);
+}
+
+/** An http(s) URL (the Messages API's base). */
+function checkHttpUrl(name: string, raw: string): void {
+  let url: URL | undefined;
+  try {
+    url = new URL(raw);
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || !url.hostname) {
+    throw new ConfigError(`${name} must be an http:// or https:// URL, got '${shown(url ? redactUrl(raw) : raw.replace(/\/\/[^/]*@/, '//***@'))}'`);
+  }
 }
 
 /** `name:role+role:secret` entries separated by commas; names normalised (see src/auth/names.ts). */
@@ -182,16 +267,20 @@ export function parseApiKeys(text: string): ApiKeyEntry[] {
     const name = raw.slice(0, first);
     const roles = raw.slice(first + 1, second).split('+');
     const secret = raw.slice(second + 1);
+    // Nothing but a valid name is echoed: a value in the wrong place may be the secret.
+    if (!/^[A-Za-z0-9_.@-]{1,64}$/.test(name)) throw new ConfigError(`TRIAD_API_KEYS entry ${entries.length + 1} has a name that is not 1-64 letters, digits, _ . @ -`);
     for (const r of roles) {
       if (!(VALID_ROLES as readonly string[]).includes(r)) {
-        throw new ConfigError(`TRIAD_API_KEYS entry '${name}' has unknown role '${r}' (roles: ${VALID_ROLES.join(', ')})`);
+        throw new ConfigError(`TRIAD_API_KEYS entry '${name}' has an unknown role (name:role+role:secret, roles: ${VALID_ROLES.join(', ')})`);
       }
     }
-    if (!/^[A-Za-z0-9_.@-]{1,64}$/.test(name)) throw new ConfigError(`TRIAD_API_KEYS entry name '${name}' is not valid`);
     if (secret.length < 8) throw new ConfigError(`TRIAD_API_KEYS entry '${name}' has a secret shorter than 8 characters`);
     // Names are case-insensitive identities: two entries naming one user are refused, not merged.
     const same = entries.find((e) => e.name === normaliseName(name));
     if (same) throw new ConfigError(`TRIAD_API_KEYS entries '${same.given}' and '${name}' name the same user (names are case-insensitive)`);
+    // One secret, one identity: a shared one would sign in as whichever entry comes last.
+    const twin = entries.find((e) => e.secret === secret);
+    if (twin) throw new ConfigError(`TRIAD_API_KEYS entries '${twin.given}' and '${name}' have the same secret: each key needs its own`);
     entries.push({ name: normaliseName(name), given: name, roles, secret });
   }
   return entries.map(({ name, roles, secret }) => ({ name, roles, secret }));

@@ -95,9 +95,35 @@ const URL_DEFAULTS: Record<string, string> = {
 const DEFAULT_READ_DEADLINE_MS = 30_000;
 const DEFAULT_MAX_IN_FLIGHT = 32;
 
-/** The URL with credentials hidden, for messages and logs. */
+/** The URL with credentials hidden, for messages and logs (up to the last `@` before the host: a password may hold one). */
 export function redactEsdbUrl(url: string): string {
-  return url.replace(/^([a-z+]+:\/\/)[^@/]*@/i, '$1***@');
+  return url.replace(/^([a-z+]+:\/\/)[^/?#]*@/i, '$1***@');
+}
+
+/** The connection string options the client reads (compared as it compares them: case, `-` and `_` aside). */
+const ESDB_OPTIONS = [
+  'connectionName', 'maxDiscoverAttempts', 'discoveryInterval', 'gossipTimeout', 'nodePreference', 'tls', 'tlsVerifyCert',
+  'tlsCAFile', 'userCertFile', 'userKeyFile', 'defaultDeadline', 'throwOnAppendFailure', 'keepAliveInterval', 'keepAliveTimeout',
+];
+const flat = (key: string) => key.trim().toLowerCase().replace(/[_-]/g, '');
+
+/**
+ * Refuses a connection string option the client would ignore, or one it does not support, before
+ * the client sees it: the client's own warning for them prints the whole string, password included.
+ */
+export function checkEsdbUrlOptions(url: string): void {
+  const query = url.indexOf('?');
+  if (query < 0) return;
+  const known = new Map(ESDB_OPTIONS.map((o) => [flat(o), o]));
+  for (const pair of url.slice(query + 1).split('&')) {
+    if (pair === '') continue;
+    const [key, value = ''] = pair.split('=');
+    const option = known.get(flat(key));
+    if (!option) throw new Error(`unknown option '${key.replace(/[^\w.-]/g, '?').slice(0, 40)}' (options: ${ESDB_OPTIONS.join(', ')})`);
+    if (option === 'tlsVerifyCert' && value.trim() === 'false') {
+      throw new Error('tlsVerifyCert=false is not supported by the client: pass tlsCAFile, or set NODE_EXTRA_CA_CERTS');
+    }
+  }
 }
 
 export class EsdbConnection {
@@ -112,6 +138,7 @@ export class EsdbConnection {
     readonly url: string,
     options: EsdbConnectionOptions = {},
   ) {
+    checkEsdbUrlOptions(url);
     this.client = EventStoreDBClient.connectionString(withDefaults(url));
     this.readDeadlineMs = options.readDeadlineMs ?? DEFAULT_READ_DEADLINE_MS;
     this.maxInFlight = options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;

@@ -83,7 +83,7 @@ describe('usage', () => {
 
 describe('configuration and store errors', () => {
   it('a configuration error exits 2 with `triad: <message>`', async () => {
-    expectOneLineError(await triad(['runs', 'list'], { TRIAD_STORE: 'bogus' }), 2, /TRIAD_STORE must be sqlite, postgres or esdb, got 'bogus'/);
+    expectOneLineError(await triad(['runs', 'list'], { TRIAD_STORE: 'bogus' }), 2, /TRIAD_STORE must be sqlite, postgres, esdb or memory, got 'bogus'/);
     expectOneLineError(await triad(['runs', 'list', '--json'], { TRIAD_STORE: 'postgres', TRIAD_PG_URL: undefined }), 2, /TRIAD_STORE=postgres needs TRIAD_PG_URL/);
     expectOneLineError(await triad(['review', 'list'], { TRIAD_PORT: 'eighty' }), 2, /TRIAD_PORT must be a port number/);
     expectOneLineError(await triad(['runs', 'list'], { TRIAD_STORE: 'esdb', TRIAD_ESDB_URL: 'http://127.0.0.1:2113' }), 2, /TRIAD_ESDB_URL is not an EventStoreDB connection string/);

@@ -16,6 +16,6 @@ describe('TRIAD_MAX_ACTIVE_RUNS', () => {
   });
 
   it('given 0, a negative or not a number, then a configuration error naming the variable', () => {
-    for (const bad of ['0', '-1', 'many', '2.5']) expect(() => load(bad)).toThrow(new ConfigError(`TRIAD_MAX_ACTIVE_RUNS must be a whole number ≥ 1, got '${bad}'`));
+    for (const bad of ['0', '-1', 'many', '2.5']) expect(() => load(bad)).toThrow(new ConfigError(`TRIAD_MAX_ACTIVE_RUNS must be a whole number from 1 to 1000000, got '${bad}'`));
   });
 });

@@ -1,4 +1,8 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { Client } from 'pg';
 import type { TriadConfig } from '../../config/config';
+import { quoteIdent } from '../../shared/postgres-tables';
 import { openStorage } from '../../storage/storage';
 import { API_KEYS_STREAM, foldApiKeys } from './api-key-events';
 
@@ -8,10 +12,26 @@ import { API_KEYS_STREAM, foldApiKeys } from './api-key-events';
  * key. The storage is opened for this read and closed again; the app opens its own.
  */
 export async function countStoredApiKeys(config: TriadConfig): Promise<number> {
+  // A store that was never created holds no key, and is not created by this look.
+  if (!(await storeExists(config))) return 0;
   const storage = await openStorage(config, { pgSchema: config.pgSchema });
   try {
     return foldApiKeys(await storage.events.readStream(API_KEYS_STREAM)).keys.size;
   } finally {
     await storage.close();
+  }
+}
+
+/** Whether the configured store has been created (SQLite: its file; PostgreSQL: its events table). */
+async function storeExists(config: TriadConfig): Promise<boolean> {
+  if (config.store === 'sqlite') return existsSync(join(config.dataDir, 'triad.db'));
+  if (config.store !== 'postgres' || !config.pgUrl) return true;
+  const client = new Client({ connectionString: config.pgUrl, connectionTimeoutMillis: 10_000 });
+  try {
+    await client.connect();
+    const found = await client.query<{ table: string | null }>('SELECT to_regclass($1) AS table', [`${quoteIdent(config.pgSchema ?? 'public')}.events`]);
+    return found.rows[0]?.table !== null;
+  } finally {
+    await client.end().catch(() => undefined);
   }
 }

@@ -1,3 +1,4 @@
+import { createServer } from 'node:net';
 import type { Command } from 'commander';
 import { countStoredApiKeys } from '../../auth/keys/count-stored-api-keys';
 import { ConfigError, describeConfig, loadConfig } from '../../config/config';
@@ -31,6 +32,9 @@ export function addServeCommand(program: Command, { output }: CliContext): void 
       const stopTracing = startTracingFromEnv(packageVersion());
       // Its logs go to stderr (stdout says where it listens): text on a terminal, JSON lines otherwise.
       const logger = new CliLogger(output.io.stderr, ['error', 'warn', 'log'], { format: output.io.stderr.isTTY ? 'text' : 'json', redactor: Redactor.fromEnv() });
+      // The address first: a port in use or a host that is not this machine's is said before
+      // the store is opened or created.
+      await probeAddress(config.host, config.port);
       const start = async () => {
         // Keys come from TRIAD_API_KEYS and from the store (`triad keys add`); checked before the app
         // starts, so a server that refuses to start has driven no run.
@@ -61,17 +65,56 @@ export function addServeCommand(program: Command, { output }: CliContext): void 
         await stopTracing?.().catch(() => undefined);
         return;
       }
-      await app.listen(config.port, config.host);
+      try {
+        await app.listen(config.port, config.host);
+      } catch (err) {
+        // Nothing may go on without the API: the background work the app started stops with it.
+        await app.close().catch(() => undefined);
+        await stopTracing?.().catch(() => undefined);
+        throw listenError(config.host, config.port, err);
+      }
+      const address = app.getHttpServer().address();
+      const port = address !== null && typeof address === 'object' ? address.port : config.port;
       // MCP servers are connected now rather than at the first launch: a server that cannot start
       // shows in the log at once (and is tried again when a launch or a run needs it).
       void app.get<ToolRegistry>(TOOL_REGISTRY).ready();
       const model = app.get<ModelProvider>(MODEL_PROVIDER);
       const summary = describeConfig(config);
       output.out(
-        `triad listening on http://${config.host}:${config.port} — store ${summary.store}, data ${summary.dataDir}, ${providerLine(model)}\n`,
+        `triad listening on http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port} — store ${summary.store}, data ${summary.dataDir}, ${providerLine(model)}\n`,
       );
       await stopped;
       await app.close();
       await stopTracing?.().catch(() => undefined);
     });
+}
+
+/** Binds the address once and lets it go: what would stop the server listening, said up front. */
+async function probeAddress(host: string, port: number): Promise<void> {
+  const probe = createServer();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      probe.once('error', reject);
+      probe.listen(port, host, () => resolve());
+    });
+  } catch (err) {
+    throw listenError(host, port, err);
+  } finally {
+    await new Promise((resolve) => probe.close(resolve));
+  }
+}
+
+function listenError(host: string, port: number, err: unknown): CliError {
+  const code = (err as NodeJS.ErrnoException).code;
+  const why =
+    code === 'EADDRINUSE'
+      ? 'the port is in use'
+      : code === 'EADDRNOTAVAIL'
+        ? "the address is not one of this machine's"
+        : code === 'ENOTFOUND' || code === 'EAI_AGAIN'
+          ? 'the host name does not resolve'
+          : code === 'EACCES'
+            ? 'permission denied'
+            : (err as Error).message;
+  return new CliError(`cannot listen on ${host}:${port}: ${why}`, EXIT.failed);
 }

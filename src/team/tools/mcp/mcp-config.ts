@@ -62,13 +62,24 @@ export function sanitiseName(name: string): string {
   return name.replace(/[^A-Za-z0-9_-]/g, '_');
 }
 
+/** Line and column of a JSON.parse error, from the position its message gives (Node's wording), without the text. */
+function jsonErrorPlace(text: string, err: Error): string {
+  const at = /position (\d+)/.exec(err.message);
+  if (!at) return /end of JSON input/.test(err.message) ? 'it ends too early' : 'a syntax error';
+  const before = text.slice(0, Number(at[1]));
+  const line = before.split('\n').length;
+  const column = before.length - before.lastIndexOf('\n');
+  return `a syntax error at line ${line}, column ${column}`;
+}
+
 /** Parses and checks the file's text; throws McpConfigError naming the first problem. */
 export function parseMcpConfig(text: string, file: string, env: NodeJS.ProcessEnv = {}): McpConfig {
   let raw: unknown;
   try {
     raw = JSON.parse(text);
   } catch (err) {
-    throw new McpConfigError(`is not JSON (${(err as Error).message})`);
+    // Where, not what: the parser's message quotes the text around the error, which may be a secret.
+    throw new McpConfigError(`is not JSON (${jsonErrorPlace(text, err as Error)})`);
   }
   if (!isObject(raw)) throw new McpConfigError('must be a JSON object with "mcpServers"');
   const extra = Object.keys(raw).filter((k) => k !== 'mcpServers');

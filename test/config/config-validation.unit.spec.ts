@@ -1,0 +1,102 @@
+import { ConfigError, loadConfig, parseApiKeys } from '../../src/config/config';
+import { checkEsdbUrlOptions, redactEsdbUrl } from '../../src/events/esdb.client';
+import { parseMcpConfig } from '../../src/team/tools/mcp/mcp-config';
+
+// Configuration is refused as a whole, in one message that echoes no secret, before anything
+// is opened: values a library would read differently (a port in hex, a URL that is not one), or
+// that a timer would turn into a busy loop, never reach it.
+
+const BASE = { TRIAD_DATA_DIR: '/tmp/triad-config-test' };
+const load = (env: Record<string, string>) => loadConfig({ ...BASE, ...env });
+const refused = (env: Record<string, string>) => {
+  try {
+    load(env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as Error).message;
+  }
+  throw new Error(`accepted: ${JSON.stringify(env)}`);
+};
+
+describe('configuration values', () => {
+  it('given a port that is not decimal digits from 0 to 65535, then it is refused', () => {
+    for (const bad of [' ', '\t', '0x9537', '1e3', '+80', '0b11', '3000 ', '65536', '-1', '99999999999999999999']) {
+      expect(refused({ TRIAD_PORT: bad })).toMatch(/^TRIAD_PORT must be a port number from 0 to 65535/);
+    }
+    expect(load({ TRIAD_PORT: '8080' }).port).toBe(8080);
+    expect(load({ TRIAD_PORT: '0' }).port).toBe(0);
+  });
+
+  it('given a host that is neither an address nor a host name, then it is refused', () => {
+    for (const bad of [' ', '127.0.0.1:80', 'a b', 'my_host', 'http://x', '-x']) expect(refused({ TRIAD_HOST: bad })).toMatch(/^TRIAD_HOST must be/);
+    for (const good of ['127.0.0.1', '::1', '0.0.0.0', 'localhost', 'db.example.com']) expect(load({ TRIAD_HOST: good }).host).toBe(good);
+  });
+
+  it('given intervals and lifetimes past what a timer can wait, then they are refused', () => {
+    expect(refused({ TRIAD_LEASE_TTL_MS: '8600000000' })).toMatch(/TRIAD_LEASE_TTL_MS must be a whole number from 100 to 86400000/);
+    expect(refused({ TRIAD_RECOVERY_INTERVAL_MS: '2147483648' })).toMatch(/from 0 to 2147483647/);
+    expect(refused({ TRIAD_REVIEW_TIMER_MS: '2147483648' })).toMatch(/from 0 to 2147483647/);
+    expect(refused({ TRIAD_OFFLINE_LATENCY_MS: '2147483648' })).toMatch(/from 0 to 2147483647/);
+    expect(refused({ TRIAD_SESSION_TTL_MS: '9007199254740991' })).toMatch(/TRIAD_SESSION_TTL_MS must be a whole number from 1000 to 31536000000/);
+    expect(load({ TRIAD_RECOVERY_INTERVAL_MS: '2147483647', TRIAD_LEASE_TTL_MS: '86400000' }).leaseTtlMs).toBe(86_400_000);
+  });
+
+  it('given a PostgreSQL URL or schema that is not one, then it is refused without the password', () => {
+    const pg = (url: string, extra: Record<string, string> = {}) => refused({ TRIAD_STORE: 'postgres', TRIAD_PG_URL: url, ...extra });
+    expect(pg('not a url')).toBe('TRIAD_PG_URL is not a URL (postgres://user:password@host:5432/database)');
+    expect(pg(' ')).toMatch(/TRIAD_PG_URL is not a URL/);
+    expect(pg('postgres://u:s3cretpw@h:99999/db')).not.toMatch(/s3cretpw/);
+    expect(pg('postgres://u:s3cretpw@h:abc/db')).not.toMatch(/s3cretpw/);
+    expect(pg('mysql://u:s3cretpw@h/db')).toBe("TRIAD_PG_URL must start with postgres:// or postgresql://, got 'mysql://…'");
+    const ok = 'postgres://postgres@127.0.0.1:5432/test';
+    for (const schema of ['x;drop', 'a b', '1abc', 'information_schema', 'pg_catalog', 'PG_toast']) expect(pg(ok, { TRIAD_PG_SCHEMA: schema })).toMatch(/^TRIAD_PG_SCHEMA /);
+    expect(load({ TRIAD_STORE: 'postgres', TRIAD_PG_URL: ok, TRIAD_PG_SCHEMA: 'triad_a' }).pgSchema).toBe('triad_a');
+  });
+
+  it('given a proxy setting Express would not read, a blank data directory, or a Messages API URL that is not http, then they are refused', () => {
+    for (const bad of ['foo', '10.0.0.0/99', '10.0.0.1/255.255.0.0/1', 'loopback,nope']) expect(refused({ TRIAD_TRUST_PROXY: bad })).toMatch(/^TRIAD_TRUST_PROXY must be/);
+    for (const good of ['loopback', '10.0.0.0/8, ::1', 'linklocal,uniquelocal', '192.168.0.0/255.255.0.0', '2', 'true']) expect(() => load({ TRIAD_TRUST_PROXY: good })).not.toThrow();
+    expect(refused({ TRIAD_DATA_DIR: '  ' })).toBe('TRIAD_DATA_DIR is blank');
+    expect(refused({ ANTHROPIC_BASE_URL: 'not a url' })).toMatch(/^ANTHROPIC_BASE_URL must be an http:\/\/ or https:\/\/ URL/);
+    expect(refused({ ANTHROPIC_BASE_URL: 'ftp://u:pw123456@x/' })).not.toMatch(/pw123456/);
+    expect(refused({ ANTHROPIC_API_KEY: ' ' })).toBe('ANTHROPIC_API_KEY holds whitespace (a key has none)');
+    expect(load({ ANTHROPIC_BASE_URL: 'http://127.0.0.1:9999' }).anthropicBaseUrl).toBe('http://127.0.0.1:9999');
+  });
+
+  it('echoes values without control characters', () => {
+    expect(refused({ TRIAD_STORE: 'sqlite\r\nX' })).toBe("TRIAD_STORE must be sqlite, postgres, esdb or memory, got 'sqlite??X'");
+  });
+});
+
+describe('API keys in the environment', () => {
+  it('given a secret in the place of a role or a name, then the message does not echo it', () => {
+    for (const text of ['alice:S3CRETVALUEXYZ:admin', 'alice:reviewer+S3CRETVALUEXYZ:xxxxxxxxxx', 'S3CRET VALUEXYZ:admin:xxxxxxxxxx']) {
+      expect(() => parseApiKeys(text)).toThrow(ConfigError);
+      expect(() => parseApiKeys(text)).not.toThrow(/S3CRET/);
+    }
+  });
+
+  it('given two entries with one secret, then they are refused (the key would sign in as only one of them)', () => {
+    expect(() => parseApiKeys('alice:reviewer:SAMESECRET123,bob:admin:SAMESECRET123')).toThrow("TRIAD_API_KEYS entries 'alice' and 'bob' have the same secret: each key needs its own");
+  });
+});
+
+describe('EventStoreDB connection strings', () => {
+  it('given an option the client would ignore or not support, then it is refused without the URL', () => {
+    expect(() => checkEsdbUrlOptions('esdb://admin:s3cretpw@127.0.0.1:1?tls=false&bogus=1')).toThrow(/^unknown option 'bogus'/);
+    expect(() => checkEsdbUrlOptions('esdb://admin:s3cretpw@127.0.0.1:1?tls=false&bogus=1')).not.toThrow(/s3cretpw/);
+    expect(() => checkEsdbUrlOptions('esdb://h:2113?tlsVerifyCert=false')).toThrow(/tlsVerifyCert=false is not supported/);
+    expect(() => checkEsdbUrlOptions('esdb://h:2113?tls=false&defaultDeadline=5000&keep-alive-interval=1&MaxDiscoverAttempts=3')).not.toThrow();
+  });
+
+  it('hides the whole password, an @ in it included', () => {
+    expect(redactEsdbUrl('esdb://admin:s3cr@tpw@db:2113?tls=false')).toBe('esdb://***@db:2113?tls=false');
+  });
+});
+
+describe('MCP servers file', () => {
+  it('given text that is not JSON, then the message says so without quoting it (it may hold a token)', () => {
+    expect(() => parseMcpConfig('{"mcpServers": {"gh": {"env": {"GITHUB_TOKEN": ghp_SuperSecret}}}}', 'f.json')).toThrow(/^is not JSON \(a syntax error/);
+    expect(() => parseMcpConfig('{"mcpServers": {"gh": {"env": {"GITHUB_TOKEN": ghp_SuperSecret}}}}', 'f.json')).not.toThrow(/ghp_/);
+  });
+});
