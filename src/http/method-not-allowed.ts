@@ -1,7 +1,7 @@
 import { type INestApplication, MethodNotAllowedException, RequestMethod } from '@nestjs/common';
 import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
-import { ModulesContainer } from '@nestjs/core';
 import type { NextFunction, Request, Response } from 'express';
+import { controllerMethods } from './controller-methods';
 
 interface RoutePath {
   pattern: RegExp;
@@ -30,25 +30,19 @@ export function methodNotAllowed(app: INestApplication): (req: Request, res: Res
 
 function controllerRoutes(app: INestApplication): RoutePath[] {
   const byPath = new Map<string, Set<string>>();
-  for (const module of app.get(ModulesContainer).values()) {
-    for (const wrapper of module.controllers.values()) {
-      const controller = wrapper.metatype as (new (...args: never[]) => object) | null;
-      if (!controller) continue;
-      const prefix = String(Reflect.getMetadata(PATH_METADATA, controller) ?? '');
-      for (const name of Object.getOwnPropertyNames(controller.prototype)) {
-        const handler = (controller.prototype as Record<string, unknown>)[name];
-        if (typeof handler !== 'function') continue;
-        const method = Reflect.getMetadata(METHOD_METADATA, handler) as RequestMethod | undefined;
-        const path = Reflect.getMetadata(PATH_METADATA, handler) as string | undefined;
-        if (method === undefined || path === undefined) continue;
-        const full = `/${[prefix, path].map((p) => p.replace(/^\/+|\/+$/g, '')).filter(Boolean).join('/')}`;
-        const methods = byPath.get(full) ?? new Set<string>();
-        const verb = RequestMethod[method];
-        methods.add(verb);
-        if (verb === 'GET') methods.add('HEAD');
-        byPath.set(full, methods);
-      }
-    }
+  for (const { controller, method: name } of controllerMethods(app)) {
+    const handler = (controller.prototype as Record<string, unknown>)[name];
+    if (typeof handler !== 'function') continue;
+    const method = Reflect.getMetadata(METHOD_METADATA, handler) as RequestMethod | undefined;
+    const path = Reflect.getMetadata(PATH_METADATA, handler) as string | undefined;
+    if (method === undefined || path === undefined) continue;
+    const prefix = String(Reflect.getMetadata(PATH_METADATA, controller) ?? '');
+    const full = `/${[prefix, path].map((p) => p.replace(/^\/+|\/+$/g, '')).filter(Boolean).join('/')}`;
+    const methods = byPath.get(full) ?? new Set<string>();
+    const verb = RequestMethod[method];
+    methods.add(verb);
+    if (verb === 'GET') methods.add('HEAD');
+    byPath.set(full, methods);
   }
   return [...byPath].map(([path, methods]) => ({ pattern: pathPattern(path), methods }));
 }

@@ -1,10 +1,10 @@
 import type { INestApplication } from '@nestjs/common';
 import { ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
 import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
-import { ModulesContainer } from '@nestjs/core';
 import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import type { MetadataStorage } from 'class-transformer/types/MetadataStorage';
 import { validationMetadatasToSchemas } from 'class-validator-jsonschema';
+import { controllerMethods } from './controller-methods';
 
 // class-transformer's metadata (nested `@Type`s) lives in its CommonJS build; its types are apart.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -69,21 +69,15 @@ export function openApiDocument(app: INestApplication, version: string): OpenAPI
 function queryInputs(app: INestApplication): { dtos: Map<string, string>; named: Map<string, string[]> } {
   const found = new Map<string, string>();
   const named = new Map<string, string[]>();
-  for (const module of app.get(ModulesContainer).values()) {
-    for (const wrapper of module.controllers.values()) {
-      const controller = wrapper.metatype as (new (...args: never[]) => object) | null;
-      if (!controller) continue;
-      for (const method of Object.getOwnPropertyNames(controller.prototype)) {
-        const args = (Reflect.getMetadata(ROUTE_ARGS_METADATA, controller, method) ?? {}) as Record<string, { index: number; data?: unknown }>;
-        const types = (Reflect.getMetadata('design:paramtypes', controller.prototype, method) ?? []) as unknown[];
-        for (const [key, arg] of Object.entries(args)) {
-          const type = types[arg.index];
-          if (Number(key.split(':')[0]) !== RouteParamtypes.QUERY) continue;
-          const operationId = `${controller.name}_${method}`;
-          if (arg.data === undefined && typeof type === 'function') found.set(operationId, type.name);
-          if (typeof arg.data === 'string') named.set(operationId, [...(named.get(operationId) ?? []), arg.data]);
-        }
-      }
+  for (const { controller, method } of controllerMethods(app)) {
+    const args = (Reflect.getMetadata(ROUTE_ARGS_METADATA, controller, method) ?? {}) as Record<string, { index: number; data?: unknown }>;
+    const types = (Reflect.getMetadata('design:paramtypes', controller.prototype, method) ?? []) as unknown[];
+    for (const [key, arg] of Object.entries(args)) {
+      const type = types[arg.index];
+      if (Number(key.split(':')[0]) !== RouteParamtypes.QUERY) continue;
+      const operationId = `${controller.name}_${method}`;
+      if (arg.data === undefined && typeof type === 'function') found.set(operationId, type.name);
+      if (typeof arg.data === 'string') named.set(operationId, [...(named.get(operationId) ?? []), arg.data]);
     }
   }
   return { dtos: found, named };
