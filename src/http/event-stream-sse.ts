@@ -29,7 +29,7 @@ export async function streamEventsAsSse(sse: StreamSse, req: Request, res: Respo
   res.status(200);
   res.setHeader('Content-Type', 'text/event-stream');
   res.setHeader('Cache-Control', 'no-cache');
-  res.setHeader('Connection', 'keep-alive');
+  // Connection is Node's to set: keep-alive, or close when the client asked for it.
   res.setHeader('X-Accel-Buffering', 'no');
   res.flushHeaders();
   const closed = sse.metrics.sseOpened();

@@ -141,7 +141,27 @@ describe('HTTP input rules', () => {
       socket.on('error', reject);
     });
     expect(streamed).toMatch(/^HTTP\/1.1 200 /);
+    expect(streamed).toMatch(/\r\nConnection: keep-alive\r\n/);
     expect(streamed).not.toMatch(/HTTP\/1.1 400/);
+
+    // A client that asks for the connection to close is told it will be.
+    const head = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), hostname, () =>
+        socket.write(`GET /v1/runs/${runId}/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEYS.aud}\r\nAccept: text/event-stream\r\nConnection: close\r\n\r\n`),
+      );
+      let text = '';
+      socket.setEncoding('utf8');
+      socket.on('data', (chunk: string) => {
+        text += chunk;
+        if (text.includes('\r\n\r\n')) {
+          socket.destroy();
+          resolve(text.split('\r\n\r\n')[0]);
+        }
+      });
+      socket.on('error', reject);
+    });
+    expect(head).toMatch(/^HTTP\/1.1 200 /);
+    expect(head).toMatch(/\r\nConnection: close(\r\n|$)/);
   });
 
   it('answers a method a path does not take with 405 and the methods it does take, and does nothing', async () => {
