@@ -1,6 +1,7 @@
 import { HUMAN_ROLES as VALID_ROLES } from '../auth/roles';
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
+import { PG_SCHEMA_NAME } from '../shared/postgres-tables';
 import { DEFAULT_RETRY_DELAYS_MS } from '../team/resilience/policies';
 import { normaliseName } from '../auth/names';
 import { readFileSync } from 'node:fs';
@@ -210,15 +211,13 @@ function intEnv(env: NodeJS.ProcessEnv, name: string, def: number, min: number, 
 }
 
 /** A value echoed in a message: control characters shown as `?`, at most 80 characters. */
-function shown(text: string): string {
+export function shown(text: string): string {
   const one = text.replace(/[\u0000-\u001f\u007f]/g, '?');
   return one.length > 80 ? `${one.slice(0, 79)}…` : one;
 }
 
 /** A DNS name: dot-separated labels of letters, digits and inner hyphens. */
 const HOST_NAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$/;
-
-const PG_SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
 /** A schema of triad's own: a plain identifier, not one of PostgreSQL's (`pg_*`, `information_schema`). */
 function checkPgSchema(schema: string): void {

@@ -22,6 +22,7 @@ import {
 import type { StoreOptions } from './in-memory.event-store';
 import { GroupCommit, settleOneByOne, takeUpTo, type Waiting } from '../shared/group-commit';
 import { settledWithin } from '../shared/pause';
+import { PG_SCHEMA_NAME } from '../shared/postgres-tables';
 import { CoalescedNotify } from './coalesced-notify';
 import { PositionNotifier } from './position-notifier';
 import { migratePostgresEventStore, openPostgresPool, type PostgresPoolOptions } from './postgres.database';
@@ -53,7 +54,6 @@ export interface PostgresStoreOptions extends StoreOptions {
   health?: StoreHealthSink;
 }
 
-const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 const EXPECTED_CODE: Record<Exclude<ExpectedRevision, number>, number> = { any: -1, no_stream: -2, stream_exists: -3 };
 /** An expected revision as the append functions take it: the revision, or its code. */
 const expectedCode = (expected: ExpectedRevision): number => (typeof expected === 'number' ? expected : EXPECTED_CODE[expected]);
@@ -164,7 +164,7 @@ export class PostgresEventStore implements EventStore {
 
   private static async start(pool: Pool, ownsPool: boolean, options: PostgresStoreOptions): Promise<PostgresEventStore> {
     const schema = options.schema ?? 'public';
-    if (!SCHEMA_NAME.test(schema)) {
+    if (!PG_SCHEMA_NAME.test(schema)) {
       if (ownsPool) await pool.end();
       throw new Error(`invalid PostgreSQL schema name '${schema}'`);
     }

@@ -1,5 +1,8 @@
 import type { Pool, PoolClient } from 'pg';
 
+/** A schema name triad accepts: a plain identifier of up to 63 characters (PostgreSQL's limit). */
+export const PG_SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+
 /** Double-quotes an identifier; names reaching here are validated, quoting keeps them literal. */
 export function quoteIdent(name: string): string {
   return `"${name.replace(/"/g, '""')}"`;

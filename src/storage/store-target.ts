@@ -1,9 +1,9 @@
 import { existsSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Client } from 'pg';
-import { redactUrl, type TriadConfig } from '../config/config';
+import { redactUrl, shown, type TriadConfig } from '../config/config';
 import { InvalidRequestError } from '../shared/errors';
-import { quoteIdent } from '../shared/postgres-tables';
+import { PG_SCHEMA_NAME, quoteIdent } from '../shared/postgres-tables';
 import { openStorage, type Storage, type StorageOptions } from './storage';
 
 /**
@@ -24,7 +24,6 @@ export class InvalidStoreUrlError extends InvalidRequestError {
   override readonly name = 'InvalidStoreUrlError';
 }
 
-const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 const ESDB_SCHEMES = ['esdb:', 'esdb+discover:', 'kurrentdb:', 'kurrentdb+discover:'];
 
 export function parseStoreUrl(raw: string, cwd = process.cwd()): StoreTarget {
@@ -44,24 +43,22 @@ export function parseStoreUrl(raw: string, cwd = process.cwd()): StoreTarget {
   try {
     url = new URL(text);
   } catch {
-    throw new InvalidStoreUrlError(`'${shown(text)}' is not a store URL (sqlite:<dir>, postgres://…, esdb://…)`);
+    throw new InvalidStoreUrlError(`'${shownUrl(text)}' is not a store URL (sqlite:<dir>, postgres://…, esdb://…)`);
   }
   if (url.protocol === 'postgres:' || url.protocol === 'postgresql:') {
     const schema = url.searchParams.get('schema') ?? 'public';
-    if (!SCHEMA_NAME.test(schema)) throw new InvalidStoreUrlError(`schema '${shown(schema)}' is not a valid PostgreSQL schema name`);
+    if (!PG_SCHEMA_NAME.test(schema)) throw new InvalidStoreUrlError(`schema '${shownUrl(schema)}' is not a valid PostgreSQL schema name`);
     url.searchParams.delete('schema');
     if (!url.hostname && !url.searchParams.get('host')) throw new InvalidStoreUrlError('a postgres:// URL needs a host');
     return { kind: 'postgres', url: url.toString(), schema };
   }
   if (ESDB_SCHEMES.includes(url.protocol)) return { kind: 'esdb', url: text };
-  throw new InvalidStoreUrlError(`unknown store URL scheme '${shown(url.protocol)}' (sqlite:<dir>, postgres://…, esdb://…)`);
+  throw new InvalidStoreUrlError(`unknown store URL scheme '${shownUrl(url.protocol)}' (sqlite:<dir>, postgres://…, esdb://…)`);
 }
 
 /** Echoed back without secrets and bounded. */
-function shown(text: string): string {
-  const one = text.replace(/[\u0000-\u001f\u007f]/g, '?');
-  const redacted = one.includes('@') ? one.replace(/\/\/[^@/]*@/, '//***@') : one;
-  return redacted.length > 80 ? `${redacted.slice(0, 79)}…` : redacted;
+function shownUrl(text: string): string {
+  return shown(text.includes('@') ? text.replace(/\/\/[^@/]*@/, '//***@') : text);
 }
 
 /** The target as printed: passwords redacted, the schema shown. */

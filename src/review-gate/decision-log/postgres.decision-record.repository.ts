@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import { applyPgMigrations, quoteIdent } from '../../shared/postgres-tables';
+import { applyPgMigrations, PG_SCHEMA_NAME, quoteIdent } from '../../shared/postgres-tables';
 import { GENESIS_PREV_HASH, type DecisionFilter, type DecisionRecord } from './decision-record';
 import {
   BEFORE_FIRST_SEQ,
@@ -70,7 +70,6 @@ const MIGRATIONS: Array<(s: string) => string> = [
 
 export const POSTGRES_DECISION_LOG_SCHEMA_VERSION = MIGRATIONS.length;
 
-const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 const COLUMNS = DECISION_COLUMNS.join(', ');
 const PARAM_TYPES = ['bigint', 'text', 'text', 'text', 'integer', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'bigint', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'integer'];
 
@@ -114,7 +113,7 @@ export class PostgresDecisionRecordRepository implements DecisionRecordRepositor
 
   /** Opens the repository on a pool (the storage's, shared with the event store), bringing its schema up to date. */
   static async open(pool: Pool, schema = 'public'): Promise<PostgresDecisionRecordRepository> {
-    if (!SCHEMA_NAME.test(schema)) throw new Error(`invalid PostgreSQL schema name '${schema}'`);
+    if (!PG_SCHEMA_NAME.test(schema)) throw new Error(`invalid PostgreSQL schema name '${schema}'`);
     const repo = new PostgresDecisionRecordRepository(pool, schema);
     await repo.migrate();
     return repo;
