@@ -13,18 +13,23 @@ interface RoutePath {
  * `Allow` header naming the methods it takes (`PUT /v1/runs`: `Allow: GET, HEAD, POST`), not the
  * `404` Express would answer. The routes are the controllers' own (read once, on the first
  * request); paths no controller declares (the console's files, /docs) are left to what serves them.
- * OPTIONS is left to Express, which answers it with the same list.
+ * OPTIONS on a route's path is `204` with the same `Allow` header.
  */
 export function methodNotAllowed(app: INestApplication): (req: Request, res: Response, next: NextFunction) => void {
   let routes: RoutePath[] | undefined;
   return (req, res, next) => {
     routes ??= controllerRoutes(app);
-    if (req.method === 'OPTIONS') return next();
     const allowed = new Set<string>();
     for (const route of routes) if (route.pattern.test(req.path)) for (const m of route.methods) allowed.add(m);
     if (allowed.size === 0 || allowed.has(req.method) || allowed.has('ALL')) return next();
-    res.setHeader('Allow', [...allowed].sort().join(', '));
-    next(new MethodNotAllowedException(`${req.method} is not allowed here; this path takes ${[...allowed].sort().join(', ')}`));
+    allowed.add('OPTIONS');
+    const allow = [...allowed].sort().join(', ');
+    res.setHeader('Allow', allow);
+    if (req.method === 'OPTIONS') {
+      res.status(204).end();
+      return;
+    }
+    next(new MethodNotAllowedException(`${req.method} is not allowed here; this path takes ${allow}`));
   };
 }
 

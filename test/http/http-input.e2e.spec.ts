@@ -169,11 +169,11 @@ describe('HTTP input rules', () => {
     const send = (method: string, path: string, body?: string) =>
       fetch(`${server.url}${path}`, { method, headers: { authorization: `Bearer ${KEYS.ann}`, ...(body ? { 'content-type': 'application/json' } : {}) }, body });
     const cases: Array<[string, string, string]> = [
-      ['PUT', '/v1/runs', 'GET, HEAD, POST'],
-      ['DELETE', `/v1/runs/${runId}`, 'GET, HEAD'],
-      ['GET', `/v1/runs/${runId}/cancel`, 'POST'],
-      ['PATCH', `/v1/runs/${runId}/cancel/`, 'POST'],
-      ['POST', '/health', 'GET, HEAD'],
+      ['PUT', '/v1/runs', 'GET, HEAD, OPTIONS, POST'],
+      ['DELETE', `/v1/runs/${runId}`, 'GET, HEAD, OPTIONS'],
+      ['GET', `/v1/runs/${runId}/cancel`, 'OPTIONS, POST'],
+      ['PATCH', `/v1/runs/${runId}/cancel/`, 'OPTIONS, POST'],
+      ['POST', '/health', 'GET, HEAD, OPTIONS'],
     ];
     for (const [method, path, allow] of cases) {
       const res = await send(method, path, method === 'GET' ? undefined : '{}');
@@ -181,7 +181,9 @@ describe('HTTP input rules', () => {
       expectError(reply, 405, new RegExp(`${method} is not allowed here; this path takes ${allow}`));
       expect({ path, allow: res.headers.get('allow') }).toEqual({ path, allow });
     }
-    // A path no route has is still 404; a method a path takes is served.
+    // OPTIONS names the same methods; a path no route has is still 404; a method a path takes is served.
+    const options = await send('OPTIONS', '/v1/runs');
+    expect({ status: options.status, allow: options.headers.get('allow') }).toEqual({ status: 204, allow: 'GET, HEAD, OPTIONS, POST' });
     expectError(await readReply<Loose>(await send('PUT', '/v1/nothing-here', '{}')), 404);
     expect((await send('HEAD', `/v1/runs/${runId}`)).status).toBe(200);
     expect(await eventCount()).toBe(before);
