@@ -340,7 +340,9 @@ export class RunDriver {
 
   /**
    * SIGTERM: abort what is in flight, record RunSuspended (status `suspended`), checkpoint. The
-   * run resumes on the next start. Returns false when the run had already ended.
+   * run resumes on the next start. Returns false when the run had already ended, or waits for a
+   * human: a driver stopping at a review or a tool approval when the signal came leaves the run at
+   * its gate, where a reviewer may decide it, not suspended.
    */
   async suspend(done: Promise<unknown>): Promise<boolean> {
     this.stop('shutdown');
@@ -348,6 +350,7 @@ export class RunDriver {
     for (let attempt = 0; attempt < 5; attempt++) {
       await this.catchUp();
       if (String(this.state.team.value) === 'ended' || this.state.suspended || this.fenced) return false;
+      if (isIdle(nextAction(this.state, this.deps.clock.now()))) return false;
       try {
         await this.append([runSuspended(this.deps.owner ?? 'local', isoNow(this.deps.clock))]);
         await this.saveCheckpoint('shutdown');

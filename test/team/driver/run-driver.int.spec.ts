@@ -106,6 +106,16 @@ describe('RunDriver: how runs end', () => {
     expect(types).not.toContain('ReviewOpened');
   });
 
+  it('given a run that reached the human gate, when its driver is suspended for shutdown, then it stays at the gate (nothing recorded)', async () => {
+    const script = () => roleScript({ architect: [plan()], executor: [writeFile(), submitWork()], reviewer: [verdict('APPROVE')] });
+    harness = await startRun({ model: new ScriptedModelProvider(script()) });
+    const done = harness.driver.drive();
+    expect(runStatus(await done)).toBe('awaiting_review');
+    const before = await harness.types();
+    expect(await harness.driver.suspend(done)).toBe(false);
+    expect(await harness.types()).toEqual(before);
+  });
+
   it('BUDGET_EXHAUSTED: the total budget is checked before each call and the overrun is recorded', async () => {
     // Every response costs 10 + 5 tokens; the budget of 40 is reached after the third call.
     const model = new ScriptedModelProvider(roleScript({ architect: () => toolUseResponse('list_files', {}) }));
