@@ -216,6 +216,11 @@ export function shown(text: string): string {
   return one.length > 80 ? `${one.slice(0, 79)}…` : one;
 }
 
+/** A URL echoed in a message: what stands before the last `@` of its authority (user, password) hidden, then as `shown`. */
+export function shownUrl(text: string): string {
+  return shown(text.replace(/\/\/[^/?#]*@/, '//***@'));
+}
+
 /** A DNS name: dot-separated labels of letters, digits and inner hyphens. */
 const HOST_NAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$/;
 
@@ -250,7 +255,7 @@ function checkHttpUrl(name: string, raw: string): void {
     url = undefined;
   }
   if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || !url.hostname) {
-    throw new ConfigError(`${name} must be an http:// or https:// URL, got '${shown(url ? redactUrl(raw) : raw.replace(/\/\/[^/]*@/, '//***@'))}'`);
+    throw new ConfigError(`${name} must be an http:// or https:// URL, got '${shownUrl(raw)}'`);
   }
 }
 

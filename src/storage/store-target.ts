@@ -1,7 +1,7 @@
 import { existsSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Client } from 'pg';
-import { redactUrl, shown, type TriadConfig } from '../config/config';
+import { redactUrl, shownUrl, type TriadConfig } from '../config/config';
 import { InvalidRequestError } from '../shared/errors';
 import { PG_SCHEMA_NAME, quoteIdent } from '../shared/postgres-tables';
 import { openStorage, type Storage, type StorageOptions } from './storage';
@@ -56,10 +56,6 @@ export function parseStoreUrl(raw: string, cwd = process.cwd()): StoreTarget {
   throw new InvalidStoreUrlError(`unknown store URL scheme '${shownUrl(url.protocol)}' (sqlite:<dir>, postgres://…, esdb://…)`);
 }
 
-/** Echoed back without secrets and bounded. */
-function shownUrl(text: string): string {
-  return shown(text.includes('@') ? text.replace(/\/\/[^@/]*@/, '//***@') : text);
-}
 
 /** The target as printed: passwords redacted, the schema shown. */
 export function describeTarget(t: StoreTarget): string {
