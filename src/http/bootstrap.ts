@@ -5,7 +5,7 @@ import type { NestExpressApplication, NestExpressBodyParserOptionsFor } from '@n
 import { AppModule } from '../app.module';
 import { ErrorFilter } from './error.filter';
 import { WellFormedInputPipe, withUtf8Check } from './well-formed-input';
-import { RouteInputsInterceptor } from './route-inputs';
+import { RouteInputsGuard } from './route-inputs';
 import { answerClientErrorsAsJson } from './client-errors';
 import { methodNotAllowed } from './method-not-allowed';
 import { describeDecodingErrors, enforceBodyLimits, requireJsonBody, verifyJsonShape } from './request-body.middleware';
@@ -46,6 +46,9 @@ export async function createHttpApp(options: { logger?: LogLevel[] | false | Log
   app.use(httpMetrics((method, route, status, seconds) => metrics.observeHttp(method, route, status, seconds)));
   // Whether X-Forwarded-Proto/-Host say how the request reached triad (the console cookie's Secure, the CSRF origin).
   app.set('trust proxy', app.get<TriadConfig>(TRIAD_CONFIG).trustProxy);
+  // No ETag on answers: Express would hash every JSON body (event pages included) for a 304 that
+  // triad's clients never ask for; the console's own files keep theirs (serve-static sets them).
+  app.set('etag', false);
   serveConsole(app);
   app.use(methodNotAllowed(app));
   app.use(requireJsonBody);
@@ -54,7 +57,8 @@ export async function createHttpApp(options: { logger?: LogLevel[] | false | Log
   app.useBodyParser('json', withUtf8Check({ limit: '2mb', verify: verifyJsonShape }) as NestExpressBodyParserOptionsFor<'json'>);
   app.use(describeDecodingErrors);
   app.use(enforceBodyLimits);
-  app.useGlobalInterceptors(new RouteInputsInterceptor());
+  // After the API-key guard (an app-wide provider, registered when the app is created).
+  app.useGlobalGuards(new RouteInputsGuard());
   app.useGlobalPipes(new WellFormedInputPipe(), VALIDATION_PIPE);
   app.useGlobalFilters(new ErrorFilter());
   // Before init: Nest's not-found handler is registered at init and would shadow later routes.

@@ -1,9 +1,8 @@
-import { BadRequestException, type CallHandler, type ExecutionContext, Injectable, type NestInterceptor } from '@nestjs/common';
+import { BadRequestException, type CanActivate, type ExecutionContext, Injectable } from '@nestjs/common';
 import { ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
 import { RouteParamtypes } from '@nestjs/common/enums/route-paramtypes.enum';
 import { getMetadataStorage } from 'class-validator';
 import type { Request } from 'express';
-import type { Observable } from 'rxjs';
 import { describeIllFormed, isWellFormedText } from '../shared/text';
 
 /**
@@ -56,10 +55,15 @@ function checkValue(where: string, value: unknown): void {
   if (!isWellFormedText(value)) throw new BadRequestException(`${where} ${describeIllFormed(value)}; text must be well-formed Unicode without NUL`);
 }
 
+/**
+ * A guard, not an interceptor: it runs after authentication (the app-wide API-key guard is
+ * registered first) and before any pipe, and it keeps Nest's request path free of interceptors,
+ * which would wrap every handler in an Observable chain.
+ */
 @Injectable()
-export class RouteInputsInterceptor implements NestInterceptor {
-  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    if (context.getType() !== 'http') return next.handle();
+export class RouteInputsGuard implements CanActivate {
+  canActivate(context: ExecutionContext): boolean {
+    if (context.getType() !== 'http') return true;
     const req = context.switchToHttp().getRequest<Request>();
     const { query: allowed, body } = declaredInputs(context.getClass(), context.getHandler());
     const query = (req.query ?? {}) as Record<string, unknown>;
@@ -74,6 +78,6 @@ export class RouteInputsInterceptor implements NestInterceptor {
     if (!body && typeof req.body === 'object' && req.body !== null && Object.keys(req.body as object).length > 0) {
       throw new BadRequestException('this route takes no body fields');
     }
-    return next.handle();
+    return true;
   }
 }

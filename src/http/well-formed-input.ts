@@ -36,7 +36,7 @@ export function withUtf8Check<T extends { verify?: VerifyHook }>(options: T): T 
 
 /**
  * A global pipe: every `@Body()` value, walked once. Query and path values are checked, with the
- * same words, by the route-inputs interceptor, which runs before any pipe.
+ * same words, by the route-inputs guard, which runs before any pipe.
  */
 export class WellFormedInputPipe implements PipeTransform {
   transform(value: unknown, metadata: ArgumentMetadata): unknown {
