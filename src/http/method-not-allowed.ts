@@ -19,9 +19,17 @@ export function methodNotAllowed(app: INestApplication): (req: Request, res: Res
   let routes: RoutePath[] | undefined;
   return (req, res, next) => {
     routes ??= controllerRoutes(app);
+    const path = req.path;
+    let matched: RoutePath[] | undefined;
+    for (const route of routes) {
+      if (!route.pattern.test(path)) continue;
+      // The common case, a method the path takes, costs no allocation.
+      if (route.methods.has(req.method) || route.methods.has('ALL')) return next();
+      (matched ??= []).push(route);
+    }
+    if (!matched) return next();
     const allowed = new Set<string>();
-    for (const route of routes) if (route.pattern.test(req.path)) for (const m of route.methods) allowed.add(m);
-    if (allowed.size === 0 || allowed.has(req.method) || allowed.has('ALL')) return next();
+    for (const route of matched) for (const m of route.methods) allowed.add(m);
     allowed.add('OPTIONS');
     const allow = [...allowed].sort().join(', ');
     res.setHeader('Allow', allow);

@@ -9,16 +9,13 @@ import type { NextFunction, Request, Response } from 'express';
 export function httpMetrics(observe: (method: string, route: string, status: number, seconds: number) => void) {
   return (req: Request, res: Response, next: NextFunction): void => {
     const started = process.hrtime.bigint();
-    let done = false;
-    const finish = () => {
-      if (done) return;
-      done = true;
+    // 'close' comes once per response: after 'finish' when it was answered, or alone when its
+    // connection went first.
+    res.once('close', () => {
       const path = (req.route as { path?: unknown } | undefined)?.path;
       const route = typeof path === 'string' ? `${req.baseUrl ?? ''}${path}` : 'unmatched';
       observe(req.method, route, res.statusCode, Number(process.hrtime.bigint() - started) / 1e9);
-    };
-    res.once('finish', finish);
-    res.once('close', finish);
+    });
     next();
   };
 }
