@@ -219,11 +219,11 @@ export class TriadMetrics {
           const labels = { role: d.role, model: d.model };
           this.turns.inc(labels);
           const u = d.usage ?? {};
-          this.tokens.inc({ ...labels, type: 'input' }, u.inputTokens ?? 0);
-          this.tokens.inc({ ...labels, type: 'output' }, u.outputTokens ?? 0);
-          this.tokens.inc({ ...labels, type: 'cache_read' }, u.cacheReadTokens ?? 0);
-          this.tokens.inc({ ...labels, type: 'cache_write' }, u.cacheWriteTokens ?? 0);
-          this.cost.inc(labels, d.costUsd ?? 0);
+          this.tokens.inc({ ...labels, type: 'input' }, amount(u.inputTokens));
+          this.tokens.inc({ ...labels, type: 'output' }, amount(u.outputTokens));
+          this.tokens.inc({ ...labels, type: 'cache_read' }, amount(u.cacheReadTokens));
+          this.tokens.inc({ ...labels, type: 'cache_write' }, amount(u.cacheWriteTokens));
+          this.cost.inc(labels, amount(d.costUsd));
           if (typeof d.durationMs === 'number') this.callSeconds.observe(labels, d.durationMs / 1000);
           break;
         }
@@ -281,3 +281,11 @@ export class TriadMetrics {
 
 /** The process's TriadMetrics (a provider of the global events module). */
 export const METRICS = Symbol('METRICS');
+
+/**
+ * What a counter may add: a recorded figure that is not a finite amount of zero or more (a store
+ * written before answers' usage was checked) adds nothing, as a counter cannot go down.
+ */
+function amount(value: number | undefined): number {
+  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : 0;
+}

@@ -45,6 +45,19 @@ describe('TriadMetrics', () => {
     expect(text).not.toContain('call_1');
   });
 
+  it('a recorded figure that is not an amount of zero or more adds nothing and does not throw', async () => {
+    // Given events of a store written before answers' usage was checked
+    const m = new TriadMetrics({ defaultMetrics: false });
+    const bad = completed('architect', 'm', { usage: { inputTokens: -500, outputTokens: Number.NaN, cacheReadTokens: -3 }, costUsd: -0.001 });
+    // When they are observed, then the counters stay where they were
+    expect(() => m.observeRunEvents([completed('architect', 'm'), bad])).not.toThrow();
+    const text = await m.text();
+    expect(value(text, 'triad_model_tokens_total{role="architect",model="m",type="input"}')).toBe(100);
+    expect(value(text, 'triad_model_tokens_total{role="architect",model="m",type="cache_read"}')).toBe(5);
+    expect(value(text, 'triad_model_cost_usd_total{role="architect",model="m"}')).toBe(0.25);
+    expect(value(text, 'triad_model_turns_total{role="architect",model="m"}')).toBe(2);
+  });
+
   it('reads runs, pending reviews and approvals (with the oldest one\'s age) and the decision log at scrape time', async () => {
     const now = Date.parse('2026-01-01T00:10:00Z');
     const m = new TriadMetrics({ defaultMetrics: false, now: () => now });

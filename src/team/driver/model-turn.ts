@@ -1,5 +1,6 @@
 import { inChatSpan } from '../../observability/tracing';
 import { pause } from '../../events/store-retry';
+import { EventTooLargeError } from '../../events/errors';
 import { ModelError, type ModelResponse } from '../models/model.port';
 import { modelOfCall, toolsOfCall, type NextAction } from '../domain/next-action';
 import { decideModelFailure, modelCallCompleted, modelCallStarted } from '../domain/run-steps';
@@ -60,33 +61,62 @@ export async function takeModelTurn(ctx: StepContext, step: Extract<NextAction, 
         }),
       );
     } catch (err) {
-      const error = err instanceof ModelError ? err : new ModelError('server', `model provider failed: ${(err as Error)?.message ?? String(err)}`);
-      if (ctx.runSignal.aborted) return;
-      // The run's timeout aborted the call: the next decision ends the run TIMEOUT.
-      if (deps.clock.now() >= deadline) return;
-      const { events, retryInMs } = decideModelFailure(
-        ctx.state,
-        step,
-        { kind: error.kind, message: error.message, status: error.details.status, transient: error.transient, retryAfterMs: error.details.retryAfterMs },
-        { attempt, callId: callId!, retry: retryPolicy(ctx), at: isoNow(deps.clock), random: Math.random },
-      );
-      // The call's start goes with its first recorded outcome.
-      await ctx.append([...pending.splice(0), ...events]);
-      if (retryInMs === undefined) return;
-      // A wait past the run's deadline ends with it: the next decision ends the run TIMEOUT.
-      await (deps.sleep ?? pause)(Math.min(retryInMs, Math.max(0, deadline - deps.clock.now())), ctx.runSignal);
-      if (ctx.runSignal.aborted) return;
+      if ((await failed(err instanceof ModelError ? err : new ModelError('server', `model provider failed: ${(err as Error)?.message ?? String(err)}`))) === 'stop') return;
       continue;
     } finally {
       clearTimeout(timer);
       ctx.runSignal.removeEventListener('abort', stopOnRunAbort);
     }
     const durationMs = deps.clock.now() - started;
+    // An answer that cannot be recorded as it is is a failed call, retried on the same schedule.
+    const unusable = unusableUsage(response);
+    if (unusable) {
+      if ((await failed(new ModelError('malformed_response', `malformed model response: ${unusable}`))) === 'stop') return;
+      continue;
+    }
     // Recorded even if the driver is stopped meanwhile: a recorded response is never asked for again.
     await deps.fairShare?.turn();
-    await ctx.append([...pending, modelCallCompleted(step, callId!, response, durationMs)]);
-    return;
+    try {
+      await ctx.append([...pending, modelCallCompleted(step, callId!, response, durationMs)]);
+      return;
+    } catch (err) {
+      // Nothing was written: the call's start goes with the failure recorded instead.
+      if (!(err instanceof EventTooLargeError)) throw err;
+      const error = new ModelError('malformed_response', `the model's answer takes ${err.bytes} bytes, over the store's limit of ${err.limit} bytes per event`);
+      if ((await failed(error)) === 'stop') return;
+    }
   }
+
+  /** Records a failed call: 'retry' after the wait its decision gives, else 'stop'. */
+  async function failed(error: ModelError): Promise<'retry' | 'stop'> {
+    if (ctx.runSignal.aborted) return 'stop';
+    // The run's timeout aborted the call: the next decision ends the run TIMEOUT.
+    if (deps.clock.now() >= deadline) return 'stop';
+    const { events, retryInMs } = decideModelFailure(
+      ctx.state,
+      step,
+      { kind: error.kind, message: error.message, status: error.details.status, transient: error.transient, retryAfterMs: error.details.retryAfterMs },
+      { attempt, callId: callId!, retry: retryPolicy(ctx), at: isoNow(deps.clock), random: Math.random },
+    );
+    // The call's start goes with its first recorded outcome.
+    await ctx.append([...pending.splice(0), ...events]);
+    if (retryInMs === undefined) return 'stop';
+    // A wait past the run's deadline ends with it: the next decision ends the run TIMEOUT.
+    await (deps.sleep ?? pause)(Math.min(retryInMs, Math.max(0, deadline - deps.clock.now())), ctx.runSignal);
+    return ctx.runSignal.aborted ? 'stop' : 'retry';
+  }
+}
+
+const USAGE_FIELDS = ['inputTokens', 'outputTokens', 'cacheReadTokens', 'cacheWriteTokens'] as const;
+
+/** Why an answer's token usage is not a count of tokens (it would corrupt the run's budget and cost), or undefined. */
+export function unusableUsage(response: ModelResponse): string | undefined {
+  for (const field of USAGE_FIELDS) {
+    const value: unknown = response.usage?.[field];
+    if (value === undefined && field.startsWith('cache')) continue;
+    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) return `usage ${field} is not a count of tokens`;
+  }
+  return undefined;
 }
 
 /** The run's own retry policy (recorded at launch), else the driver's. */

@@ -385,10 +385,16 @@ class StreamAccumulator {
     cache_creation_input_tokens?: number | null;
   }): void {
     // Counters are whole-message totals that the API may repeat or omit; overwrite, never add.
-    if (usage.input_tokens != null) this.usage.inputTokens = usage.input_tokens;
-    if (usage.output_tokens != null) this.usage.outputTokens = usage.output_tokens;
-    if (usage.cache_read_input_tokens != null) this.usage.cacheReadTokens = usage.cache_read_input_tokens;
-    if (usage.cache_creation_input_tokens != null) this.usage.cacheWriteTokens = usage.cache_creation_input_tokens;
+    // Each must be a count: a negative or non-numeric one would lower the run's budget and cost.
+    const count = (value: number | null | undefined, field: string): number | undefined => {
+      if (value == null) return undefined;
+      if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) throw malformed(`usage ${field} is not a count of tokens`);
+      return value;
+    };
+    this.usage.inputTokens = count(usage.input_tokens, 'input_tokens') ?? this.usage.inputTokens;
+    this.usage.outputTokens = count(usage.output_tokens, 'output_tokens') ?? this.usage.outputTokens;
+    this.usage.cacheReadTokens = count(usage.cache_read_input_tokens, 'cache_read_input_tokens') ?? this.usage.cacheReadTokens;
+    this.usage.cacheWriteTokens = count(usage.cache_creation_input_tokens, 'cache_creation_input_tokens') ?? this.usage.cacheWriteTokens;
   }
 
   private emitText(text: string): void {

@@ -79,6 +79,38 @@ describe('transient faults are retried and recorded (real SDK, fake API)', () =>
   });
 });
 
+describe('answers that cannot be recorded as they are (real SDK, fake API)', () => {
+  // Given an answer whose usage is not a count of tokens, or too large for one event,
+  // when the driver takes the turn, then the call is recorded as failed and made again: the run
+  // goes on, and no figure of the run's budget or cost goes down.
+  const cases: Array<[string, FakeStep]> = [
+    ['negative input tokens', { ...planStep(), usage: { input_tokens: -500, output_tokens: 10 } }],
+    ['negative cache reads', { ...planStep(), usage: { input_tokens: 5, output_tokens: 10, cache_read_input_tokens: -3 } }],
+    ['an answer over the limit on one event', toolUseStep('submit_plan', { plan: 'x'.repeat(300_000) })],
+  ];
+
+  it.each(cases)('%s: ModelCallFailed malformed_response, then the same request again', async (_name, bad) => {
+    api.enqueue(bad, planStep(), writeStep(), workStep(), approveStep());
+    h = await startHarness({
+      model: provider(),
+      launch: { team: TEAM, retry: { maxAttempts: 4, baseDelayMs: 1, maxDelayMs: 5_000 } },
+      sleep: async (ms) => void sleeps.push(ms),
+      maxEventBytes: 256 * 1024,
+    });
+    const state = await h.driver.drive();
+    const events = await h.events();
+    expect(runStatus(state)).toBe('awaiting_review');
+    const failed = dataOf<ModelCallFailedData>(events, 'ModelCallFailed');
+    expect(failed).toEqual([expect.objectContaining({ role: 'architect', attempt: 1, kind: 'malformed_response', retryInMs: expect.any(Number) })]);
+    expect(api.requests[1].body!.messages).toEqual(api.requests[0].body!.messages);
+    for (const e of events.filter((x) => x.type === 'ModelCallCompleted')) {
+      const usage = (e.data as { usage: Record<string, number> }).usage;
+      for (const v of Object.values(usage)) expect(v).toBeGreaterThanOrEqual(0);
+    }
+    await expectReplayMatchesLive(h, state);
+  });
+});
+
 describe('the breaker, permanent errors and context too long (real SDK, fake API)', () => {
   it('three identical 500s end the run ERROR naming the signature, with attempts left', async () => {
     api.enqueue(httpErrorStep(500), httpErrorStep(500), httpErrorStep(500), planStep());

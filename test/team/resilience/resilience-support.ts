@@ -36,6 +36,8 @@ export interface HarnessOptions {
   extraTools?: ToolDefinition[];
   toolDispatch?: DispatchMode;
   runId?: string;
+  /** The store's limit on one event (default: the store's own). */
+  maxEventBytes?: number;
 }
 
 export interface Harness {
@@ -58,7 +60,7 @@ let counter = 0;
 /** A launched run on an in-memory store with a temp workspace, the built-in tools and any extra ones. */
 export async function startHarness(options: HarnessOptions): Promise<Harness> {
   const dir = tempDir('triad-resilience-');
-  const store = new InMemoryEventStore();
+  const store = new InMemoryEventStore({ maxEventBytes: options.maxEventBytes });
   const runId = options.runId ?? `run_res_${process.pid}_${++counter}`;
   const clock = options.clock ?? { now: () => Date.now() };
   const workspace = await createWorkspace(dir.path, runId);
