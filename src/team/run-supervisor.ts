@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationShutdown, Optional } from '@nestjs/common';
 import { join } from 'node:path';
 import { CHECKPOINT_STORE, type CheckpointStore } from '../checkpoint/checkpoint-store.port';
 import { TRIAD_CONFIG } from '../config/config.module';
@@ -22,6 +22,8 @@ import type { RunState } from './domain/run-state';
 import { TOOL_REGISTRY } from './tokens';
 import type { ToolRegistry } from './tools/tool-registry';
 import { createWorkspace } from './tools/workspace';
+import { DriverFailures } from './driver-failures';
+import { HEALTH_REGISTRY, type HealthRegistry } from '../shared/health';
 
 /**
  * A run placed here is started without taking its lease again while this share of the TTL is left
@@ -70,6 +72,9 @@ export class RunSupervisor implements OnApplicationShutdown {
   private readonly slotListeners = new Set<() => void>();
   /** Launches placed by this process, by outcome (see place). */
   private readonly placed = { take: 0, hand: 0, queue: 0 };
+  /** Runs whose driver stopped on an error wait before they are started again automatically. */
+  private readonly failures = new DriverFailures();
+  private readonly wakes = new Set<NodeJS.Timeout>();
 
   constructor(
     @Inject(EVENT_STORE) private readonly store: EventStore,
@@ -86,6 +91,7 @@ export class RunSupervisor implements OnApplicationShutdown {
     /** This process's identity as a driver (and as a writer: every event's metadata names it). */
     @Inject(PROCESS_ID) readonly owner: string,
     @Inject(COMMAND_PATH) private readonly path: CommandPath,
+    @Optional() @Inject(HEALTH_REGISTRY) private readonly health?: HealthRegistry,
   ) {
     this.heartbeat = new LeaseHeartbeat({
       leases,
@@ -185,11 +191,26 @@ export class RunSupervisor implements OnApplicationShutdown {
     if (placement.kind !== 'queue') {
       const to = placement.kind === 'take' ? this.owner : placement.to;
       const now = this.clock.now();
-      // Held already (an idempotent retry of a launch whose run is driven now, by whichever
-      // process): nothing to place, and so nothing that undoing the placement would release.
-      if ((await this.leases.holder(runId, now)) !== undefined) return { kind: 'queue' };
-      if (!(await this.leases.tryAcquire(runId, to, this.options.leaseTtlMs, now))) return { kind: 'queue' };
-      if (to === this.owner) this.reserved.set(runId, now + this.options.leaseTtlMs);
+      // Counted in this process's load at once, before the lease calls below: launches arriving
+      // meanwhile see the slot taken (they would all pass the cap check otherwise). A slot taken
+      // by another launch while the loads were read leaves this run queued.
+      if (to === this.owner) {
+        if (!hasRoom(this.load, this.options.maxActiveRuns)) return { kind: 'queue' };
+        this.reserved.set(runId, now + this.options.leaseTtlMs);
+      }
+      const undo = () => {
+        if (to === this.owner) this.reserved.delete(runId);
+        return { kind: 'queue' } as const;
+      };
+      try {
+        // Held already (an idempotent retry of a launch whose run is driven now, by whichever
+        // process): nothing to place, and so nothing that undoing the placement would release.
+        if ((await this.leases.holder(runId, now)) !== undefined) return undo();
+        if (!(await this.leases.tryAcquire(runId, to, this.options.leaseTtlMs, now))) return undo();
+      } catch (err) {
+        undo();
+        throw err;
+      }
     }
     this.placed[placement.kind]++;
     return placement;
@@ -237,6 +258,9 @@ export class RunSupervisor implements OnApplicationShutdown {
     if (this.shuttingDown) return Promise.resolve(undefined);
     // At the cap: not taken here (it stays queued, or its lease is another's); a run placed here counts already.
     if (!options.overCap && !hasRoom(this.load - (this.reserved.has(runId) ? 1 : 0), this.options.maxActiveRuns)) return Promise.resolve(undefined);
+    // Its last driver stopped on an error: started again automatically once its wait is over (an
+    // explicit start, a human's resume, tries at once).
+    if (!options.overCap && this.failures.waitMs(runId, this.clock.now()) > 0) return Promise.resolve(undefined);
     // Placed here moments ago: the lease taken then is ours until `reservedUntil` (nobody takes or
     // releases a live lease of ours), so it is not taken again while nearly all of it is left — the
     // heartbeat's first renewal then comes with as much of the TTL to spare as after a fresh take.
@@ -272,11 +296,14 @@ export class RunSupervisor implements OnApplicationShutdown {
         driver.knowRealWorkspace(await this.prepareWorkspace(runId));
         // The run's MCP tools must be registered before its first model call offers them.
         await this.tools.ready();
-        return await driver.drive();
+        this.driverGoing(runId);
+        const state = await driver.drive();
+        this.driverStopped(runId);
+        return state;
       } catch (err) {
         // A store that did not answer before the lease was taken: recovery starts the run again.
         if (isStoreUnavailable(err) && !leased) this.logger.warn(`run ${runId}: not started, the event store is not reachable`);
-        else this.logger.error(`run ${runId}: the driver stopped on an error: ${(err as Error).message}`);
+        else this.driverFailed(runId, err);
         return undefined;
       } finally {
         leaseTaken(leased);
@@ -302,6 +329,40 @@ export class RunSupervisor implements OnApplicationShutdown {
   startIfLeased(runId: string, options: { overCap?: boolean } = {}): Promise<boolean> {
     void this.start(runId, options);
     return this.drivers.get(runId)?.leased ?? Promise.resolve(false);
+  }
+
+  /** A driver stopped without an error: its run starts afresh. */
+  private driverStopped(runId: string): void {
+    this.failures.stopped(runId);
+    this.reportDrivers();
+  }
+
+  private driverGoing(runId: string): void {
+    this.failures.driving(runId);
+    this.reportDrivers();
+  }
+
+  /**
+   * A driver stopped on an error: the run waits before recovery starts it again (a fault that
+   * repeats is retried now and then, not in a loop), and the process reports itself degraded
+   * while a run's driver failed and none drives it since.
+   */
+  private driverFailed(runId: string, err: unknown): void {
+    const { count, retryInMs } = this.failures.failed(runId, this.clock.now(), { outage: isStoreUnavailable(err) });
+    this.logger.error(`run ${runId}: the driver stopped on an error (${count} in a row; started again in ${Math.round(retryInMs / 1000)} s): ${(err as Error)?.message ?? String(err)}`);
+    this.reportDrivers();
+    const wake = setTimeout(() => {
+      this.wakes.delete(wake);
+      if (!this.shuttingDown) for (const listener of this.slotListeners) listener();
+    }, retryInMs);
+    wake.unref();
+    this.wakes.add(wake);
+  }
+
+  private reportDrivers(): void {
+    const failing = this.failures.failingRuns;
+    if (failing > 0) this.health?.failed('run drivers', `${failing} run(s) stopped on an error and wait to be started again (see the log)`);
+    else this.health?.recovered('run drivers');
   }
 
   /** Stops the local driver of a run (cancel); resolves when it has stopped. */
@@ -334,6 +395,7 @@ export class RunSupervisor implements OnApplicationShutdown {
    */
   async onApplicationShutdown(): Promise<void> {
     this.shuttingDown = true;
+    for (const wake of this.wakes) clearTimeout(wake);
     this.heartbeat.stop();
     if (this.advertTimer) clearTimeout(this.advertTimer);
     if (this.serving) await this.leases.withdraw(this.owner).catch(() => undefined);
