@@ -122,12 +122,13 @@ export class AnthropicModelProvider implements ModelProvider {
       if (typeof counted?.input_tokens !== 'number' || !Number.isFinite(counted.input_tokens)) throw malformed('token count without input_tokens');
       return counted.input_tokens;
     } catch (error) {
-      throw this.toModelError(error, { aborted: request.signal?.aborted === true, timedOut: false });
+      throw this.toModelError(error, { aborted: request.signal?.aborted === true, timedOut: false }, this.countTimeoutMs);
     }
   }
 
-  private toModelError(error: unknown, state: { aborted: boolean; timedOut: boolean }): ModelError {
-    const mapped = mapError(error, state, this.timeoutMs);
+  /** `timeoutMs`: the timeout the failed request had (a message names it when the request timed out). */
+  private toModelError(error: unknown, state: { aborted: boolean; timedOut: boolean }, timeoutMs = this.timeoutMs): ModelError {
+    const mapped = mapError(error, state, timeoutMs);
     // An error's text comes from the server: machine text, like its answers.
     const message = encodeMachineText(redact(mapped.message, this.apiKey));
     if (message === mapped.message) return mapped;
