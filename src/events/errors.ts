@@ -95,6 +95,10 @@ const PG_UNAVAILABLE_CLASSES = ['08', '53'];
 const PG_UNAVAILABLE_CODES = new Set(['57P01', '57P02', '57P03']);
 const NET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
 const SQLITE_BUSY_CODES = new Set(['SQLITE_BUSY', 'SQLITE_BUSY_SNAPSHOT', 'SQLITE_BUSY_RECOVERY', 'SQLITE_BUSY_TIMEOUT', 'SQLITE_LOCKED']);
+// A SQLite file that cannot be used as it is (damaged, not a database, unreadable or unwritable, a
+// full disk): like a server that does not answer, nothing is written, the client gets a generic
+// 503 (the database's own words go to the log) and work waits until an operator mends it.
+const SQLITE_FAULT_CODES = /^SQLITE_(CORRUPT|NOTADB|IOERR|FULL|CANTOPEN|READONLY)(_[A-Z]+)?$/;
 // node-postgres reports a lost or slow connection with these messages and no code.
 const PG_CONNECTION_MESSAGES = [
   'Connection terminated',
@@ -113,7 +117,7 @@ export function isStoreUnavailable(err: unknown): boolean {
   if (err === null || typeof err !== 'object' || typeof (err as { message?: unknown }).message !== 'string') return false;
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string') {
-    if (NET_CODES.has(code) || SQLITE_BUSY_CODES.has(code) || PG_UNAVAILABLE_CODES.has(code)) return true;
+    if (NET_CODES.has(code) || SQLITE_BUSY_CODES.has(code) || SQLITE_FAULT_CODES.test(code) || PG_UNAVAILABLE_CODES.has(code)) return true;
     if (/^[0-9A-Z]{5}$/.test(code) && PG_UNAVAILABLE_CLASSES.includes(code.slice(0, 2))) return true;
   }
   const message = (err as { message: string }).message;

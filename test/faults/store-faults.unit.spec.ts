@@ -16,6 +16,11 @@ describe('store errors are classified once', () => {
     ['a pool that cannot connect in time', new Error('timeout exceeded when trying to connect')],
     ['a query unanswered in time', new Error('Query read timeout')],
     ['a busy SQLite file', withCode('database is locked', 'SQLITE_BUSY')],
+    ['a damaged SQLite file', withCode('database disk image is malformed', 'SQLITE_CORRUPT')],
+    ['a SQLite file that is not a database', withCode('file is not a database', 'SQLITE_NOTADB')],
+    ['a SQLite write the disk refused', withCode('disk I/O error', 'SQLITE_IOERR_WRITE')],
+    ['a full disk under SQLite', withCode('database or disk is full', 'SQLITE_FULL')],
+    ['a SQLite file made read-only', withCode('attempt to write a readonly database', 'SQLITE_READONLY')],
     ['a wrapped cause', new Error('Connection terminated due to connection timeout', { cause: withCode('x', 'ETIMEDOUT') })],
   ])('%s is the store being unavailable', (_, err) => {
     expect(isStoreUnavailable(err)).toBe(true);
