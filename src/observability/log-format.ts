@@ -39,10 +39,43 @@ export class Redactor {
     this.secrets = [...new Set([...secrets].filter((s): s is string => typeof s === 'string' && s.length >= 8))].sort((a, b) => b.length - a.length);
   }
 
-  /** The secrets of this process's environment: the Anthropic key and the TRIAD_API_KEYS secrets. */
+  /**
+   * The secrets of this process's environment: the Anthropic key, the TRIAD_API_KEYS secrets and
+   * the passwords in the PostgreSQL and EventStoreDB URLs.
+   */
   static fromEnv(env: NodeJS.ProcessEnv = process.env): Redactor {
     const keys = (env.TRIAD_API_KEYS ?? '').split(',').map((entry) => entry.split(':').slice(2).join(':').trim());
-    return new Redactor([env.ANTHROPIC_API_KEY, ...keys]);
+    return new Redactor([env.ANTHROPIC_API_KEY, ...keys, ...urlPassword(env.TRIAD_PG_URL), ...urlPassword(env.TRIAD_ESDB_URL)]);
+  }
+
+  /** The known secrets only, not what is shaped like one: for text that is not a log line (a tool's output). */
+  redactKnown(text: string): string {
+    let out = text;
+    for (const s of this.secrets) if (out.includes(s)) out = out.split(s).join('[redacted]');
+    return out;
+  }
+
+  /** A copy of `bytes` with every known secret (as UTF-8) replaced, or undefined when none is there. */
+  redactBytes(bytes: Buffer): Buffer | undefined {
+    let out = bytes;
+    let found = false;
+    const mark = Buffer.from('[redacted]');
+    for (const s of this.secrets) {
+      const needle = Buffer.from(s);
+      let at = out.indexOf(needle);
+      if (at < 0) continue;
+      found = true;
+      const parts: Buffer[] = [];
+      let from = 0;
+      while (at >= 0) {
+        parts.push(out.subarray(from, at), mark);
+        from = at + needle.length;
+        at = out.indexOf(needle, from);
+      }
+      parts.push(out.subarray(from));
+      out = Buffer.concat(parts);
+    }
+    return found ? out : undefined;
   }
 
   redact(text: string): string {
@@ -50,5 +83,19 @@ export class Redactor {
     for (const s of this.secrets) out = out.split(s).join('[redacted]');
     for (const p of SECRET_PATTERNS) out = out.replace(p, (...m: unknown[]) => (typeof m[1] === 'string' ? `${m[1]}[redacted]` : '[redacted]'));
     return out;
+  }
+}
+
+/** The password of a URL's authority (after the first ':' up to the last '@'), as written and decoded. */
+function urlPassword(url: string | undefined): string[] {
+  const authority = url?.match(/^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)/i)?.[1];
+  const userinfo = authority?.includes('@') ? authority.slice(0, authority.lastIndexOf('@')) : undefined;
+  const colon = userinfo?.indexOf(':') ?? -1;
+  if (userinfo === undefined || colon < 0) return [];
+  const raw = userinfo.slice(colon + 1);
+  try {
+    return [raw, decodeURIComponent(raw)];
+  } catch {
+    return [raw];
   }
 }

@@ -1,3 +1,4 @@
+import { Redactor } from '../observability/log-format';
 import { Logger, Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import { TRIAD_CONFIG } from '../config/config.module';
@@ -53,6 +54,7 @@ export const TEAM_QUERY_HANDLERS = [GetRunHandler, ListRunsHandler];
       inject: [TRIAD_CONFIG],
       useFactory: async (c: TriadConfig) => {
         const registry = createDefaultToolRegistry();
+        registry.secrets = Redactor.fromEnv();
         if (c.mcp) {
           const { McpHub } = await import('./tools/mcp/mcp-hub');
           registry.addSource(new McpHub(c.mcp, { logger: new Logger('McpTools') }));

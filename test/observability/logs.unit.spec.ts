@@ -45,6 +45,26 @@ describe('CliLogger', () => {
   });
 });
 
+describe('Redactor for recorded text and files', () => {
+  const redactor = Redactor.fromEnv({
+    ANTHROPIC_API_KEY: 'sk-ant-api03-abcdefghijklmnop',
+    TRIAD_API_KEYS: 'ann:operator:ann-secret-0123456789',
+    TRIAD_PG_URL: 'postgres://triad:pg%40pass-0123@db.example:5432/triad',
+    TRIAD_ESDB_URL: 'esdb://admin:esdb-pass-0123@es.example:2113?tls=true',
+  });
+
+  it('replaces the known secrets only, the PostgreSQL password as written and decoded, leaving code that merely looks like a credential', () => {
+    const text = 'A=sk-ant-api03-abcdefghijklmnop B=ann-secret-0123456789 C=pg%40pass-0123 D=pg@pass-0123 E=esdb-pass-0123 headers: Bearer ${token}';
+    expect(redactor.redactKnown(text)).toBe('A=[redacted] B=[redacted] C=[redacted] D=[redacted] E=[redacted] headers: Bearer ${token}');
+  });
+
+  it('gives a redacted copy of bytes that hold a secret (every occurrence), and nothing for bytes that hold none', () => {
+    const bytes = Buffer.concat([Buffer.from([0, 1]), Buffer.from('x ann-secret-0123456789 y ann-secret-0123456789'), Buffer.from([255])]);
+    expect(redactor.redactBytes(bytes)).toEqual(Buffer.concat([Buffer.from([0, 1]), Buffer.from('x [redacted] y [redacted]'), Buffer.from([255])]));
+    expect(redactor.redactBytes(Buffer.from('nothing here'))).toBeUndefined();
+  });
+});
+
 describe('eventLogLines', () => {
   it('one line for a run\'s lifecycle and human decisions, with run, actor and event; nothing of the data', () => {
     const lines = eventLogLines('run-run_1', [

@@ -198,7 +198,7 @@ async function runSubAgentTool(
   if (!tool || tool.readOnly || !allowed.includes(call.name) || deps.workspaceLog?.enabled === false) {
     outcome = await invoke();
     if (tool?.readOnly && deps.workspaceLog?.enabled !== false && !hasNoOwnEffects(call.name)) files = [];
-  } else ({ result: outcome, files } = await withRecordedEffects(deps.store, ctx.workspace, call, invoke, { ...deps.workspaceLog, realWorkspace }));
+  } else ({ result: outcome, files } = await withRecordedEffects(deps.store, ctx.workspace, call, invoke, { ...deps.workspaceLog, realWorkspace, secrets: deps.tools.secrets }));
   if (signal.aborted) return undefined;
   return toolCompleted(path, turn, call, outcome, deps.clock.now() - started, undefined, files);
 }

@@ -152,7 +152,7 @@ export async function dispatchTools(ctx: StepContext, step: Extract<NextAction, 
           if (p.tool!.readOnly && deps.workspaceLog?.enabled !== false && !hasNoOwnEffects(p.call.name)) p.files = [];
         } else {
           // The workspace is part of the log: what the call changed is recorded with its result.
-          const recorded = await withRecordedEffects(deps.store, ctx.workspace, p.call, invoke, { ...deps.workspaceLog, realWorkspace });
+          const recorded = await withRecordedEffects(deps.store, ctx.workspace, p.call, invoke, { ...deps.workspaceLog, realWorkspace, secrets: deps.tools.secrets });
           p.outcome = recorded.result;
           p.files = recorded.files;
         }

@@ -1,6 +1,7 @@
 // One file over 400 lines on purpose: the role allow-lists, the submit tools' schemas and the
 // dispatch that validates against them are one policy; split, a role's rights would be read in
 // three places.
+import type { Redactor } from '../../observability/log-format';
 import { InvalidRequestError } from '../../shared/errors';
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import type { RoleName, ToolSpec, ToolUseBlock } from '../models/model.port';
@@ -268,6 +269,13 @@ export class ToolRegistry {
   private readonly sources: ToolSource[] = [];
   private readonly mcpPrefixes = new Set<string>();
 
+  /**
+   * The process's secrets (its API keys, the Anthropic key, store passwords): replaced with
+   * `[redacted]` in every tool output and every file a tool leaves, before either is recorded. A
+   * command can read them where its process can (its parent's environment, for one).
+   */
+  secrets?: Redactor;
+
   constructor(tools: Iterable<ToolDefinition> = []) {
     for (const tool of tools) this.register(tool);
   }
@@ -395,7 +403,8 @@ export class ToolRegistry {
     // block stays as it is), and its output enters the domain as machine text: this is where tool
     // text crosses into the events (see "Text in events" in docs/EVENTS.md).
     const outcome = await tool.execute(fromMachineText(call.input), context);
-    return { output: outcome.machineText ? outcome.output : encodeMachineText(outcome.output), isError: outcome.isError };
+    const output = outcome.machineText ? outcome.output : encodeMachineText(outcome.output);
+    return { output: this.secrets ? this.secrets.redactKnown(output) : output, isError: outcome.isError };
   }
 }
 

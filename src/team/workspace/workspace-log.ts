@@ -1,3 +1,4 @@
+import type { Redactor } from '../../observability/log-format';
 import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
@@ -139,7 +140,13 @@ export async function loadBlob(store: EventStore, sha256: string): Promise<Retur
  * names them, so a recorded effect never points at nothing). A content over the cap, or one that
  * changed again before it could be read, is `unrecorded`.
  */
-export async function storeEffects(store: EventStore, workspace: string, effects: FileEffect[], contents?: ReadonlyMap<string, Buffer>): Promise<FileEffect[]> {
+export async function storeEffects(
+  store: EventStore,
+  workspace: string,
+  effects: FileEffect[],
+  contents?: ReadonlyMap<string, Buffer>,
+  secrets?: Pick<Redactor, 'redactBytes'>,
+): Promise<FileEffect[]> {
   const out: FileEffect[] = [];
   for (const effect of effects) {
     if (!('sha256' in effect) || 'unrecorded' in effect) {
@@ -147,8 +154,17 @@ export async function storeEffects(store: EventStore, workspace: string, effects
       continue;
     }
     try {
+      const file = path.join(workspace, ...effect.path.split('/'));
       // The bytes the effect was hashed from, when the caller read them already; else read now.
-      const bytes = contents?.get(effect.path) ?? (await fs.readFile(path.join(workspace, ...effect.path.split('/'))));
+      const bytes = contents?.get(effect.path) ?? (await fs.readFile(file));
+      // A file holding one of the process's secrets is rewritten without it first, so that what
+      // is recorded and what is on disk stay the same bytes (a rebuild gives this file back).
+      const redacted = secrets?.redactBytes(bytes);
+      if (redacted) {
+        await fs.writeFile(file, redacted);
+        out.push({ path: effect.path, sha256: await storeBlob(store, redacted), size: redacted.length, ...(effect.executable ? { executable: true as const } : {}) });
+        continue;
+      }
       const sha256 = await storeBlob(store, bytes);
       if (sha256 === effect.sha256) out.push(effect);
       else out.push({ path: effect.path, unrecorded: 'the file changed while it was being recorded', sha256, size: bytes.length });
@@ -244,7 +260,7 @@ export async function withRecordedEffects<T extends { isError: boolean }>(
   workspace: string,
   call: { name: string; input: Record<string, unknown> },
   run: () => Promise<T>,
-  options: { maxBlobBytes?: number; limits?: SnapshotLimits; realWorkspace?: string } = {},
+  options: { maxBlobBytes?: number; limits?: SnapshotLimits; realWorkspace?: string; secrets?: Pick<Redactor, 'redactBytes'> } = {},
 ): Promise<{ result: T; files: FileEffect[] }> {
   const input = fromMachineText(call.input);
   const named = NAMED_FILE_TOOLS.has(call.name) && typeof input.path === 'string' ? input.path : undefined;
@@ -277,7 +293,7 @@ export async function withRecordedEffects<T extends { isError: boolean }>(
     } else {
       effects = diffSnapshots(before!, await snapshot(), options.maxBlobBytes);
     }
-    return { result, files: await storeEffects(store, base, effects, contents) };
+    return { result, files: await storeEffects(store, base, effects, contents, options.secrets) };
   } catch (err) {
     // Named by its code, never by a message that could show the host's layout.
     const why = (err as NodeJS.ErrnoException).code ?? (err as Error).name ?? 'error';

@@ -17,6 +17,7 @@ import { createDefaultToolRegistry } from '../../../src/team/tools/tool-registry
 import { blobStreamId, workspaceAt } from '../../../src/team/workspace/workspace-effects';
 import { loadBlob, restoreWorkspace, withRecordedEffects } from '../../../src/team/workspace/workspace-log';
 import { tempDir } from '../../support/temp-dir';
+import { Redactor } from '../../../src/observability/log-format';
 
 /** Every file under `dir`, relative path → bytes (and executable bit): what "byte for byte" compares. */
 function filesOf(dir: string): Record<string, string> {
@@ -242,6 +243,35 @@ describe('the workspace is part of the log', () => {
     writeFileSync(join(rebuilt, 'stray.txt'), 'x');
     writeFileSync(join(rebuilt, 'keep.txt'), 'changed');
     expect(await restoreWorkspace(store, rebuilt, workspaceAt(history))).toEqual({ ok: true, written: 1, removed: 1 });
+    expect(filesOf(rebuilt)).toEqual(filesOf(ws));
+  });
+
+  it("run_command that reads the process's secrets: its output and the files it leaves are recorded, and left on disk, with [redacted] in their place", async () => {
+    // Given a process whose secrets a command can read (here: its parent's environment, as
+    // /proc/$PPID/environ shows it, stood in for by a variable the command is given)
+    const secret = 'sk-ant-api03-secret-for-redaction-0123';
+    const store = new InMemoryEventStore();
+    const ws = join(dataDir(), 'run_secret');
+    mkdirSync(ws);
+    const registry = createDefaultToolRegistry();
+    registry.secrets = new Redactor([secret]);
+    const call = { id: 'c1', type: 'tool_use' as const, name: 'run_command', input: { command: `echo "key=${secret}" && printf 'A=${secret}\\nB=1\\n' > env.txt && cp env.txt copy.txt` } };
+    // When the executor runs it
+    const { result, files } = await withRecordedEffects(store, ws, call, () => registry.invoke(call, 'executor', ['run_command'], { runId: 'run_secret', role: 'executor', workspace: ws, signal: new AbortController().signal }), { secrets: registry.secrets });
+    // Then neither the output nor any recorded blob holds the secret, and the disk holds what was recorded
+    expect(result.isError).toBe(false);
+    expect(result.output).toContain('key=[redacted]');
+    expect(result.output).not.toContain(secret);
+    expect(files.map((f) => f.path)).toEqual(['copy.txt', 'env.txt']);
+    expect(readFileSync(join(ws, 'env.txt'), 'utf8')).toBe('A=[redacted]\nB=1\n');
+    for (const f of files) {
+      const blob = await loadBlob(store, (f as { sha256: string }).sha256);
+      expect(blob).toMatchObject({ ok: true });
+      expect((blob as { bytes: Buffer }).bytes.toString('utf8')).toBe('A=[redacted]\nB=1\n');
+    }
+    const history = [{ type: 'ToolCallCompleted', data: { toolUseId: 'c1', name: 'run_command', isError: false, files } }];
+    const rebuilt = join(dataDir(), 'run_secret_rebuilt');
+    expect(await restoreWorkspace(store, rebuilt, workspaceAt(history))).toEqual({ ok: true, written: 2, removed: 0 });
     expect(filesOf(rebuilt)).toEqual(filesOf(ws));
   });
 });
