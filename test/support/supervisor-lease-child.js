@@ -1,7 +1,8 @@
 // A RunSupervisor over in-memory parts, run from dist/ by plain Node (jest's module runtime cannot
 // load NestJS's ES modules): it places a run here as a launch does, launches it, lets the clock
 // move SUPERVISOR_LEASE_ADVANCE_MS, starts the run's driver and prints one JSON line: the runs whose
-// lease was taken, in order, and whether the run reached the review gate.
+// lease was taken, in order, and whether the run reached the review gate. With SUPERVISOR_BURST=N
+// it places N runs at once instead, under a cap of SUPERVISOR_CAP, and prints their placements.
 'use strict';
 require('reflect-metadata');
 const path = require('node:path');
@@ -43,12 +44,19 @@ async function main() {
     { maxAttempts: 2, baseDelayMs: 1, maxDelayMs: 2 },
     leases,
     new InMemoryCheckpointStore(),
-    { leaseTtlMs: ttl, checkpointEveryTurns: 100, maxActiveRuns: 10 },
+    { leaseTtlMs: ttl, checkpointEveryTurns: 100, maxActiveRuns: Number(process.env.SUPERVISOR_CAP ?? 10) },
     new LiveRunBus({}, owner),
     owner,
     commandPath,
   );
   await supervisor.startServing();
+  const burst = Number(process.env.SUPERVISOR_BURST ?? 0);
+  if (burst > 0) {
+    const placements = await Promise.all(Array.from({ length: burst }, (_, i) => supervisor.place(`run_burst_${i}`)));
+    await supervisor.onApplicationShutdown();
+    process.stdout.write(`${JSON.stringify({ placements: placements.map((p) => p.kind), load: supervisor.load, takes })}\n`);
+    return;
+  }
   const runId = 'run_lease_child';
   const placement = await supervisor.place(runId);
   await launchRun(commandPath, { goal: 'Write hello.txt', acceptanceCriteria: ['hello.txt exists'] }, { runId, launchedBy: 'user:ann', now: new Date(now), provider: 'offline', defaultModel: 'offline' });

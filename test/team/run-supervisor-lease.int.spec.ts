@@ -37,3 +37,20 @@ describe('the supervisor starting a run it placed here', () => {
     expect(out.atGate).toBe(true);
   });
 });
+
+describe('a burst of launches at one process', () => {
+  it('given a cap of 3 and 5 launches placed at once, then 3 are taken here and 2 queued (none over the cap)', async () => {
+    const dir = tempDir('triad-supervisor-burst-');
+    try {
+      const { stdout } = await promisify(execFile)(process.execPath, [CHILD], {
+        env: { ...process.env, SUPERVISOR_LEASE_DIR: dir.path, SUPERVISOR_LEASE_TTL_MS: String(TTL), SUPERVISOR_BURST: '5', SUPERVISOR_CAP: '3' },
+      });
+      const out = JSON.parse(stdout.trim().split('\n').at(-1)!) as { placements: string[]; load: number; takes: string[] };
+      expect(out.placements.filter((k) => k === 'take')).toHaveLength(3);
+      expect(out.placements.filter((k) => k === 'queue')).toHaveLength(2);
+      expect(out.takes).toHaveLength(3);
+    } finally {
+      dir.remove();
+    }
+  });
+});
