@@ -7,6 +7,14 @@ import { decideRun } from '../team/domain/run-decider';
 import type { RunLeases } from '../team/leases/run-leases';
 import { runContext, runStream } from '../team/run-stream';
 
+/** The run's lease is another live process's: it drives the run (409; the CLI waits for it instead). */
+export class DrivenElsewhereError extends ConflictError {
+  override name = 'DrivenElsewhereError';
+  constructor(runId: string) {
+    super(`run ${runId} is being driven by another process`);
+  }
+}
+
 /** What resuming a run needs of the serving process's supervisor. */
 export interface ResumingSupervisor {
   readonly owner: string;
@@ -41,13 +49,13 @@ export async function resumeRun({ path, checkpoints, leases, clock, supervisor }
   const holder = await leases.holder(runId, clock.now());
   if (holder && holder !== supervisor.owner) {
     decideRun({ type: 'ResumeRun', runId, by: by.id, at: '' }, await model.load());
-    throw new ConflictError(`run ${runId} is being driven by another process`);
+    throw new DrivenElsewhereError(runId);
   }
   const at = new Date(clock.now()).toISOString();
   await path.handle(model, (state) => decideRun({ type: 'ResumeRun', runId, by: by.id, at }, state), runContext(runId, by.id), { maxAttempts: 1 });
   // This process takes the run when it can: a suspended run's RunResumed wakes the dispatchers
   // too, a crashed run's (nothing recorded) is otherwise recovery's once its lease expires.
   const leased = await supervisor.startIfLeased(runId, { overCap: true });
-  if (!leased) throw new ConflictError(`run ${runId} is being driven by another process`);
+  if (!leased) throw new DrivenElsewhereError(runId);
   return { runId, status: 'running', driver: supervisor.owner };
 }

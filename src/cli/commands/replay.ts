@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { EVENT_STORE, type EventStore } from '../../events/event-store.port';
 import { ForkRunCommand, validateOverrides, type ForkResult } from '../../session-replay/commands/fork-run.command';
 import { ResumeRunCommand } from '../../session-replay/commands/resume-run.command';
+import { DrivenElsewhereError } from '../../session-replay/resume-run';
 import { contextOf, replayRun } from '../../session-replay/replay';
 import { transcript } from '../../session-replay/transcript';
 import { loadRunHistory } from '../../team/run-history';
@@ -44,7 +45,15 @@ export function addReplayCommands(program: Command, ctx: CliContext): void {
           follow: opts.follow,
           json: opts.json,
           blankLine: true,
-          before: () => app.get(CommandBus).execute(new ResumeRunCommand(runId, cliIdentity(opts.as))),
+          // A lease another process holds (it drives the run, or it died and the lease has not
+          // lapsed yet): nothing to record here; the run is awaited, and taken over if it lapses.
+          before: () =>
+            app
+              .get(CommandBus)
+              .execute(new ResumeRunCommand(runId, cliIdentity(opts.as)))
+              .catch((err: unknown) => {
+                if (!(err instanceof DrivenElsewhereError)) throw err;
+              }),
         }),
       );
     });
