@@ -1,7 +1,7 @@
 // One file over 400 lines on purpose: it is one adapter of the event store port, and the group
 // commit, the WAL fdatasync and the read-ahead share one connection and one ordering argument.
 import type Database from 'better-sqlite3';
-import { realpathSync } from 'node:fs';
+import { realpathSync, statSync } from 'node:fs';
 import { classifyStoreError } from './errors';
 import {
   DEFAULT_MAX_EVENT_BYTES,
@@ -44,7 +44,7 @@ import { decodePageText, extentsQuery, readAllQuery, sqliteStatements, tailQuery
 import { SqliteReadAhead } from './sqlite-read-ahead';
 import { SharedTail } from './shared-tail';
 import { CatchUpSubscription } from './subscription';
-import { WalSync } from './wal-sync';
+import { DurabilityError, WalSync } from './wal-sync';
 
 interface PendingAppend {
   streamId: string;
@@ -120,6 +120,8 @@ export class SqliteEventStore implements EventStore {
   private readonly options: SqliteStoreOptions;
   /** The resolved path of the database file. */
   private readonly file: string;
+  /** The database file as it was opened: a path that names another file (or none) later means it was replaced. */
+  private readonly fileIdentity: { dev: number; ino: number };
   /** Opened here from a file path (closed with the store), or handed in (closed by its owner). */
   private readonly ownsDb: boolean;
 
@@ -136,6 +138,8 @@ export class SqliteEventStore implements EventStore {
       // SQLite names the WAL after the database's resolved path (symlinks followed); opened now, so
       // a WAL that cannot be synced fails at startup, not at the first append.
       this.file = realpathSync(this.db.name);
+      const opened = statSync(this.file);
+      this.fileIdentity = { dev: opened.dev, ino: opened.ino };
       this.wal = new WalSync(`${this.file}-wal`);
       this.wal.open();
     } catch (err) {
@@ -226,7 +230,7 @@ export class SqliteEventStore implements EventStore {
    */
   async appendRecorded(events: readonly RecordedEvent[]): Promise<AppendResult> {
     const prepared = prepareRecordedEvents(events, this.maxEventBytes);
-    const failure = this.wal.failure;
+    const failure = this.wal.failure ?? this.fileReplaced();
     if (failure) throw failure;
     let outcome: { write: PreparedRecordedEvent[]; result: AppendResult };
     try {
@@ -272,7 +276,7 @@ export class SqliteEventStore implements EventStore {
       this.flushScheduled = true;
       setImmediate(() => this.flush());
     }
-    const failure = this.wal.failure;
+    const failure = this.wal.failure ?? this.fileReplaced();
     if (failure) {
       // Queued before the sync failed: refused like every append after it, and not written.
       for (const item of batch) item.reject(failure);
@@ -312,6 +316,25 @@ export class SqliteEventStore implements EventStore {
         // refuses writes until restarted (which replays the WAL from what reached the disk).
         for (const w of written) w.item.reject(err);
       },
+    );
+  }
+
+  /**
+   * Whether the database file was deleted or replaced while open (an operator's `rm` or `mv`):
+   * SQLite would go on writing to the file it holds, which no restart would see. Every write and
+   * `/health` check stat the path first (a microsecond or two); once it names another file or
+   * none, the store refuses writes until restarted, and says why.
+   */
+  private fileReplaced(): DurabilityError | undefined {
+    let now: { dev: number; ino: number } | undefined;
+    try {
+      now = statSync(this.file);
+    } catch {
+      now = undefined;
+    }
+    if (now && now.dev === this.fileIdentity.dev && now.ino === this.fileIdentity.ino) return undefined;
+    return this.wal.failWith(
+      `the database file ${this.file} was ${now ? 'replaced' : 'deleted'} while triad had it open: writes are refused so that none goes to a file no restart would see; restart triad`,
     );
   }
 
@@ -457,7 +480,7 @@ export class SqliteEventStore implements EventStore {
 
   /** Fails once the store cannot make writes durable, so health checks report it. */
   async headPosition(): Promise<number> {
-    const failure = this.wal.failure;
+    const failure = this.wal.failure ?? this.fileReplaced();
     if (failure) throw failure;
     return (this.stmts.headPosition.get() as { position: number }).position;
   }

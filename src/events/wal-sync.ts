@@ -46,6 +46,12 @@ export class WalSync {
     return this.failed;
   }
 
+  /** Refuses every further sync (and so every write) with this reason, as after a failed fdatasync. */
+  failWith(reason: string): DurabilityError {
+    this.failed ??= new DurabilityError(reason);
+    return this.failed;
+  }
+
   /** Resolves once every WAL write made before this call is durable. */
   sync(): Promise<void> {
     if (this.failed) return Promise.reject(this.failed);

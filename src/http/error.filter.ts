@@ -1,6 +1,7 @@
 import { type ArgumentsHost, Catch, type ExceptionFilter, HttpException, HttpStatus, Logger } from '@nestjs/common';
 import type { Response } from 'express';
 import { isStoreUnavailable } from '../events/errors';
+import { DurabilityError } from '../events/wal-sync';
 import { DomainError, type DomainErrorKind } from '../shared/errors';
 
 /** Every expected failure of the domain, by kind, to its HTTP status; anything else is a 500 with no detail. */
@@ -52,6 +53,12 @@ export class ErrorFilter implements ExceptionFilter {
     if (isStoreUnavailable(exception)) {
       this.logger.warn(`store unavailable: ${(exception as Error).message}`);
       return { statusCode: 503, message: 'the event store is not reachable; try again' };
+    }
+    // The store refuses writes until a restart (a failed fdatasync, its file deleted or replaced):
+    // no retry helps, and the reason is the operator's (the log, and /health).
+    if (exception instanceof DurabilityError) {
+      this.logger.error(exception.message);
+      return { statusCode: 503, message: 'the event store refuses writes until triad is restarted' };
     }
     if (exception instanceof DomainError) return { statusCode: HTTP_STATUS_OF_KIND[exception.kind], message: exception.message };
     this.logger.error(exception instanceof Error ? (exception.stack ?? exception.message) : String(exception));

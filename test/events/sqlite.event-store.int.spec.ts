@@ -109,6 +109,28 @@ describe('sqlite store specifics', () => {
     }
   });
 
+  it.each([
+    ['deleted', (file: string) => fs.rmSync(file)],
+    ['replaced', (file: string) => {
+      fs.writeFileSync(`${file}.other`, 'another file');
+      fs.renameSync(`${file}.other`, file);
+    }],
+  ])('given the database file %s while open, then writes and the head are refused with why, and nothing more is written', async (how, change) => {
+    const dir = tempDir();
+    const file = join(dir.path, 'triad.db');
+    const store = new SqliteEventStore({ file });
+    try {
+      await store.append('run-a', [{ type: 'Noted', data: { n: 1 } }]);
+      change(file);
+      await expect(store.append('run-b', [{ type: 'Noted', data: { n: 2 } }])).rejects.toThrow(new RegExp(`was ${how} while triad had it open.*restart triad`));
+      await expect(store.headPosition()).rejects.toBeInstanceOf(DurabilityError);
+      expect(store.db.prepare('SELECT stream_id FROM events').pluck().all()).toEqual(['run-a']);
+    } finally {
+      await store.close();
+      dir.remove();
+    }
+  });
+
   describe('acknowledged only once durable', () => {
     // fdatasync held until the test completes it; whatever a test leaves held is completed after it.
     let held: Array<{ fd: number; done: (err: NodeJS.ErrnoException | null) => void; settled: boolean }>;
