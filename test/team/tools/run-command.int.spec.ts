@@ -1,9 +1,11 @@
+import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createBuiltinTools, type BuiltinToolLimits } from '../../../src/team/tools/builtin-tools';
 import { commandEnvironment } from '../../../src/team/tools/builtin/run-command';
 import type { ToolOutcome } from '../../../src/team/tools/tool.port';
 import { contextFor, isAlive, scratchDir, toolNamed, waitUntilGone } from './tool-test-support';
+import { waitFor } from '../../support/wait-for';
 
 describe('run_command', () => {
   let ws: ReturnType<typeof scratchDir>;
@@ -78,6 +80,26 @@ describe('run_command', () => {
     const [background] = pidsIn(outcome.output);
     expect(await waitUntilGone(background!)).toBe(true);
     expect(isAlive(background!)).toBe(false);
+  });
+
+  it('given the process running the command is killed with SIGKILL, then the command and what it started are killed too', async () => {
+    // A process of its own (from dist/, as `triad serve` runs it) runs a command that starts a
+    // background process and waits; it is then killed with no chance to clean up.
+    const tool = join(__dirname, '..', '..', '..', 'dist', 'team', 'tools', 'builtin-tools.js');
+    const script = `const { createBuiltinTools } = require(${JSON.stringify(tool)});
+      const cmd = createBuiltinTools().find((t) => t.name === 'run_command');
+      cmd.execute({ command: 'sleep 60 & echo $! > bg.pid; sleep 60' }, { runId: 'r', role: 'executor', workspace: process.cwd(), signal: new AbortController().signal });`;
+    const holder = spawn(process.execPath, ['-e', script], { cwd: ws.path, stdio: 'ignore' });
+    const bgPid = await waitFor('the background process', async () => {
+      try {
+        return Number(readFileSync(join(ws.path, 'bg.pid'), 'utf8').trim()) || undefined;
+      } catch {
+        return undefined;
+      }
+    }, 20_000);
+    expect(isAlive(bgPid)).toBe(true);
+    holder.kill('SIGKILL');
+    expect(await waitUntilGone(bgPid, 10_000)).toBe(true);
   });
 
   it('bounds the output, keeping its head and tail', async () => {

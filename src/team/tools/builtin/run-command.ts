@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import type { ToolContext, ToolDefinition, ToolOutcome } from '../tool.port';
 import { errnoCode, realWorkspaceOf, workspaceReplaced } from '../workspace';
 import { HeadTailBuffer } from './head-tail-buffer';
@@ -71,6 +71,19 @@ export function runCommandTool(limits: BuiltinToolLimits): ToolDefinition {
   };
 }
 
+/** A shell that kills process group `pgid` when its stdin closes: when the process holding the pipe is gone. */
+function spawnWatchdog(pgid: number): ChildProcess | undefined {
+  try {
+    const watchdog = spawn('/bin/sh', ['-c', 'read _; kill -s KILL -- "-$0" 2>/dev/null', String(pgid)], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
+    watchdog.once('error', () => undefined);
+    watchdog.stdin?.on('error', () => undefined);
+    watchdog.unref();
+    return watchdog;
+  } catch {
+    return undefined;
+  }
+}
+
 function runCommand(command: string, cwd: string, timeoutMs: number, maxOutput: number, context: ToolContext): Promise<ToolOutcome> {
   return new Promise((resolve) => {
     const output = new HeadTailBuffer(maxOutput);
@@ -81,6 +94,11 @@ function runCommand(command: string, cwd: string, timeoutMs: number, maxOutput: 
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+    // The command's group must not outlive this process, even killed with SIGKILL (no handler runs
+    // then): a watchdog outside the group waits on a pipe that only this process holds open, and
+    // when the pipe closes without being told the command ended (this process died), kills the
+    // group. Otherwise a command left running would change a workspace that recovery has rebuilt.
+    const watchdog = child.pid === undefined ? undefined : spawnWatchdog(child.pid);
     let stopped: 'timeout' | 'cancelled' | undefined;
     let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
     let settled = false;
@@ -97,6 +115,8 @@ function runCommand(command: string, cwd: string, timeoutMs: number, maxOutput: 
     const finish = (outcome: ToolOutcome): void => {
       if (settled) return;
       settled = true;
+      // Told first (killed, not by closing its pipe), so it never signals a group id reused since.
+      watchdog?.kill('SIGKILL');
       clearTimeout(timer);
       clearTimeout(drainTimer);
       context.signal.removeEventListener('abort', onAbort);
