@@ -298,6 +298,7 @@ export class RunSupervisor implements OnApplicationShutdown {
         await this.tools.ready();
         this.driverGoing(runId);
         const state = await driver.drive();
+        if (driver.fenced) this.heartbeat.fenced(runId);
         this.driverStopped(runId);
         return state;
       } catch (err) {

@@ -51,4 +51,18 @@ describe('the lease heartbeat', () => {
       heartbeat.stop();
     }
   });
+
+  it('given a driver fenced by another process\'s claim before any renewal noticed, then the lease counts as lost once', async () => {
+    const heartbeat = new LeaseHeartbeat({ leases: new ControlledLeases(), owner: 'A', ttlMs: 60_000, now: () => Date.now(), onLost: () => undefined });
+    try {
+      heartbeat.add('run_fenced');
+      heartbeat.fenced('run_fenced');
+      heartbeat.fenced('run_fenced');
+      // A run no longer held here (its driver ended) is not a loss.
+      heartbeat.fenced('run_never_held');
+      expect(heartbeat.metricLines()).toEqual(expect.arrayContaining(['triad_leases_lost_total 1']));
+    } finally {
+      heartbeat.stop();
+    }
+  });
 });

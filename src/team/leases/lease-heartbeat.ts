@@ -45,6 +45,16 @@ export class LeaseHeartbeat {
     this.held.delete(runId);
   }
 
+  /**
+   * The run's driver here found another process's claim in the run's events (after an outage or a
+   * freeze longer than the TTL, before any renewal noticed): the lease was lost all the same.
+   */
+  fenced(runId: string): void {
+    if (!this.held.delete(runId)) return;
+    this.counters.leasesLost++;
+    this.options.logger?.warn(`run ${runId}: another process drives the run now; the local driver stopped`);
+  }
+
   private start(): void {
     if (this.timer || this.stopped) return;
     this.loopDelay = monitorEventLoopDelay({ resolution: 20 });
