@@ -48,6 +48,8 @@ export interface TriadConfig {
   checkpointEveryTurns: number;
   /** A wait per offline model call, for demos and load tests (0: none). */
   offlineLatencyMs: number;
+  /** How long a model call may go without a byte from the Messages API before it fails as `timeout` (and is retried). */
+  modelIdleTimeoutMs: number;
   /** Waits before each retry of a transient model fault, for runs launched without their own. */
   modelRetryDelaysMs: number[];
   /** MCP servers from the file named by `TRIAD_MCP_CONFIG` (none without it). */
@@ -83,6 +85,8 @@ export { VALID_ROLES };
  * interval or latency past it is refused rather than turned into a busy loop.
  */
 const MAX_TIMER_MS = 2_147_483_647;
+/** The longest model idle timeout: Node's fetch (undici) ends a body silent for 300 s by itself. */
+export const MAX_MODEL_IDLE_TIMEOUT_MS = 300_000;
 /** A lease's longest lifetime: a day (a crashed process's runs wait this long for another to take them). */
 const MAX_LEASE_TTL_MS = 86_400_000;
 /** A console session's longest lifetime: a year. */
@@ -137,6 +141,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): TriadConfig {
     reviewTimerIntervalMs: intEnv(env, 'TRIAD_REVIEW_TIMER_MS', 1_000, 0, MAX_TIMER_MS),
     checkpointEveryTurns: intEnv(env, 'TRIAD_CHECKPOINT_EVERY_TURNS', 100, 1, 1_000_000),
     offlineLatencyMs: intEnv(env, 'TRIAD_OFFLINE_LATENCY_MS', 0, 0, MAX_TIMER_MS),
+    // At most 5 min: Node's HTTP client ends a response body silent for that long on its own.
+    modelIdleTimeoutMs: intEnv(env, 'TRIAD_MODEL_IDLE_TIMEOUT_MS', MAX_MODEL_IDLE_TIMEOUT_MS, 1_000, MAX_MODEL_IDLE_TIMEOUT_MS),
     modelRetryDelaysMs: retryDelaysEnv(env, 'TRIAD_MODEL_RETRY_DELAYS_MS'),
     ...(env.TRIAD_MCP_CONFIG ? { mcp: loadMcpConfig(env.TRIAD_MCP_CONFIG, env) } : {}),
     sessionTtlMs: intEnv(env, 'TRIAD_SESSION_TTL_MS', 8 * 60 * 60 * 1000, 1000, MAX_SESSION_TTL_MS),

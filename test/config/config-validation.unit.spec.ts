@@ -41,6 +41,13 @@ describe('configuration values', () => {
     expect(load({ TRIAD_RECOVERY_INTERVAL_MS: '2147483647', TRIAD_LEASE_TTL_MS: '86400000' }).leaseTtlMs).toBe(86_400_000);
   });
 
+  it('given a model idle timeout, then it is 1 s to 5 min (Node\'s HTTP client ends a silent body at 5 min), 5 min by default', () => {
+    expect(load({}).modelIdleTimeoutMs).toBe(300_000);
+    expect(load({ TRIAD_MODEL_IDLE_TIMEOUT_MS: '60000' }).modelIdleTimeoutMs).toBe(60_000);
+    expect(refused({ TRIAD_MODEL_IDLE_TIMEOUT_MS: '600000' })).toMatch(/TRIAD_MODEL_IDLE_TIMEOUT_MS must be a whole number from 1000 to 300000/);
+    expect(refused({ TRIAD_MODEL_IDLE_TIMEOUT_MS: '10' })).toMatch(/from 1000 to 300000/);
+  });
+
   it('given a PostgreSQL URL or schema that is not one, then it is refused without the password', () => {
     const pg = (url: string, extra: Record<string, string> = {}) => refused({ TRIAD_STORE: 'postgres', TRIAD_PG_URL: url, ...extra });
     expect(pg('not a url')).toBe('TRIAD_PG_URL is not a URL (postgres://user:password@host:5432/database)');

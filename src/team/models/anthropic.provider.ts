@@ -47,7 +47,7 @@ export interface AnthropicProviderOptions {
 
 const DEFAULT_COUNT_TIMEOUT_MS = 10_000;
 
-const DEFAULT_TIMEOUT_MS = 10 * 60 * 1000;
+const DEFAULT_TIMEOUT_MS = 300_000;
 
 /**
  * The Anthropic Messages API behind the model port: streaming, tool use, and every SDK failure

@@ -16,12 +16,12 @@ export interface ModelSelection {
  * when it is picked: a process on the offline model (the CLI, tests, demos) starts without it.
  */
 export async function createModelProvider(
-  config: Pick<TriadConfig, 'model' | 'anthropicApiKey' | 'anthropicBaseUrl'> & Partial<Pick<TriadConfig, 'offlineLatencyMs'>>,
+  config: Pick<TriadConfig, 'model' | 'anthropicApiKey' | 'anthropicBaseUrl'> & Partial<Pick<TriadConfig, 'offlineLatencyMs' | 'modelIdleTimeoutMs'>>,
 ): Promise<ModelSelection> {
   if (config.model === 'anthropic') {
     const { AnthropicModelProvider } = await import('./anthropic.provider');
     return {
-      provider: new AnthropicModelProvider({ apiKey: config.anthropicApiKey!, baseURL: config.anthropicBaseUrl }),
+      provider: new AnthropicModelProvider({ apiKey: config.anthropicApiKey!, baseURL: config.anthropicBaseUrl, timeoutMs: config.modelIdleTimeoutMs }),
       defaultModel: DEFAULT_CLAUDE_MODEL,
     };
   }
