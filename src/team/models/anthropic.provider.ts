@@ -36,7 +36,7 @@ export interface AnthropicProviderOptions {
   baseURL?: string;
   /**
    * Longest wait, in ms, for the response headers and then for each next stream event (an idle
-   * timeout, so long generations that keep streaming are not cut off). Default 10 minutes.
+   * timeout, so long generations that keep streaming are not cut off). Default 5 minutes (TRIAD_MODEL_IDLE_TIMEOUT_MS).
    */
   timeoutMs?: number;
   /** Prompt caching breakpoints on tools, system prompt and conversation (default true). */
