@@ -69,7 +69,7 @@ export async function takeModelTurn(ctx: StepContext, step: Extract<NextAction, 
     }
     const durationMs = deps.clock.now() - started;
     // An answer that cannot be recorded as it is is a failed call, retried on the same schedule.
-    const unusable = unusableUsage(response);
+    const unusable = unusableAnswer(response);
     if (unusable) {
       if ((await failed(new ModelError('malformed_response', `malformed model response: ${unusable}`))) === 'stop') return;
       continue;
@@ -81,7 +81,7 @@ export async function takeModelTurn(ctx: StepContext, step: Extract<NextAction, 
       return;
     } catch (err) {
       // Nothing was written: the call's start goes with the failure recorded instead.
-      if (!(err instanceof EventTooLargeError)) throw err;
+      if (!(err instanceof EventTooLargeError) || err.eventType !== 'ModelCallCompleted') throw err;
       const error = new ModelError('malformed_response', `the model's answer takes ${err.bytes} bytes, over the store's limit of ${err.limit} bytes per event`);
       if ((await failed(error)) === 'stop') return;
     }
@@ -109,12 +109,22 @@ export async function takeModelTurn(ctx: StepContext, step: Extract<NextAction, 
 
 const USAGE_FIELDS = ['inputTokens', 'outputTokens', 'cacheReadTokens', 'cacheWriteTokens'] as const;
 
-/** Why an answer's token usage is not a count of tokens (it would corrupt the run's budget and cost), or undefined. */
-export function unusableUsage(response: ModelResponse): string | undefined {
+/**
+ * Why an answer cannot be recorded as it is, or undefined: token usage that is not a count (it would
+ * corrupt the run's budget and cost), or two tool calls with one id (their results could not be told
+ * apart, and the API refuses such a conversation on the next call).
+ */
+export function unusableAnswer(response: ModelResponse): string | undefined {
   for (const field of USAGE_FIELDS) {
     const value: unknown = response.usage?.[field];
     if (value === undefined && field.startsWith('cache')) continue;
     if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) return `usage ${field} is not a count of tokens`;
+  }
+  const ids = new Set<string>();
+  for (const block of response.content) {
+    if (block.type !== 'tool_use') continue;
+    if (ids.has(block.id)) return `two tool calls share the id ${JSON.stringify(block.id)}`;
+    ids.add(block.id);
   }
   return undefined;
 }

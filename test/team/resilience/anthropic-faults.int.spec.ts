@@ -87,6 +87,7 @@ describe('answers that cannot be recorded as they are (real SDK, fake API)', () 
     ['negative input tokens', { ...planStep(), usage: { input_tokens: -500, output_tokens: 10 } }],
     ['negative cache reads', { ...planStep(), usage: { input_tokens: 5, output_tokens: 10, cache_read_input_tokens: -3 } }],
     ['an answer over the limit on one event', toolUseStep('submit_plan', { plan: 'x'.repeat(300_000) })],
+    ['two tool calls with one id', { kind: 'response', content: [{ type: 'tool_use', id: 'toolu_same', name: 'list_files', input: {} }, { type: 'tool_use', id: 'toolu_same', name: 'list_files', input: {} }] }],
   ];
 
   it.each(cases)('%s: ModelCallFailed malformed_response, then the same request again', async (_name, bad) => {
