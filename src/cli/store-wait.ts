@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http';
+import { doublingDelayMs } from '../shared/pause';
 
 /**
  * `triad serve` before its store answers: the app cannot start without its store (it reads the
@@ -13,7 +14,7 @@ export const MAX_RETRY_MS = 10_000;
 
 /** The delay before retry `attempt` (0-based): doubling from FIRST_RETRY_MS, at most MAX_RETRY_MS. */
 export function retryDelayMs(attempt: number): number {
-  return Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** Math.min(attempt, 16));
+  return doublingDelayMs(attempt, FIRST_RETRY_MS, MAX_RETRY_MS);
 }
 
 export interface WaitForStoreOptions<T> {

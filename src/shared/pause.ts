@@ -22,3 +22,8 @@ export async function settledWithin(work: Promise<unknown>, ms: number): Promise
   await Promise.race([settled, pause(ms, stop.signal)]);
   stop.abort();
 }
+
+/** A wait that doubles with each attempt (0-based): `firstMs`, 2 × `firstMs`, 4 × … at most `maxMs`. */
+export function doublingDelayMs(attempt: number, firstMs: number, maxMs: number): number {
+  return Math.min(maxMs, firstMs * 2 ** Math.min(Math.max(0, attempt), 30));
+}

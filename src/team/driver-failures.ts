@@ -1,14 +1,22 @@
+import { doublingDelayMs } from '../shared/pause';
+
 /**
- * Drivers that stopped on an error (not a model failure, which the run's retry schedule covers: a
- * store that refuses a write, a workspace that cannot be created, a database that is damaged).
- * Each such run waits before it is started again automatically, twice as long after each failure
- * in a row (1 s, 2 s, 4 s … up to 5 min), so a fault that repeats costs an attempt now and then,
- * not a loop; a run whose driver stops normally starts afresh. A run is failing from its driver's
- * error until its next driver gets going (`GET /health` reports the process degraded meanwhile).
+ * Drivers that stopped on an error (not a model failure, which the run's retry schedule covers,
+ * nor a store outage, which the store reports: a workspace that cannot be made, a write the store
+ * refuses as invalid, a bug). Each such run waits before it is started again automatically, twice
+ * as long after each failure in a row (1 s, 2 s, 4 s … up to 5 min), so a fault that repeats costs
+ * an attempt now and then, not a loop; a run whose driver stops normally starts afresh.
+ *
+ * A run counts as failing from its driver's error until a new driver gets going, or until a little
+ * after its retry was due (recovery starts it then, unless it went to a gate, ended, or is driven
+ * elsewhere meanwhile: then it is not this process's to report). `GET /health` is degraded while
+ * any run is failing.
  */
 
 export const FIRST_RETRY_MS = 1_000;
 export const MAX_RETRY_MS = 300_000;
+/** How long past its retry a run still counts as failing without a new driver. */
+export const FAILING_GRACE_MS = 15_000;
 
 interface RunFailures {
   count: number;
@@ -19,13 +27,11 @@ interface RunFailures {
 export class DriverFailures {
   private readonly runs = new Map<string, RunFailures>();
 
-  /**
-   * A driver stopped on an error: when the run may be started again automatically. An outage of
-   * the store (reported by the store itself) delays the run but does not mark it failing.
-   */
+  /** A driver stopped on an error (an outage: `outage`, not counted as failing): when the run may start again. */
   failed(runId: string, now: number, options: { outage?: boolean } = {}): { count: number; retryInMs: number } {
+    this.prune(now);
     const count = (this.runs.get(runId)?.count ?? 0) + 1;
-    const retryInMs = Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** Math.min(count - 1, 30));
+    const retryInMs = doublingDelayMs(count - 1, FIRST_RETRY_MS, MAX_RETRY_MS);
     this.runs.set(runId, { count, retryAt: now + retryInMs, failing: !options.outage });
     return { count, retryInMs };
   }
@@ -47,10 +53,15 @@ export class DriverFailures {
     return f ? Math.max(0, f.retryAt - now) : 0;
   }
 
-  /** Runs whose last driver stopped on an error and that no driver drives since. */
-  get failingRuns(): number {
+  /** Runs whose last driver stopped on an error, with no driver since, and not long past their retry. */
+  failingRuns(now: number): number {
     let n = 0;
-    for (const f of this.runs.values()) if (f.failing) n++;
+    for (const f of this.runs.values()) if (f.failing && now < f.retryAt + FAILING_GRACE_MS) n++;
     return n;
+  }
+
+  /** Forgets runs whose last retry is long past (they went on elsewhere, ended, or wait for a human). */
+  private prune(now: number): void {
+    for (const [runId, f] of this.runs) if (now >= f.retryAt + MAX_RETRY_MS) this.runs.delete(runId);
   }
 }

@@ -22,7 +22,7 @@ import type { RunState } from './domain/run-state';
 import { TOOL_REGISTRY } from './tokens';
 import type { ToolRegistry } from './tools/tool-registry';
 import { createWorkspace } from './tools/workspace';
-import { DriverFailures } from './driver-failures';
+import { DriverFailures, FAILING_GRACE_MS } from './driver-failures';
 import { HEALTH_REGISTRY, type HealthRegistry } from '../shared/health';
 
 /**
@@ -352,16 +352,24 @@ export class RunSupervisor implements OnApplicationShutdown {
     const { count, retryInMs } = this.failures.failed(runId, this.clock.now(), { outage: isStoreUnavailable(err) });
     this.logger.error(`run ${runId}: the driver stopped on an error (${count} in a row; started again in ${Math.round(retryInMs / 1000)} s): ${(err as Error)?.message ?? String(err)}`);
     this.reportDrivers();
+    // Recovery looks again when the wait is over; the health report once the run stops counting.
+    this.later(retryInMs, () => {
+      for (const listener of this.slotListeners) listener();
+    });
+    this.later(retryInMs + FAILING_GRACE_MS, () => this.reportDrivers());
+  }
+
+  private later(ms: number, work: () => void): void {
     const wake = setTimeout(() => {
       this.wakes.delete(wake);
-      if (!this.shuttingDown) for (const listener of this.slotListeners) listener();
-    }, retryInMs);
+      if (!this.shuttingDown) work();
+    }, ms);
     wake.unref();
     this.wakes.add(wake);
   }
 
   private reportDrivers(): void {
-    const failing = this.failures.failingRuns;
+    const failing = this.failures.failingRuns(this.clock.now());
     if (failing > 0) this.health?.failed('run drivers', `${failing} run(s) stopped on an error and wait to be started again (see the log)`);
     else this.health?.recovered('run drivers');
   }

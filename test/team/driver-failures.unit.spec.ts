@@ -1,4 +1,4 @@
-import { DriverFailures, FIRST_RETRY_MS, MAX_RETRY_MS } from '../../src/team/driver-failures';
+import { DriverFailures, FAILING_GRACE_MS, FIRST_RETRY_MS, MAX_RETRY_MS } from '../../src/team/driver-failures';
 
 describe('DriverFailures', () => {
   it('given failures in a row, each waits twice as long as the one before, up to the cap', () => {
@@ -21,20 +21,34 @@ describe('DriverFailures', () => {
   it('given a failed run, when a new driver gets going, then it is not failing but keeps its count until a normal stop', () => {
     const f = new DriverFailures();
     f.failed('run_a', 0);
-    expect(f.failingRuns).toBe(1);
+    expect(f.failingRuns(0)).toBe(1);
     f.driving('run_a');
-    expect(f.failingRuns).toBe(0);
+    expect(f.failingRuns(0)).toBe(0);
     expect(f.failed('run_a', 0).retryInMs).toBe(2 * FIRST_RETRY_MS);
     f.stopped('run_a');
-    expect(f.failingRuns).toBe(0);
+    expect(f.failingRuns(0)).toBe(0);
     expect(f.waitMs('run_a', 0)).toBe(0);
     expect(f.failed('run_a', 0).retryInMs).toBe(FIRST_RETRY_MS);
+  });
+
+  it('given a failed run that no driver takes again (it went to a gate, ended, or elsewhere), then it stops counting a little after its retry', () => {
+    const f = new DriverFailures();
+    f.failed('run_a', 0);
+    expect(f.failingRuns(FIRST_RETRY_MS + FAILING_GRACE_MS - 1)).toBe(1);
+    expect(f.failingRuns(FIRST_RETRY_MS + FAILING_GRACE_MS)).toBe(0);
+  });
+
+  it('given a run long past its last retry, then a new failure starts its count afresh', () => {
+    const f = new DriverFailures();
+    f.failed('run_a', 0);
+    f.failed('run_a', 0);
+    expect(f.failed('run_a', 2 * FIRST_RETRY_MS + MAX_RETRY_MS).retryInMs).toBe(FIRST_RETRY_MS);
   });
 
   it('given a store outage, the run waits but is not failing', () => {
     const f = new DriverFailures();
     f.failed('run_a', 0, { outage: true });
-    expect(f.failingRuns).toBe(0);
+    expect(f.failingRuns(0)).toBe(0);
     expect(f.waitMs('run_a', 0)).toBe(FIRST_RETRY_MS);
   });
 });
