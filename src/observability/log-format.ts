@@ -34,33 +34,40 @@ const SECRET_PATTERNS: RegExp[] = [
  */
 export class Redactor {
   private readonly secrets: string[];
+  /**
+   * The secrets searched for in text and files that are not log lines (tool output, workspace
+   * files): 12 characters or more, of two kinds of character at least. A shorter or plainer one
+   * (`postgres`, `changeit`) would match ordinary words and rewrite users' files.
+   */
+  private readonly distinctive: string[];
 
   constructor(secrets: Iterable<string | undefined>) {
     this.secrets = [...new Set([...secrets].filter((s): s is string => typeof s === 'string' && s.length >= 8))].sort((a, b) => b.length - a.length);
+    this.distinctive = this.secrets.filter(isDistinctive);
   }
 
   /**
    * The secrets of this process's environment: the Anthropic key, the TRIAD_API_KEYS secrets and
    * the passwords in the PostgreSQL and EventStoreDB URLs.
    */
-  static fromEnv(env: NodeJS.ProcessEnv = process.env): Redactor {
+  static fromEnv(env: NodeJS.ProcessEnv = process.env, more: readonly string[] = []): Redactor {
     const keys = (env.TRIAD_API_KEYS ?? '').split(',').map((entry) => entry.split(':').slice(2).join(':').trim());
-    return new Redactor([env.ANTHROPIC_API_KEY, ...keys, ...urlPassword(env.TRIAD_PG_URL), ...urlPassword(env.TRIAD_ESDB_URL)]);
+    return new Redactor([env.ANTHROPIC_API_KEY, ...keys, ...urlPassword(env.TRIAD_PG_URL), ...urlPassword(env.TRIAD_ESDB_URL), env.PGPASSWORD, ...more]);
   }
 
-  /** The known secrets only, not what is shaped like one: for text that is not a log line (a tool's output). */
+  /** The distinctive known secrets only, not what is shaped like one: for text that is not a log line (a tool's output). */
   redactKnown(text: string): string {
     let out = text;
-    for (const s of this.secrets) if (out.includes(s)) out = out.split(s).join('[redacted]');
+    for (const s of this.distinctive) if (out.includes(s)) out = out.split(s).join('[redacted]');
     return out;
   }
 
-  /** A copy of `bytes` with every known secret (as UTF-8) replaced, or undefined when none is there. */
+  /** A copy of `bytes` with every distinctive known secret (as UTF-8) replaced, or undefined when none is there. */
   redactBytes(bytes: Buffer): Buffer | undefined {
     let out = bytes;
     let found = false;
     const mark = Buffer.from('[redacted]');
-    for (const s of this.secrets) {
+    for (const s of this.distinctive) {
       const needle = Buffer.from(s);
       let at = out.indexOf(needle);
       if (at < 0) continue;
@@ -98,4 +105,11 @@ function urlPassword(url: string | undefined): string[] {
   } catch {
     return [raw];
   }
+}
+
+/** 12 characters or more, of at least two kinds (lower case, upper case, digits, others). */
+function isDistinctive(secret: string): boolean {
+  if (secret.length < 12) return false;
+  const kinds = [/[a-z]/, /[A-Z]/, /[0-9]/, /[^a-zA-Z0-9]/].filter((kind) => kind.test(secret)).length;
+  return kinds >= 2;
 }

@@ -54,7 +54,7 @@ export const TEAM_QUERY_HANDLERS = [GetRunHandler, ListRunsHandler];
       inject: [TRIAD_CONFIG],
       useFactory: async (c: TriadConfig) => {
         const registry = createDefaultToolRegistry();
-        registry.secrets = Redactor.fromEnv();
+        registry.secrets = Redactor.fromEnv(process.env, c.mcp?.secrets);
         if (c.mcp) {
           const { McpHub } = await import('./tools/mcp/mcp-hub');
           registry.addSource(new McpHub(c.mcp, { logger: new Logger('McpTools') }));

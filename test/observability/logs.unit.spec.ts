@@ -53,6 +53,13 @@ describe('Redactor for recorded text and files', () => {
     TRIAD_ESDB_URL: 'esdb://admin:esdb-pass-0123@es.example:2113?tls=true',
   });
 
+  it('leaves secrets too short or too plain to tell from ordinary words out of recorded text and files (logs still hide them)', () => {
+    const plain = Redactor.fromEnv({ TRIAD_PG_URL: 'postgres://postgres:postgres@127.0.0.1/test', TRIAD_API_KEYS: 'ann:operator:changeitnow' });
+    expect(plain.redactKnown('user postgres, password changeitnow')).toBe('user postgres, password changeitnow');
+    expect(plain.redactBytes(Buffer.from('postgres'))).toBeUndefined();
+    expect(plain.redact('password changeitnow')).toBe('password [redacted]');
+  });
+
   it('replaces the known secrets only, the PostgreSQL password as written and decoded, leaving code that merely looks like a credential', () => {
     const text = 'A=sk-ant-api03-abcdefghijklmnop B=ann-secret-0123456789 C=pg%40pass-0123 D=pg@pass-0123 E=esdb-pass-0123 headers: Bearer ${token}';
     expect(redactor.redactKnown(text)).toBe('A=[redacted] B=[redacted] C=[redacted] D=[redacted] E=[redacted] headers: Bearer ${token}');

@@ -161,8 +161,7 @@ export async function storeEffects(
       // is recorded and what is on disk stay the same bytes (a rebuild gives this file back).
       const redacted = secrets?.redactBytes(bytes);
       if (redacted) {
-        await fs.writeFile(file, redacted);
-        out.push({ path: effect.path, sha256: await storeBlob(store, redacted), size: redacted.length, ...(effect.executable ? { executable: true as const } : {}) });
+        out.push(await replaceWithRedacted(store, file, effect, redacted));
         continue;
       }
       const sha256 = await storeBlob(store, bytes);
@@ -174,6 +173,26 @@ export async function storeEffects(
     }
   }
   return out;
+}
+
+/**
+ * Puts the redacted copy in the file's place (a new file renamed over it: a hard link to a file
+ * outside the workspace is not written through, and a read-only file is replaced too) and records
+ * it; a file that cannot be replaced is recorded as unrecorded, never with the secret.
+ */
+async function replaceWithRedacted(store: EventStore, file: string, effect: { path: string; executable?: true }, redacted: Buffer): Promise<FileEffect> {
+  const temp = `${file}.triad-redacted-${process.pid}-${Date.now().toString(36)}`;
+  try {
+    const mode = (await fs.stat(file)).mode & 0o777;
+    await fs.writeFile(temp, redacted, { flag: 'wx', mode });
+    await fs.chmod(temp, mode);
+    await fs.rename(temp, file);
+  } catch (err) {
+    await fs.rm(temp, { force: true }).catch(() => undefined);
+    const why = (err as NodeJS.ErrnoException).code ?? 'error';
+    return { path: effect.path, unrecorded: `it held a secret of this process and could not be rewritten without it (${why})` };
+  }
+  return { path: effect.path, sha256: await storeBlob(store, redacted), size: redacted.length, ...(effect.executable ? { executable: true as const } : {}) };
 }
 
 /**

@@ -255,15 +255,20 @@ describe('the workspace is part of the log', () => {
     mkdirSync(ws);
     const registry = createDefaultToolRegistry();
     registry.secrets = new Redactor([secret]);
-    const call = { id: 'c1', type: 'tool_use' as const, name: 'run_command', input: { command: `echo "key=${secret}" && printf 'A=${secret}\\nB=1\\n' > env.txt && cp env.txt copy.txt` } };
+    // A file outside the workspace, hard-linked in by the command: replaced in the workspace, not written through.
+    const outside = join(dataDir(), 'outside-secret.txt');
+    writeFileSync(outside, `A=${secret}\nB=1\n`);
+    const call = { id: 'c1', type: 'tool_use' as const, name: 'run_command', input: { command: `echo "key=${secret}" && printf 'A=${secret}\\nB=1\\n' > env.txt && cp env.txt copy.txt && ln ${outside} linked.txt` } };
     // When the executor runs it
     const { result, files } = await withRecordedEffects(store, ws, call, () => registry.invoke(call, 'executor', ['run_command'], { runId: 'run_secret', role: 'executor', workspace: ws, signal: new AbortController().signal }), { secrets: registry.secrets });
     // Then neither the output nor any recorded blob holds the secret, and the disk holds what was recorded
     expect(result.isError).toBe(false);
     expect(result.output).toContain('key=[redacted]');
     expect(result.output).not.toContain(secret);
-    expect(files.map((f) => f.path)).toEqual(['copy.txt', 'env.txt']);
+    expect(files.map((f) => f.path)).toEqual(['copy.txt', 'env.txt', 'linked.txt']);
     expect(readFileSync(join(ws, 'env.txt'), 'utf8')).toBe('A=[redacted]\nB=1\n');
+    expect(readFileSync(join(ws, 'linked.txt'), 'utf8')).toBe('A=[redacted]\nB=1\n');
+    expect(readFileSync(outside, 'utf8')).toBe(`A=${secret}\nB=1\n`);
     for (const f of files) {
       const blob = await loadBlob(store, (f as { sha256: string }).sha256);
       expect(blob).toMatchObject({ ok: true });
@@ -271,7 +276,7 @@ describe('the workspace is part of the log', () => {
     }
     const history = [{ type: 'ToolCallCompleted', data: { toolUseId: 'c1', name: 'run_command', isError: false, files } }];
     const rebuilt = join(dataDir(), 'run_secret_rebuilt');
-    expect(await restoreWorkspace(store, rebuilt, workspaceAt(history))).toEqual({ ok: true, written: 2, removed: 0 });
+    expect(await restoreWorkspace(store, rebuilt, workspaceAt(history))).toEqual({ ok: true, written: 3, removed: 0 });
     expect(filesOf(rebuilt)).toEqual(filesOf(ws));
   });
 });
