@@ -2,7 +2,7 @@
 // commit, the WAL fdatasync and the read-ahead share one connection and one ordering argument.
 import type Database from 'better-sqlite3';
 import { realpathSync, statSync } from 'node:fs';
-import { classifyStoreError } from './errors';
+import { StoreUnavailableError, classifyStoreError } from './errors';
 import {
   DEFAULT_MAX_EVENT_BYTES,
   type AppendOptions,
@@ -45,6 +45,7 @@ import { SqliteReadAhead } from './sqlite-read-ahead';
 import { SharedTail } from './shared-tail';
 import { CatchUpSubscription } from './subscription';
 import { DurabilityError, WalSync } from './wal-sync';
+import type { StoreHealthSink } from '../shared/health';
 
 interface PendingAppend {
   streamId: string;
@@ -65,6 +66,8 @@ export interface SqliteStoreOptions extends StoreOptions {
    * thread. Default true.
    */
   readAhead?: boolean;
+  /** Told when a commit fails as an outage would (a damaged, read-only or full file) and when one succeeds (`GET /health`). */
+  health?: StoreHealthSink;
 }
 
 /**
@@ -285,10 +288,12 @@ export class SqliteEventStore implements EventStore {
     const outcomes: Array<{ ok: true; result: AppendResult & { fresh?: boolean } } | { ok: false; error: unknown }> = [];
     try {
       this.batchTx.immediate(batch, outcomes);
+      this.options.health?.storeAnswered();
     } catch (err) {
       // The commit itself failed (disk full, I/O error, the file locked by another writer past
       // busy_timeout): nothing of the batch was written. A busy file is StoreUnavailableError.
       const error = classifyStoreError(err);
+      if (error instanceof StoreUnavailableError) this.options.health?.storeFailed(error.detail);
       for (const item of batch) item.reject(error);
       return;
     }
@@ -329,7 +334,11 @@ export class SqliteEventStore implements EventStore {
     let now: { dev: number; ino: number } | undefined;
     try {
       now = statSync(this.file);
-    } catch {
+    } catch (err) {
+      // Only a path that names nothing is a deleted file; any other failure to look (EIO, EACCES,
+      // a stale network mount) says nothing either way, and the write goes on as it would have.
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT' && code !== 'ENOTDIR') return undefined;
       now = undefined;
     }
     if (now && now.dev === this.fileIdentity.dev && now.ino === this.fileIdentity.ino) return undefined;

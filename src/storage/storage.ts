@@ -133,7 +133,7 @@ async function openSqliteStorage(file: string, options: StorageOptions): Promise
   const db = openSqliteDatabase(file);
   const opened: Array<{ close(): Promise<void> }> = [];
   try {
-    const events = new SqliteEventStore({ db, upcasters: options.upcasters, maxEventBytes: options.maxEventBytes });
+    const events = new SqliteEventStore({ db, upcasters: options.upcasters, maxEventBytes: options.maxEventBytes, health: options.health });
     opened.push(events);
     const checkpoints = new SqliteCheckpointStore(db);
     opened.push(checkpoints);

@@ -7,6 +7,8 @@ import { SqliteReadAhead } from '../../src/events/sqlite-read-ahead';
 import { MAX_APPENDS_PER_COMMIT, SqliteEventStore } from '../../src/events/sqlite.event-store';
 import { UpcasterRegistry } from '../../src/events/upcasting';
 import { DurabilityError } from '../../src/events/wal-sync';
+import { StoreUnavailableError } from '../../src/events/errors';
+import { HealthRegistry } from '../../src/shared/health';
 import { openUnsyncedConnection } from '../../src/shared/sqlite-side-connection';
 import { tempDir } from '../support/temp-dir';
 import { eventStoreContract } from './event-store.contract';
@@ -104,6 +106,23 @@ describe('sqlite store specifics', () => {
       expect(side.pragma('wal_autocheckpoint', { simple: true })).toBe(0);
     } finally {
       side.close();
+      await store.close();
+      dir.remove();
+    }
+  });
+
+  it('given a commit the file refuses (read-only), then the append is an outage told to the health sink, until a commit succeeds', async () => {
+    const dir = tempDir();
+    const health = new HealthRegistry();
+    const store = new SqliteEventStore({ file: join(dir.path, 'triad.db'), health });
+    try {
+      store.db.pragma('query_only = 1');
+      await expect(store.append('run-a', [{ type: 'Noted', data: { n: 1 } }])).rejects.toBeInstanceOf(StoreUnavailableError);
+      expect(health.assess()).toEqual({ ok: false, reasons: ['the event store is not reachable'] });
+      store.db.pragma('query_only = 0');
+      await store.append('run-a', [{ type: 'Noted', data: { n: 1 } }]);
+      expect(health.assess().ok).toBe(true);
+    } finally {
       await store.close();
       dir.remove();
     }
