@@ -191,15 +191,13 @@ export class RunSupervisor implements OnApplicationShutdown {
     if (placement.kind !== 'queue') {
       const to = placement.kind === 'take' ? this.owner : placement.to;
       const now = this.clock.now();
-      // Counted in this process's load at once, before the lease calls below: launches arriving
-      // meanwhile see the slot taken (they would all pass the cap check otherwise). A slot taken
-      // by another launch while the loads were read leaves this run queued.
-      if (to === this.owner) {
-        if (!hasRoom(this.load, this.options.maxActiveRuns)) return { kind: 'queue' };
-        this.reserved.set(runId, now + this.options.leaseTtlMs);
-      }
+      // Counted in this process's load at once (a take is decided synchronously, above), before
+      // the lease calls below: launches arriving meanwhile see the slot taken (they would all pass
+      // the cap check otherwise). A reservation made already (a retried launch) is left as it is.
+      const reserving = to === this.owner && !this.reserved.has(runId);
+      if (reserving) this.reserved.set(runId, now + this.options.leaseTtlMs);
       const undo = () => {
-        if (to === this.owner) this.reserved.delete(runId);
+        if (reserving) this.reserved.delete(runId);
         return { kind: 'queue' } as const;
       };
       try {
