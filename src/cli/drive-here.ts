@@ -48,6 +48,28 @@ export async function driveHere(ctx: CliContext, app: INestApplicationContext, r
 const ELSEWHERE_POLL_MS = 200;
 
 /**
+ * `resume` when another process holds the run's lease (it drives the run, or it died moments ago
+ * and the lease has not lapsed): says so once and tries again until the lease is free — then the
+ * resumption is recorded as asked — or the run reaches a gate or an end meanwhile (the other
+ * process drove it there; nothing is left to resume). `isDrivenElsewhere` tells that refusal apart.
+ */
+export async function resumeWhenFree(ctx: CliContext, app: INestApplicationContext, runId: string, resume: () => Promise<unknown>, isDrivenElsewhere: (err: unknown) => boolean): Promise<void> {
+  let told = false;
+  for (;;) {
+    try {
+      await resume();
+      return;
+    } catch (err) {
+      if (!isDrivenElsewhere(err)) throw err;
+    }
+    if (SETTLED.has((await readRun(app, runId)).status)) return;
+    if (!told) ctx.output.err(`run ${runId} is driven by another process; waiting for it to reach a gate or an end, or for its lease to lapse\n`);
+    told = true;
+    await new Promise((resolve) => setTimeout(resolve, ELSEWHERE_POLL_MS));
+  }
+}
+
+/**
  * Drives the run here; when a serving process sharing the store holds its lease (it took the run
  * first, or took it over from the driver here after the store or this process stalled past the
  * lease's TTL), waits for that process to bring it to a gate or an end, and takes over if its lease

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { readFileSync, writeFileSync } from 'node:fs';
+import Database from 'better-sqlite3';
 import { SqliteEventStore } from '../../src/events/sqlite.event-store';
 import type { RunSummary } from '../../src/team/run-summary';
 import { runCliInProcess, stopInProcessCli, type CliResult } from '../support/in-process-cli';
@@ -158,7 +159,13 @@ describe('runs wait and a closed stdout', () => {
     // Recorded through the shutdown path: suspended, not left in a working phase with no driver.
     expect((await show(runId)).status).toBe('suspended');
 
+    // Given a lease another process still holds (it died before releasing it), when the run is
+    // resumed, then resume waits for the lease to lapse and resumes it, in one command.
+    const db = new Database(join(dataDir, 'triad.db'));
+    db.prepare('INSERT INTO run_leases (run_id, owner, expires_at) VALUES (?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at').run(runId, 'proc-gone', Date.now() + 1_500);
+    db.close();
     const resumed = await triad(['resume', runId, '--json']);
+    expect(resumed.stderr).toMatch(/driven by another process; waiting/);
     expect(resumed.code).toBe(0);
     expect(JSON.parse(resumed.stdout.trim().split('\n').pop()!)).toMatchObject({ runId, status: 'awaiting_review' });
   });

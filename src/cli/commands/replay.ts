@@ -8,7 +8,7 @@ import { contextOf, replayRun } from '../../session-replay/replay';
 import { transcript } from '../../session-replay/transcript';
 import { loadRunHistory } from '../../team/run-history';
 import type { CliContext } from '../cli-context';
-import { driveHere } from '../drive-here';
+import { driveHere, resumeWhenFree } from '../drive-here';
 import { CliError, EXIT } from '../exit-codes';
 import { cliIdentity, int } from '../options';
 
@@ -46,14 +46,9 @@ export function addReplayCommands(program: Command, ctx: CliContext): void {
           json: opts.json,
           blankLine: true,
           // A lease another process holds (it drives the run, or it died and the lease has not
-          // lapsed yet): nothing to record here; the run is awaited, and taken over if it lapses.
+          // lapsed yet): waited for, then resumed as asked.
           before: () =>
-            app
-              .get(CommandBus)
-              .execute(new ResumeRunCommand(runId, cliIdentity(opts.as)))
-              .catch((err: unknown) => {
-                if (!(err instanceof DrivenElsewhereError)) throw err;
-              }),
+            resumeWhenFree(ctx, app, runId, () => app.get(CommandBus).execute(new ResumeRunCommand(runId, cliIdentity(opts.as))), (err) => err instanceof DrivenElsewhereError),
         }),
       );
     });
