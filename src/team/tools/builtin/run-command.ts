@@ -74,7 +74,8 @@ export function runCommandTool(limits: BuiltinToolLimits): ToolDefinition {
 /** A shell that kills process group `pgid` when its stdin closes: when the process holding the pipe is gone. */
 function spawnWatchdog(pgid: number): ChildProcess | undefined {
   try {
-    const watchdog = spawn('/bin/sh', ['-c', 'read _; kill -s KILL -- "-$0" 2>/dev/null', String(pgid)], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
+    // No environment (nothing of triad's secrets) and the root as its directory (it holds no workspace open).
+    const watchdog = spawn('/bin/sh', ['-c', 'read _; kill -s KILL -- "-$0" 2>/dev/null', String(pgid)], { stdio: ['pipe', 'ignore', 'ignore'], detached: true, env: {}, cwd: '/' });
     watchdog.once('error', () => undefined);
     watchdog.stdin?.on('error', () => undefined);
     watchdog.unref();
@@ -157,6 +158,8 @@ function runCommand(command: string, cwd: string, timeoutMs: number, maxOutput: 
       exit = { code, signal };
       // Leftover background processes would hold the output pipes open and outlive the run.
       killGroup();
+      // The group is gone: its id may be reused from now on, so the watchdog goes too.
+      watchdog?.kill('SIGKILL');
       // A process that left the group (setsid) may still hold the pipes: stop waiting for it.
       drainTimer = setTimeout(() => {
         child.stdout.destroy();
