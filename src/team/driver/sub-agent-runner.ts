@@ -20,6 +20,7 @@ import { deadlineOf, isoNow, type StepContext } from './step-context';
 import { encodeMachineText } from '../../shared/text';
 import { hasNoOwnEffects, type FileEffect } from '../workspace/workspace-effects';
 import { withRecordedEffects } from '../workspace/workspace-log';
+import { unusableAnswer } from './model-turn';
 
 /**
  * Runs a `spawn_sub_agent` call to its end, in the parent run's stream: spawn (or find the
@@ -255,6 +256,17 @@ async function callSubAgentModel(
     } finally {
       clearTimeout(timer);
       signal.removeEventListener('abort', onStop);
+    }
+    // An answer that cannot be recorded as it is (usage that is not a count, two tool calls of
+    // one id) is asked for again, as a transient failure is; then the sub-agent fails.
+    const unusable = unusableAnswer(response);
+    if (unusable) {
+      if (attempt < MODEL_ATTEMPTS) {
+        await (deps.sleep ?? pause)(Math.min(1000 * attempt, Math.max(0, deadline - deps.clock.now())), signal);
+        if (signal.aborted) return undefined;
+        continue;
+      }
+      return { type: 'SubAgentFailed', data: { path: s.path, reason: 'ERROR', message: `the model failed: malformed model response: ${unusable}`, at: isoNow(deps.clock) } };
     }
     return {
       type: 'SubAgentModelCalled',

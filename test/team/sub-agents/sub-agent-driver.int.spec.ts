@@ -6,7 +6,7 @@ import { foldRun, runStatus, totalTokens } from '../../../src/team/domain/run-st
 import { workspaceAt } from '../../../src/team/workspace/workspace-effects';
 import { createHash } from 'node:crypto';
 import { OfflineModelProvider } from '../../../src/team/models/offline.model';
-import { ScriptedModelProvider, toolUseResponse } from '../../../src/team/models/scripted.model';
+import { ScriptedModelProvider, textResponse, toolUseResponse } from '../../../src/team/models/scripted.model';
 import { applyToSummary, type RunSummaryState } from '../../../src/team/run-summary';
 import { dataOf, plan, roleScript, startRun, verdict, type Harness } from '../driver/driver-support';
 
@@ -102,5 +102,37 @@ describe('sub-agents driven in the run', () => {
     expect(dataOf<{ reason: string }>(events, 'SubAgentFailed')).toEqual([expect.objectContaining({ reason: 'MAX_TURNS' })]);
     const result = dataOf<{ name: string; output: string; isError: boolean }>(events, 'ToolCallCompleted').find((d) => d.name === 'spawn_sub_agent')!;
     expect(result).toEqual(expect.objectContaining({ isError: true, output: expect.stringContaining('failed') }));
+  });
+
+  it.each([
+    ['once, then a good answer', 1, undefined],
+    ['every time', 99, 'malformed model response: usage inputTokens is not a count of tokens'],
+  ])('given a sub-agent model answer whose usage is not a count %s, then it is asked for again and never recorded', async (_name, badAnswers, failure) => {
+    let bad = 0;
+    const team = roleScript({
+      architect: [plan()],
+      executor: [toolUseResponse('spawn_sub_agent', { role: 'researcher', task: 'look around', tools: ['read_file'] }), toolUseResponse('submit_work', { summary: 'done' })],
+      reviewer: [verdict('APPROVE')],
+    });
+    const sleeps: number[] = [];
+    harness = await startRun({
+      model: new ScriptedModelProvider((request, n) => {
+        if (!request.subAgent) return team(request, n);
+        if (bad++ < badAnswers) return textResponse('found it', { usage: { inputTokens: -500, outputTokens: 10 } });
+        return textResponse('found it');
+      }),
+      sleep: async (ms) => void sleeps.push(ms),
+    });
+    await harness.driver.drive();
+    const events = await harness.events();
+    for (const d of dataOf<{ usage: Record<string, number> }>(events, 'SubAgentModelCalled')) for (const v of Object.values(d.usage)) expect(v).toBeGreaterThanOrEqual(0);
+    if (failure === undefined) {
+      expect(dataOf(events, 'SubAgentFailed')).toEqual([]);
+      expect(dataOf(events, 'SubAgentModelCalled')).toHaveLength(1);
+      expect(sleeps).toEqual([1000]);
+    } else {
+      expect(dataOf<{ message: string }>(events, 'SubAgentFailed')).toEqual([expect.objectContaining({ message: expect.stringContaining(failure) })]);
+      expect(dataOf(events, 'SubAgentModelCalled')).toHaveLength(0);
+    }
   });
 });
