@@ -4,7 +4,7 @@
 import { promises as fs } from 'node:fs';
 import type { NewEvent } from '../../events/event-store.port';
 import { inToolSpan, RunTrace } from '../../observability/tracing';
-import { isStoreUnavailable, WrongExpectedRevisionError } from '../../events/errors';
+import { EventTooLargeError, isStoreUnavailable, WrongExpectedRevisionError } from '../../events/errors';
 import { pause, storeBackoffMs } from '../../events/store-retry';
 import { CommandPath, type CommandContext, type DomainEvent } from '../../events/command-handling';
 import { takeCheckpoint } from '../../checkpoint/checkpoint';
@@ -41,7 +41,9 @@ export const DEFAULT_CHECKPOINT_EVERY_TURNS = 100;
  * - `deferred`: events folded but not yet committed (results of repeatable tools, committed with
  *   the next append). The fold is ahead of the store by that many revisions; when that append
  *   fails, or the driver must catch up with the store first, they are dropped and the fold is
- *   rebuilt from the store (the calls are repeatable and run again).
+ *   rebuilt from the store (the calls are repeatable and run again) — except when the store
+ *   refused one of the append's own events as too large (nothing written): they are kept for the
+ *   append that records that failure.
  * - `checkpointTurns`: model turns folded into the last checkpoint this driver took (0 until it
  *   takes one), which spaces its checkpoints (see `afterAppend`).
  * - `claimed`: this driver's claim is recorded. Before it, another owner named by the fold is the
@@ -398,7 +400,12 @@ export class RunDriver {
         onOutage: () => this.warnOutage(),
       });
     } catch (err) {
-      if (deferred.length > 0) {
+      if (err instanceof EventTooLargeError && !deferred.some((d) => d.type === err.eventType)) {
+        // Refused before anything was written, for one of this append's own events (a model answer
+        // too large to record): the deferred results are still good and go with the next append,
+        // which records that failure (the fold stays as it is).
+        this.deferred = deferred;
+      } else if (deferred.length > 0) {
         // The fold ran ahead of the store with results that were never committed: rebuild it from
         // the store (the uncommitted calls are repeatable and will run again).
         this.state = await loadRunState(this.deps.store, this.runId, this.deps.checkpoints, this.deps.logger);

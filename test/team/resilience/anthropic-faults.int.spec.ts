@@ -112,6 +112,33 @@ describe('answers that cannot be recorded as they are (real SDK, fake API)', () 
   });
 });
 
+describe('an answer too large for one event after results not yet committed (real SDK, fake API)', () => {
+  it('given a read-only tool result held for the next append, when the next answer is over the limit, then the failure is recorded with that result and replay matches the live run', async () => {
+    api.enqueue(
+      planStep(),
+      toolUseStep('list_files', {}),
+      toolUseStep('submit_work', { summary: 'x'.repeat(300_000), files: [] }),
+      writeStep(),
+      workStep(),
+      approveStep(),
+    );
+    h = await startHarness({
+      model: provider(),
+      launch: { team: TEAM, retry: { maxAttempts: 4, baseDelayMs: 1, maxDelayMs: 5_000 } },
+      sleep: async (ms) => void sleeps.push(ms),
+      maxEventBytes: 256 * 1024,
+    });
+    const state = await h.driver.drive();
+    const events = await h.events();
+    expect(runStatus(state)).toBe('awaiting_review');
+    expect(dataOf<ModelCallFailedData>(events, 'ModelCallFailed')).toEqual([expect.objectContaining({ role: 'executor', kind: 'malformed_response' })]);
+    // The retry sent what the failed call had sent: the list_files result included.
+    const executorCalls = api.requests.filter((r) => JSON.stringify(r.body?.messages ?? []).includes('list_files'));
+    expect(executorCalls.length).toBeGreaterThanOrEqual(2);
+    await expectReplayMatchesLive(h, state);
+  });
+});
+
 describe('the breaker, permanent errors and context too long (real SDK, fake API)', () => {
   it('three identical 500s end the run ERROR naming the signature, with attempts left', async () => {
     api.enqueue(httpErrorStep(500), httpErrorStep(500), httpErrorStep(500), planStep());
