@@ -36,14 +36,18 @@ function provider(options: { timeoutMs?: number; baseURL?: string } = {}) {
   return new AnthropicModelProvider({ apiKey: API_KEY, baseURL: options.baseURL ?? api.url, timeoutMs: options.timeoutMs ?? 5_000 });
 }
 
-async function harness(launch: Parameters<typeof startHarness>[0]['launch'] = {}, timeoutMs?: number) {
+async function harness(launch: Parameters<typeof startHarness>[0]['launch'] = {}, timeoutMs?: number, maxEventBytes?: number) {
   h = await startHarness({
     model: provider({ timeoutMs }),
     launch: { team: TEAM, retry: { maxAttempts: 4, baseDelayMs: 1, maxDelayMs: 5_000 }, ...launch },
     sleep: async (ms) => void sleeps.push(ms),
+    maxEventBytes,
   });
   return h;
 }
+
+/** A store limit per event that a 300,000-character answer exceeds. */
+const SMALL_EVENT_LIMIT = 256 * 1024;
 
 const planStep = () => toolUseStep('submit_plan', { plan: '1. write hello.txt' });
 const writeStep = (path = 'hello.txt') => toolUseStep('write_file', { path, content: 'Hello\n' });
@@ -92,14 +96,9 @@ describe('answers that cannot be recorded as they are (real SDK, fake API)', () 
 
   it.each(cases)('%s: ModelCallFailed malformed_response, then the same request again', async (_name, bad) => {
     api.enqueue(bad, planStep(), writeStep(), workStep(), approveStep());
-    h = await startHarness({
-      model: provider(),
-      launch: { team: TEAM, retry: { maxAttempts: 4, baseDelayMs: 1, maxDelayMs: 5_000 } },
-      sleep: async (ms) => void sleeps.push(ms),
-      maxEventBytes: 256 * 1024,
-    });
-    const state = await h.driver.drive();
-    const events = await h.events();
+    await harness({}, undefined, SMALL_EVENT_LIMIT);
+    const state = await h!.driver.drive();
+    const events = await h!.events();
     expect(runStatus(state)).toBe('awaiting_review');
     const failed = dataOf<ModelCallFailedData>(events, 'ModelCallFailed');
     expect(failed).toEqual([expect.objectContaining({ role: 'architect', attempt: 1, kind: 'malformed_response', retryInMs: expect.any(Number) })]);
@@ -108,7 +107,7 @@ describe('answers that cannot be recorded as they are (real SDK, fake API)', () 
       const usage = (e.data as { usage: Record<string, number> }).usage;
       for (const v of Object.values(usage)) expect(v).toBeGreaterThanOrEqual(0);
     }
-    await expectReplayMatchesLive(h, state);
+    await expectReplayMatchesLive(h!, state);
   });
 });
 
@@ -122,20 +121,15 @@ describe('an answer too large for one event after results not yet committed (rea
       workStep(),
       approveStep(),
     );
-    h = await startHarness({
-      model: provider(),
-      launch: { team: TEAM, retry: { maxAttempts: 4, baseDelayMs: 1, maxDelayMs: 5_000 } },
-      sleep: async (ms) => void sleeps.push(ms),
-      maxEventBytes: 256 * 1024,
-    });
-    const state = await h.driver.drive();
-    const events = await h.events();
+    await harness({}, undefined, SMALL_EVENT_LIMIT);
+    const state = await h!.driver.drive();
+    const events = await h!.events();
     expect(runStatus(state)).toBe('awaiting_review');
     expect(dataOf<ModelCallFailedData>(events, 'ModelCallFailed')).toEqual([expect.objectContaining({ role: 'executor', kind: 'malformed_response' })]);
     // The retry sent what the failed call had sent: the list_files result included.
     const executorCalls = api.requests.filter((r) => JSON.stringify(r.body?.messages ?? []).includes('list_files'));
     expect(executorCalls.length).toBeGreaterThanOrEqual(2);
-    await expectReplayMatchesLive(h, state);
+    await expectReplayMatchesLive(h!, state);
   });
 });
 
