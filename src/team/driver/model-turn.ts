@@ -60,6 +60,9 @@ export async function takeModelTurn(ctx: StepContext, step: Extract<NextAction, 
           onTextDelta: (text) => deps.observer?.onTextDelta?.(runId, role, step.turn, text),
         }),
       );
+      // An answer that cannot be recorded as it is is a failed call, retried on the same schedule.
+      const unusable = unusableAnswer(response);
+      if (unusable) throw new ModelError('malformed_response', `malformed model response: ${unusable}`);
     } catch (err) {
       if ((await failed(err instanceof ModelError ? err : new ModelError('server', `model provider failed: ${(err as Error)?.message ?? String(err)}`))) === 'stop') return;
       continue;
@@ -68,12 +71,6 @@ export async function takeModelTurn(ctx: StepContext, step: Extract<NextAction, 
       ctx.runSignal.removeEventListener('abort', stopOnRunAbort);
     }
     const durationMs = deps.clock.now() - started;
-    // An answer that cannot be recorded as it is is a failed call, retried on the same schedule.
-    const unusable = unusableAnswer(response);
-    if (unusable) {
-      if ((await failed(new ModelError('malformed_response', `malformed model response: ${unusable}`))) === 'stop') return;
-      continue;
-    }
     // Recorded even if the driver is stopped meanwhile: a recorded response is never asked for again.
     await deps.fairShare?.turn();
     try {

@@ -243,6 +243,10 @@ async function callSubAgentModel(
         signal: call.signal,
         subAgent: { role: s.role, path: s.path },
       });
+      // An answer that cannot be recorded as it is (usage that is not a count, two tool calls of
+      // one id) is asked for again, as a transient failure is; then the sub-agent fails.
+      const unusable = unusableAnswer(response);
+      if (unusable) throw new ModelError('malformed_response', `malformed model response: ${unusable}`);
     } catch (err) {
       if (signal.aborted) return undefined;
       // Its timeout passed: the next step records SubAgentTimedOut.
@@ -256,17 +260,6 @@ async function callSubAgentModel(
     } finally {
       clearTimeout(timer);
       signal.removeEventListener('abort', onStop);
-    }
-    // An answer that cannot be recorded as it is (usage that is not a count, two tool calls of
-    // one id) is asked for again, as a transient failure is; then the sub-agent fails.
-    const unusable = unusableAnswer(response);
-    if (unusable) {
-      if (attempt < MODEL_ATTEMPTS) {
-        await (deps.sleep ?? pause)(Math.min(1000 * attempt, Math.max(0, deadline - deps.clock.now())), signal);
-        if (signal.aborted) return undefined;
-        continue;
-      }
-      return { type: 'SubAgentFailed', data: { path: s.path, reason: 'ERROR', message: `the model failed: malformed model response: ${unusable}`, at: isoNow(deps.clock) } };
     }
     return {
       type: 'SubAgentModelCalled',
