@@ -1,3 +1,4 @@
+import { EventTooLargeError } from '../../events/errors';
 import { pause } from '../../events/store-retry';
 import { ModelError, type ChatMessage, type ContentBlock, type ModelResponse, type RoleName, type ToolUseBlock } from '../models/model.port';
 import { costOf } from '../models/pricing';
@@ -121,9 +122,7 @@ async function driveSubAgent(ctx: StepContext, path: string, phaseRole: RoleName
         await ctx.append([step.event]);
         continue;
       case 'callModel': {
-        const event = await callSubAgentModel(ctx, record, phaseRole, step, signal);
-        if (!event) return; // stopped
-        await ctx.append([event]);
+        if ((await callSubAgentModel(ctx, record, phaseRole, step, signal)) === 'stopped') return;
         continue;
       }
       case 'runTools':
@@ -204,14 +203,17 @@ async function runSubAgentTool(
   return toolCompleted(path, turn, call, outcome, deps.clock.now() - started, undefined, files);
 }
 
-/** One model turn of the sub-agent: its SubAgentModelCalled, a SubAgentFailed, or undefined when stopped. */
+/**
+ * One model turn of the sub-agent, recorded: its SubAgentModelCalled, or its SubAgentFailed or
+ * SubAgentTimedOut. 'stopped' when the run stopped first (nothing recorded for the call).
+ */
 async function callSubAgentModel(
   ctx: StepContext,
   record: SubAgentRecord,
   phaseRole: RoleName,
   step: { turn: number; content: ContentBlock[] },
   signal: AbortSignal,
-): Promise<TeamRunEvent | undefined> {
+): Promise<'recorded' | 'stopped'> {
   const { deps, runId } = ctx;
   const s = record.spawned;
   const launched = ctx.state.launched!;
@@ -230,7 +232,8 @@ async function callSubAgentModel(
     signal.addEventListener('abort', onStop, { once: true });
     const timer = setTimeout(() => call.abort(new Error('timeout')), Math.max(0, deadline - deps.clock.now()));
     const started = deps.clock.now();
-    let response: ModelResponse;
+    let response: ModelResponse | undefined;
+    let failure: ModelError | undefined;
     try {
       response = await deps.model.complete({
         runId,
@@ -248,34 +251,53 @@ async function callSubAgentModel(
       const unusable = unusableAnswer(response);
       if (unusable) throw new ModelError('malformed_response', `malformed model response: ${unusable}`);
     } catch (err) {
-      if (signal.aborted) return undefined;
-      // Its timeout passed: the next step records SubAgentTimedOut.
-      if (deps.clock.now() >= deadline) return { type: 'SubAgentTimedOut', data: { path: s.path, message: `the sub-agent exceeded its timeout`, at: isoNow(deps.clock) } };
-      const error = err instanceof ModelError ? err : new ModelError('server', String((err as Error)?.message ?? err));
-      if (error.transient && attempt < MODEL_ATTEMPTS) {
-        await (deps.sleep ?? pause)(Math.min(1000 * attempt, Math.max(0, deadline - deps.clock.now())), signal);
-        continue;
+      if (signal.aborted) return 'stopped';
+      // Its timeout passed: the sub-agent timed out.
+      if (deps.clock.now() >= deadline) {
+        await ctx.append([{ type: 'SubAgentTimedOut', data: { path: s.path, message: `the sub-agent exceeded its timeout`, at: isoNow(deps.clock) } }]);
+        return 'recorded';
       }
-      return { type: 'SubAgentFailed', data: { path: s.path, reason: 'ERROR', message: `the model failed: ${encodeMachineText(error.message)}`, at: isoNow(deps.clock) } };
+      failure = err instanceof ModelError ? err : new ModelError('server', String((err as Error)?.message ?? err));
     } finally {
       clearTimeout(timer);
       signal.removeEventListener('abort', onStop);
     }
-    return {
-      type: 'SubAgentModelCalled',
-      data: {
-        path: s.path,
-        turn: step.turn,
-        callId: deps.ids.newId(),
-        model: response.model,
-        content: step.content,
-        response: response.content,
-        stopReason: response.stopReason,
-        usage: response.usage,
-        costUsd: costOf(response.model, response.usage),
-        durationMs: deps.clock.now() - started,
-        at: isoNow(deps.clock),
-      },
-    };
+    if (!failure) {
+      try {
+        await ctx.append([modelCalled(ctx, s.path, step, response!, deps.clock.now() - started)]);
+        return 'recorded';
+      } catch (err) {
+        // Nothing was written: an answer too large for one event is a failed call, asked for again.
+        if (!(err instanceof EventTooLargeError) || err.eventType !== 'SubAgentModelCalled') throw err;
+        failure = new ModelError('malformed_response', `the model's answer takes ${err.bytes} bytes, over the store's limit of ${err.limit} bytes per event`);
+      }
+    }
+    if (failure.transient && attempt < MODEL_ATTEMPTS) {
+      await (deps.sleep ?? pause)(Math.min(1000 * attempt, Math.max(0, deadline - deps.clock.now())), signal);
+      if (signal.aborted) return 'stopped';
+      continue;
+    }
+    await ctx.append([{ type: 'SubAgentFailed', data: { path: s.path, reason: 'ERROR', message: `the model failed: ${encodeMachineText(failure.message)}`, at: isoNow(deps.clock) } }]);
+    return 'recorded';
   }
+}
+
+function modelCalled(ctx: StepContext, path: string, step: { turn: number; content: ContentBlock[] }, response: ModelResponse, durationMs: number): TeamRunEvent {
+  const { deps } = ctx;
+  return {
+    type: 'SubAgentModelCalled',
+    data: {
+      path,
+      turn: step.turn,
+      callId: deps.ids.newId(),
+      model: response.model,
+      content: step.content,
+      response: response.content,
+      stopReason: response.stopReason,
+      usage: response.usage,
+      costUsd: costOf(response.model, response.usage),
+      durationMs,
+      at: isoNow(deps.clock),
+    },
+  };
 }

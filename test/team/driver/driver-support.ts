@@ -30,6 +30,8 @@ export interface HarnessOptions {
   fairShare?: Pick<FairShare, 'turn'>;
   logger?: { warn(message: string): void };
   checkpoints?: CheckpointStore;
+  /** The store's limit per event (its default when undefined). */
+  maxEventBytes?: number;
 }
 
 export interface Harness {
@@ -48,7 +50,7 @@ let counter = 0;
 /** A launched run on an in-memory store, with a temp workspace and the real built-in tools. */
 export async function startRun(options: HarnessOptions): Promise<Harness> {
   const dir = tempDir('triad-driver-');
-  const store = new InMemoryEventStore();
+  const store = new InMemoryEventStore({ maxEventBytes: options.maxEventBytes });
   const runId = options.runId ?? `run_driver_${process.pid}_${++counter}`;
   const clock = options.clock ?? { now: () => Date.now() };
   const workspace = await createWorkspace(dir.path, runId);

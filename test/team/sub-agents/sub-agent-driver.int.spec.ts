@@ -135,4 +135,39 @@ describe('sub-agents driven in the run', () => {
       expect(dataOf(events, 'SubAgentModelCalled')).toHaveLength(0);
     }
   });
+
+  it.each([
+    ['once, then a good answer', 1, undefined],
+    ['every time', 99, "the model failed: the model's answer takes"],
+  ])('given a sub-agent model answer too large for one event %s, then it is asked for again, and the run goes on', async (_name, largeAnswers, failure) => {
+    let large = 0;
+    const team = roleScript({
+      architect: [plan()],
+      executor: [toolUseResponse('spawn_sub_agent', { role: 'researcher', task: 'look around', tools: ['read_file'] }), toolUseResponse('submit_work', { summary: 'done' })],
+      reviewer: [verdict('APPROVE')],
+    });
+    const sleeps: number[] = [];
+    harness = await startRun({
+      model: new ScriptedModelProvider((request, n) => {
+        if (!request.subAgent) return team(request, n);
+        if (large++ < largeAnswers) return textResponse('x'.repeat(300_000));
+        return textResponse('found it');
+      }),
+      sleep: async (ms) => void sleeps.push(ms),
+      maxEventBytes: 256 * 1024,
+    });
+    const state = await harness.driver.drive();
+    const events = await harness.events();
+    expect(runStatus(state)).toBe('awaiting_review');
+    if (failure === undefined) {
+      expect(dataOf(events, 'SubAgentFailed')).toEqual([]);
+      expect(dataOf<{ response: unknown }>(events, 'SubAgentModelCalled')).toEqual([expect.objectContaining({ response: [{ type: 'text', text: 'found it' }] })]);
+      expect(sleeps).toEqual([1000]);
+    } else {
+      expect(dataOf<{ message: string }>(events, 'SubAgentFailed')).toEqual([expect.objectContaining({ message: expect.stringContaining(failure) })]);
+      expect(dataOf(events, 'SubAgentModelCalled')).toHaveLength(0);
+    }
+    // What was recorded folds to the live state.
+    expect(foldRun(events)).toEqual(state);
+  });
 });
