@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createBuiltinTools, type BuiltinToolLimits } from '../../../src/team/tools/builtin-tools';
 import { commandEnvironment } from '../../../src/team/tools/builtin/run-command';
@@ -100,6 +100,39 @@ describe('run_command', () => {
     expect(isAlive(bgPid)).toBe(true);
     holder.kill('SIGKILL');
     expect(await waitUntilGone(bgPid, 10_000)).toBe(true);
+  });
+
+  it('given the process running the command dies after starting it and before arming its watchdog, then the command never runs', async () => {
+    // The holder kills itself with SIGKILL as it is about to spawn the watchdog: the command's shell
+    // exists, and nothing watches it. Its pid goes to a file first, so the test can wait for it.
+    const tool = join(__dirname, '..', '..', '..', 'dist', 'team', 'tools', 'builtin-tools.js');
+    const script = `const cp = require('node:child_process');
+      const { writeFileSync } = require('node:fs');
+      const spawn = cp.spawn;
+      let first;
+      cp.spawn = (...args) => {
+        if (first) {
+          writeFileSync('shell.pid', String(first.pid));
+          process.kill(process.pid, 'SIGKILL');
+        }
+        return (first = spawn(...args));
+      };
+      const { createBuiltinTools } = require(${JSON.stringify(tool)});
+      const cmd = createBuiltinTools().find((t) => t.name === 'run_command');
+      cmd.execute({ command: 'echo ran > ran.txt; sleep 60 & echo $! > bg.pid; sleep 60' }, { runId: 'r', role: 'executor', workspace: process.cwd(), signal: new AbortController().signal });`;
+    const holder = spawn(process.execPath, ['-e', script], { cwd: ws.path, stdio: 'ignore' });
+    const shellPid = await waitFor('the command shell', async () => {
+      try {
+        return Number(readFileSync(join(ws.path, 'shell.pid'), 'utf8').trim()) || undefined;
+      } catch {
+        return undefined;
+      }
+    }, 20_000);
+    await new Promise((resolve) => (holder.exitCode !== null || holder.signalCode !== null ? resolve(undefined) : holder.once('exit', resolve)));
+    // The shell read end-of-file where the line that lets it run was to come, and left.
+    expect(await waitUntilGone(shellPid, 10_000)).toBe(true);
+    expect(existsSync(join(ws.path, 'ran.txt'))).toBe(false);
+    expect(existsSync(join(ws.path, 'bg.pid'))).toBe(false);
   });
 
   it('bounds the output, keeping its head and tail', async () => {

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import type { Writable } from 'node:stream';
 import type { ToolContext, ToolDefinition, ToolOutcome } from '../tool.port';
 import { errnoCode, realWorkspaceOf, workspaceReplaced } from '../workspace';
 import { HeadTailBuffer } from './head-tail-buffer';
@@ -71,6 +72,14 @@ export function runCommandTool(limits: BuiltinToolLimits): ToolDefinition {
   };
 }
 
+/**
+ * The command's shell: it waits for a line on fd 3 (sent once the watchdog is armed), closes it,
+ * and only then becomes `/bin/sh -c <command>` (same process, same group). Without the gate, this
+ * process killed between spawning the command and spawning its watchdog (a few milliseconds, more
+ * on a loaded machine) left the command running, unwatched.
+ */
+const GATED_SHELL = 'IFS= read -r _ <&3 || exit 125; exec 3<&-; exec /bin/sh -c "$1"';
+
 /** A shell that kills process group `pgid` when its stdin closes: when the process holding the pipe is gone. */
 function spawnWatchdog(pgid: number): ChildProcess | undefined {
   try {
@@ -89,17 +98,23 @@ function runCommand(command: string, cwd: string, timeoutMs: number, maxOutput: 
   return new Promise((resolve) => {
     const output = new HeadTailBuffer(maxOutput);
     // detached: the shell leads a new process group, so one kill reaches everything it started.
-    const child = spawn('/bin/sh', ['-c', command], {
+    // It runs the command only once it reads a line on fd 3, sent below once the watchdog is armed.
+    const child = spawn('/bin/sh', ['-c', GATED_SHELL, 'sh', command], {
       cwd,
       env: commandEnvironment(process.env),
       detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
     });
     // The command's group must not outlive this process, even killed with SIGKILL (no handler runs
     // then): a watchdog outside the group waits on a pipe that only this process holds open, and
     // when the pipe closes without being told the command ended (this process died), kills the
     // group. Otherwise a command left running would change a workspace that recovery has rebuilt.
     const watchdog = child.pid === undefined ? undefined : spawnWatchdog(child.pid);
+    // Armed (or not to be had): the command may start. Killed before this line, this process
+    // leaves a shell whose read fails, and nothing of the command ever runs unwatched.
+    const gate = child.stdio[3] as Writable | null;
+    gate?.on('error', () => undefined);
+    gate?.end('\n');
     let stopped: 'timeout' | 'cancelled' | undefined;
     let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
     let settled = false;
@@ -148,8 +163,10 @@ function runCommand(command: string, cwd: string, timeoutMs: number, maxOutput: 
     };
     context.signal.addEventListener('abort', onAbort, { once: true });
 
-    child.stdout.on('data', (chunk: Buffer) => output.push(chunk));
-    child.stderr.on('data', (chunk: Buffer) => output.push(chunk));
+    // Piped (stdio above): never null.
+    const [stdout, stderr] = [child.stdout!, child.stderr!];
+    stdout.on('data', (chunk: Buffer) => output.push(chunk));
+    stderr.on('data', (chunk: Buffer) => output.push(chunk));
     child.once('error', (err) => {
       killGroup();
       finish(fail(`could not start the command: ${errnoCode(err) ?? err.message}`));
@@ -162,8 +179,8 @@ function runCommand(command: string, cwd: string, timeoutMs: number, maxOutput: 
       watchdog?.kill('SIGKILL');
       // A process that left the group (setsid) may still hold the pipes: stop waiting for it.
       drainTimer = setTimeout(() => {
-        child.stdout.destroy();
-        child.stderr.destroy();
+        stdout.destroy();
+        stderr.destroy();
         report();
       }, 2000);
     });
