@@ -20,6 +20,20 @@ export class WorkspaceEscapeError extends Error {
   }
 }
 
+/**
+ * The run's workspace directory does not exist: removed under a live run (an operator's `rm -rf`).
+ * Said as such, where the missing path the model named would mislead it; nothing was read or
+ * written. A driver that starts (a resume, a restart, a takeover) rebuilds the directory from the
+ * run's events.
+ */
+export class WorkspaceGoneError extends Error {
+  override readonly name = 'WorkspaceGoneError';
+
+  constructor() {
+    super("the run's workspace directory no longer exists (it was removed while the run was live); nothing was read or written");
+  }
+}
+
 export class InvalidRunIdError extends Error {
   override readonly name = 'InvalidRunIdError';
 
@@ -61,7 +75,7 @@ export async function resolveInWorkspace(workspace: string, userPath: string, op
   if (userPath.includes('\0')) throw new WorkspaceEscapeError(userPath, 'contains a NUL byte');
 
   const root = path.resolve(workspace);
-  const realRoot = options.realRoot ?? realpathSync.native(root);
+  const realRoot = options.realRoot ?? workspaceRealPath(root);
   const candidate = path.resolve(root, userPath);
   // An absolute path may name the workspace by either of its spellings (e.g. /tmp vs /private/tmp).
   const rel = relativeInside(root, candidate) ?? relativeInside(realRoot, candidate);
@@ -96,8 +110,8 @@ export async function resolveInWorkspace(workspace: string, userPath: string, op
     real = realpathSync.native(path.join(realRoot, ...segments.slice(0, existing)));
   } catch (err) {
     const code = errnoCode(err);
-    // The workspace itself is gone (a real root resolved before it was removed): said as when it is resolved now.
-    if (code === 'ENOENT' && existing === 0 && options.realRoot !== undefined) throw err;
+    // The workspace itself is gone (a real root resolved before it was removed).
+    if (code === 'ENOENT' && existing === 0 && options.realRoot !== undefined) throw new WorkspaceGoneError();
     if (code === 'ENOENT' || code === 'ELOOP' || code === 'ENOTDIR') {
       throw new WorkspaceEscapeError(userPath, 'passes through a broken or looping symbolic link');
     }
@@ -119,7 +133,17 @@ export async function resolveInWorkspace(workspace: string, userPath: string, op
  * resolves elsewhere): what was confined to it must not follow the link.
  */
 export async function workspaceReplaced(realWorkspace: string): Promise<boolean> {
-  return realpathSync.native(realWorkspace) !== realWorkspace;
+  return workspaceRealPath(realWorkspace) !== realWorkspace;
+}
+
+/** The workspace directory's real path; WorkspaceGoneError when it does not exist. */
+function workspaceRealPath(dir: string): string {
+  try {
+    return realpathSync.native(dir);
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT') throw new WorkspaceGoneError();
+    throw err;
+  }
 }
 
 function realPathOrUndefined(file: string): string | undefined {
@@ -132,7 +156,7 @@ function realPathOrUndefined(file: string): string | undefined {
 
 /** The workspace's real path: the run's, resolved once, or resolved now. */
 export function realWorkspaceOf(context: Pick<ToolContext, 'workspace' | 'realWorkspace'>): Promise<string> {
-  return context.realWorkspace !== undefined ? Promise.resolve(context.realWorkspace) : Promise.resolve().then(() => realpathSync.native(context.workspace));
+  return context.realWorkspace !== undefined ? Promise.resolve(context.realWorkspace) : Promise.resolve().then(() => workspaceRealPath(context.workspace));
 }
 
 /** The workspace-relative spelling of a resolved path, with '/' separators ('.' for the root). */

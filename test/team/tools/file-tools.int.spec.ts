@@ -37,6 +37,25 @@ describe('built-in file tools', () => {
     expect(readFileSync(join(outside, 'secret.txt'), 'utf8')).toBe('TOP SECRET hello\n');
   };
 
+  describe('a workspace directory removed under a live run', () => {
+    // Given the run's workspace resolved once and then removed (an operator's rm -rf), when a tool
+    // runs, then it says the workspace is gone, not that the path the model named does not exist.
+    it.each([
+      ['write_file', { path: 'hello.txt', content: 'Hello\n' }],
+      ['edit_file', { path: 'README.md', old: 'hello', new: 'bye' }],
+      ['read_file', { path: 'README.md' }],
+      ['list_files', {}],
+      ['search_files', { pattern: 'hello' }],
+      ['run_command', { command: 'echo hi > made.txt' }],
+    ])('%s', async (name, input) => {
+      const context = { ...contextFor(ws), realWorkspace: ws };
+      root.remove();
+      const outcome = await toolNamed(createBuiltinTools(), name).execute(input, context);
+      expect(outcome).toEqual({ isError: true, output: expect.stringContaining("the run's workspace directory no longer exists") });
+      expect(existsSync(ws)).toBe(false);
+    });
+  });
+
   describe('read_file', () => {
     it('returns the text of a file', async () => {
       await expect(run('read_file', { path: 'src/main.ts' })).resolves.toEqual({

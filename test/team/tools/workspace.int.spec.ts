@@ -6,6 +6,7 @@ import {
   resolveInWorkspace,
   toWorkspacePath,
   WorkspaceEscapeError,
+  WorkspaceGoneError,
 } from '../../../src/team/tools/workspace';
 import { scratchDir } from './tool-test-support';
 
@@ -116,12 +117,13 @@ describe('resolveInWorkspace', () => {
     }
   });
 
-  it('given a real root resolved before the workspace was removed, it fails as a workspace resolved now does', async () => {
+  it('given a real root resolved before the workspace was removed, it fails as a workspace resolved now does: the workspace is gone', async () => {
     const realRoot = realpathSync(ws);
     rmSync(ws, { recursive: true });
-    const now = await resolveInWorkspace(ws, 'a.txt').catch((err: NodeJS.ErrnoException) => err.code);
-    await expect(resolveInWorkspace(ws, 'a.txt', { realRoot }).catch((err: NodeJS.ErrnoException) => err.code)).resolves.toBe(now);
-    expect(now).toBe('ENOENT');
+    for (const forWrite of [false, true]) {
+      await expect(resolveInWorkspace(ws, 'a.txt', { forWrite })).rejects.toBeInstanceOf(WorkspaceGoneError);
+      await expect(resolveInWorkspace(ws, 'a.txt', { realRoot, forWrite })).rejects.toBeInstanceOf(WorkspaceGoneError);
+    }
   });
 
   it('refuses the workspace directory itself as a write target', async () => {

@@ -1,5 +1,5 @@
 import type { ToolOutcome } from '../tool.port';
-import { errnoCode, WorkspaceEscapeError } from '../workspace';
+import { errnoCode, WorkspaceEscapeError, WorkspaceGoneError } from '../workspace';
 
 /**
  * The outcomes the built-in tools return and the wording they share. Failures the model can act on
@@ -32,7 +32,7 @@ export function quote(userPath: string): string {
  * model used, never the host path (Node's own messages include it). Anything else is a bug: rethrown.
  */
 export function fsFailure(err: unknown, userPath: string, verb: string): ToolOutcome {
-  if (err instanceof WorkspaceEscapeError) return fail(err.message);
+  if (err instanceof WorkspaceEscapeError || err instanceof WorkspaceGoneError) return fail(err.message);
   const code = errnoCode(err);
   if (code === undefined) throw err;
   const p = quote(userPath);
