@@ -9,6 +9,8 @@ import { OfflineModelProvider } from '../../../src/team/models/offline.model';
 import { ScriptedModelProvider, textResponse, toolUseResponse } from '../../../src/team/models/scripted.model';
 import { applyToSummary, type RunSummaryState } from '../../../src/team/run-summary';
 import { dataOf, plan, roleScript, startRun, verdict, type Harness } from '../driver/driver-support';
+import type { RecordedEvent } from '../../../src/events/event-store.port';
+import type { ModelResponse } from '../../../src/team/models/model.port';
 
 describe('sub-agents driven in the run', () => {
   let harness: Harness | undefined;
@@ -104,11 +106,12 @@ describe('sub-agents driven in the run', () => {
     expect(result).toEqual(expect.objectContaining({ isError: true, output: expect.stringContaining('failed') }));
   });
 
-  it.each([
-    ['once, then a good answer', 1, undefined],
-    ['every time', 99, 'malformed model response: usage inputTokens is not a count of tokens'],
-  ])('given a sub-agent model answer whose usage is not a count %s, then it is asked for again and never recorded', async (_name, badAnswers, failure) => {
-    let bad = 0;
+  /**
+   * A run whose executor spawns one researcher: the researcher's first `bad` answers are `badAnswer`,
+   * then 'found it'. The run's events, its live state and the waits between the researcher's calls.
+   */
+  async function researcherAnswering(bad: number, badAnswer: () => ModelResponse, maxEventBytes?: number) {
+    let served = 0;
     const team = roleScript({
       architect: [plan()],
       executor: [toolUseResponse('spawn_sub_agent', { role: 'researcher', task: 'look around', tools: ['read_file'] }), toolUseResponse('submit_work', { summary: 'done' })],
@@ -118,47 +121,17 @@ describe('sub-agents driven in the run', () => {
     harness = await startRun({
       model: new ScriptedModelProvider((request, n) => {
         if (!request.subAgent) return team(request, n);
-        if (bad++ < badAnswers) return textResponse('found it', { usage: { inputTokens: -500, outputTokens: 10 } });
-        return textResponse('found it');
+        return served++ < bad ? badAnswer() : textResponse('found it');
       }),
       sleep: async (ms) => void sleeps.push(ms),
-    });
-    await harness.driver.drive();
-    const events = await harness.events();
-    for (const d of dataOf<{ usage: Record<string, number> }>(events, 'SubAgentModelCalled')) for (const v of Object.values(d.usage)) expect(v).toBeGreaterThanOrEqual(0);
-    if (failure === undefined) {
-      expect(dataOf(events, 'SubAgentFailed')).toEqual([]);
-      expect(dataOf(events, 'SubAgentModelCalled')).toHaveLength(1);
-      expect(sleeps).toEqual([1000]);
-    } else {
-      expect(dataOf<{ message: string }>(events, 'SubAgentFailed')).toEqual([expect.objectContaining({ message: expect.stringContaining(failure) })]);
-      expect(dataOf(events, 'SubAgentModelCalled')).toHaveLength(0);
-    }
-  });
-
-  it.each([
-    ['once, then a good answer', 1, undefined],
-    ['every time', 99, "the model failed: the model's answer takes"],
-  ])('given a sub-agent model answer too large for one event %s, then it is asked for again, and the run goes on', async (_name, largeAnswers, failure) => {
-    let large = 0;
-    const team = roleScript({
-      architect: [plan()],
-      executor: [toolUseResponse('spawn_sub_agent', { role: 'researcher', task: 'look around', tools: ['read_file'] }), toolUseResponse('submit_work', { summary: 'done' })],
-      reviewer: [verdict('APPROVE')],
-    });
-    const sleeps: number[] = [];
-    harness = await startRun({
-      model: new ScriptedModelProvider((request, n) => {
-        if (!request.subAgent) return team(request, n);
-        if (large++ < largeAnswers) return textResponse('x'.repeat(300_000));
-        return textResponse('found it');
-      }),
-      sleep: async (ms) => void sleeps.push(ms),
-      maxEventBytes: 256 * 1024,
+      maxEventBytes,
     });
     const state = await harness.driver.drive();
-    const events = await harness.events();
-    expect(runStatus(state)).toBe('awaiting_review');
+    return { state, events: await harness.events(), sleeps };
+  }
+
+  /** Then: asked for again once and recorded, or failing the sub-agent with `failure` and never recorded. */
+  function expectAskedAgain({ events, sleeps }: { events: RecordedEvent[]; sleeps: number[] }, failure: string | undefined): void {
     if (failure === undefined) {
       expect(dataOf(events, 'SubAgentFailed')).toEqual([]);
       expect(dataOf<{ response: unknown }>(events, 'SubAgentModelCalled')).toEqual([expect.objectContaining({ response: [{ type: 'text', text: 'found it' }] })]);
@@ -167,7 +140,25 @@ describe('sub-agents driven in the run', () => {
       expect(dataOf<{ message: string }>(events, 'SubAgentFailed')).toEqual([expect.objectContaining({ message: expect.stringContaining(failure) })]);
       expect(dataOf(events, 'SubAgentModelCalled')).toHaveLength(0);
     }
+  }
+
+  it.each([
+    ['once, then a good answer', 1, undefined],
+    ['every time', 99, 'malformed model response: usage inputTokens is not a count of tokens'],
+  ])('given a sub-agent model answer whose usage is not a count %s, then it is asked for again and never recorded', async (_name, bad, failure) => {
+    const run = await researcherAnswering(bad, () => textResponse('found it', { usage: { inputTokens: -500, outputTokens: 10 } }));
+    for (const d of dataOf<{ usage: Record<string, number> }>(run.events, 'SubAgentModelCalled')) for (const v of Object.values(d.usage)) expect(v).toBeGreaterThanOrEqual(0);
+    expectAskedAgain(run, failure);
+  });
+
+  it.each([
+    ['once, then a good answer', 1, undefined],
+    ['every time', 99, "the model failed: the model's answer takes"],
+  ])('given a sub-agent model answer too large for one event %s, then it is asked for again, and the run goes on', async (_name, bad, failure) => {
+    const run = await researcherAnswering(bad, () => textResponse('x'.repeat(300_000)), 256 * 1024);
+    expect(runStatus(run.state)).toBe('awaiting_review');
+    expectAskedAgain(run, failure);
     // What was recorded folds to the live state.
-    expect(foldRun(events)).toEqual(state);
+    expect(foldRun(run.events)).toEqual(run.state);
   });
 });

@@ -82,6 +82,16 @@ describe('run_command', () => {
     expect(isAlive(background!)).toBe(false);
   });
 
+  /** The pid a process writes to `file` in the workspace, once it is there. */
+  const pidWrittenTo = (file: string): Promise<number> =>
+    waitFor(`a pid in ${file}`, async () => {
+      try {
+        return Number(readFileSync(join(ws.path, file), 'utf8').trim()) || undefined;
+      } catch {
+        return undefined;
+      }
+    }, 20_000);
+
   it('given the process running the command is killed with SIGKILL, then the command and what it started are killed too', async () => {
     // A process of its own (from dist/, as `triad serve` runs it) runs a command that starts a
     // background process and waits; it is then killed with no chance to clean up.
@@ -90,13 +100,7 @@ describe('run_command', () => {
       const cmd = createBuiltinTools().find((t) => t.name === 'run_command');
       cmd.execute({ command: 'sleep 60 & echo $! > bg.pid; sleep 60' }, { runId: 'r', role: 'executor', workspace: process.cwd(), signal: new AbortController().signal });`;
     const holder = spawn(process.execPath, ['-e', script], { cwd: ws.path, stdio: 'ignore' });
-    const bgPid = await waitFor('the background process', async () => {
-      try {
-        return Number(readFileSync(join(ws.path, 'bg.pid'), 'utf8').trim()) || undefined;
-      } catch {
-        return undefined;
-      }
-    }, 20_000);
+    const bgPid = await pidWrittenTo('bg.pid');
     expect(isAlive(bgPid)).toBe(true);
     holder.kill('SIGKILL');
     expect(await waitUntilGone(bgPid, 10_000)).toBe(true);
@@ -121,13 +125,7 @@ describe('run_command', () => {
       const cmd = createBuiltinTools().find((t) => t.name === 'run_command');
       cmd.execute({ command: 'echo ran > ran.txt; sleep 60 & echo $! > bg.pid; sleep 60' }, { runId: 'r', role: 'executor', workspace: process.cwd(), signal: new AbortController().signal });`;
     const holder = spawn(process.execPath, ['-e', script], { cwd: ws.path, stdio: 'ignore' });
-    const shellPid = await waitFor('the command shell', async () => {
-      try {
-        return Number(readFileSync(join(ws.path, 'shell.pid'), 'utf8').trim()) || undefined;
-      } catch {
-        return undefined;
-      }
-    }, 20_000);
+    const shellPid = await pidWrittenTo('shell.pid');
     await new Promise((resolve) => (holder.exitCode !== null || holder.signalCode !== null ? resolve(undefined) : holder.once('exit', resolve)));
     // The shell read end-of-file where the line that lets it run was to come, and left.
     expect(await waitUntilGone(shellPid, 10_000)).toBe(true);
