@@ -273,7 +273,10 @@ async function callSubAgentModel(
       }
     }
     if (failure.transient && attempt < MODEL_ATTEMPTS) {
-      await (deps.sleep ?? pause)(Math.min(1000 * attempt, Math.max(0, deadline - deps.clock.now())), signal);
+      // 1 s, then 2 s, or longer when the provider says when to come back (a 429's retry-after),
+      // never past the sub-agent's deadline.
+      const waitMs = Math.max(1000 * attempt, failure.details.retryAfterMs ?? 0);
+      await (deps.sleep ?? pause)(Math.min(waitMs, Math.max(0, deadline - deps.clock.now())), signal);
       if (signal.aborted) return 'stopped';
       continue;
     }

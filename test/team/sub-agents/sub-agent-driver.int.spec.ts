@@ -6,11 +6,11 @@ import { foldRun, runStatus, totalTokens } from '../../../src/team/domain/run-st
 import { workspaceAt } from '../../../src/team/workspace/workspace-effects';
 import { createHash } from 'node:crypto';
 import { OfflineModelProvider } from '../../../src/team/models/offline.model';
-import { ScriptedModelProvider, textResponse, toolUseResponse } from '../../../src/team/models/scripted.model';
+import { ScriptedModelProvider, textResponse, toolUseResponse, type ScriptStep } from '../../../src/team/models/scripted.model';
 import { applyToSummary, type RunSummaryState } from '../../../src/team/run-summary';
 import { dataOf, plan, roleScript, startRun, verdict, type Harness } from '../driver/driver-support';
 import type { RecordedEvent } from '../../../src/events/event-store.port';
-import type { ModelResponse } from '../../../src/team/models/model.port';
+import { ModelError } from '../../../src/team/models/model.port';
 
 describe('sub-agents driven in the run', () => {
   let harness: Harness | undefined;
@@ -110,7 +110,7 @@ describe('sub-agents driven in the run', () => {
    * A run whose executor spawns one researcher: the researcher's first `bad` answers are `badAnswer`,
    * then 'found it'. The run's events, its live state and the waits between the researcher's calls.
    */
-  async function researcherAnswering(bad: number, badAnswer: () => ModelResponse, maxEventBytes?: number) {
+  async function researcherAnswering(bad: number, badAnswer: () => ScriptStep, maxEventBytes?: number) {
     let served = 0;
     const team = roleScript({
       architect: [plan()],
@@ -131,16 +131,21 @@ describe('sub-agents driven in the run', () => {
   }
 
   /** Then: asked for again once and recorded, or failing the sub-agent with `failure` and never recorded. */
-  function expectAskedAgain({ events, sleeps }: { events: RecordedEvent[]; sleeps: number[] }, failure: string | undefined): void {
+  function expectAskedAgain({ events, sleeps }: { events: RecordedEvent[]; sleeps: number[] }, failure: string | undefined, waits = [1000]): void {
     if (failure === undefined) {
       expect(dataOf(events, 'SubAgentFailed')).toEqual([]);
       expect(dataOf<{ response: unknown }>(events, 'SubAgentModelCalled')).toEqual([expect.objectContaining({ response: [{ type: 'text', text: 'found it' }] })]);
-      expect(sleeps).toEqual([1000]);
+      expect(sleeps).toEqual(waits);
     } else {
       expect(dataOf<{ message: string }>(events, 'SubAgentFailed')).toEqual([expect.objectContaining({ message: expect.stringContaining(failure) })]);
       expect(dataOf(events, 'SubAgentModelCalled')).toHaveLength(0);
     }
   }
+
+  it('given a sub-agent call rate limited with a retry-after, then it is asked for again after that wait, not sooner', async () => {
+    const run = await researcherAnswering(1, () => new ModelError('rate_limited', 'Anthropic API HTTP 429', { status: 429, retryAfterMs: 7_000 }));
+    expectAskedAgain(run, undefined, [7_000]);
+  });
 
   it.each([
     ['once, then a good answer', 1, undefined],
