@@ -78,8 +78,8 @@ export async function takeModelTurn(ctx: StepContext, step: Extract<NextAction, 
       return;
     } catch (err) {
       // Nothing was written: the call's start goes with the failure recorded instead.
-      if (!(err instanceof EventTooLargeError) || err.eventType !== 'ModelCallCompleted') throw err;
-      const error = new ModelError('malformed_response', `the model's answer takes ${err.bytes} bytes, over the store's limit of ${err.limit} bytes per event`);
+      const error = answerTooLarge(err, 'ModelCallCompleted');
+      if (!error) throw err;
       if ((await failed(error)) === 'stop') return;
     }
   }
@@ -105,6 +105,16 @@ export async function takeModelTurn(ctx: StepContext, step: Extract<NextAction, 
 }
 
 const USAGE_FIELDS = ['inputTokens', 'outputTokens', 'cacheReadTokens', 'cacheWriteTokens'] as const;
+
+/**
+ * The store's refusal of the event that records a model's answer (`eventType`), as the failed call
+ * it is: the answer is too large to record, and asking again may bring a smaller one. Undefined for
+ * any other error, which is not the answer's.
+ */
+export function answerTooLarge(err: unknown, eventType: string): ModelError | undefined {
+  if (!(err instanceof EventTooLargeError) || err.eventType !== eventType) return undefined;
+  return new ModelError('malformed_response', `the model's answer takes ${err.bytes} bytes, over the store's limit of ${err.limit} bytes per event`);
+}
 
 /**
  * Why an answer cannot be recorded as it is, or undefined: token usage that is not a count (it would

@@ -1,4 +1,3 @@
-import { EventTooLargeError } from '../../events/errors';
 import { pause } from '../../events/store-retry';
 import { ModelError, type ChatMessage, type ContentBlock, type ModelResponse, type RoleName, type ToolUseBlock } from '../models/model.port';
 import { costOf } from '../models/pricing';
@@ -21,7 +20,7 @@ import { deadlineOf, isoNow, type StepContext } from './step-context';
 import { encodeMachineText } from '../../shared/text';
 import { hasNoOwnEffects, type FileEffect } from '../workspace/workspace-effects';
 import { withRecordedEffects } from '../workspace/workspace-log';
-import { unusableAnswer } from './model-turn';
+import { answerTooLarge, unusableAnswer } from './model-turn';
 
 /**
  * Runs a `spawn_sub_agent` call to its end, in the parent run's stream: spawn (or find the
@@ -268,8 +267,8 @@ async function callSubAgentModel(
         return 'recorded';
       } catch (err) {
         // Nothing was written: an answer too large for one event is a failed call, asked for again.
-        if (!(err instanceof EventTooLargeError) || err.eventType !== 'SubAgentModelCalled') throw err;
-        failure = new ModelError('malformed_response', `the model's answer takes ${err.bytes} bytes, over the store's limit of ${err.limit} bytes per event`);
+        failure = answerTooLarge(err, 'SubAgentModelCalled');
+        if (!failure) throw err;
       }
     }
     if (failure.transient && attempt < MODEL_ATTEMPTS) {
