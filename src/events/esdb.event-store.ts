@@ -9,6 +9,7 @@ import {
   DEFAULT_MAX_EVENT_BYTES,
   type AppendOptions,
   type AppendResult,
+  type EventFilter,
   type EventMetadata,
   type EventStore,
   type ExpectedRevision,
@@ -20,6 +21,7 @@ import {
   type StreamExtent,
   type SubscribeOptions,
   type Subscription,
+  type TailPage,
 } from './event-store.port';
 import type { StoreOptions } from './in-memory.event-store';
 import { PositionNotifier } from './position-notifier';
@@ -33,7 +35,8 @@ import {
   type PreparedEvent,
   type StoredIdentity,
 } from './prepare';
-import { extentBatches, matchesFilter, pagesByReadStream, streamWindow } from './read-helpers';
+import { extentBatches, matchesFilter, pagesByReadStream, scannedTo, streamWindow } from './read-helpers';
+import { SharedTail, type TailEvent, type TailRead } from './shared-tail';
 import { CatchUpSubscription } from './subscription';
 
 export interface EsdbStoreOptions extends StoreOptions {
@@ -55,6 +58,8 @@ const SCAN_PAGE = 500;
 const EXTENT_CONCURRENCY = 32;
 /** Positions remembered with their EventStoreDB position, so a resume needs no probe. */
 const POSITION_CACHE = 10_000;
+/** What the tail counts for an event's metadata, which the client hands over parsed. */
+const METADATA_CHARS = 256;
 /** Subscription checkpoints kept per name (older ones are dropped by the server's scavenge). */
 const KEEP_CHECKPOINTS = 3;
 
@@ -106,7 +111,9 @@ interface PositionMapEntry {
  * own writes all use exact revisions). An id reused in another stream is not detected (the
  * server has no index by id); docs/EVENTS.md says so.
  *
- * Live subscriptions are woken by appends in this process and otherwise poll (every 250 ms).
+ * Live subscriptions share one reader of `$all` per process (SharedTail), woken by appends in this
+ * process and otherwise polling (every 250 ms); a scan that reaches the end of `$all` knows the
+ * head it saw, so a filtered read needs no separate read of the head.
  * The connection is handed in by the storage, which closes it after this store.
  */
 export class EsdbEventStore implements EventStore {
@@ -114,6 +121,8 @@ export class EsdbEventStore implements EventStore {
   readonly namespace: string;
   private readonly prefix: string;
   private readonly notifier = new PositionNotifier();
+  /** What is new, read once for all of this process's subscriptions. */
+  readonly tail: SharedTail;
   private readonly maxEventBytes: number;
   private readonly positions = new Map<number, EsdbPosition>();
   private readonly checkpointStreams = new Set<string>();
@@ -132,6 +141,13 @@ export class EsdbEventStore implements EventStore {
     if (!NAMESPACE.test(this.namespace)) throw new Error(`invalid EventStoreDB namespace '${this.namespace}'`);
     this.prefix = `${this.namespace}:`;
     this.maxEventBytes = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
+    this.tail = new SharedTail({
+      // A scan that reads to the end of `$all` sees the head: no read of it first.
+      readAfter: (after, maxCount, filters) => this.scanAll(after, maxCount, filters),
+      readHead: () => this.headPosition(),
+      knownHead: () => this.notifier.known,
+      announce: (position) => this.notifier.notify(position),
+    });
   }
 
   /**
@@ -226,6 +242,8 @@ export class EsdbEventStore implements EventStore {
     // server version puts in the append's answer.
     const [last] = await this.call(() => this.conn.readStream(name, outcome.revision, { maxCount: 1 }));
     const position = last ? this.positionOf(last) : 0;
+    // Readers waiting for these events (urgent ones) get them at once, not after the lazy gather.
+    this.tail.appended(prepared.map((e) => ({ streamId, type: e.type })));
     this.notifier.notify(position);
     return { nextExpectedRevision: Number(outcome.revision), position };
   }
@@ -286,14 +304,28 @@ export class EsdbEventStore implements EventStore {
     if (!Number.isSafeInteger(after) || after < 0) throw new InvalidAppendError('after must be a non-negative integer');
     const max = options.maxCount ?? Number.MAX_SAFE_INTEGER;
     if (!Number.isSafeInteger(max) || max < 0) throw new InvalidAppendError('maxCount must be a non-negative integer');
-    const out: RecordedEvent[] = [];
-    if (max === 0) return out;
+    if (max === 0) return [];
+    const filter = options.filter;
+    return (await this.scanAll(after, max, filter ? [filter] : undefined)).events.map((held) => held.event);
+  }
+
+  /**
+   * The triad events after `after` that match any of `filters` (every one when undefined), at most
+   * `max`, read from `$all` and filtered on this side (the client's reads take no filter), and how
+   * far the scan looked: the last event's position when `max` were found, else the position of the
+   * last triad event in `$all` as the scan saw it (it read to the end), or `after` without one.
+   */
+  private async scanAll(after: number, max: number, filters: readonly EventFilter[] | undefined): Promise<TailRead> {
     await this.ready();
+    const out: TailEvent[] = [];
+    let seen = after;
+    const done = () => ({ events: out, scannedTo: scannedTo(after, out.at(-1)?.event.position, out.length >= max, seen) });
     // `skip`: everything at or before it in $all order has been read (or is not after `after`).
     let skip: EsdbPosition | undefined = after > 0 ? await this.resumeAt(after) : undefined;
     let from: EsdbPosition | 'start' = skip ?? 'start';
     // The first read asks for what the caller wants (plus the event resumed from); later ones, when
-    // other streams' events were skipped, for full pages.
+    // other streams' events or events the filters leave out were skipped, for four times more, up
+    // to a full page: a filtered page of a few events costs a few reads, not one of the whole log.
     let size = Math.min(ALL_PAGE, max + 1);
     for (;;) {
       const pageSize = size;
@@ -301,19 +333,21 @@ export class EsdbEventStore implements EventStore {
       for (const r of page) {
         if (!r.position || (skip && !isAfter(r.position, skip))) continue;
         if (!r.stream.startsWith(this.prefix)) continue;
-        const streamId = r.stream.slice(this.prefix.length);
-        if (!matchesFilter(streamId, r.type, options.filter)) continue;
         // Reads resumed inside copied events start at the map entry before `after`.
-        if (after > 0 && this.positionOf(r) <= after) continue;
-        out.push(this.decode(r));
-        if (out.length >= max) return out;
+        const position = this.positionOf(r);
+        if (position <= after) continue;
+        seen = position;
+        const streamId = r.stream.slice(this.prefix.length);
+        if (filters && !filters.some((filter) => matchesFilter(streamId, r.type, filter))) continue;
+        out.push({ event: this.decode(r), storedType: r.type, size: r.data.length + METADATA_CHARS });
+        if (out.length >= max) return done();
       }
-      if (page.length < pageSize) return out;
+      if (page.length < pageSize) return done();
       const last = page[page.length - 1].position;
-      if (!last) return out;
+      if (!last) return done();
       skip = last;
       from = last;
-      size = ALL_PAGE;
+      size = Math.min(ALL_PAGE, size * 4);
     }
   }
 
@@ -324,13 +358,16 @@ export class EsdbEventStore implements EventStore {
     return last ? this.positionOf(last) : 0;
   }
 
-  /** The last triad event in `$all`. */
+  /**
+   * The last triad event in `$all`. Usually the very last record (every subscriber's filtered page
+   * asks), so the first read asks for one and later ones for 64.
+   */
   private async lastRecord(): Promise<EsdbRecord | undefined> {
     let from: EsdbPosition | 'end' = 'end';
-    for (;;) {
-      const page = await this.call(() => this.conn.readAll(from, { direction: 'backwards', maxCount: 64 }));
+    for (let size = 1; ; size = 64) {
+      const page = await this.call(() => this.conn.readAll(from, { direction: 'backwards', maxCount: size }));
       for (const r of page) if (r.position && r.stream.startsWith(this.prefix)) return r;
-      if (page.length < 64) return undefined;
+      if (page.length < size) return undefined;
       const last = page[page.length - 1].position;
       if (!last) return undefined;
       from = last;
@@ -368,6 +405,15 @@ export class EsdbEventStore implements EventStore {
 
   subscribe(options: SubscribeOptions = {}): Subscription {
     return new CatchUpSubscription(this, options);
+  }
+
+  /** One read of what is new for all of this process's subscriptions (see SharedTail). */
+  readTail(after: number, maxCount: number, filter?: EventFilter, urgent?: boolean): Promise<TailPage | undefined> {
+    return this.tail.read(after, maxCount, filter, urgent);
+  }
+
+  expedite(): void {
+    this.tail.hurry();
   }
 
   waitForEvents(after: number, timeoutMs: number, signal?: AbortSignal): Promise<void> {

@@ -7,6 +7,7 @@ import { esdbTarget, freshNamespace, type EsdbTarget } from '../support/esdb';
 import { startFakeEsdb } from '../support/esdb-server/esdb-server';
 import { RecordedPositionError, WrongExpectedRevisionError } from '../../src/events/errors';
 import type { RecordedEvent } from '../../src/events/event-store.port';
+import { waitFor } from '../support/wait-for';
 
 let target: EsdbTarget;
 const eventStoreOptions = (o: ConstructorParameters<typeof EsdbEventStore>[1]) => o;
@@ -114,6 +115,45 @@ describe('esdb store specifics', () => {
     await store.append('r', [{ type: 'D', data: {} }], { expectedRevision: 2 });
     expect(await store.append('r', batch, { expectedRevision: 0 })).toEqual(first);
     expect((await store.readStream('r')).map((e) => e.type)).toEqual(['A', 'B', 'C', 'D']);
+  });
+
+  it("given five live subscriptions with different filters, when events are appended one by one, then they share one reader of $all: the server's reads grow with the appends, not with the subscriptions", async () => {
+    const own = await startFakeEsdb();
+    const subs: Array<{ close(): void }> = [];
+    try {
+      const store = new EsdbEventStore(connect(own.url), { namespace: freshNamespace() });
+      await store.append('run-0', [{ type: 'RunLaunched', data: {} }], { expectedRevision: 'no_stream' });
+      const head = await store.headPosition();
+      const filters = [undefined, { streamPrefixes: ['run-'] }, { types: ['RunLaunched'] }, { types: ['TurnCompleted'] }, { streamPrefixes: ['nothing-'] }];
+      const seen = filters.map(() => [] as string[]);
+      const readers = filters.map((filter, i) => {
+        const sub = store.subscribe({ filter, after: head, urgent: true });
+        subs.push(sub);
+        return (async () => {
+          for await (const e of sub) seen[i].push(e.type);
+        })();
+      });
+      const appends = 20;
+      const readsBefore = own.calls.get('read') ?? 0;
+      for (let i = 0; i < appends; i++) {
+        const type = i % 2 === 0 ? 'RunLaunched' : 'TurnCompleted';
+        await store.append('run-1', [{ type, data: { i } }], { expectedRevision: i === 0 ? 'no_stream' : i - 1 });
+        // Each append is seen by every subscription it matches before the next is made.
+        const want = [i + 1, i + 1, Math.floor(i / 2) + 1, Math.ceil(i / 2)];
+        await waitFor(`append ${i} seen by every subscription it matches`, async () => want.every((n, k) => seen[k].length === n), 20_000, 5);
+      }
+      const reads = (own.calls.get('read') ?? 0) - readsBefore;
+      // Per append: one read of its position, and one read of what is new for every subscription
+      // (the idle subscriptions' polls of a slow machine add a few). Five readers of their own
+      // would read the head and `$all` each: ten per append.
+      expect(reads).toBeLessThanOrEqual(4 * appends);
+      expect(seen[4]).toEqual([]);
+      for (const sub of subs) sub.close();
+      await Promise.all(readers);
+    } finally {
+      for (const sub of subs) sub.close();
+      await own.stop();
+    }
   });
 
   it('a server without BatchAppend (before 21.10) is written through Append, with the same rules', async () => {
