@@ -5,7 +5,7 @@ import { EsdbConnection } from '../src/events/esdb.client';
 import { EsdbEventStore } from '../src/events/esdb.event-store';
 import type { NewEvent } from '../src/events/event-store.port';
 import { startFakeEsdb, type FakeEsdbServer } from '../test/support/esdb-server/esdb-server';
-import { machineInfo, summarise, type MachineInfo, type Summary } from './machine';
+import { machineInfo, summarise, summariseFine, type MachineInfo, type Summary } from './machine';
 
 /**
  * The EventStoreDB adapter's throughput (`npm run bench -- esdb`): appends one at a time, in
@@ -22,9 +22,9 @@ export interface EsdbBenchOptions {
 }
 
 interface Scenario {
-  name: 'single' | 'batch10' | 'concurrent8' | 'readAll';
+  name: 'single' | 'batch10' | 'concurrent8' | 'readAll' | 'follow5' | 'follow5Reads';
   description: string;
-  unit: 'appends/s' | 'events/s';
+  unit: 'appends/s' | 'events/s' | 'reads/append';
 }
 
 const SCENARIOS: Scenario[] = [
@@ -32,7 +32,12 @@ const SCENARIOS: Scenario[] = [
   { name: 'batch10', description: '60 appends of 10 events, one at a time', unit: 'events/s' },
   { name: 'concurrent8', description: '8 writers x 40 appends of 1 event, a stream each', unit: 'appends/s' },
   { name: 'readAll', description: 'every event of the run read back with readAll, 1,000 a page', unit: 'events/s' },
+  { name: 'follow5', description: '200 appends of 1 event, one at a time, on two streams, while 5 live subscriptions with different filters follow (until each has seen its events)', unit: 'appends/s' },
+  { name: 'follow5Reads', description: 'reads of the server (stream and $all) per append in follow5, the append\'s own read of its position included', unit: 'reads/append' },
 ];
+
+/** Filters like a process's subscriptions': everything, the read models' types, a run's stream, another stream, a type never written. */
+const FOLLOW_FILTERS = [undefined, { types: ['BenchEvent'] }, { streamPrefixes: ['follow-a'] }, { streamPrefixes: ['follow-b'] }, { types: ['NeverWritten'] }];
 
 export interface EsdbBenchResult {
   machine: MachineInfo;
@@ -49,11 +54,23 @@ export async function runEsdbBench(options: EsdbBenchOptions): Promise<EsdbBench
   const url = options.url ?? (fake = await startFakeEsdb()).url;
   const server = fake ? 'in-process test server (loopback gRPC, memory)' : redactUrl(url);
   const conn = new EsdbConnection(url);
+  // Counts the reads the store makes of the server (follow5Reads).
+  let reads = 0;
+  const counted = new Proxy(conn, {
+    get(target, key, receiver) {
+      const value = Reflect.get(target, key, receiver) as unknown;
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        if (key === 'readAll' || key === 'readStream') reads++;
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
   const samples = new Map<Scenario['name'], number[]>(SCENARIOS.map((s) => [s.name, []]));
   const took = (start: bigint, n: number) => n / (Number(process.hrtime.bigint() - start) / 1e9);
   try {
     for (let run = 0; run < runs; run++) {
-      const store = new EsdbEventStore(conn, { namespace: `bench${randomBytes(4).toString('hex')}` });
+      const store = new EsdbEventStore(counted, { namespace: `bench${randomBytes(4).toString('hex')}` });
       let start = process.hrtime.bigint();
       for (let i = 0; i < 300; i++) await store.append('single', [event(i)], { expectedRevision: i === 0 ? 'no_stream' : i - 1 });
       samples.get('single')!.push(took(start, 300));
@@ -79,6 +96,24 @@ export async function runEsdbBench(options: EsdbBenchOptions): Promise<EsdbBench
         after = page[page.length - 1].position;
       }
       samples.get('readAll')!.push(took(start, read));
+
+      const head = await store.headPosition();
+      const seen = FOLLOW_FILTERS.map(() => 0);
+      const subs = FOLLOW_FILTERS.map((filter) => store.subscribe({ filter, after: head }));
+      const followers = subs.map((sub, i) =>
+        (async () => {
+          for await (const _ of sub) seen[i]++;
+        })(),
+      );
+      const readsBefore = reads;
+      start = process.hrtime.bigint();
+      for (let i = 0; i < 200; i++) await store.append(i % 2 === 0 ? 'follow-a' : 'follow-b', [event(i)], { expectedRevision: i < 2 ? 'no_stream' : Math.floor(i / 2) - 1 });
+      const want = [200, 200, 100, 100, 0];
+      while (want.some((n, i) => seen[i] < n)) await new Promise((r) => setTimeout(r, 1));
+      samples.get('follow5')!.push(took(start, 200));
+      samples.get('follow5Reads')!.push((reads - readsBefore) / 200);
+      for (const sub of subs) sub.close();
+      await Promise.all(followers);
       await store.close();
     }
   } finally {
@@ -89,7 +124,7 @@ export async function runEsdbBench(options: EsdbBenchOptions): Promise<EsdbBench
     machine: machineInfo(),
     server,
     runs,
-    scenarios: SCENARIOS.map((s) => ({ ...s, ...summarise(samples.get(s.name)!) })),
+    scenarios: SCENARIOS.map((s) => ({ ...s, ...(s.unit === 'reads/append' ? summariseFine : summarise)(samples.get(s.name)!) })),
   };
   options.log(`esdb: ${server}; ${runs} run(s); load ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
   for (const s of result.scenarios) options.log(`  ${s.name.padEnd(12)} ${String(s.median).padStart(7)} ${s.unit} (min ${s.min}, max ${s.max}) — ${s.description}`);
