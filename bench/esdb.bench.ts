@@ -109,7 +109,15 @@ export async function runEsdbBench(options: EsdbBenchOptions): Promise<EsdbBench
       start = process.hrtime.bigint();
       for (let i = 0; i < 200; i++) await store.append(i % 2 === 0 ? 'follow-a' : 'follow-b', [event(i)], { expectedRevision: i < 2 ? 'no_stream' : Math.floor(i / 2) - 1 });
       const want = [200, 200, 100, 100, 0];
-      while (want.some((n, i) => seen[i] < n)) await new Promise((r) => setTimeout(r, 1));
+      const deadline = Date.now() + 60_000;
+      const failed = Promise.race(followers).then(() => new Error('a subscription ended early'), (err: unknown) => err);
+      let failure: unknown;
+      void failed.then((err) => (failure = err));
+      while (want.some((n, i) => seen[i] < n)) {
+        if (failure !== undefined) throw failure;
+        if (Date.now() > deadline) throw new Error(`follow5: the subscriptions saw ${seen.join('/')} of ${want.join('/')} events after 60 s`);
+        await new Promise((r) => setTimeout(r, 1));
+      }
       samples.get('follow5')!.push(took(start, 200));
       samples.get('follow5Reads')!.push((reads - readsBefore) / 200);
       for (const sub of subs) sub.close();

@@ -359,8 +359,8 @@ export class EsdbEventStore implements EventStore {
   }
 
   /**
-   * The last triad event in `$all`. Usually the very last record (every subscriber's filtered page
-   * asks), so the first read asks for one and later ones for 64.
+   * The last triad event in `$all`. Often the very last record (a store writing alone), so the
+   * first read asks for one and later ones for 64 (past a checkpoint or the server's own events).
    */
   private async lastRecord(): Promise<EsdbRecord | undefined> {
     let from: EsdbPosition | 'end' = 'end';

@@ -152,10 +152,11 @@ export function unionOf(filters: Iterable<EventFilter | undefined>): EventFilter
  * go on as they were: coverage is kept per filter, from the first read of an unbroken row of reads
  * that asked for it, so a filter dropped for a while never claims the events of the gap.
  *
- * Exact, not approximate: it holds every event matching that union in (start, end], because the
- * SQL stores make position order commit order (a reader never sees a position before a lower one
- * commits), so a read of what matches after `end`, with the head seen in the same snapshot,
- * returns exactly what follows. A subscription behind `start`
+ * Exact, not approximate: it holds every event matching that union in (start, end], because every
+ * durable store makes position order commit order (a reader never sees a position before a lower
+ * one commits: the SQL stores by their commit order, EventStoreDB because `$all` serves only
+ * committed records, in log order), so a read of what matches after `end`, with the head seen in
+ * the same snapshot, returns exactly what follows. A subscription behind `start`
  * (catching up, or left behind by a burst) is not served and reads the store as before, and so
  * is every subscription for a moment after a read that failed for another reason than an outage
  * (an event that does not decode): the tail starts again at the head, and only the subscriptions
