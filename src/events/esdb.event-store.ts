@@ -339,7 +339,7 @@ export class EsdbEventStore implements EventStore {
         seen = position;
         const streamId = r.stream.slice(this.prefix.length);
         if (filters && !filters.some((filter) => matchesFilter(streamId, r.type, filter))) continue;
-        out.push({ event: this.decode(r), storedType: r.type, size: r.data.length + METADATA_CHARS });
+        out.push({ event: this.decode(r, position), storedType: r.type, size: r.data.length + METADATA_CHARS });
         if (out.length >= max) return done();
       }
       if (page.length < pageSize) return done();
@@ -510,7 +510,8 @@ export class EsdbEventStore implements EventStore {
     return { id: uuidFor(e.id), type: e.type, data: Buffer.from(e.data, 'utf8'), metadata: Buffer.from(envelope, 'utf8') };
   }
 
-  private decode(r: EsdbRecord): RecordedEvent {
+  /** The triad event a record holds; `position` when the caller has already worked it out. */
+  private decode(r: EsdbRecord, position?: number): RecordedEvent {
     const envelope = envelopeOf(r);
     if (!envelope) throw new Error(`event ${r.stream}@${r.revision} was not written by triad (no triad metadata)`);
     const data = JSON.parse(Buffer.from(r.data).toString('utf8')) as unknown;
@@ -518,7 +519,7 @@ export class EsdbEventStore implements EventStore {
       id: envelope.id,
       streamId: r.stream.slice(this.prefix.length),
       revision: Number(r.revision),
-      position: this.positionOf(r),
+      position: position ?? this.positionOf(r),
       recordedAt: envelope.recorded?.at ?? new Date(r.created).toISOString(),
     };
     const upcasters = this.options.upcasters;
