@@ -11,6 +11,7 @@ import { runEsdbBench } from './esdb.bench';
 import { runProcsBench } from './procs.bench';
 import { runReplayBench } from './replay.bench';
 import { runScaleBench } from './scale.bench';
+import { runStartupBench } from './startup.bench';
 import { runStoreBench } from './store.bench';
 import { runTurnsBench } from './turns.bench';
 
@@ -46,6 +47,7 @@ export const SUITES: Record<BenchSuite, Suite> = {
   dispatch: async (opts, log, scratch) => runDispatchBench({ runs: opts.runs, dataDir: scratch, log }),
   esdb: async (opts, log) => runEsdbBench({ runs: opts.runs, url: loadConfig().esdbUrl ?? process.env.TRIAD_ESDB_URL, log }),
   cache: async (opts, log) => runCacheBench({ turns: opts.turns, log }),
+  startup: async (opts, log, scratch) => runStartupBench({ runs: opts.runs, dataDir: scratch, log }),
   // Run alone, --runs is the launches measured.
   launches: async (opts, log, scratch, all) => runLaunchesBench({ launches: all ? undefined : opts.runs, repeat: opts.repeat, dataDir: scratch, log }),
   scale: async (opts, log, scratch, all) => {

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { runCli } from '../src/cli/main';
+import { runCli } from '../src/cli/program';
 
 /*
  * `npm run bench -- [suite] [--runs N] [--turns N] [--json]`: `triad bench` of a source checkout.

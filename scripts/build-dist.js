@@ -6,9 +6,11 @@
 //
 // Usage: node scripts/build-dist.js   (writes dist/**/*.js and .js.map; removes outputs whose
 // source is gone, so a renamed module never lingers in dist/; dist/console, the web console Vite
-// builds, is not this script's and is left alone)
+// builds, is not this script's and is left alone; then bundles the program into dist/triad.cjs,
+// which `triad` loads: scripts/bundle-dist.js says why)
 'use strict';
 const { transformFile } = require('@swc/core');
+const { bundleDist } = require('./bundle-dist');
 const fs = require('node:fs');
 const path = require('node:path');
 
@@ -54,11 +56,12 @@ async function main() {
     }),
   );
   for (const stale of outputs(outDir)) if (!expected.has(stale)) fs.rmSync(stale);
-  return files.length;
+  const bundleBytes = await bundleDist(root);
+  return { count: files.length, bundleBytes };
 }
 
 main().then(
-  (count) => process.stdout.write(`dist/: ${count} modules\n`),
+  ({ count, bundleBytes }) => process.stdout.write(`dist/: ${count} modules, and dist/triad.cjs (${(bundleBytes / 1e6).toFixed(1)} MB)\n`),
   (error) => {
     process.stderr.write(`build failed: ${error.message}\n`);
     process.exit(1);

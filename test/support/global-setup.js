@@ -1,7 +1,7 @@
 // Builds dist/ before the integration and end-to-end projects: crash, CLI and app tests spawn the
 // compiled program as a real child process, and the console's browser tests load the web console
-// (dist/console, built by Vite) from it. It emits dist/ the way `npm run build` does (SWC, about a
-// second) but skips the type check, which is `npm run lint`'s (tsc over src/ would cost the suite
+// (dist/console, built by Vite) from it. It emits dist/ the way `npm run build` does (SWC, then the
+// bundle dist/triad.cjs: a few seconds) but skips the type check, which is `npm run lint`'s (tsc over src/ would cost the suite
 // half a minute of CPU). Nothing runs when no source or build setting changed since the last
 // successful build (a stamp written after it): both projects name this setup, and running one test
 // file should not cost a build.
@@ -34,7 +34,7 @@ function buildConsole() {
 
 module.exports = async () => {
   buildConsole();
-  if (upToDate(stamp, ['src', '.swcrc', 'scripts/build-dist.js', 'package.json'])) return;
+  if (upToDate(stamp, ['src', '.swcrc', 'scripts/build-dist.js', 'scripts/bundle-dist.js', 'package.json'])) return;
   execFileSync(process.execPath, [path.join(root, 'scripts', 'build-dist.js')], { cwd: root, stdio: 'inherit' });
   writeFileSync(stamp, `${new Date().toISOString()}\n`);
 };

@@ -9,7 +9,9 @@ import { resolve } from 'node:path';
  * it on stdout, and exits when the test process goes away (its stdin closes).
  */
 
-export const BOOTSTRAP = resolve(__dirname, '..', '..', 'dist', 'http', 'bootstrap.js');
+// The program's entry: `createHttpApp` from the program `triad` runs (the bundle, dist/triad.cjs),
+// so a test's server starts as `triad serve` does.
+export const BOOTSTRAP = resolve(__dirname, '..', '..', 'dist', 'cli', 'main.js');
 
 const SERVER_SCRIPT = `
 const { createHttpApp } = require(process.env.E2E_BOOTSTRAP);
@@ -62,7 +64,7 @@ export interface SpawnOptions {
 
 export async function spawnHttpServer(env: NodeJS.ProcessEnv, options: SpawnOptions = {}): Promise<ServerChild> {
   const { startTimeoutMs = 30_000, graceMs = 10_000, logLevels = ['error', 'warn'] } = options;
-  if (!existsSync(BOOTSTRAP)) throw new Error(`${BOOTSTRAP} is missing: build first (jest's globalSetup runs tsc -p tsconfig.build.json)`);
+  if (!existsSync(BOOTSTRAP)) throw new Error(`${BOOTSTRAP} is missing: build first (jest's globalSetup runs scripts/build-dist.js)`);
   const child = spawn(process.execPath, ['-e', SERVER_SCRIPT], { env: { ...env, E2E_BOOTSTRAP: BOOTSTRAP, E2E_LOG_LEVELS: JSON.stringify(logLevels) }, stdio: ['pipe', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';

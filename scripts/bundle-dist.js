@@ -1,0 +1,112 @@
+// Bundles the compiled program (dist/cli/program.js and every module it imports, node_modules
+// included) into one file, dist/triad.cjs, which `triad` (dist/cli/main.js) loads when present.
+//
+// Why: a command's start-up was mostly module loading, not triad's work: ~1,000 files resolved
+// (stat, realpath, package.json reads), read and compiled one by one, NestJS's ES modules through
+// require(esm). One minified file has none of the resolution, and V8 can cache its compiled code
+// between runs as a whole (src/cli/load-program.ts). dist/ keeps every module as well: tests,
+// benchmarks and tools load them piecemeal, and the bundle is built from them.
+//
+// The bundler is rolldown's; what is triad's own here is one transform: CommonJS code that names
+// `__dirname` or `__filename` (the web console's folder, the search worker's file, gRPC's .proto
+// folders) gets its original location, relative to the bundle, instead of the bundle's own.
+//
+// Usage: require('./bundle-dist').bundleDist(root) after dist/ is emitted (scripts/build-dist.js).
+'use strict';
+const path = require('node:path');
+
+/** Kept out of the bundle: native code, and what the program loads only from a source checkout. */
+const EXTERNAL = [/^node:/, /\.node$/, 'better-sqlite3', 'typescript'];
+
+/**
+ * `__dirname` / `__filename` references of one module, as [start, end, name] (UTF-16 offsets), or
+ * none when the module declares either name itself (an ES module computing its own).
+ */
+function locationReferences(ast) {
+  const found = [];
+  let declaresOwn = false;
+  const visit = (node, parent, key) => {
+    if (Array.isArray(node)) {
+      for (const child of node) visit(child, parent, key);
+      return;
+    }
+    if (node === null || typeof node !== 'object' || typeof node.type !== 'string') return;
+    if (node.type === 'Identifier' && (node.name === '__dirname' || node.name === '__filename')) {
+      const isKey = (parent?.type === 'MemberExpression' && key === 'property' && !parent.computed) || (parent?.type === 'Property' && key === 'key' && !parent.computed);
+      const isDeclared = (parent?.type === 'VariableDeclarator' && key === 'id') || key === 'params' || (parent?.type === 'FunctionDeclaration' && key === 'id');
+      if (isDeclared) declaresOwn = true;
+      else if (!isKey) found.push({ start: node.start, end: node.end, name: node.name, shorthand: parent?.type === 'Property' && parent.shorthand });
+      return;
+    }
+    for (const [k, value] of Object.entries(node)) {
+      // A shorthand property (`{ __dirname }`) holds one identifier as both key and value: seen once, as the value.
+      if (k === 'key' && node.type === 'Property' && node.shorthand) continue;
+      if (k !== 'type' && value && typeof value === 'object') visit(value, node, k);
+    }
+  };
+  visit(ast, undefined, undefined);
+  return declaresOwn ? [] : found;
+}
+
+/** `locationReferences` of a module's code, parsed by the bundler's own parser. */
+function locationReferencesIn(code) {
+  const { parseAst } = require('rolldown/parseAst');
+  return locationReferences(parseAst(code, { lang: 'js' }));
+}
+
+function originalLocationPlugin(bundleDir) {
+  return {
+    name: 'triad:original-location',
+    transform(code, id) {
+      if (!code.includes('__dirname') && !code.includes('__filename')) return null;
+      const refs = locationReferencesIn(code);
+      if (refs.length === 0) return null;
+      const rel = (file) => path.relative(bundleDir, file).split(path.sep).join('/');
+      const value = {
+        __dirname: `require("node:path").join(__dirname, ${JSON.stringify(rel(path.dirname(id)))})`,
+        __filename: `require("node:path").join(__dirname, ${JSON.stringify(rel(id))})`,
+      };
+      let out = code;
+      for (const ref of refs.sort((a, b) => b.start - a.start)) {
+        const expr = ref.shorthand ? `${ref.name}: ${value[ref.name]}` : `(${value[ref.name]})`;
+        out = out.slice(0, ref.start) + expr + out.slice(ref.end);
+      }
+      return { code: out, map: null };
+    },
+  };
+}
+
+/** Writes dist/triad.cjs (and its source map) from dist/cli/program.js; resolves to its size in bytes. */
+async function bundleDist(root) {
+  const { rolldown } = require('rolldown');
+  const distDir = path.join(root, 'dist');
+  const bundle = await rolldown({
+    input: { triad: path.join(distDir, 'cli', 'program.js') },
+    platform: 'node',
+    external: EXTERNAL,
+    plugins: [originalLocationPlugin(distDir)],
+    // Optional peers of NestJS and the MCP SDK that triad does not install are looked up at run
+    // time, as before; the bundler only says it left them out.
+    logLevel: 'silent',
+  });
+  try {
+    const { output } = await bundle.write({
+      dir: distDir,
+      format: 'cjs',
+      entryFileNames: '[name].cjs',
+      codeSplitting: false,
+      // Dynamic import() of what stays outside (Node's own modules) as require(): the code cache of
+      // Node 20 (v8-compile-cache) compiles the bundle without a dynamic-import hook.
+      dynamicImportInCjs: false,
+      minify: true,
+      // Class and function names stay: NestJS and the OpenAPI document name things after classes.
+      keepNames: true,
+      sourcemap: true,
+    });
+    return output[0].code.length;
+  } finally {
+    await bundle.close();
+  }
+}
+
+module.exports = { bundleDist, locationReferencesIn };
