@@ -12,7 +12,7 @@ import type * as Program from './program';
  * Node has one (22.1 and later), else v8-compile-cache (Node 20). Both key it by the file's
  * contents, keep it under the system's temporary folder, and fall back to compiling when the cache
  * cannot be read or written; NODE_DISABLE_COMPILE_CACHE=1 (Node 22+) or DISABLE_V8_COMPILE_CACHE=1
- * (Node 20) turn it off.
+ * (Node 20) turn it off, and so does --enable-source-maps on Node 20.
  */
 /* eslint-disable @typescript-eslint/no-require-imports -- which module to load is decided here, at run time */
 export function loadProgram(entryFile: string): typeof Program {
@@ -25,6 +25,8 @@ export function loadProgram(entryFile: string): typeof Program {
 function cacheCompiledCode(): void {
   const enable = (nodeModule as { enableCompileCache?: () => unknown }).enableCompileCache;
   if (typeof enable === 'function') enable();
-  else require('v8-compile-cache');
+  // v8-compile-cache compiles outside Node's module loader, which is where source maps are
+  // registered: with --enable-source-maps, the bundle is compiled the ordinary way instead.
+  else if (!process.sourceMapsEnabled) require('v8-compile-cache');
 }
 /* eslint-enable @typescript-eslint/no-require-imports */

@@ -21,6 +21,19 @@ it('given a built dist/, when `triad` is loaded, then the program comes from dis
   expect(JSON.parse(out.stdout)).toEqual({ loaded: ['cli/load-program.js', 'cli/main.js', 'triad.cjs'], runCli: 'function' });
 });
 
+it('given --enable-source-maps, when code in the bundle throws, then its stack names the modules of dist/', () => {
+  // A CLI output whose writer is missing: commander's error path throws inside the program.
+  const script = `
+    const { buildProgram } = require(${JSON.stringify(join(DIST, 'cli', 'main.js'))});
+    try { buildProgram({ out: null }).parse(['node', 'triad', 'runs', 'list', '--limit', 'x']); } catch (err) { console.log(err.stack); }
+  `;
+  const out = spawnSync(process.execPath, ['--enable-source-maps', '-e', script], { encoding: 'utf8' });
+  expect(out.status).toBe(0);
+  const frames = out.stdout.split('\n').filter((line) => line.trim().startsWith('at '));
+  expect(frames[0]).toContain(join(DIST, 'cli', 'program.js'));
+  expect(out.stdout).not.toContain('triad.cjs');
+});
+
 describe('the bundled app serves files from their own places', () => {
   let app: E2eApp;
   beforeAll(async () => {
