@@ -18,6 +18,9 @@ function packageRoot(from = __dirname): string {
 
 /** TRIAD_BENCH_DIST: another build of the app to measure (an A/B against older code), inside the checkout so it finds node_modules. */
 const DIST = process.env.TRIAD_BENCH_DIST ?? join(packageRoot(), 'dist');
+// The program as `triad serve` loads it (the bundle dist/triad.cjs, through the entry); a build from
+// before the bundle (an A/B against older code) has neither, and its modules are loaded instead.
+const ENTRY = join(DIST, 'cli', 'main.js');
 const BOOTSTRAP = join(DIST, 'http', 'bootstrap.js');
 const SUPERVISOR = join(DIST, 'team', 'run-supervisor.js');
 const EVENT_STORE_PORT = join(DIST, 'events', 'event-store.port.js');
@@ -30,9 +33,12 @@ export const OPERATOR_KEY = 'bench-operator-0123456789abcdef';
  * --expose-gc so the heap figures are live objects, not garbage.
  */
 const SERVER_SCRIPT = `
-const { createHttpApp } = require(process.env.SCALE_BOOTSTRAP);
-const { RunSupervisor } = require(process.env.SCALE_SUPERVISOR);
-const { EVENT_STORE } = require(process.env.SCALE_EVENT_STORE);
+const entry = require(process.env.SCALE_ENTRY);
+const { createHttpApp, RunSupervisor, EVENT_STORE } = entry.RunSupervisor ? entry : {
+  createHttpApp: require(process.env.SCALE_BOOTSTRAP).createHttpApp,
+  RunSupervisor: require(process.env.SCALE_SUPERVISOR).RunSupervisor,
+  EVENT_STORE: require(process.env.SCALE_EVENT_STORE).EVENT_STORE,
+};
 const { monitorEventLoopDelay } = require('node:perf_hooks');
 (async () => {
   const app = await createHttpApp({ logger: ['error', 'warn'] });
@@ -135,7 +141,7 @@ export async function startServer(env: NodeJS.ProcessEnv): Promise<Server> {
   // TRIAD_BENCH_NODE_ARGS: extra flags for the server (e.g. --cpu-prof) when profiling.
   const extra = (process.env.TRIAD_BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
   const child: ChildProcess = spawn(process.execPath, ['--expose-gc', ...extra, '-e', SERVER_SCRIPT], {
-    env: { ...env, SCALE_BOOTSTRAP: BOOTSTRAP, SCALE_SUPERVISOR: SUPERVISOR, SCALE_EVENT_STORE: EVENT_STORE_PORT },
+    env: { ...env, SCALE_ENTRY: ENTRY, SCALE_BOOTSTRAP: BOOTSTRAP, SCALE_SUPERVISOR: SUPERVISOR, SCALE_EVENT_STORE: EVENT_STORE_PORT },
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
   });
   let stderr = '';

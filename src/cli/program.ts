@@ -17,9 +17,12 @@ import { CliError, EXIT, exitCodeOf } from './exit-codes';
 import { illFormedCliInput } from './well-formed-args';
 
 export { EXIT, exitCodeOf };
-// For the test harness and the benchmarks' servers: the app `triad serve` builds, from the same
-// module graph as the CLI (one copy of every class, whichever way the program was loaded).
+// For the test harness and the benchmarks' servers: the app `triad serve` builds, and what the
+// benchmarks observe in it (the supervisor's drivers, the store's reads), from the same module graph
+// as the CLI (one copy of every class, whichever way the program was loaded).
 export { createHttpApp } from '../http/bootstrap';
+export { RunSupervisor } from '../team/run-supervisor';
+export { EVENT_STORE } from '../events/event-store.port';
 export { illFormedCliInput };
 
 /** Commander's messages (unknown command, missing argument...) as one `triad: ...` line. */
