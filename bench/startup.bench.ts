@@ -13,8 +13,9 @@ import { machineInfo, summariseFine, type MachineInfo, type Summary } from './ma
  * - `serve`: the app `triad serve` builds, until it listens (SQLite in a fresh data directory, the
  *   offline model): what a restart, a takeover or a test's server waits for.
  *
- * Each sample is a new Node process; the bundle's compiled-code cache starts empty in a folder of
- * the bench's own, so its first sample is a cold start (reported apart) and the rest are warm.
+ * Each sample is a new Node process; the bundle's compiled-code cache (Node 22.8 and later) starts
+ * empty in a folder of the bench's own, so its first sample is a cold start (reported apart) and the
+ * rest are warm. Node 20 has no cache: there, cold and warm are the same start.
  * Measured in the process itself: its uptime when the command is done (wall, from the process's
  * start) and its CPU (user + system, every thread). Samples of the two ways alternate.
  */
@@ -75,11 +76,11 @@ function sample(way: Way, command: Command, scratch: string, cacheDir: string): 
     TRIAD_STORE: 'sqlite',
     TRIAD_MODEL: 'offline',
     TRIAD_API_KEYS: 'bench:operator:bench-secret-0123456789',
-    // The bundle's compiled-code cache, apart from the machine's (Node 22+ and Node 20's library).
-    NODE_COMPILE_CACHE: cacheDir,
-    V8_COMPILE_CACHE_CACHE_DIR: cacheDir,
+    // The bundle's compiled-code cache (Node 22.8+) is kept under the temporary folder: one of the
+    // bench's own, so that it starts empty.
+    TMPDIR: cacheDir,
   };
-  for (const name of ['TRIAD_PG_URL', 'TRIAD_ESDB_URL', 'ANTHROPIC_API_KEY', 'NODE_DISABLE_COMPILE_CACHE', 'DISABLE_V8_COMPILE_CACHE']) delete env[name];
+  for (const name of ['TRIAD_PG_URL', 'TRIAD_ESDB_URL', 'ANTHROPIC_API_KEY', 'NODE_COMPILE_CACHE', 'NODE_DISABLE_COMPILE_CACHE']) delete env[name];
   return new Promise((resolvePromise, reject) => {
     const child = spawn(process.execPath, ['-e', SCRIPT], { env, stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';

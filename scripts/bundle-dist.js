@@ -4,7 +4,7 @@
 // Why: a command's start-up was mostly module loading, not triad's work: ~1,000 files resolved
 // (stat, realpath, package.json reads), read and compiled one by one, NestJS's ES modules through
 // require(esm). One minified file has none of the resolution, and V8 can cache its compiled code
-// between runs as a whole (src/cli/load-program.ts). dist/ keeps every module as well: tests,
+// between runs as a whole (src/cli/load-program.ts, Node 22.8 and later). dist/ keeps every module as well: tests,
 // benchmarks and tools load them piecemeal, and the bundle is built from them.
 //
 // The bundler is rolldown's; what is triad's own here is one transform: CommonJS code that names
@@ -17,6 +17,13 @@ const path = require('node:path');
 
 /** Kept out of the bundle: native code, and what the program loads only from a source checkout. */
 const EXTERNAL = [/^node:/, /\.node$/, 'better-sqlite3', 'typescript'];
+
+/**
+ * Optional peers of NestJS that triad does not install: Nest imports them only when an app uses
+ * them (microservices, websockets, Fastify), so the bundler cannot resolve them and need not.
+ */
+const OPTIONAL_PEERS = ['@nestjs/microservices', '@nestjs/websockets', '@fastify/static'];
+const isOptionalPeer = (log) => log.code === 'UNRESOLVED_IMPORT' && OPTIONAL_PEERS.some((peer) => log.message.includes(`'${peer}`));
 
 /**
  * `__dirname` / `__filename` references of one module, as [start, end, name] (UTF-16 offsets), or
@@ -85,9 +92,11 @@ async function bundleDist(root) {
     platform: 'node',
     external: EXTERNAL,
     plugins: [originalLocationPlugin(distDir)],
-    // Optional peers of NestJS and the MCP SDK that triad does not install are looked up at run
-    // time, as before; the bundler only says it left them out.
-    logLevel: 'silent',
+    // Every warning but the optional peers' is said: an import the bundler could not resolve is a
+    // module the program would look for at run time, outside the bundle.
+    onLog(level, log) {
+      if (level !== 'debug' && !isOptionalPeer(log)) process.stderr.write(`bundle ${level}: ${log.message}\n`);
+    },
   });
   try {
     const { output } = await bundle.write({
@@ -95,9 +104,6 @@ async function bundleDist(root) {
       format: 'cjs',
       entryFileNames: '[name].cjs',
       codeSplitting: false,
-      // Dynamic import() of what stays outside (Node's own modules) as require(): the code cache of
-      // Node 20 (v8-compile-cache) compiles the bundle without a dynamic-import hook.
-      dynamicImportInCjs: false,
       minify: true,
       // Class and function names stay: NestJS and the OpenAPI document name things after classes.
       keepNames: true,
