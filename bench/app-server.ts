@@ -1,20 +1,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
+import { packageRoot } from '../src/cli/cli-io';
 
 /**
  * The server process the `scale` and `procs` benchmarks measure, and their HTTP client: hand-written
  * because what is measured must be the app `triad serve` builds (from dist/, in a child process),
  * seen from outside through real HTTP, with an IPC side channel for what only the process knows.
  */
-
-/** The checkout's root: bench/ from source (jest), build/bench/bench/ compiled. */
-function packageRoot(from = __dirname): string {
-  let dir = from;
-  while (!existsSync(join(dir, 'package.json')) && dirname(dir) !== dir) dir = dirname(dir);
-  return dir;
-}
 
 /** TRIAD_BENCH_DIST: another build of the app to measure (an A/B against older code), inside the checkout so it finds node_modules. */
 const DIST = process.env.TRIAD_BENCH_DIST ?? join(packageRoot(), 'dist');

@@ -34,6 +34,6 @@ describe('startup benchmark (tiny run)', () => {
       expect(result[command].modules.cold).toBeNull();
     }
     expect(lines.some((l) => l.startsWith('machine:'))).toBe(true);
-    expect(lines.some((l) => l.includes('bundle (cold cache)'))).toBe(true);
+    expect(lines.some((l) => l.includes('bundle, first start'))).toBe(true);
   });
 });

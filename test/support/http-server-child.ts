@@ -11,10 +11,10 @@ import { resolve } from 'node:path';
 
 // The program's entry: `createHttpApp` from the program `triad` runs (the bundle, dist/triad.cjs),
 // so a test's server starts as `triad serve` does.
-export const BOOTSTRAP = resolve(__dirname, '..', '..', 'dist', 'cli', 'main.js');
+export const PROGRAM_ENTRY = resolve(__dirname, '..', '..', 'dist', 'cli', 'main.js');
 
 const SERVER_SCRIPT = `
-const { createHttpApp } = require(process.env.E2E_BOOTSTRAP);
+const { createHttpApp } = require(process.env.E2E_PROGRAM_ENTRY);
 (async () => {
   const app = await createHttpApp({ logger: JSON.parse(process.env.E2E_LOG_LEVELS) });
   await app.listen(0, '127.0.0.1');
@@ -64,8 +64,8 @@ export interface SpawnOptions {
 
 export async function spawnHttpServer(env: NodeJS.ProcessEnv, options: SpawnOptions = {}): Promise<ServerChild> {
   const { startTimeoutMs = 30_000, graceMs = 10_000, logLevels = ['error', 'warn'] } = options;
-  if (!existsSync(BOOTSTRAP)) throw new Error(`${BOOTSTRAP} is missing: build first (jest's globalSetup runs scripts/build-dist.js)`);
-  const child = spawn(process.execPath, ['-e', SERVER_SCRIPT], { env: { ...env, E2E_BOOTSTRAP: BOOTSTRAP, E2E_LOG_LEVELS: JSON.stringify(logLevels) }, stdio: ['pipe', 'pipe', 'pipe'] });
+  if (!existsSync(PROGRAM_ENTRY)) throw new Error(`${PROGRAM_ENTRY} is missing: build first (jest's globalSetup runs scripts/build-dist.js)`);
+  const child = spawn(process.execPath, ['-e', SERVER_SCRIPT], { env: { ...env, E2E_PROGRAM_ENTRY: PROGRAM_ENTRY, E2E_LOG_LEVELS: JSON.stringify(logLevels) }, stdio: ['pipe', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
