@@ -49,7 +49,7 @@ export const SUITES: Record<BenchSuite, Suite> = {
   cache: async (opts, log) => runCacheBench({ turns: opts.turns, log }),
   startup: async (opts, log, scratch) => runStartupBench({ runs: opts.runs, dataDir: scratch, log }),
   // Run alone, --runs is the launches measured.
-  launches: async (opts, log, scratch, all) => runLaunchesBench({ launches: all ? undefined : opts.runs, repeat: opts.repeat, dataDir: scratch, log }),
+  launches: async (opts, log, scratch, all) => runLaunchesBench({ launches: all ? undefined : opts.runs, warmUp: opts.warmUp, repeat: opts.repeat, dataDir: scratch, log }),
   scale: async (opts, log, scratch, all) => {
     const config = loadConfig();
     // Other suites read --runs as repetitions; run alone, scale reads it as the runs at once.
@@ -57,6 +57,7 @@ export const SUITES: Record<BenchSuite, Suite> = {
       runs: all ? undefined : opts.runs,
       latencyMs: opts.latencyMs,
       repeat: opts.repeat,
+      warmUpRuns: opts.warmUp,
       store: config.store === 'postgres' ? 'postgres' : 'sqlite',
       pgUrl: config.pgUrl,
       dataDir: scratch,

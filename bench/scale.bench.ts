@@ -37,6 +37,11 @@ export interface ScaleBenchOptions {
   fdatasyncMs?: number;
   /** Stop waiting for the runs to reach the gate after this long (the sample says it timed out); default 10 min, TRIAD_BENCH_SCALE_TIMEOUT_MS. */
   timeoutMs?: number;
+  /**
+   * Runs launched and driven to the gate before the measurement, on the same server, so that what
+   * is measured is a process whose code the JIT has compiled (see docs/BENCHMARKS.md); default 0.
+   */
+  warmUpRuns?: number;
 }
 
 export interface ScaleSample {
@@ -99,7 +104,7 @@ export interface ScaleBenchResult {
   samples: ScaleSample[];
   machine: MachineInfo & { loadAverage: number[] };
   fdatasync: FdatasyncRate | null;
-  inputs: { runs: number; latencyMs: number; repeat: number; concurrency: number; store: string };
+  inputs: { runs: number; latencyMs: number; repeat: number; concurrency: number; store: string; warmUpRuns: number };
   targets: Array<{ name: string; description: string; target: string; measured: number; unit: string; met: boolean }>;
 }
 
@@ -120,11 +125,27 @@ async function serverCpuMs(server: Server): Promise<number> {
   return (cpu.user + cpu.system) / 1000;
 }
 
+/** Launches `runs` runs through `POST /v1/runs`, `concurrency` at a time; their ids and round trips go into the arrays. */
+async function launchAll(agent: Agent, server: Server, runs: number, concurrency: number, runIds: string[], launchLatency: number[]): Promise<void> {
+  let next = 0;
+  const launcher = async () => {
+    while (next < runs) {
+      next++;
+      const t0 = performance.now();
+      const r = await httpCall(agent, server.port, 'POST', '/v1/runs', LAUNCH_BODY);
+      launchLatency.push(performance.now() - t0);
+      if (r.status !== 202) throw new Error(`launch answered ${r.status}: ${r.body}`);
+      runIds.push((JSON.parse(r.body) as { runId: string }).runId);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, runs) }, launcher));
+}
+
 async function runOnce(opts: Required<Pick<ScaleBenchOptions, 'runs' | 'latencyMs' | 'concurrency' | 'timeoutMs'>> & ScaleBenchOptions, index: number): Promise<ScaleSample> {
   const dataDir = join(opts.dataDir, `server-${index}`);
   // One process driving every run at once is what is measured: its cap must not queue them
   // (the default cap, 100, would run 1,000 runs in ten waves).
-  const env = serverEnv({ dataDir, store: opts.store ?? 'sqlite', pgUrl: opts.pgUrl, latencyMs: opts.latencyMs, maxActiveRuns: opts.runs + 1 });
+  const env = serverEnv({ dataDir, store: opts.store ?? 'sqlite', pgUrl: opts.pgUrl, latencyMs: opts.latencyMs, maxActiveRuns: Math.max(opts.runs, opts.warmUpRuns ?? 0) + 1 });
   const server = await startServer(env);
   const agent = new Agent({ keepAlive: true, maxSockets: opts.concurrency });
   try {
@@ -137,6 +158,15 @@ async function runOnce(opts: Required<Pick<ScaleBenchOptions, 'runs' | 'latencyM
       events: Array<{ type: string; data: unknown; metadata: unknown }>;
     };
     const modelCallsPerRun = events.events.filter((e) => e.type === 'ModelCallStarted').length;
+    const warmUpRuns = opts.warmUpRuns ?? 0;
+    if (warmUpRuns > 0) {
+      await launchAll(agent, server, warmUpRuns, opts.concurrency, [], []);
+      const warmed = await waitUntil(async () => {
+        const s = await server.ask<{ active: number; drove: number }>({ cmd: 'status' });
+        return s.drove >= warmUpRuns + 1 && s.active === 0;
+      }, opts.timeoutMs);
+      if (!warmed) throw new Error(`the ${warmUpRuns} warm-up runs did not all reach the gate within ${opts.timeoutMs} ms`);
+    }
     const eventsPerRun = events.events.length;
     const eventBytesPerRun = events.events.reduce((n, e) => n + Buffer.byteLength(JSON.stringify(e.data)) + Buffer.byteLength(JSON.stringify(e.metadata)), 0);
 
@@ -146,18 +176,7 @@ async function runOnce(opts: Required<Pick<ScaleBenchOptions, 'runs' | 'latencyM
     const started = performance.now();
     const runIds: string[] = [];
     const launchLatency: number[] = [];
-    let next = 0;
-    const launcher = async () => {
-      while (next < opts.runs) {
-        next++;
-        const t0 = performance.now();
-        const r = await httpCall(agent, server.port, 'POST', '/v1/runs', LAUNCH_BODY);
-        launchLatency.push(performance.now() - t0);
-        if (r.status !== 202) throw new Error(`launch answered ${r.status}: ${r.body}`);
-        runIds.push((JSON.parse(r.body) as { runId: string }).runId);
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(opts.concurrency, opts.runs) }, launcher));
+    await launchAll(agent, server, opts.runs, opts.concurrency, runIds, launchLatency);
     const launchMs = performance.now() - started;
     await server.ask({ cmd: 'launched' });
     let atGate = 0;
@@ -243,7 +262,7 @@ export async function runScaleBench(options: ScaleBenchOptions): Promise<ScaleBe
   const machine = { ...machineInfo(), loadAverage: loadavg().map((l) => round2(l)) };
   const fdatasync = store === 'sqlite' ? measureFdatasyncRate(opts.dataDir, opts.fdatasyncMs ?? 1000) : null;
   opts.log(`machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.totalMemoryGiB} GiB, ${machine.platform} ${machine.osRelease}, Node ${machine.nodeVersion}; load ${machine.loadAverage.join(' ')}`);
-  opts.log(`inputs: ${opts.runs} runs at once, ${opts.latencyMs} ms model, ${opts.repeat} repetition(s), ${opts.concurrency} launch requests in flight, ${store} store${fdatasync ? ` (fdatasync ${Math.round(fdatasync.syncsPerSecond)}/s)` : ''}`);
+  opts.log(`inputs: ${opts.runs} runs at once, ${opts.latencyMs} ms model, ${opts.repeat} repetition(s), ${opts.concurrency} launch requests in flight, ${opts.warmUpRuns ? `after ${opts.warmUpRuns} warm-up runs to the gate on the same server, ` : ''}${store} store${fdatasync ? ` (fdatasync ${Math.round(fdatasync.syncsPerSecond)}/s)` : ''}`);
   const samples: ScaleSample[] = [];
   for (let i = 0; i < opts.repeat; i++) {
     const s = await runOnce(opts, i);
@@ -272,7 +291,7 @@ export async function runScaleBench(options: ScaleBenchOptions): Promise<ScaleBe
     samples,
     machine,
     fdatasync,
-    inputs: { runs: opts.runs, latencyMs: opts.latencyMs, repeat: opts.repeat, concurrency: opts.concurrency, store },
+    inputs: { runs: opts.runs, latencyMs: opts.latencyMs, repeat: opts.repeat, concurrency: opts.concurrency, store, warmUpRuns: opts.warmUpRuns ?? 0 },
     targets: [],
   };
   const target = (name: string, description: string, limit: number, measured: number, unit: string, atMost = true) => ({

@@ -15,7 +15,7 @@ describe('launches benchmark (tiny run)', () => {
   const dir = tempDir('triad-launches-bench-');
 
   beforeAll(async () => {
-    result = await runLaunchesBench({ launches: 40, repeat: 2, concurrency: 4, dataDir: dir.path, log: (line) => lines.push(line) });
+    result = await runLaunchesBench({ launches: 40, warmUp: 30, repeat: 2, concurrency: 4, dataDir: dir.path, log: (line) => lines.push(line) });
   }, 240_000);
 
   afterAll(() => dir.remove());
@@ -25,18 +25,23 @@ describe('launches benchmark (tiny run)', () => {
   });
 
   it('reports launches per second, round trips and CPU per launch, per repetition and as medians', () => {
-    expect(result).toMatchObject({ benchmark: 'launches', inputs: { launches: 40, repeat: 2, concurrency: 4, store: 'sqlite' } });
+    expect(result).toMatchObject({ benchmark: 'launches', inputs: { launches: 40, warmUp: 30, repeat: 2, concurrency: 4, store: 'sqlite' } });
     expect(result.samples).toHaveLength(2);
     for (const s of result.samples) {
       expect(s.launches).toBe(40);
       expect(s.perSec).toBeGreaterThan(0);
       expect(s.p99Ms).toBeGreaterThanOrEqual(s.p50Ms);
       expect(s.cpuMsPerLaunch).toBeGreaterThan(0);
+      // The warm-up's launches, the server's first, are measured apart as the cold figure.
+      expect(s.cold).toEqual({ launches: 30, perSec: expect.any(Number), cpuMsPerLaunch: expect.any(Number) });
+      expect(s.cold.perSec).toBeGreaterThan(0);
     }
+    expect(result.coldPerSec.samples).toHaveLength(2);
     expect(result.perSec.samples).toHaveLength(2);
     expect(result.targets).toEqual([expect.objectContaining({ name: 'launchRate', target: '>= 2000' })]);
     expect(lines.some((l) => l.startsWith('machine:'))).toBe(true);
     expect(lines.some((l) => l.startsWith('target launchRate'))).toBe(true);
+    expect(lines.some((l) => l.startsWith('cold, the first 30 after start:'))).toBe(true);
   });
 
   it('records every launch it counts, warm-up included, each repetition on a fresh server', () => {
@@ -47,7 +52,7 @@ describe('launches benchmark (tiny run)', () => {
       expect(existsSync(file)).toBe(true);
       const db = new Database(file, { readonly: true });
       try {
-        expect(db.prepare(`SELECT count(*) AS n FROM events WHERE type = 'RunLaunched'`).get()).toEqual({ n: 300 + 40 });
+        expect(db.prepare(`SELECT count(*) AS n FROM events WHERE type = 'RunLaunched'`).get()).toEqual({ n: 30 + 40 });
       } finally {
         db.close();
       }

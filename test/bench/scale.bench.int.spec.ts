@@ -1,3 +1,5 @@
+import Database from 'better-sqlite3';
+import { join } from 'node:path';
 import { SUITES } from '../../bench/bench-command';
 import { runScaleBench, type ScaleBenchResult } from '../../bench/scale.bench';
 import { tempDir } from '../support/temp-dir';
@@ -12,7 +14,7 @@ describe('scale benchmark (tiny run)', () => {
   const dir = tempDir('triad-scale-bench-');
 
   beforeAll(async () => {
-    result = await runScaleBench({ runs: 4, latencyMs: 5, concurrency: 2, dataDir: dir.path, log: (line) => lines.push(line), fdatasyncMs: 50 });
+    result = await runScaleBench({ runs: 4, warmUpRuns: 3, latencyMs: 5, concurrency: 2, dataDir: dir.path, log: (line) => lines.push(line), fdatasyncMs: 50 });
   }, 120_000);
 
   afterAll(() => dir.remove());
@@ -22,7 +24,7 @@ describe('scale benchmark (tiny run)', () => {
   });
 
   it('reports wall time against the latency floor, lag, memory and launch rate', () => {
-    expect(result).toMatchObject({ benchmark: 'scale', runs: 4, latencyMs: 5, store: 'sqlite' });
+    expect(result).toMatchObject({ benchmark: 'scale', runs: 4, latencyMs: 5, store: 'sqlite', inputs: { warmUpRuns: 3 } });
     expect(result.samples).toHaveLength(1);
     const s = result.samples[0];
     // The offline model's run to the review gate: plan, work and review, one call per turn.
@@ -45,10 +47,19 @@ describe('scale benchmark (tiny run)', () => {
     expect(JSON.parse(JSON.stringify(result))).toEqual(result);
   });
 
+  it('drives its warm-up runs on the same server before it measures: one to count model calls, then those asked for', () => {
+    const db = new Database(join(dir.path, 'server-0', 'triad.db'), { readonly: true });
+    try {
+      expect(db.prepare(`SELECT count(*) AS n FROM events WHERE type = 'RunLaunched'`).get()).toEqual({ n: 1 + 3 + 4 });
+    } finally {
+      db.close();
+    }
+  });
+
   it('prints the machine, the inputs, a table and the targets', () => {
     const text = lines.join('\n');
     expect(text).toMatch(/^machine: /m);
-    expect(text).toMatch(/^inputs: 4 runs at once, 5 ms model/m);
+    expect(text).toMatch(/^inputs: 4 runs at once, 5 ms model.* after 3 warm-up runs to the gate on the same server/m);
     expect(text).toMatch(/^wall ms, first launch to last run at the gate/m);
     expect(text).toMatch(/^target launchRate .* (met|MISSED)$/m);
   });

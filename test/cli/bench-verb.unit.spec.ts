@@ -25,21 +25,22 @@ describe('triad bench without build/bench', () => {
   });
 });
 
+/** `triad bench ...` parsed as the CLI parses it; the options the benchmark would get, or the usage error. */
+async function parse(...args: string[]): Promise<{ suite: string; opts: BenchOptions }> {
+  const errors: string[] = [];
+  const program = new Command().exitOverride().configureOutput({ writeErr: (s) => errors.push(s), writeOut: () => undefined });
+  let got: { suite: string; opts: BenchOptions } | undefined;
+  addBenchCommand(program, async () => ({ runBenchCommand: async (suite, opts) => ((got = { suite, opts }), 0) }));
+  try {
+    await program.parseAsync(['node', 'triad', 'bench', ...args]);
+  } catch (err) {
+    throw new Error(errors.join('') || (err as Error).message);
+  }
+  return got!;
+}
+
 /** `triad bench procs --processes 1,2,3`: the process counts reach the benchmark as numbers; anything else is a usage error. */
 describe('triad bench --processes', () => {
-  async function parse(...args: string[]): Promise<{ suite: string; opts: BenchOptions }> {
-    const errors: string[] = [];
-    const program = new Command().exitOverride().configureOutput({ writeErr: (s) => errors.push(s), writeOut: () => undefined });
-    let got: { suite: string; opts: BenchOptions } | undefined;
-    addBenchCommand(program, async () => ({ runBenchCommand: async (suite, opts) => ((got = { suite, opts }), 0) }));
-    try {
-      await program.parseAsync(['node', 'triad', 'bench', ...args]);
-    } catch (err) {
-      throw new Error(errors.join('') || (err as Error).message);
-    }
-    return got!;
-  }
-
   it('passes the counts in order', async () => {
     await expect(parse('procs', '--processes', '1, 2,3', '--runs', '300')).resolves.toEqual({ suite: 'procs', opts: { processes: [1, 2, 3], runs: 300 } });
   });
@@ -51,5 +52,17 @@ describe('triad bench --processes', () => {
   it('takes --launch-on first or each, and nothing else', async () => {
     await expect(parse('procs', '--processes', '1,2', '--launch-on', 'first')).resolves.toEqual({ suite: 'procs', opts: { processes: [1, 2], launchOn: 'first' } });
     await expect(parse('procs', '--launch-on', 'nowhere')).rejects.toThrow(/--launch-on/);
+  });
+});
+
+/** `triad bench launches|scale --warm-up N`: the warm-up reaches the benchmark as a number; anything else is a usage error. */
+describe('triad bench --warm-up', () => {
+  it('passes the count, zero included (no warm-up)', async () => {
+    await expect(parse('scale', '--runs', '1000', '--warm-up', '1000')).resolves.toEqual({ suite: 'scale', opts: { runs: 1000, warmUp: 1000 } });
+    await expect(parse('launches', '--warm-up', '0')).resolves.toEqual({ suite: 'launches', opts: { warmUp: 0 } });
+  });
+
+  it.each([['-1'], ['x'], ['1e3'], ['100001']])('refuses --warm-up %s', async (raw) => {
+    await expect(parse('launches', '--warm-up', raw)).rejects.toThrow(/--warm-up/);
   });
 });
