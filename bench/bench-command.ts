@@ -79,6 +79,7 @@ export const SUITES: Record<BenchSuite, Suite> = {
       repeat: opts.repeat,
       launchOn: opts.launchOn,
       perProcess: opts.perProcess,
+      warmUpRuns: opts.warmUp,
       pgUrl,
       dataDir: scratch,
       log,

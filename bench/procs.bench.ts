@@ -45,6 +45,12 @@ export interface ProcsBenchOptions {
    * that the others drive nothing and their CPU is what following the store costs a process.
    */
   launchOn?: 'each' | 'first';
+  /**
+   * Runs each server launches on itself and drives to the gate before the measurement (after its
+   * one warm-up run), so that what is measured is processes whose code the JIT has compiled: a
+   * process's warm-up is a cost per process, not per run. Default 0.
+   */
+  warmUpRuns?: number;
   pgUrl?: string;
   dataDir: string;
   log: (line: string) => void;
@@ -112,7 +118,7 @@ export interface ProcsBenchResult {
   points: ProcsPoint[];
   samples: ProcsSample[];
   machine: MachineInfo & { loadAverage: number[] };
-  inputs: { runs: number; latencyMs: number; processes: number[]; repeat: number; concurrency: number; launchOn: 'each' | 'first'; perProcess: boolean; store: 'postgres' };
+  inputs: { runs: number; latencyMs: number; processes: number[]; repeat: number; concurrency: number; launchOn: 'each' | 'first'; perProcess: boolean; warmUpRuns: number; store: 'postgres' };
   targets: Array<{ name: string; description: string; target: string; measured: number; unit: string; met: boolean }>;
 }
 
@@ -210,8 +216,11 @@ async function launchRuns(servers: Server[], agents: Agent[], runs: number, conc
   return launched;
 }
 
-/** One warm-up run per server, each waited for at the gate, so the baseline includes what a first run loads. */
-async function warmUp(servers: Server[], agents: Agent[]): Promise<void> {
+/**
+ * One warm-up run per server, each waited for at the gate, so the baseline includes what a first
+ * run loads; then `extra` more runs launched on each server, and every one of them driven to the gate.
+ */
+async function warmUp(servers: Server[], agents: Agent[], extra: number, concurrency: number, timeoutMs: number): Promise<void> {
   await Promise.all(
     servers.map(async (server, i) => {
       const warm = await httpCall(agents[i], server.port, 'POST', '/v1/runs', LAUNCH_BODY);
@@ -220,6 +229,13 @@ async function warmUp(servers: Server[], agents: Agent[]): Promise<void> {
       await httpCall(agents[i], server.port, 'POST', `/v1/runs/${runId}/wait?timeoutMs=600000`);
     }),
   );
+  if (extra === 0) return;
+  await Promise.all(servers.map((server, i) => launchRuns([server], [agents[i]], extra, concurrency, 'first')));
+  const warmed = await waitUntil(async () => {
+    const status = await Promise.all(servers.map((s) => s.ask<{ active: number; drove: number }>({ cmd: 'status' })));
+    return status.every((s) => s.drove >= 1 + extra && s.active === 0);
+  }, timeoutMs);
+  if (!warmed) throw new Error(`the ${extra} warm-up runs per process did not all reach the gate within ${timeoutMs} ms`);
 }
 
 type RunOptions = Required<Pick<ProcsBenchOptions, 'runs' | 'latencyMs' | 'concurrency' | 'timeoutMs' | 'pgUrl'>> & ProcsBenchOptions;
@@ -241,11 +257,11 @@ async function runOnce(options: RunOptions, processes: number, index: number, ti
         pgUrl: opts.pgUrl,
         pgSchema: schema,
         latencyMs: opts.latencyMs,
-        maxActiveRuns: opts.runs + processes + 1,
+        maxActiveRuns: Math.max(opts.runs, opts.warmUpRuns ?? 0) + processes + 1,
       });
       servers.push(await startServer({ ...env, PGAPPNAME: appName }));
     }
-    await warmUp(servers, agents);
+    await warmUp(servers, agents, opts.warmUpRuns ?? 0, options.concurrency, opts.timeoutMs);
     // A warm-up run's driver stops just after its run reaches the gate: counted before the baseline.
     await waitUntil(async () => (await Promise.all(servers.map((s) => s.ask<{ active: number }>({ cmd: 'status' })))).every((s) => s.active === 0), 60_000);
     const pgCpu = new PostgresCpu(pg, appName, ticksPerSecond);
@@ -377,7 +393,7 @@ export async function runProcsBench(options: ProcsBenchOptions): Promise<ProcsBe
   opts.log(`machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.totalMemoryGiB} GiB, ${machine.platform} ${machine.osRelease}, Node ${machine.nodeVersion}; load ${machine.loadAverage.join(' ')}`);
   opts.log(
     `inputs: ${opts.runs} runs ${opts.perProcess ? 'per process (each as busy as one alone)' : 'per process count'}, launched ${opts.launchOn === 'first' ? 'all on the first process' : 'round-robin'}, ${opts.latencyMs} ms model, processes ${processes.join(', ')}, ${repeat} repetition(s), ` +
-      `${opts.concurrency} launch requests in flight${opts.perProcess ? ' per process' : ''}, one PostgreSQL schema per sample`,
+      `${opts.concurrency} launch requests in flight${opts.perProcess ? ' per process' : ''}, ${opts.warmUpRuns ? `after ${opts.warmUpRuns} warm-up runs per process, ` : ''}one PostgreSQL schema per sample`,
   );
   const samples: ProcsSample[] = [];
   for (const p of processes) {
@@ -413,7 +429,7 @@ export async function runProcsBench(options: ProcsBenchOptions): Promise<ProcsBe
     points,
     samples,
     machine,
-    inputs: { runs: opts.runs, latencyMs: opts.latencyMs, processes, repeat, concurrency: opts.concurrency, launchOn: opts.launchOn ?? 'each', perProcess: opts.perProcess ?? false, store: 'postgres' },
+    inputs: { runs: opts.runs, latencyMs: opts.latencyMs, processes, repeat, concurrency: opts.concurrency, launchOn: opts.launchOn ?? 'each', perProcess: opts.perProcess ?? false, warmUpRuns: opts.warmUpRuns ?? 0, store: 'postgres' },
     targets: [
       {
         name: 'cpuPerRunGrowth',

@@ -13,7 +13,7 @@ describe('procs benchmark (tiny run)', () => {
   const dir = tempDir('triad-procs-bench-');
 
   beforeAll(async () => {
-    result = await runProcsBench({ runs: 4, latencyMs: 5, processes: [1, 2], concurrency: 2, pgUrl: PG_URL, dataDir: dir.path, log: (line) => lines.push(line) });
+    result = await runProcsBench({ runs: 4, latencyMs: 5, processes: [1, 2], concurrency: 2, warmUpRuns: 2, pgUrl: PG_URL, dataDir: dir.path, log: (line) => lines.push(line) });
   }, 240_000);
 
   afterAll(() => dir.remove());
@@ -23,7 +23,7 @@ describe('procs benchmark (tiny run)', () => {
   });
 
   it('reports runs/s, CPU per run and the runs each process drove, per process count', () => {
-    expect(result).toMatchObject({ benchmark: 'procs', runs: 4, latencyMs: 5, processes: [1, 2] });
+    expect(result).toMatchObject({ benchmark: 'procs', runs: 4, latencyMs: 5, processes: [1, 2], inputs: { warmUpRuns: 2 } });
     expect(result.samples.map((s) => s.processes)).toEqual([1, 2]);
     for (const s of result.samples) {
       expect(s).toMatchObject({ timedOut: false, runsAtGate: 4 });
@@ -55,7 +55,7 @@ describe('procs benchmark (tiny run)', () => {
   it('prints the machine, the inputs, a table and the target', () => {
     const text = lines.join('\n');
     expect(text).toMatch(/^machine: /m);
-    expect(text).toMatch(/^inputs: 4 runs per process count, launched round-robin, 5 ms model, processes 1, 2/m);
+    expect(text).toMatch(/^inputs: 4 runs per process count, launched round-robin, 5 ms model, processes 1, 2, .*after 2 warm-up runs per process, /m);
     expect(text).toMatch(/^processes +wall ms +runs\/s +server CPU ms\/run/m);
     expect(text).toMatch(/^target cpuPerRunGrowth .* (met|MISSED)$/m);
   });

@@ -16,7 +16,7 @@ export interface BenchOptions {
   latencyMs?: number;
   /** The launches, scale and procs suites: repetitions (their --runs is the number of runs launched). */
   repeat?: number;
-  /** The launches and scale suites: launches (runs driven to the gate, for scale) on the server before it is measured. */
+  /** The launches, scale and procs suites: launches (runs driven to the gate, for scale; per process, for procs) before the measurement. */
   warmUp?: number;
   /** The procs suite: the numbers of server processes measured, in order. */
   processes?: number[];
@@ -67,7 +67,7 @@ export function addBenchCommand(program: Command, load: () => Promise<BenchModul
     .option('--turns <n>', 'turns for the turns/replay/cache suites', int('--turns', 1, 10_000_000))
     .option('--latency-ms <ms>', 'scale, procs: model latency per call (default 1000; procs 500)', int('--latency-ms', 0, 600_000))
     .option('--repeat <n>', 'launches, scale, procs: repetitions (median reported; default 1, launches 3)', int('--repeat', 1, 100))
-    .option('--warm-up <n>', 'launches, scale: launches (scale: runs driven to the gate) before measuring (default launches 5000, scale 0)', int('--warm-up', 0, 100_000))
+    .option('--warm-up <n>', 'launches, scale, procs: launches (scale, procs: runs driven to the gate, per process for procs) before measuring (default launches 5000, others 0)', int('--warm-up', 0, 100_000))
     .option('--processes <list>', 'procs: server process counts, comma-separated (default 1,2,3)', processCounts)
     .addOption(
       new Option('--launch-on <where>', 'procs: launch round-robin on each server, or every run on the first (the others drive nothing)').choices(['each', 'first']),
