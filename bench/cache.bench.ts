@@ -4,7 +4,7 @@ import { AnthropicModelProvider } from '../src/team/models/anthropic.provider';
 import { CACHE_READ_MULTIPLIER, CACHE_WRITE_5M_MULTIPLIER, priceOf } from '../src/team/models/pricing';
 import { startFakeMessagesApi, type FakeStep, type RecordedRequest } from '../test/support/fake-messages-api';
 import { dataOf, startRun } from '../test/team/driver/driver-support';
-import { machineInfo, type MachineInfo } from './machine';
+import { cpuProbeText, machineInfo, type MachineInfo } from './machine';
 
 /**
  * Prompt caching (`npm run bench -- cache`): a recorded 30-turn executor phase (29 tool turns, each
@@ -86,7 +86,7 @@ async function side(promptCaching: boolean, turns: number): Promise<CacheSide> {
 export async function runCacheBench(options: { turns?: number; log: (line: string) => void }): Promise<CacheBenchResult> {
   const turns = options.turns ?? CACHE_BENCH_TURNS;
   const machine = machineInfo();
-  options.log(`cache: ${turns}-turn executor phase on ${MODEL} (cache writes ${CACHE_WRITE_5M_MULTIPLIER}x, reads ${CACHE_READ_MULTIPLIER}x input), loopback Messages API`);
+  options.log(`cache: ${turns}-turn executor phase on ${MODEL} (cache writes ${CACHE_WRITE_5M_MULTIPLIER}x, reads ${CACHE_READ_MULTIPLIER}x input), loopback Messages API; ${cpuProbeText(machine)}`);
   const withCache = await side(true, turns);
   const withoutCache = await side(false, turns);
   const inputCostRatio = Math.round((withoutCache.inputCostUsd / withCache.inputCostUsd) * 100) / 100;

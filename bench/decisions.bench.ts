@@ -14,7 +14,7 @@ import type { DecisionRecord } from '../src/review-gate/decision-log/decision-re
 import { SqliteDecisionRecordRepository } from '../src/review-gate/decision-log/sqlite.decision-record.repository';
 import { reviewIdOf } from '../src/team/domain/review-id';
 import { agentIdentity, toRunStreamId, type ReviewDecidedData } from '../src/team/domain/run-events';
-import { dropPostgresSchema, machineInfo, measureFdatasyncRate, sqliteVersion, summarise, type FdatasyncRate, type MachineInfo, type Summary } from './machine';
+import { cpuProbeText, dropPostgresSchema, machineInfo, measureFdatasyncRate, sqliteVersion, summarise, type FdatasyncRate, type MachineInfo, type Summary } from './machine';
 
 /**
  * Decision log (`npm run bench -- decisions`):
@@ -369,7 +369,7 @@ export async function runDecisionsBench(options: DecisionsBenchOptions): Promise
   const runs = options.runs ?? 3;
   const log = options.log;
   const machine = { ...machineInfo(), sqliteVersion: sqliteVersion() };
-  log(`decision log benchmark — ${machine.cpuModel} × ${machine.cores}, ${machine.totalMemoryGiB} GiB, Node ${machine.nodeVersion}, SQLite ${machine.sqliteVersion}`);
+  log(`decision log benchmark — ${machine.cpuModel} × ${machine.cores}, ${machine.totalMemoryGiB} GiB, Node ${machine.nodeVersion}, SQLite ${machine.sqliteVersion}, ${cpuProbeText(machine)}`);
   const fdatasync = measureFdatasyncRate(options.dataDir);
   log(`fdatasync ceiling in ${options.dataDir}: ${fdatasync.syncsPerSecond} syncs/s`);
   const verify = await verifyPart(records, runs, options.dataDir, log);

@@ -5,7 +5,7 @@ import { EsdbConnection } from '../src/events/esdb.client';
 import { EsdbEventStore } from '../src/events/esdb.event-store';
 import type { NewEvent } from '../src/events/event-store.port';
 import { startFakeEsdb, type FakeEsdbServer } from '../test/support/esdb-server/esdb-server';
-import { machineInfo, summarise, summariseFine, type MachineInfo, type Summary } from './machine';
+import { cpuProbeText, machineInfo, summarise, summariseFine, type MachineInfo, type Summary } from './machine';
 
 /**
  * The EventStoreDB adapter's throughput (`npm run bench -- esdb`): appends one at a time, in
@@ -134,7 +134,7 @@ export async function runEsdbBench(options: EsdbBenchOptions): Promise<EsdbBench
     runs,
     scenarios: SCENARIOS.map((s) => ({ ...s, ...(s.unit === 'reads/append' ? summariseFine : summarise)(samples.get(s.name)!) })),
   };
-  options.log(`esdb: ${server}; ${runs} run(s); load ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+  options.log(`esdb: ${server}; ${runs} run(s); ${cpuProbeText(result.machine)}; load ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
   for (const s of result.scenarios) options.log(`  ${s.name.padEnd(12)} ${String(s.median).padStart(7)} ${s.unit} (min ${s.min}, max ${s.max}) — ${s.description}`);
   return result;
 }

@@ -19,7 +19,7 @@ import { buildRunLaunched } from '../src/team/launch';
 import { ROLE_PROMPTS } from '../src/team/prompts';
 import { loadRunState } from '../src/team/run-driver';
 import { FOLD_PAGE_EVENTS } from '../src/team/run-history';
-import { machineInfo, sqliteVersion, type MachineInfo } from './machine';
+import { cpuProbeText, machineInfo, sqliteVersion, type MachineInfo } from './machine';
 
 /**
  * Replay and checkpoints (`npm run bench -- replay`): how fast a run's context is rebuilt from its
@@ -165,7 +165,7 @@ export async function runReplayBench(opts: ReplayBenchOptions): Promise<ReplayBe
   // Short replays take a few milliseconds, where one collection moves a sample by a quarter: more of them.
   const runsFor = (turns: number) => opts.runs ?? (turns >= 100_000 ? 3 : turns >= 10_000 ? 5 : 15);
   opts.log(
-    `machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.totalMemoryGiB} GiB, node ${machine.nodeVersion}, SQLite ${machine.sqliteVersion}, load ${machine.loadAverage.join(' ')}`,
+    `machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.totalMemoryGiB} GiB, node ${machine.nodeVersion}, SQLite ${machine.sqliteVersion}, ${cpuProbeText(machine)}, load ${machine.loadAverage.join(' ')}`,
   );
   opts.log(
     `inputs: histories of ${lengths.join(', ')} executor turns (4 events each), each twice: unbounded (no context limit) and with a ` +

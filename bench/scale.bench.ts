@@ -2,7 +2,7 @@ import { Agent } from 'node:http';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { httpCall, LAUNCH_BODY, serverEnv, startServer, waitUntil, type Server } from './app-server';
-import { machineInfo, measureFdatasyncRate, summariseFine, type FdatasyncRate, type MachineInfo, type Summary } from './machine';
+import { cpuProbeText, machineInfo, measureFdatasyncRate, summariseFine, type FdatasyncRate, type MachineInfo, type Summary } from './machine';
 
 /**
  * One process, many runs (`npm run bench -- scale --runs N --latency-ms L`): N runs launched at
@@ -261,7 +261,7 @@ export async function runScaleBench(options: ScaleBenchOptions): Promise<ScaleBe
   const t0 = Date.now();
   const machine = { ...machineInfo(), loadAverage: loadavg().map((l) => round2(l)) };
   const fdatasync = store === 'sqlite' ? measureFdatasyncRate(opts.dataDir, opts.fdatasyncMs ?? 1000) : null;
-  opts.log(`machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.totalMemoryGiB} GiB, ${machine.platform} ${machine.osRelease}, Node ${machine.nodeVersion}; load ${machine.loadAverage.join(' ')}`);
+  opts.log(`machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.totalMemoryGiB} GiB, ${machine.platform} ${machine.osRelease}, Node ${machine.nodeVersion}, ${cpuProbeText(machine)}; load ${machine.loadAverage.join(' ')}`);
   opts.log(`inputs: ${opts.runs} runs at once, ${opts.latencyMs} ms model, ${opts.repeat} repetition(s), ${opts.concurrency} launch requests in flight, ${opts.warmUpRuns ? `after ${opts.warmUpRuns} warm-up runs to the gate on the same server, ` : ''}${store} store${fdatasync ? ` (fdatasync ${Math.round(fdatasync.syncsPerSecond)}/s)` : ''}`);
   const samples: ScaleSample[] = [];
   for (let i = 0; i < opts.repeat; i++) {

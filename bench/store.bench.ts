@@ -7,6 +7,7 @@ import type { EventStore, ExpectedRevision, NewEvent } from '../src/events/event
 import { PostgresEventStore } from '../src/events/postgres.event-store';
 import { SqliteEventStore } from '../src/events/sqlite.event-store';
 import {
+  cpuProbeText,
   dropPostgresSchema,
   machineInfo,
   measureFdatasyncRate,
@@ -115,7 +116,7 @@ export async function runStoreBench(opts: StoreBenchOptions): Promise<StoreBench
   };
   const fdatasync = measureFdatasyncRate(opts.dataDir);
   opts.log(`machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.totalMemoryGiB} GiB, node ${machine.nodeVersion}, ` +
-    `SQLite ${machine.sqliteVersion}${machine.postgresVersion ? `, PostgreSQL ${machine.postgresVersion}` : ''}, load ${machine.loadAverage.join(' ')}`);
+    `SQLite ${machine.sqliteVersion}${machine.postgresVersion ? `, PostgreSQL ${machine.postgresVersion}` : ''}, ${cpuProbeText(machine)}, load ${machine.loadAverage.join(' ')}`);
   opts.log(`fdatasync in ${fdatasync.dir}: ${fdatasync.syncsPerSecond}/s`);
 
   const stores: StoreBenchResult['stores'] = {};

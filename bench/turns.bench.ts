@@ -22,7 +22,7 @@ import { openStorage } from '../src/storage/storage';
 import { ToolRegistry } from '../src/team/tools/tool-registry';
 import { processFairShare } from '../src/team/fair-share';
 import type { ToolDefinition } from '../src/team/tools/tool.port';
-import { dropPostgresSchema, machineInfo, measureFdatasyncRate, sqliteVersion, summarise, type FdatasyncRate, type MachineInfo, type Summary } from './machine';
+import { cpuProbeText, dropPostgresSchema, machineInfo, measureFdatasyncRate, sqliteVersion, summarise, type FdatasyncRate, type MachineInfo, type Summary } from './machine';
 
 /**
  * Team-run turns (`npm run bench -- turns`): how fast the run driver turns a team run over, and
@@ -470,7 +470,7 @@ export async function runTurnsBench(opts: TurnsBenchOptions): Promise<TurnsBench
   const fdatasync = measureFdatasyncRate(opts.dataDir, opts.fdatasyncMs ?? 1000);
   opts.log(
     `machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.totalMemoryGiB} GiB, node ${machine.nodeVersion}, SQLite ${machine.sqliteVersion}, ` +
-      `load ${machine.loadAverage.join(' ')}`,
+      `${cpuProbeText(machine)}, load ${machine.loadAverage.join(' ')}`,
   );
   opts.log(`fdatasync in ${fdatasync.dir}: ${fdatasync.syncsPerSecond}/s`);
   opts.log(
