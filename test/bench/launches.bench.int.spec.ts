@@ -40,6 +40,9 @@ describe('launches benchmark (tiny run)', () => {
     expect(result.perSec.samples).toHaveLength(2);
     expect(result.targets).toEqual([expect.objectContaining({ name: 'launchRate', target: '>= 2000' })]);
     expect(lines.some((l) => l.startsWith('machine:'))).toBe(true);
+    // The CPU's speed when the suite started, for comparing sittings.
+    expect(result.machine.cpuProbe).toBeGreaterThan(0);
+    expect(lines.find((l) => l.startsWith('machine:'))).toMatch(/, CPU probe [\d,]+\/s;/);
     expect(lines.some((l) => l.startsWith('target launchRate'))).toBe(true);
     expect(lines.some((l) => l.startsWith('cold, the first 30 after start:'))).toBe(true);
   });
