@@ -1,7 +1,7 @@
 import { Agent } from 'node:http';
 import { loadavg } from 'node:os';
 import { httpCall, LAUNCH_BODY, serverEnv, startServer, type Server } from './app-server';
-import { cpuProbeText, machineInfo, measureFdatasyncRate, summarise, type FdatasyncRate, type MachineInfo, type Summary } from './machine';
+import { cpuProbeText, machineInfo, measureCpuSpeed, measureFdatasyncRate, summarise, type FdatasyncRate, type MachineInfo, type Summary } from './machine';
 
 /**
  * Launches alone (`npm run bench -- launches`): how fast one `triad serve` accepts `POST /v1/runs`
@@ -37,6 +37,8 @@ export interface LaunchesSample {
   cpuMsPerLaunch: number;
   /** The warm-up's launches, the first after the server's start: their rate and CPU per launch. */
   cold: { launches: number; perSec: number; cpuMsPerLaunch: number };
+  /** The CPU probe (`measureCpuSpeed`) just before this repetition: this machine's speed varies from minute to minute. */
+  cpuProbe: number;
 }
 
 export interface LaunchesBenchResult {
@@ -74,6 +76,7 @@ async function launchMany(server: Server, agent: Agent, n: number, concurrency: 
 }
 
 async function once(opts: Required<Omit<LaunchesBenchOptions, 'log'>>, index: number): Promise<LaunchesSample> {
+  const cpuProbe = measureCpuSpeed();
   const env = serverEnv({ dataDir: `${opts.dataDir}/launches-${index}`, store: 'sqlite', latencyMs: 1000, maxActiveRuns: 1 });
   const server = await startServer({ ...env, TRIAD_MAX_ACTIVE_RUNS: '1' });
   const agent = new Agent({ keepAlive: true, maxSockets: opts.concurrency });
@@ -99,6 +102,7 @@ async function once(opts: Required<Omit<LaunchesBenchOptions, 'log'>>, index: nu
       p50Ms: round2(latencies[Math.floor(latencies.length / 2)]),
       p99Ms: round2(latencies[Math.floor(latencies.length * 0.99)]),
       cold: { launches: opts.warmUp, ...per(opts.warmUp, start, warm) },
+      cpuProbe,
     };
   } catch (err) {
     throw new Error(`${(err as Error).message}\nserver stderr:\n${server.stderr()}`);
@@ -120,7 +124,7 @@ export async function runLaunchesBench(options: LaunchesBenchOptions): Promise<L
     samples.push(s);
     options.log(
       `  #${i + 1}: ${s.perSec} launches/s, round trip p50 ${s.p50Ms} ms, p99 ${s.p99Ms} ms, server CPU ${s.cpuMsPerLaunch} ms per launch; ` +
-        `cold (the first ${s.cold.launches}): ${s.cold.perSec} launches/s, ${s.cold.cpuMsPerLaunch} ms per launch`,
+        `cold (the first ${s.cold.launches}): ${s.cold.perSec} launches/s, ${s.cold.cpuMsPerLaunch} ms per launch; ${cpuProbeText(s)} before it`,
     );
   }
   const perSec = summarise(samples.map((s) => s.perSec));

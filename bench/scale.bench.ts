@@ -2,7 +2,7 @@ import { Agent } from 'node:http';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { httpCall, LAUNCH_BODY, serverEnv, startServer, waitUntil, type Server } from './app-server';
-import { cpuProbeText, machineInfo, measureFdatasyncRate, summariseFine, type FdatasyncRate, type MachineInfo, type Summary } from './machine';
+import { cpuProbeText, machineInfo, measureCpuSpeed, measureFdatasyncRate, summariseFine, type FdatasyncRate, type MachineInfo, type Summary } from './machine';
 
 /**
  * One process, many runs (`npm run bench -- scale --runs N --latency-ms L`): N runs launched at
@@ -83,6 +83,8 @@ export interface ScaleSample {
   /** Runs found at awaiting_review (a sample of them is checked through GET /v1/runs/:id). */
   waitingChecked: number;
   storeFsyncs: number | null;
+  /** The CPU probe (`measureCpuSpeed`) just before this repetition: this machine's speed varies from minute to minute. */
+  cpuProbe: number;
 }
 
 export interface ScaleBenchResult {
@@ -142,6 +144,7 @@ async function launchAll(agent: Agent, server: Server, runs: number, concurrency
 }
 
 async function runOnce(opts: Required<Pick<ScaleBenchOptions, 'runs' | 'latencyMs' | 'concurrency' | 'timeoutMs'>> & ScaleBenchOptions, index: number): Promise<ScaleSample> {
+  const cpuProbe = measureCpuSpeed();
   const dataDir = join(opts.dataDir, `server-${index}`);
   // One process driving every run at once is what is measured: its cap must not queue them
   // (the default cap, 100, would run 1,000 runs in ten waves).
@@ -239,6 +242,7 @@ async function runOnce(opts: Required<Pick<ScaleBenchOptions, 'runs' | 'latencyM
       },
       waitingChecked,
       storeFsyncs: null,
+      cpuProbe,
     };
   } catch (err) {
     throw new Error(`${(err as Error).message}\nserver stderr:\n${server.stderr()}`);
@@ -269,7 +273,7 @@ export async function runScaleBench(options: ScaleBenchOptions): Promise<ScaleBe
     samples.push(s);
     opts.log(
       `  #${i + 1}: ${s.timedOut ? `TIMED OUT with ${s.runsAtGate} of ${s.runs} runs at the gate; ` : ''}wall ${s.wallMs} ms (floor ${s.latencyFloorMs}, x${s.wallToFloor}); launches ${s.launchesPerSec}/s; lag p99 ${s.eventLoopLagMs.p99} ms; ` +
-        `server CPU ${s.serverCpuMsPerRun} ms/run; heap/active run ${s.memory.heapPerActiveRunKiB} KiB (${s.memory.peakActive} active), /waiting run ${s.memory.heapPerWaitingRunKiB} KiB`,
+        `server CPU ${s.serverCpuMsPerRun} ms/run; heap/active run ${s.memory.heapPerActiveRunKiB} KiB (${s.memory.peakActive} active), /waiting run ${s.memory.heapPerWaitingRunKiB} KiB; ${cpuProbeText(s)} before it`,
     );
   }
   const sum = (f: (s: ScaleSample) => number): Summary => summariseFine(samples.map(f));
