@@ -15,6 +15,7 @@ import { MODEL_PROVIDER, type ModelProvider } from './models/model.port';
 import { processFairShare } from './fair-share';
 import { HEARTBEATS_PER_TTL } from './leases/lease-heartbeat';
 import { hasRoom, placeRun, type Placement } from './placement';
+import { LoadsPerTurn } from './leases/loads-per-turn';
 import type { Clock, Ids } from '../shared/ports';
 import { RunDriver, type RetryPolicy } from './run-driver';
 import { SubAgentPool } from './driver/sub-agent-pool';
@@ -72,6 +73,8 @@ export class RunSupervisor implements OnApplicationShutdown {
   private readonly slotListeners = new Set<() => void>();
   /** Launches placed by this process, by outcome (see place). */
   private readonly placed = { take: 0, hand: 0, queue: 0 };
+  /** The processes' loads, read once per turn of the event loop for the launches placed in it. */
+  private readonly loadsPerTurn: LoadsPerTurn;
   /** Runs whose driver stopped on an error wait before they are started again automatically. */
   private readonly failures = new DriverFailures();
   private readonly wakes = new Set<NodeJS.Timeout>();
@@ -93,6 +96,7 @@ export class RunSupervisor implements OnApplicationShutdown {
     @Inject(COMMAND_PATH) private readonly path: CommandPath,
     @Optional() @Inject(HEALTH_REGISTRY) private readonly health?: HealthRegistry,
   ) {
+    this.loadsPerTurn = new LoadsPerTurn(() => leases.loads(clock.now()));
     this.heartbeat = new LeaseHeartbeat({
       leases,
       owner: this.owner,
@@ -187,9 +191,12 @@ export class RunSupervisor implements OnApplicationShutdown {
     if (!this.serving) return undefined;
     const me = { owner: this.owner, active: this.load, cap: this.options.maxActiveRuns };
     let placement = placeRun(me, []);
-    if (placement.kind !== 'take') placement = placeRun(me, await this.leases.loads(this.clock.now()));
+    if (placement.kind !== 'take') placement = placeRun(me, await this.loadsPerTurn.get());
     if (placement.kind !== 'queue') {
       const to = placement.kind === 'take' ? this.owner : placement.to;
+      // Counted at once in this turn's loads, so that the launches placed with it spread.
+      const handing = placement.kind === 'hand';
+      if (handing) this.loadsPerTurn.handed(to);
       const now = this.clock.now();
       // Counted in this process's load at once (a take is decided synchronously, above), before
       // the lease calls below: launches arriving meanwhile see the slot taken (they would all pass
@@ -198,6 +205,7 @@ export class RunSupervisor implements OnApplicationShutdown {
       if (reserving) this.reserved.set(runId, now + this.options.leaseTtlMs);
       const undo = () => {
         if (reserving) this.reserved.delete(runId);
+        if (handing) this.loadsPerTurn.unhanded(to);
         return { kind: 'queue' } as const;
       };
       try {
@@ -233,6 +241,7 @@ export class RunSupervisor implements OnApplicationShutdown {
   async unplace(runId: string, placement: Placement | undefined): Promise<void> {
     if (!placement || placement.kind === 'queue') return;
     this.reserved.delete(runId);
+    if (placement.kind === 'hand') this.loadsPerTurn.unhanded(placement.to);
     if (this.drivers.has(runId)) return;
     await this.leases.release(runId, placement.kind === 'take' ? this.owner : placement.to).catch(() => undefined);
   }
