@@ -14,7 +14,7 @@ import { LiveRunBus } from './live-run-bus';
 import { MODEL_PROVIDER, type ModelProvider } from './models/model.port';
 import { processFairShare } from './fair-share';
 import { HEARTBEATS_PER_TTL } from './leases/lease-heartbeat';
-import { hasRoom, placeRun, type Placement } from './placement';
+import { hasRoom, placeRun, type Placement, type ProcessLoad } from './placement';
 import { LoadsPerTurn } from './leases/loads-per-turn';
 import type { Clock, Ids } from '../shared/ports';
 import { RunDriver, type RetryPolicy } from './run-driver';
@@ -191,12 +191,12 @@ export class RunSupervisor implements OnApplicationShutdown {
     if (!this.serving) return undefined;
     const me = { owner: this.owner, active: this.load, cap: this.options.maxActiveRuns };
     let placement = placeRun(me, []);
-    if (placement.kind !== 'take') placement = placeRun(me, await this.loadsPerTurn.get());
+    let loads: ProcessLoad[] = [];
+    if (placement.kind !== 'take') placement = placeRun(me, (loads = await this.loadsPerTurn.get()));
     if (placement.kind !== 'queue') {
       const to = placement.kind === 'take' ? this.owner : placement.to;
-      // Counted at once in this turn's loads, so that the launches placed with it spread.
-      const handing = placement.kind === 'hand';
-      if (handing) this.loadsPerTurn.handed(to);
+      // Counted at once in the loads it was decided on, so that the launches placed with them spread.
+      const unhand = placement.kind === 'hand' ? this.loadsPerTurn.handed(loads, to) : undefined;
       const now = this.clock.now();
       // Counted in this process's load at once (a take is decided synchronously, above), before
       // the lease calls below: launches arriving meanwhile see the slot taken (they would all pass
@@ -205,7 +205,7 @@ export class RunSupervisor implements OnApplicationShutdown {
       if (reserving) this.reserved.set(runId, now + this.options.leaseTtlMs);
       const undo = () => {
         if (reserving) this.reserved.delete(runId);
-        if (handing) this.loadsPerTurn.unhanded(to);
+        unhand?.();
         return { kind: 'queue' } as const;
       };
       try {
@@ -241,7 +241,6 @@ export class RunSupervisor implements OnApplicationShutdown {
   async unplace(runId: string, placement: Placement | undefined): Promise<void> {
     if (!placement || placement.kind === 'queue') return;
     this.reserved.delete(runId);
-    if (placement.kind === 'hand') this.loadsPerTurn.unhanded(placement.to);
     if (this.drivers.has(runId)) return;
     await this.leases.release(runId, placement.kind === 'take' ? this.owner : placement.to).catch(() => undefined);
   }

@@ -1,16 +1,18 @@
 import type { ProcessLoad } from '../placement';
 
 /**
- * The serving processes' loads as placement reads them (`RunSupervisor.place`), read once per turn
- * of the event loop. A process at its cap reads every process's load for each launch it places;
- * launches that arrive together (the requests of one poll of the sockets, or the callers waiting on
- * one PostgreSQL round trip) are placed on one read instead of one each. Each placement made from a
- * read counts in it (`handed`, `unhanded`), so launches placed together spread over the processes
- * as they would with a read each, and the next turn reads the store again.
+ * The serving processes' loads as placement reads them (`RunSupervisor.place`). A process at its
+ * cap reads every process's load for each launch it places; here at most one read is in flight,
+ * shared by every launch that asks before it answers (the callers waiting on one PostgreSQL round
+ * trip), and its answer is reused for the rest of the event-loop turn it answers in (the requests
+ * of one poll of the sockets); the next turn reads the store again. Each hand-off made from a read
+ * is counted in it (`handed`), so launches placed together spread over the processes as they would
+ * with a read each.
  *
- * What another launcher places meanwhile is seen at the next read, as before: the read and the
- * lease that follows it were never one atomic step, and a process handed more than its cap does not
- * start the extra runs (their leases expire and recovery places them again).
+ * What other launchers place meanwhile, and this launcher's own hand-offs from an earlier read
+ * whose leases were not taken yet when this read was made, are seen at a later read: the read and
+ * the lease that follows it were never one atomic step, and a process handed more than its cap does
+ * not start the extra runs (their leases expire and recovery places them again).
  */
 export class LoadsPerTurn {
   /** This turn's loads, once read (copies: `handed` changes them). */
@@ -45,15 +47,20 @@ export class LoadsPerTurn {
     return this.reading;
   }
 
-  /** A run was just placed on `owner` from this turn's loads: one more active there. */
-  handed(owner: string): void {
-    const load = this.loads?.find((l) => l.owner === owner);
-    if (load) load.active++;
-  }
-
-  /** A placement counted by `handed` was undone (its lease was not taken). */
-  unhanded(owner: string): void {
-    const load = this.loads?.find((l) => l.owner === owner);
-    if (load && load.active > 0) load.active--;
+  /**
+   * A run was just placed on `owner` from `loads` (what `get` answered): one more active there,
+   * for the launches placed from the same read. The answer undoes it (the lease was not taken);
+   * undoing once the turn is over changes a copy nobody reads any more, never a later read.
+   */
+  handed(loads: ProcessLoad[], owner: string): () => void {
+    const load = loads.find((l) => l.owner === owner);
+    if (!load) return () => undefined;
+    load.active++;
+    let undone = false;
+    return () => {
+      if (undone) return;
+      undone = true;
+      load.active--;
+    };
   }
 }

@@ -41,9 +41,10 @@ describe('LoadsPerTurn', () => {
     ]);
     const placements: string[] = [];
     for (let i = 0; i < 4; i++) {
-      const placement = placeRun(me, await cache.get());
+      const loads = await cache.get();
+      const placement = placeRun(me, loads);
       if (placement.kind !== 'hand') throw new Error(`expected a hand-off, got ${placement.kind}`);
-      cache.handed(placement.to);
+      cache.handed(loads, placement.to);
       placements.push(placement.to);
     }
     expect(placements).toEqual(['a', 'b', 'a', 'b']);
@@ -51,19 +52,52 @@ describe('LoadsPerTurn', () => {
 
   it('given a process filled by hand-offs this turn, when another launch is placed, then it is queued, not handed past the cap', async () => {
     const { cache } = given([{ owner: 'a', active: 3, cap: 5 }]);
+    const loads = await cache.get();
+    expect(placeRun(me, loads)).toEqual({ kind: 'hand', to: 'a' });
+    cache.handed(loads, 'a');
     expect(placeRun(me, await cache.get())).toEqual({ kind: 'hand', to: 'a' });
-    cache.handed('a');
-    expect(placeRun(me, await cache.get())).toEqual({ kind: 'hand', to: 'a' });
-    cache.handed('a');
+    cache.handed(loads, 'a');
     expect(placeRun(me, await cache.get())).toEqual({ kind: 'queue' });
   });
 
   it('given a hand-off undone (its lease not taken), then its slot counts as free again', async () => {
     const { cache } = given([{ owner: 'a', active: 4, cap: 5 }]);
-    await cache.get();
-    cache.handed('a');
-    cache.unhanded('a');
+    const loads = await cache.get();
+    const undo = cache.handed(loads, 'a');
+    expect(placeRun(me, await cache.get())).toEqual({ kind: 'queue' });
+    undo();
+    undo();
     expect(placeRun(me, await cache.get())).toEqual({ kind: 'hand', to: 'a' });
+    expect(loads).toEqual([{ owner: 'a', active: 4, cap: 5 }]);
+  });
+
+  it('given a hand-off undone after its turn is over, then the next read is untouched', async () => {
+    const { cache, endTurn } = given([{ owner: 'a', active: 4, cap: 5 }]);
+    const undo = cache.handed(await cache.get(), 'a');
+    endTurn();
+    const next = await cache.get();
+    undo();
+    expect(next).toEqual([{ owner: 'a', active: 4, cap: 5 }]);
+    expect(placeRun(me, next)).toEqual({ kind: 'hand', to: 'a' });
+  });
+
+  it('given a read in flight, when more launches ask (a later turn included), then they share it', async () => {
+    let reads = 0;
+    let answer: (loads: ProcessLoad[]) => void = () => undefined;
+    const cache = new LoadsPerTurn(() => {
+      reads++;
+      return new Promise<ProcessLoad[]>((resolve) => (answer = resolve));
+    });
+    const first = cache.get();
+    await new Promise((resolve) => setImmediate(resolve));
+    const second = cache.get();
+    answer([{ owner: 'a', active: 1, cap: 5 }]);
+    expect(await first).toBe(await second);
+    expect(reads).toBe(1);
+    // The real turn ends (setImmediate): the next launch reads again.
+    await new Promise((resolve) => setImmediate(resolve));
+    void cache.get();
+    expect(reads).toBe(2);
   });
 
   it('given the store read fails, then the failure is not kept: the next launch reads again', async () => {
@@ -84,8 +118,7 @@ describe('LoadsPerTurn', () => {
   it('given the loads read, then hand-offs change a copy, not the rows the store answered', async () => {
     const rows = [{ owner: 'a', active: 0, cap: 5 }];
     const { cache } = given(rows);
-    await cache.get();
-    cache.handed('a');
+    cache.handed(await cache.get(), 'a');
     expect(rows).toEqual([{ owner: 'a', active: 0, cap: 5 }]);
   });
 });
