@@ -215,6 +215,32 @@ export const LAUNCH_BODY = {
   acceptanceCriteria: ['file hello.txt contains "Hello"'],
 };
 
+/**
+ * Launches `runs` runs through the server's `POST /v1/runs`, `concurrency` requests in flight on
+ * the agent's connections; each must be answered 202. Their round trips (ms) and run ids go into
+ * the arrays given.
+ */
+export async function launchRuns(
+  agent: Agent,
+  server: Pick<Server, 'port'>,
+  runs: number,
+  concurrency: number,
+  into: { roundTripsMs?: number[]; runIds?: string[] } = {},
+): Promise<void> {
+  let next = 0;
+  const launcher = async () => {
+    while (next < runs) {
+      next++;
+      const t0 = performance.now();
+      const r = await httpCall(agent, server.port, 'POST', '/v1/runs', LAUNCH_BODY);
+      into.roundTripsMs?.push(performance.now() - t0);
+      if (r.status !== 202) throw new Error(`launch answered ${r.status}: ${r.body}`);
+      into.runIds?.push((JSON.parse(r.body) as { runId: string }).runId);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, runs) }, launcher));
+}
+
 
 /** Polls `check` until it holds (true) or `timeoutMs` has passed (false). */
 export async function waitUntil(check: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {

@@ -1,6 +1,6 @@
 import { Agent } from 'node:http';
 import { loadavg } from 'node:os';
-import { httpCall, LAUNCH_BODY, serverEnv, startServer, type Server } from './app-server';
+import { launchRuns, serverEnv, startServer } from './app-server';
 import { cpuProbeText, machineInfo, measureCpuSpeed, measureFdatasyncRate, summarise, type FdatasyncRate, type MachineInfo, type Summary } from './machine';
 
 /**
@@ -60,21 +60,6 @@ export const DEFAULT_WARM_UP = 5000;
 
 const round2 = (n: number) => Math.round(n * 100) / 100;
 
-async function launchMany(server: Server, agent: Agent, n: number, concurrency: number, latencies: number[]): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(concurrency, n) }, async () => {
-      while (next < n) {
-        next++;
-        const started = performance.now();
-        const r = await httpCall(agent, server.port, 'POST', '/v1/runs', LAUNCH_BODY);
-        latencies.push(performance.now() - started);
-        if (r.status !== 202) throw new Error(`launch answered ${r.status}: ${r.body}`);
-      }
-    }),
-  );
-}
-
 async function once(opts: Required<Omit<LaunchesBenchOptions, 'log'>>, index: number): Promise<LaunchesSample> {
   const cpuProbe = measureCpuSpeed();
   const env = serverEnv({ dataDir: `${opts.dataDir}/launches-${index}`, store: 'sqlite', latencyMs: 1000, maxActiveRuns: 1 });
@@ -90,10 +75,10 @@ async function once(opts: Required<Omit<LaunchesBenchOptions, 'log'>>, index: nu
       cpuMsPerLaunch: n > 0 ? round2((to.cpuMs - from.cpuMs) / n) : 0,
     });
     const start = await cpu();
-    await launchMany(server, agent, opts.warmUp, opts.concurrency, []);
+    await launchRuns(agent, server, opts.warmUp, opts.concurrency);
     const warm = await cpu();
     const latencies: number[] = [];
-    await launchMany(server, agent, opts.launches, opts.concurrency, latencies);
+    await launchRuns(agent, server, opts.launches, opts.concurrency, { roundTripsMs: latencies });
     const end = await cpu();
     latencies.sort((a, b) => a - b);
     return {

@@ -200,7 +200,7 @@ interface ServerReading {
 const readAll = (servers: Server[]) => Promise.all(servers.map((s) => s.ask<ServerReading>({ cmd: 'cpu' })));
 
 /** Launches `runs` runs, run i through server i mod P (or all through the first), `concurrency` requests in flight; their ids and servers. */
-async function launchRuns(servers: Server[], agents: Agent[], runs: number, concurrency: number, on: 'each' | 'first'): Promise<Array<{ runId: string; server: number }>> {
+async function launchOverServers(servers: Server[], agents: Agent[], runs: number, concurrency: number, on: 'each' | 'first'): Promise<Array<{ runId: string; server: number }>> {
   const launched: Array<{ runId: string; server: number }> = [];
   let next = 0;
   const launcher = async () => {
@@ -230,7 +230,7 @@ async function warmUp(servers: Server[], agents: Agent[], extra: number, concurr
     }),
   );
   if (extra === 0) return;
-  await Promise.all(servers.map((server, i) => launchRuns([server], [agents[i]], extra, concurrency, 'first')));
+  await Promise.all(servers.map((server, i) => launchOverServers([server], [agents[i]], extra, concurrency, 'first')));
   const warmed = await waitUntil(async () => {
     const status = await Promise.all(servers.map((s) => s.ask<{ active: number; drove: number }>({ cmd: 'status' })));
     return status.every((s) => s.drove >= 1 + extra && s.active === 0);
@@ -268,7 +268,7 @@ async function runOnce(options: RunOptions, processes: number, index: number, ti
     await pgCpu.baseline();
     const before = await readAll(servers);
     const started = performance.now();
-    const launched = await launchRuns(servers, agents, opts.runs, opts.concurrency, opts.launchOn ?? 'each');
+    const launched = await launchOverServers(servers, agents, opts.runs, opts.concurrency, opts.launchOn ?? 'each');
     let lastPgSample = 0;
     const pending = new Set(launched.map((l) => l.runId));
     const seen = servers.map(() => 0);

@@ -1,7 +1,7 @@
 import { Agent } from 'node:http';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
-import { httpCall, LAUNCH_BODY, serverEnv, startServer, waitUntil, type Server } from './app-server';
+import { httpCall, LAUNCH_BODY, launchRuns, serverEnv, startServer, waitUntil, type Server } from './app-server';
 import { cpuProbeText, machineInfo, measureCpuSpeed, measureFdatasyncRate, summariseFine, type FdatasyncRate, type MachineInfo, type Summary } from './machine';
 
 /**
@@ -127,22 +127,6 @@ async function serverCpuMs(server: Server): Promise<number> {
   return (cpu.user + cpu.system) / 1000;
 }
 
-/** Launches `runs` runs through `POST /v1/runs`, `concurrency` at a time; their ids and round trips go into the arrays. */
-async function launchAll(agent: Agent, server: Server, runs: number, concurrency: number, runIds: string[], launchLatency: number[]): Promise<void> {
-  let next = 0;
-  const launcher = async () => {
-    while (next < runs) {
-      next++;
-      const t0 = performance.now();
-      const r = await httpCall(agent, server.port, 'POST', '/v1/runs', LAUNCH_BODY);
-      launchLatency.push(performance.now() - t0);
-      if (r.status !== 202) throw new Error(`launch answered ${r.status}: ${r.body}`);
-      runIds.push((JSON.parse(r.body) as { runId: string }).runId);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(concurrency, runs) }, launcher));
-}
-
 async function runOnce(opts: Required<Pick<ScaleBenchOptions, 'runs' | 'latencyMs' | 'concurrency' | 'timeoutMs'>> & ScaleBenchOptions, index: number): Promise<ScaleSample> {
   const cpuProbe = measureCpuSpeed();
   const dataDir = join(opts.dataDir, `server-${index}`);
@@ -163,7 +147,7 @@ async function runOnce(opts: Required<Pick<ScaleBenchOptions, 'runs' | 'latencyM
     const modelCallsPerRun = events.events.filter((e) => e.type === 'ModelCallStarted').length;
     const warmUpRuns = opts.warmUpRuns ?? 0;
     if (warmUpRuns > 0) {
-      await launchAll(agent, server, warmUpRuns, opts.concurrency, [], []);
+      await launchRuns(agent, server, warmUpRuns, opts.concurrency);
       const warmed = await waitUntil(async () => {
         const s = await server.ask<{ active: number; drove: number }>({ cmd: 'status' });
         return s.drove >= warmUpRuns + 1 && s.active === 0;
@@ -179,7 +163,7 @@ async function runOnce(opts: Required<Pick<ScaleBenchOptions, 'runs' | 'latencyM
     const started = performance.now();
     const runIds: string[] = [];
     const launchLatency: number[] = [];
-    await launchAll(agent, server, opts.runs, opts.concurrency, runIds, launchLatency);
+    await launchRuns(agent, server, opts.runs, opts.concurrency, { runIds, roundTripsMs: launchLatency });
     const launchMs = performance.now() - started;
     await server.ask({ cmd: 'launched' });
     let atGate = 0;
