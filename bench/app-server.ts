@@ -241,6 +241,19 @@ export async function launchRuns(
   await Promise.all(Array.from({ length: Math.min(concurrency, runs) }, launcher));
 }
 
+/**
+ * Waits until each server's supervisor has driven at least `runs` runs since it started (or since
+ * the last `start` command) and drives none any more: every run it was given is at the gate.
+ * Throws, naming `what`, when that takes longer than `timeoutMs`.
+ */
+export async function waitUntilDriven(servers: Server[], runs: number, timeoutMs: number, what: string): Promise<void> {
+  const driven = await waitUntil(async () => {
+    const status = await Promise.all(servers.map((s) => s.ask<{ active: number; drove: number }>({ cmd: 'status' })));
+    return status.every((s) => s.drove >= runs && s.active === 0);
+  }, timeoutMs);
+  if (!driven) throw new Error(`${what} did not all reach the gate within ${timeoutMs} ms`);
+}
+
 
 /** Polls `check` until it holds (true) or `timeoutMs` has passed (false). */
 export async function waitUntil(check: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {

@@ -5,7 +5,7 @@ import { Agent } from 'node:http';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { httpCall, LAUNCH_BODY, serverEnv, startServer, waitUntil, type Server } from './app-server';
+import { httpCall, LAUNCH_BODY, launchRuns, serverEnv, startServer, waitUntil, waitUntilDriven, type Server } from './app-server';
 import { cpuProbeText, dropPostgresSchema, machineInfo, summariseFine, type MachineInfo, type Summary } from './machine';
 
 /**
@@ -230,12 +230,8 @@ async function warmUp(servers: Server[], agents: Agent[], extra: number, concurr
     }),
   );
   if (extra === 0) return;
-  await Promise.all(servers.map((server, i) => launchOverServers([server], [agents[i]], extra, concurrency, 'first')));
-  const warmed = await waitUntil(async () => {
-    const status = await Promise.all(servers.map((s) => s.ask<{ active: number; drove: number }>({ cmd: 'status' })));
-    return status.every((s) => s.drove >= 1 + extra && s.active === 0);
-  }, timeoutMs);
-  if (!warmed) throw new Error(`the ${extra} warm-up runs per process did not all reach the gate within ${timeoutMs} ms`);
+  await Promise.all(servers.map((server, i) => launchRuns(agents[i], server, extra, concurrency)));
+  await waitUntilDriven(servers, 1 + extra, timeoutMs, `the ${extra} warm-up runs per process`);
 }
 
 type RunOptions = Required<Pick<ProcsBenchOptions, 'runs' | 'latencyMs' | 'concurrency' | 'timeoutMs' | 'pgUrl'>> & ProcsBenchOptions;

@@ -1,7 +1,7 @@
 import { Agent } from 'node:http';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
-import { httpCall, LAUNCH_BODY, launchRuns, serverEnv, startServer, waitUntil, type Server } from './app-server';
+import { httpCall, LAUNCH_BODY, launchRuns, serverEnv, startServer, waitUntil, waitUntilDriven, type Server } from './app-server';
 import { cpuProbeText, machineInfo, measureCpuSpeed, measureFdatasyncRate, summariseFine, type FdatasyncRate, type MachineInfo, type Summary } from './machine';
 
 /**
@@ -148,11 +148,7 @@ async function runOnce(opts: Required<Pick<ScaleBenchOptions, 'runs' | 'latencyM
     const warmUpRuns = opts.warmUpRuns ?? 0;
     if (warmUpRuns > 0) {
       await launchRuns(agent, server, warmUpRuns, opts.concurrency);
-      const warmed = await waitUntil(async () => {
-        const s = await server.ask<{ active: number; drove: number }>({ cmd: 'status' });
-        return s.drove >= warmUpRuns + 1 && s.active === 0;
-      }, opts.timeoutMs);
-      if (!warmed) throw new Error(`the ${warmUpRuns} warm-up runs did not all reach the gate within ${opts.timeoutMs} ms`);
+      await waitUntilDriven([server], warmUpRuns + 1, opts.timeoutMs, `the ${warmUpRuns} warm-up runs`);
     }
     const eventsPerRun = events.events.length;
     const eventBytesPerRun = events.events.reduce((n, e) => n + Buffer.byteLength(JSON.stringify(e.data)) + Buffer.byteLength(JSON.stringify(e.metadata)), 0);
