@@ -5,9 +5,11 @@ import { startE2eApp, type E2eApp } from '../support/e2e-app';
 import { openBrowser, signIn as signInAs, signOut as signOutOf, type Browser } from './browser';
 
 // The web console in a real browser (Debian's Chromium, driven by playwright-core; no browser is
-// downloaded) against the real app: one app and one browser for the whole file, users taking
-// turns in it by signing in and out, as people sharing a machine would. Elements are found by
-// their role and accessible name. TRIAD_SCREENSHOTS=1 writes each page to docs/console/*.png.
+// downloaded) against the real app: one app for the whole file and one browser in which users take
+// turns by signing in and out, as people sharing a machine would, plus a second browser for the
+// reviewer who decides while the launcher watches her run's page (what the launcher sees grow live
+// is caused by that decision, so it cannot have happened before her page opened). Elements are
+// found by their role and accessible name. TRIAD_SCREENSHOTS=1 writes each page to docs/console/*.png.
 
 jest.setTimeout(180_000);
 
@@ -30,15 +32,17 @@ interface PageGlobals {
 
 let app: E2eApp;
 let browser: Browser;
+/** The second reviewer's own browser: two people at two machines. */
+let reviewer: Browser | undefined;
 let context: BrowserContext;
 let page: Page;
 let runId: string;
 
 /** The whole page, or only what the window shows (a run's timeline runs to thousands of pixels). */
-async function shot(name: string, fullPage = true): Promise<void> {
+async function shot(name: string, fullPage = true, of: Page = page): Promise<void> {
   if (!SHOTS) return;
   mkdirSync(SHOTS, { recursive: true });
-  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage });
+  await of.screenshot({ path: join(SHOTS, `${name}.png`), fullPage });
 }
 
 const signIn = (key: string) => signInAs(page, key);
@@ -58,6 +62,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  await reviewer?.close();
   await browser?.close();
   await app?.close();
 });
@@ -81,7 +86,7 @@ it('signs in with an API key; the key is not kept by the page, the session cooki
   expect(await nav.getByRole('link', { name: 'Decision log' }).count()).toBe(0);
 });
 
-it('launches a run and watches its timeline grow live, without a reload', async () => {
+it('launches a run; its page follows the run to the review gate', async () => {
   await page.getByLabel('Goal').fill('Write a greeting');
   await page.getByLabel('Acceptance criteria (one per line)').fill('file hello.txt contains "Hello"\nfile bye.txt contains "Bye"');
   await page.getByText('Team, budget and policies').click();
@@ -91,26 +96,10 @@ it('launches a run and watches its timeline grow live, without a reload', async 
   await page.getByRole('button', { name: 'Launch' }).click();
   await page.waitForURL(/#\/runs\/.+/);
   runId = decodeURIComponent(page.url().split('#/runs/')[1]);
-  await page.evaluate(() => {
-    const g = globalThis as unknown as PageGlobals;
-    g.notReloaded = true;
-    // Model text streamed live shows in its own item until the turn's completed event replaces it.
-    g.streamed = [];
-    new g.MutationObserver((records) => {
-      for (const r of records) for (const n of Array.from(r.addedNodes)) if (n.nodeType === 1 && n.matches?.('li.live')) g.streamed!.push(n.textContent ?? '');
-    }).observe(g.document.body, { childList: true, subtree: true });
-  });
-  await timelineItems().first().waitFor();
-  const early = await timelineItems().count();
-  await page.waitForFunction((n) => (globalThis as unknown as PageGlobals).document.querySelectorAll('ol[aria-label="Timeline"] > li').length > n + 5, early);
   await timelineItems().filter({ hasText: 'Phase' }).first().waitFor();
   await timelineItems().filter({ hasText: 'Tool call' }).first().waitFor();
   await summary().getByText('awaiting review').waitFor();
   await timelineItems().filter({ hasText: 'Review opened' }).waitFor();
-  expect(await page.evaluate(() => (globalThis as unknown as PageGlobals).notReloaded)).toBe(true);
-  const streamed = await page.evaluate(() => (globalThis as unknown as PageGlobals).streamed!);
-  expect(streamed.length).toBeGreaterThan(0);
-  expect(streamed.join('\n')).toMatch(/streaming/);
   // Usage and cost per role, and the offline model named.
   await summary().getByRole('table', { name: 'Usage per role' }).waitFor();
   await summary().getByText('offline model').waitFor();
@@ -124,50 +113,78 @@ it('refuses the launcher at the review gate, plainly', async () => {
   await review.getByRole('button', { name: 'Approve' }).click();
   await review.getByRole('alert').filter({ hasText: 'Refused' }).waitFor();
   expect(await review.getByRole('alert').textContent()).toContain('HTTP 403');
-  await signOut();
 });
 
-it('another reviewer, signed in with the keyboard, rejects with rework and watches the next iteration arrive', async () => {
-  await page.keyboard.press('Tab');
-  expect(await page.evaluate(() => (globalThis as unknown as PageGlobals).document.activeElement?.id)).toBe('api-key');
-  await page.keyboard.type(KEYS.bob);
-  await page.keyboard.press('Enter');
-  await page.getByRole('button', { name: 'Sign out' }).waitFor();
-  // A reviewer only: no launch form.
-  expect(await page.getByRole('form', { name: 'Launch a run' }).count()).toBe(0);
+it('another reviewer, at another machine, signed in with the keyboard, rejects with rework; the launcher watches the next iteration arrive live, without a reload', async () => {
+  // The launcher goes back to her run, which waits at the gate: nothing moves until the reviewer decides.
+  await page.goto(`${app.url}/#/runs/${encodeURIComponent(runId)}`);
+  await summary().getByText('awaiting review').waitFor();
+  await timelineItems().filter({ hasText: 'Review opened' }).waitFor();
+  const early = await timelineItems().count();
+  await page.evaluate(() => {
+    const g = globalThis as unknown as PageGlobals;
+    g.notReloaded = true;
+    // Model text streamed live shows in its own item until the turn's completed event replaces it.
+    g.streamed = [];
+    new g.MutationObserver((records) => {
+      for (const r of records) for (const n of Array.from(r.addedNodes)) if (n.nodeType === 1 && n.matches?.('li.live')) g.streamed!.push(n.textContent ?? '');
+    }).observe(g.document.body, { childList: true, subtree: true });
+  });
 
-  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Reviews' }).click();
-  const review = page.getByRole('article').filter({ hasText: 'Write a greeting' });
+  reviewer = await openBrowser();
+  const bob = reviewer.page;
+  await bob.goto(`${app.url}/`);
+  await bob.getByLabel('API key').waitFor();
+  await bob.keyboard.press('Tab');
+  expect(await bob.evaluate(() => (globalThis as unknown as PageGlobals).document.activeElement?.id)).toBe('api-key');
+  await bob.keyboard.type(KEYS.bob);
+  await bob.keyboard.press('Enter');
+  await bob.getByRole('button', { name: 'Sign out' }).waitFor();
+  // A reviewer only: no launch form.
+  expect(await bob.getByRole('form', { name: 'Launch a run' }).count()).toBe(0);
+
+  await bob.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Reviews' }).click();
+  const review = bob.getByRole('article').filter({ hasText: 'Write a greeting' });
   await review.getByText('Reviewer verdict: APPROVE').waitFor();
   await review.getByRole('region', { name: 'Workspace files of iteration 1' }).getByText('hello.txt').waitFor();
-  await shot('review');
+  await shot('review', true, bob);
   await review.getByLabel('Reason for rejecting').fill('Say hello to the world too');
   expect(await review.getByLabel('Send back to the executor for rework').isChecked()).toBe(true);
   await review.getByRole('button', { name: 'Reject' }).click();
-  await page.getByRole('status').filter({ hasText: 'rejected' }).waitFor();
+  await bob.getByRole('status').filter({ hasText: 'rejected' }).waitFor();
 
-  await page.goto(`${app.url}/#/runs/${encodeURIComponent(runId)}`);
+  // The launcher's page, open since before the decision, grows with it.
+  await page.waitForFunction((n) => (globalThis as unknown as PageGlobals).document.querySelectorAll('ol[aria-label="Timeline"] > li').length > n + 5, early);
   await timelineItems().filter({ hasText: 'Review decided' }).filter({ hasText: 'rejected by user:bob' }).waitFor();
   await timelineItems().filter({ hasText: '2 (human rejected)' }).waitFor();
   await timelineItems().filter({ hasText: 'Feedback: Say hello to the world too' }).waitFor();
+  await timelineItems().filter({ hasText: 'Review opened' }).nth(1).waitFor();
   await summary().getByText('awaiting review').waitFor();
   expect(await summary().getByText('2 of 3').count()).toBe(1);
+  expect(await page.evaluate(() => (globalThis as unknown as PageGlobals).notReloaded)).toBe(true);
+  const streamed = await page.evaluate(() => (globalThis as unknown as PageGlobals).streamed!);
+  expect(streamed.length).toBeGreaterThan(0);
+  expect(streamed.join('\n')).toMatch(/streaming/);
+  await signOut();
 });
 
 it('approves as a reviewer who did not launch the run, and the run completes', async () => {
-  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Reviews' }).click();
-  const review = page.getByRole('article').filter({ hasText: 'Write a greeting' });
+  const bob = reviewer.page;
+  await bob.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Reviews' }).click();
+  const review = bob.getByRole('article').filter({ hasText: 'Write a greeting' });
   await review.getByRole('region', { name: 'Workspace files of iteration 2' }).getByText('diff against iteration 1').waitFor();
   await review.getByLabel('Reason for approving').fill('Both files are right');
   await review.getByRole('button', { name: 'Approve' }).click();
-  await page.getByRole('status').filter({ hasText: 'approved' }).waitFor();
-  await page.getByText('No review waits for a decision.').waitFor();
-  await page.goto(`${app.url}/#/runs/${encodeURIComponent(runId)}`);
-  await summary().getByText('COMPLETED', { exact: true }).waitFor();
-  await page.getByRole('status').filter({ hasText: 'Run ended' }).waitFor();
-  await timelineItems().filter({ hasText: 'Run ended' }).scrollIntoViewIfNeeded();
-  await shot('run-completed', false);
-  await signOut();
+  await bob.getByRole('status').filter({ hasText: 'approved' }).waitFor();
+  await bob.getByText('No review waits for a decision.').waitFor();
+  await bob.goto(`${app.url}/#/runs/${encodeURIComponent(runId)}`);
+  await bob.getByRole('region', { name: 'Run summary' }).getByText('COMPLETED', { exact: true }).waitFor();
+  await bob.getByRole('status').filter({ hasText: 'Run ended' }).waitFor();
+  await bob.locator('ol[aria-label="Timeline"] > li').filter({ hasText: 'Run ended' }).scrollIntoViewIfNeeded();
+  await shot('run-completed', false, bob);
+  await signOutOf(bob);
+  await reviewer.close();
+  reviewer = undefined;
 });
 
 it('an auditor filters, exports and verifies the decision log', async () => {
