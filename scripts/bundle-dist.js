@@ -105,6 +105,9 @@ async function bundleDist(root) {
       entryFileNames: '[name].cjs',
       codeSplitting: false,
       minify: true,
+      // Non-ASCII text escaped (\uXXXX): V8 keeps an ASCII-only source as a one-byte string, half
+      // the size (a loaded program's heap 18.7 MiB instead of 24.0), and reads it without decoding UTF-8.
+      charset: 'ascii',
       // Class and function names stay: NestJS and the OpenAPI document name things after classes.
       keepNames: true,
       sourcemap: true,

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { startE2eApp, type E2eApp } from '../support/e2e-app';
 import { startFakeMessagesApi, toolUseStep, type FakeStep, type RecordedRequest } from '../support/fake-messages-api';
@@ -19,6 +19,11 @@ it('given a built dist/, when `triad` is loaded, then the program comes from dis
   const out = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8' });
   expect(out.status).toBe(0);
   expect(JSON.parse(out.stdout)).toEqual({ loaded: ['cli/load-program.js', 'cli/main.js', 'triad.cjs'], runCli: 'function' });
+});
+
+it('given a built dist/, then the bundle is ASCII only: V8 keeps its source as one-byte text, half the memory', () => {
+  const bytes = readFileSync(join(DIST, 'triad.cjs'));
+  expect(bytes.findIndex((byte) => byte > 0x7f)).toBe(-1);
 });
 
 it('given --enable-source-maps, when code in the bundle throws, then its stack names the modules of dist/', () => {
