@@ -13,7 +13,10 @@ import type * as Program from './program';
  * cached between runs in a folder of this user's own (compileCacheDir). Node 20 compiles the bundle
  * at every start: a cache of compiled code is executed as it is read, so it must sit where no one
  * else can write, and be checked before it is used; the library that did this for Node 20 kept it in
- * a shared, predictable folder and trusted what it found there.
+ * a shared, predictable folder and trusted what it found there. Caching it by hand (vm.Script's
+ * cachedData) fails on Node 20: functions deserialised from a cache lose the script's import()
+ * loader (import() throws ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING, and NestJS calls it as every app
+ * starts), and the one loader Node 20 takes without a flag prints an experimental warning.
  */
 /* eslint-disable @typescript-eslint/no-require-imports -- which module to load is decided here, at run time */
 export function loadProgram(entryFile: string): typeof Program {
