@@ -169,7 +169,8 @@ it('another reviewer, at another machine, signed in with the keyboard, rejects w
 });
 
 it('approves as a reviewer who did not launch the run, and the run completes', async () => {
-  const bob = reviewer.page;
+  const second = reviewer!;
+  const bob = second.page;
   await bob.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Reviews' }).click();
   const review = bob.getByRole('article').filter({ hasText: 'Write a greeting' });
   await review.getByRole('region', { name: 'Workspace files of iteration 2' }).getByText('diff against iteration 1').waitFor();
@@ -183,8 +184,8 @@ it('approves as a reviewer who did not launch the run, and the run completes', a
   await bob.locator('ol[aria-label="Timeline"] > li').filter({ hasText: 'Run ended' }).scrollIntoViewIfNeeded();
   await shot('run-completed', false, bob);
   await signOutOf(bob);
-  await reviewer.close();
   reviewer = undefined;
+  await second.close();
 });
 
 it('an auditor filters, exports and verifies the decision log', async () => {
