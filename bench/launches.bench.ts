@@ -37,7 +37,10 @@ export interface LaunchesSample {
   cpuMsPerLaunch: number;
   /** The warm-up's launches, the first after the server's start: their rate and CPU per launch. */
   cold: { launches: number; perSec: number; cpuMsPerLaunch: number };
-  /** The CPU probe (`measureCpuSpeed`) just before this repetition: this machine's speed varies from minute to minute. */
+  /**
+   * The CPU probe (`measureCpuSpeed`) just before this repetition (the first repetition's is the
+   * suite's own, on the machine line): this machine's speed varies from minute to minute.
+   */
   cpuProbe: number;
 }
 
@@ -60,8 +63,7 @@ export const DEFAULT_WARM_UP = 5000;
 
 const round2 = (n: number) => Math.round(n * 100) / 100;
 
-async function once(opts: Required<Omit<LaunchesBenchOptions, 'log'>>, index: number): Promise<LaunchesSample> {
-  const cpuProbe = measureCpuSpeed();
+async function once(opts: Required<Omit<LaunchesBenchOptions, 'log'>>, index: number, cpuProbe: number): Promise<LaunchesSample> {
   const env = serverEnv({ dataDir: `${opts.dataDir}/launches-${index}`, store: 'sqlite', latencyMs: 1000, maxActiveRuns: 1 });
   const server = await startServer({ ...env, TRIAD_MAX_ACTIVE_RUNS: '1' });
   const agent = new Agent({ keepAlive: true, maxSockets: opts.concurrency });
@@ -105,7 +107,7 @@ export async function runLaunchesBench(options: LaunchesBenchOptions): Promise<L
   options.log(`inputs: ${opts.launches} launches after ${opts.warmUp} to warm up (the server's first, measured as cold), ${opts.concurrency} in flight on keep-alive connections, one server (SQLite, cap 1: nothing driven), ${opts.repeat} repetition(s)`);
   const samples: LaunchesSample[] = [];
   for (let i = 0; i < opts.repeat; i++) {
-    const s = await once(opts, i);
+    const s = await once(opts, i, i === 0 ? machine.cpuProbe : measureCpuSpeed());
     samples.push(s);
     options.log(
       `  #${i + 1}: ${s.perSec} launches/s, round trip p50 ${s.p50Ms} ms, p99 ${s.p99Ms} ms, server CPU ${s.cpuMsPerLaunch} ms per launch; ` +

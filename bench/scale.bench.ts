@@ -83,7 +83,10 @@ export interface ScaleSample {
   /** Runs found at awaiting_review (a sample of them is checked through GET /v1/runs/:id). */
   waitingChecked: number;
   storeFsyncs: number | null;
-  /** The CPU probe (`measureCpuSpeed`) just before this repetition: this machine's speed varies from minute to minute. */
+  /**
+   * The CPU probe (`measureCpuSpeed`) just before this repetition (the first repetition's is the
+   * suite's own, on the machine line): this machine's speed varies from minute to minute.
+   */
   cpuProbe: number;
 }
 
@@ -127,8 +130,7 @@ async function serverCpuMs(server: Server): Promise<number> {
   return (cpu.user + cpu.system) / 1000;
 }
 
-async function runOnce(opts: Required<Pick<ScaleBenchOptions, 'runs' | 'latencyMs' | 'concurrency' | 'timeoutMs'>> & ScaleBenchOptions, index: number): Promise<ScaleSample> {
-  const cpuProbe = measureCpuSpeed();
+async function runOnce(opts: Required<Pick<ScaleBenchOptions, 'runs' | 'latencyMs' | 'concurrency' | 'timeoutMs'>> & ScaleBenchOptions, index: number, cpuProbe: number): Promise<ScaleSample> {
   const dataDir = join(opts.dataDir, `server-${index}`);
   // One process driving every run at once is what is measured: its cap must not queue them
   // (the default cap, 100, would run 1,000 runs in ten waves).
@@ -249,7 +251,7 @@ export async function runScaleBench(options: ScaleBenchOptions): Promise<ScaleBe
   opts.log(`inputs: ${opts.runs} runs at once, ${opts.latencyMs} ms model, ${opts.repeat} repetition(s), ${opts.concurrency} launch requests in flight, ${opts.warmUpRuns ? `after ${opts.warmUpRuns} warm-up runs to the gate on the same server, ` : ''}${store} store${fdatasync ? ` (fdatasync ${Math.round(fdatasync.syncsPerSecond)}/s)` : ''}`);
   const samples: ScaleSample[] = [];
   for (let i = 0; i < opts.repeat; i++) {
-    const s = await runOnce(opts, i);
+    const s = await runOnce(opts, i, i === 0 ? machine.cpuProbe : measureCpuSpeed());
     samples.push(s);
     opts.log(
       `  #${i + 1}: ${s.timedOut ? `TIMED OUT with ${s.runsAtGate} of ${s.runs} runs at the gate; ` : ''}wall ${s.wallMs} ms (floor ${s.latencyFloorMs}, x${s.wallToFloor}); launches ${s.launchesPerSec}/s; lag p99 ${s.eventLoopLagMs.p99} ms; ` +
