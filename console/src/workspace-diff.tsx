@@ -40,7 +40,15 @@ export function WorkspaceDiff({ runId, iteration }: { runId: string; iteration?:
   const [view, setView] = useState<WorkspaceView | null>(null);
   const [error, setError] = useState<unknown>(null);
   useEffect(() => {
-    api.workspace(runId, iteration).then(setView, setError);
+    // Only the answer for the iteration shown is applied, whatever order the answers come in.
+    let current = true;
+    api.workspace(runId, iteration).then(
+      (v) => current && setView(v),
+      (err) => current && setError(err),
+    );
+    return () => {
+      current = false;
+    };
   }, [runId, iteration]);
   if (error) return <ErrorNote error={error} />;
   if (!view) return <p role="status">Loading files…</p>;

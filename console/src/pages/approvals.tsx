@@ -1,19 +1,14 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import type { PendingApprovalItem } from '../../../src/http/api-types';
 import { api } from '../api';
+import { usePolled } from '../polled';
 import { href } from '../router';
 import { ErrorNote, fmtTime, Json, Notice } from '../ui';
 
 export function ApprovalsPage() {
-  const [approvals, setApprovals] = useState<PendingApprovalItem[] | null>(null);
-  const [error, setError] = useState<unknown>(null);
   const [done, setDone] = useState<string | null>(null);
-  const load = () => api.approvals().then((r) => (setApprovals(r.approvals), setError(null)), setError);
-  useEffect(() => {
-    load();
-    const timer = window.setInterval(load, 2000);
-    return () => window.clearInterval(timer);
-  }, []);
+  const { value, error, refresh: load } = usePolled(() => api.approvals(), 2000, []);
+  const approvals = value?.approvals;
   return (
     <>
       <h1>Tool approvals</h1>

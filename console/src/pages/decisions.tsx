@@ -14,14 +14,20 @@ export function DecisionsPage() {
   const [verifyError, setVerifyError] = useState<unknown>(null);
 
   useEffect(() => {
+    // Filters changed quickly: only the answer for the filters shown is applied, whatever order the answers come in.
+    let current = true;
     api.decisions(filter).then(
       (page) => {
+        if (!current) return;
         setRecords(page.decisions);
         setMore(page.nextAfterSeq !== undefined);
         setError(null);
       },
-      setError,
+      (err) => current && setError(err),
     );
+    return () => {
+      current = false;
+    };
   }, [filter]);
 
   const verify = async () => {

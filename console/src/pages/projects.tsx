@@ -1,33 +1,17 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import type { ProjectView } from '../../../src/http/api-types';
 import { api } from '../api';
 import { dependencyOrder } from '../graphs';
+import { usePolled } from '../polled';
 import { href } from '../router';
 import { useMay } from '../session';
 import { ErrorNote, fmtTime, Notice, StatusBadge, Table } from '../ui';
-
-/** Read again every few seconds while the page is open (a project moves as its task runs do). */
-function usePoll<T>(load: () => Promise<T>, everyMs: number, deps: unknown[]) {
-  const [value, setValue] = useState<T | null>(null);
-  const [error, setError] = useState<unknown>(null);
-  const refresh = () =>
-    load().then(
-      (v) => (setValue(v), setError(null)),
-      (err) => setError(err),
-    );
-  useEffect(() => {
-    refresh();
-    const timer = window.setInterval(refresh, everyMs);
-    return () => window.clearInterval(timer);
-  }, deps);
-  return { value, setValue, error, refresh };
-}
 
 /** A project has ended for good: nothing will change it any more (failed by its tasks may be retried). */
 const finished = (p: ProjectView) => p.status === 'completed' || p.status === 'cancelled' || (p.status === 'failed' && p.terminationReason !== 'TASKS_FAILED');
 
 export function ProjectsPage() {
-  const { value, error } = usePoll(() => api.projects(), 3000, []);
+  const { value, error } = usePolled(() => api.projects(), 3000, []);
   const projects = value?.projects;
   return (
     <>
@@ -62,7 +46,7 @@ export function ProjectsPage() {
 export function ProjectPage({ projectId }: { projectId: string }) {
   const canOperate = useMay('operateRuns');
   const canReview = useMay('review');
-  const { value: project, setValue: setProject, error } = usePoll(() => api.project(projectId), 2000, [projectId]);
+  const { value: project, setValue: setProject, error, refresh } = usePolled(() => api.project(projectId), 2000, [projectId]);
   const [actionError, setActionError] = useState<unknown>(null);
   const [notice, setNotice] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
@@ -76,6 +60,8 @@ export function ProjectPage({ projectId }: { projectId: string }) {
     try {
       const p = await f();
       setProject(p);
+      // A poll begun before the action may still answer: read once more so the last answer shown is from after it.
+      refresh();
       setNotice(what(p));
     } catch (err) {
       setActionError(err);

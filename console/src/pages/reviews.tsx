@@ -1,20 +1,15 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import type { PendingReviewItem } from '../../../src/http/api-types';
 import { api } from '../api';
+import { usePolled } from '../polled';
 import { href } from '../router';
 import { ErrorNote, fmtTime, Notice } from '../ui';
 import { WorkspaceDiff } from '../workspace-diff';
 
 export function ReviewsPage() {
-  const [reviews, setReviews] = useState<PendingReviewItem[] | null>(null);
-  const [error, setError] = useState<unknown>(null);
   const [done, setDone] = useState<string | null>(null);
-  const load = () => api.reviews().then((r) => (setReviews(r.reviews), setError(null)), setError);
-  useEffect(() => {
-    load();
-    const timer = window.setInterval(load, 3000);
-    return () => window.clearInterval(timer);
-  }, []);
+  const { value, error, refresh: load } = usePolled(() => api.reviews(), 3000, []);
+  const reviews = value?.reviews;
   return (
     <>
       <h1>Reviews</h1>

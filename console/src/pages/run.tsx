@@ -2,6 +2,7 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import type { RecordedEvent, RoleName, RunSummary, SubAgentSummary, TeamRunEvent, TextDelta } from '../../../src/http/api-types';
 import { TEAM_RUN_EVENT_TYPES } from '../../../src/team/domain/run-events';
 import { api } from '../api';
+import { freshReads } from '../fresh-reads';
 import { subAgentTree, type TreeNode } from '../graphs';
 import { href } from '../router';
 import { useMay } from '../session';
@@ -66,18 +67,19 @@ export function RunPage({ runId }: { runId: string }) {
   const [actionError, setActionError] = useState<unknown>(null);
   const [notice, setNotice] = useState<string | null>(null);
 
-  // The summary (status, usage) is read again as events arrive.
+  // The summary (status, usage) is read again as events arrive, without starving on a busy run.
   const lastRevision = events.length > 0 ? events[events.length - 1].revision : -1;
-  useEffect(() => {
-    let stopped = false;
-    api.run(runId).then(
-      (r) => !stopped && (setRun(r), setError(null)),
-      (err) => !stopped && setError(err),
-    );
-    return () => {
-      stopped = true;
-    };
-  }, [runId, lastRevision]);
+  const summaryReads = useMemo(
+    () =>
+      freshReads(
+        () => api.run(runId),
+        (r) => (setRun(r), setError(null)),
+        (err) => setError(err),
+      ),
+    [runId],
+  );
+  useEffect(() => () => summaryReads.stop(), [summaryReads]);
+  useEffect(() => summaryReads.changed(), [summaryReads, lastRevision]);
 
   const costByRole = useMemo(() => {
     const cost: Record<string, number> = {};
@@ -91,7 +93,7 @@ export function RunPage({ runId }: { runId: string }) {
     try {
       await f();
       setNotice(what);
-      setRun(await api.run(runId));
+      summaryReads.changed();
     } catch (err) {
       setActionError(err);
     }
