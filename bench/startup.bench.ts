@@ -13,9 +13,9 @@ import { cpuProbeText, machineInfo, summariseFine, type MachineInfo, type Summar
  * - `serve`: the app `triad serve` builds, until it listens (SQLite in a fresh data directory, the
  *   offline model): what a restart, a takeover or a test's server waits for.
  *
- * Each sample is a new Node process; the bundle's compiled-code cache (Node 22.8 and later) starts
- * empty in a folder of the bench's own, so its first sample is a cold start (reported apart) and the
- * rest are warm. Node 20 has no cache: there, cold and warm are the same start.
+ * Each sample is a new Node process; the bundle's compiled-code cache (Node's on 22.8 and later,
+ * triad's own on Node 20) starts empty in a folder of the bench's own, so its first sample is a cold
+ * start (reported apart) and the rest are warm.
  * Measured in the process itself: its uptime when the command is done (wall, from the process's
  * start) and its CPU (user + system, every thread). Samples of the two ways alternate.
  */
@@ -76,7 +76,7 @@ function sample(way: Way, command: Command, scratch: string, cacheDir: string): 
     TRIAD_STORE: 'sqlite',
     TRIAD_MODEL: 'offline',
     TRIAD_API_KEYS: 'bench:operator:bench-secret-0123456789',
-    // The bundle's compiled-code cache (Node 22.8+) is kept under the temporary folder: one of the
+    // The bundle's compiled-code cache is kept under the temporary folder: one of the
     // bench's own, so that it starts empty.
     TMPDIR: cacheDir,
   };
@@ -99,7 +99,7 @@ export async function runStartupBench(options: { runs?: number; dataDir: string;
   const { log } = options;
   const machine = machineInfo();
   log(`machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.totalMemoryGiB} GiB, ${machine.platform} ${machine.osRelease}, Node ${machine.nodeVersion}, ${cpuProbeText(machine)}`);
-  log(`startup: ${runs} samples of each way (each a new process), alternated; the bundle's first start apart (its compiled-code cache empty, on Node 22.8+)`);
+  log(`startup: ${runs} samples of each way (each a new process), alternated; the bundle's first start apart (its compiled-code cache empty)`);
   const result = { benchmark: 'startup' as const, machine, inputs: { runs } } as StartupBenchResult;
   for (const command of ['version', 'serve'] as const) {
     const cacheDir = join(options.dataDir, `cache-${command}`);

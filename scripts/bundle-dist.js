@@ -102,6 +102,10 @@ async function bundleDist(root) {
     const { output } = await bundle.write({
       dir: distDir,
       format: 'cjs',
+      // Every dynamic import of what stays outside the bundle (Node's modules, better-sqlite3, the
+      // optional peers NestJS looks for) becomes a require: on Node 20 the bundle's code is read back
+      // from V8's cache (src/cli/load-program.ts), and such code has no loader for import().
+      dynamicImportInCjs: false,
       entryFileNames: '[name].cjs',
       codeSplitting: false,
       minify: true,

@@ -1,0 +1,105 @@
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { tempDir } from '../support/temp-dir';
+
+// triad's own cache of the bundle's compiled code, for a Node without a module compile cache API
+// (Node 20): V8's cached data through vm.Script, in the user's private cache folder. Each load is a
+// new Node process, as each start of `triad` is. A cache file is replaced (a new inode) only when it
+// is written again, so an unchanged inode after a load means V8 took the cache.
+const DIST = resolve(__dirname, '..', '..', 'dist');
+const LOADER = join(DIST, 'cli', 'load-program.js');
+const uid = process.getuid!();
+
+describe("the bundle's compiled-code cache kept by triad", () => {
+  const base = tempDir('triad-code-cache-');
+  afterAll(() => base.remove());
+  let n = 0;
+  const cacheDir = join(base.path, `triad-compile-cache-${uid}`);
+  const caches = () => readdirSync(cacheDir).filter((f) => f.endsWith('.v8cache')).sort();
+
+  /** A module of `text` in its own file; loading it prints what its answer() returns. */
+  const moduleOf = (text: string) => {
+    const file = join(base.path, `m${n++}.cjs`);
+    writeFileSync(file, text);
+    return file;
+  };
+  const load = (file: string, env: NodeJS.ProcessEnv = {}) => {
+    const script = `const m = require(${JSON.stringify(LOADER)}).requireWithCodeCache(${JSON.stringify(file)}, ${JSON.stringify(base.path)}); console.log(m === undefined ? 'not cached' : m.answer());`;
+    const out = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '', NODE_DISABLE_COMPILE_CACHE: '', ...env } });
+    expect(out.stderr).toBe('');
+    expect(out.status).toBe(0);
+    return out.stdout.trim();
+  };
+
+  it('given no cache, when loaded, then the module runs and its cache is written at exit, readable by this user only; when loaded again, then V8 takes it', () => {
+    const file = moduleOf('exports.answer = () => [1, 2, 3].map((x) => x * 2).join(",");');
+    expect(load(file)).toBe('2,4,6');
+    const [cache] = caches();
+    const path = join(cacheDir, cache);
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    const before = statSync(path).ino;
+    expect(load(file)).toBe('2,4,6');
+    expect(statSync(path).ino).toBe(before);
+  });
+
+  it('given the cache of other code of the same length (V8 checks only the length), when loaded, then the new code runs and has its own cache', () => {
+    const file = moduleOf('exports.answer = () => 42;');
+    expect(load(file)).toBe('42');
+    const first = caches();
+    writeFileSync(file, 'exports.answer = () => 43;');
+    expect(load(file)).toBe('43');
+    expect(caches().length).toBe(first.length + 1);
+  });
+
+  it('given a damaged cache, when loaded, then V8 refuses it, the module still runs, and a good cache replaces it', () => {
+    const file = moduleOf('exports.answer = () => "still runs";');
+    const had = new Set(caches());
+    expect(load(file)).toBe('still runs');
+    const cache = join(cacheDir, caches().find((c) => !had.has(c))!);
+    writeFileSync(cache, Buffer.alloc(4096, 0xa5));
+    expect(load(file)).toBe('still runs');
+    const rewritten = statSync(cache).ino;
+    expect(readFileSync(cache).equals(Buffer.alloc(4096, 0xa5))).toBe(false);
+    expect(load(file)).toBe('still runs');
+    expect(statSync(cache).ino).toBe(rewritten);
+  });
+
+  it('given caching turned off (NODE_DISABLE_COMPILE_CACHE=1) or source maps on, when loaded, then Node loads it its own way', () => {
+    const file = moduleOf('exports.answer = () => 1;');
+    expect(load(file, { NODE_DISABLE_COMPILE_CACHE: '1' })).toBe('not cached');
+    expect(load(file, { NODE_OPTIONS: '--enable-source-maps' })).toBe('not cached');
+  });
+
+  it('given as many caches as are kept, when one more is written, then the oldest is removed', () => {
+    expect(caches()).toHaveLength(4);
+    // Their ages set by hand (the test need not wait for the clock): the first listed is the oldest.
+    const kept = caches();
+    for (const [i, c] of kept.entries()) utimesSync(join(cacheDir, c), 1_000_000 + i, 1_000_000 + i);
+    const file = moduleOf('exports.answer = () => "newest";');
+    expect(load(file)).toBe('newest');
+    const now = caches();
+    expect(now).toHaveLength(4);
+    expect(now).not.toContain(kept[0]);
+    expect(now.filter((c) => !kept.includes(c))).toHaveLength(1);
+  });
+});
+
+it('given a built dist/, then the bundle holds no import() (code read back from a cache has no import() loader on Node 20): every dynamic import is a require', () => {
+  // Parsed by the bundler's own parser, in a process of its own (jest's module loader does not take its ES module).
+  const script = `
+    const { parseAst } = require('rolldown/parseAst');
+    const found = [];
+    const visit = (node) => {
+      if (Array.isArray(node)) return node.forEach(visit);
+      if (node === null || typeof node !== 'object') return;
+      if (node.type === 'ImportExpression') found.push(JSON.stringify(node.source).slice(0, 100));
+      for (const value of Object.values(node)) if (value && typeof value === 'object') visit(value);
+    };
+    visit(parseAst(require('node:fs').readFileSync(${JSON.stringify(join(DIST, 'triad.cjs'))}, 'utf8'), { lang: 'js' }));
+    console.log(JSON.stringify(found));
+  `;
+  const out = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', cwd: resolve(__dirname, '..', '..') });
+  expect(out.status).toBe(0);
+  expect(JSON.parse(out.stdout)).toEqual([]);
+});
