@@ -33,6 +33,8 @@ export class ApiError extends Error {
 }
 
 const CSRF_HEADER = 'x-csrf-token';
+/** How long a read (GET) may wait for its answer. */
+const READ_TIMEOUT_MS = 30_000;
 let csrfToken: string | undefined;
 const signedOutListeners = new Set<() => void>();
 /**
@@ -53,8 +55,19 @@ async function call<T>(method: string, path: string, body?: unknown): Promise<T>
   const headers: Record<string, string> = { accept: 'application/json' };
   if (body !== undefined) headers['content-type'] = 'application/json';
   if (method !== 'GET' && csrfToken) headers[CSRF_HEADER] = csrfToken;
-  const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'same-origin' });
-  const text = await res.text();
+  // A read the server never answers (a laptop that slept, a network that changed) fails after a
+  // while, so the pages that read one request at a time read again. A decision is never given up
+  // on: the server may still be carrying it out, and the page says what it answered.
+  const signal = method === 'GET' ? AbortSignal.timeout(READ_TIMEOUT_MS) : undefined;
+  let res: Response;
+  let text: string;
+  try {
+    res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'same-origin', signal });
+    text = await res.text();
+  } catch (err) {
+    if (signal?.aborted) throw new ApiError(0, `no answer from the server in ${READ_TIMEOUT_MS / 1000} s`);
+    throw err;
+  }
   let parsed: unknown;
   try {
     parsed = text === '' ? undefined : JSON.parse(text);

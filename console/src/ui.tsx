@@ -11,7 +11,7 @@ export function ErrorNote({ error }: { error: unknown }) {
     <p role="alert" class="error">
       {prefix}
       {message}
-      {status !== undefined ? ` (HTTP ${status})` : ''}
+      {status !== undefined && status > 0 ? ` (HTTP ${status})` : ''}
     </p>
   );
 }

@@ -43,7 +43,7 @@ export function WorkspaceDiff({ runId, iteration }: { runId: string; iteration?:
     // Only the answer for the iteration shown is applied, whatever order the answers come in.
     let current = true;
     api.workspace(runId, iteration).then(
-      (v) => current && setView(v),
+      (v) => current && (setView(v), setError(null)),
       (err) => current && setError(err),
     );
     return () => {

@@ -1,7 +1,7 @@
 import { freshReads } from '../../console/src/fresh-reads';
 
 /** A read the test answers by hand, in the order it chooses. */
-function reads() {
+function reads(options: { applyThrows?: boolean } = {}) {
   const pending: Array<{ resolve(v: number): void; reject(e: unknown): void }> = [];
   const applied: number[] = [];
   const failed: unknown[] = [];
@@ -11,7 +11,10 @@ function reads() {
       new Promise<number>((resolve, reject) => {
         pending.push({ resolve, reject });
       }),
-    (v) => applied.push(v),
+    (v) => {
+      if (options.applyThrows) throw new Error(`cannot show ${v}`);
+      applied.push(v);
+    },
     (e) => failed.push(e),
   );
   /** Answer the oldest read with the source's state at that moment, then let the follow-ups run. */
@@ -80,5 +83,48 @@ describe("the console's reads of a changing source", () => {
     expect(pending).toHaveLength(0);
     r.changed();
     expect(pending).toHaveLength(0);
+  });
+
+  it('given a read in flight, when an action answers with a newer value, then it is shown at once, the older read is dropped, and the source is read once more', async () => {
+    const { r, pending, applied, answer } = reads();
+    r.changed();
+    r.replace(100);
+    expect(applied).toEqual([100]);
+    await answer(1);
+    // Begun before the action: it would show the state from before it.
+    expect(applied).toEqual([100]);
+    expect(pending).toHaveLength(1);
+    await answer(101);
+    expect(applied).toEqual([100, 101]);
+  });
+
+  it('given a load that throws at once, when read, then the failure is reported and reads go on', async () => {
+    const failed: unknown[] = [];
+    const applied: number[] = [];
+    let calls = 0;
+    const r = freshReads<number>(
+      () => {
+        calls += 1;
+        if (calls === 1) throw new Error('no session');
+        return Promise.resolve(calls);
+      },
+      (v) => applied.push(v),
+      (e) => failed.push(e),
+    );
+    r.changed();
+    await new Promise((done) => setImmediate(done));
+    expect(failed).toEqual([new Error('no session')]);
+    r.changed();
+    await new Promise((done) => setImmediate(done));
+    expect(applied).toEqual([2]);
+  });
+
+  it('given a page that cannot show an answer, when it arrives, then the failure is reported and the next change is still read', async () => {
+    const { r, pending, failed, answer } = reads({ applyThrows: true });
+    r.changed();
+    await answer(1);
+    expect(failed).toEqual([new Error('cannot show 1')]);
+    r.changed();
+    expect(pending).toHaveLength(1);
   });
 });

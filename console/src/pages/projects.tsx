@@ -46,7 +46,7 @@ export function ProjectsPage() {
 export function ProjectPage({ projectId }: { projectId: string }) {
   const canOperate = useMay('operateRuns');
   const canReview = useMay('review');
-  const { value: project, setValue: setProject, error, refresh } = usePolled(() => api.project(projectId), 2000, [projectId]);
+  const { value: project, setValue: setProject, error } = usePolled(() => api.project(projectId), 2000, [projectId]);
   const [actionError, setActionError] = useState<unknown>(null);
   const [notice, setNotice] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
@@ -59,9 +59,8 @@ export function ProjectPage({ projectId }: { projectId: string }) {
     setNotice(null);
     try {
       const p = await f();
+      // Shown at once; a poll begun before the action cannot replace it.
       setProject(p);
-      // A poll begun before the action may still answer: read once more so the last answer shown is from after it.
-      refresh();
       setNotice(what(p));
     } catch (err) {
       setActionError(err);
