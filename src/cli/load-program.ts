@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto';
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { closeSync, constants as fsConstants, existsSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import * as nodeModule from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, extname, join } from 'node:path';
@@ -14,8 +14,8 @@ import type * as Program from './program';
  * V8's compiled code of the bundle is cached between runs in a folder of this user's own
  * (compileCacheDir): compiled code is executed as it is read, so it must sit where no one else can
  * write. Where Node has a module compile cache API (22.8 and later) Node keeps it. Elsewhere (Node
- * 20) triad keeps it, through vm.Script's cachedData (requireWithCodeCache): about half a start's
- * CPU. That is sound only because the bundle holds no import(): functions read back from a cache
+ * 20, and 22 before 22.8) triad keeps it, through vm.Script's cachedData (requireWithCodeCache):
+ * two thirds of a start's CPU. That is sound only because the bundle holds no import(): functions read back from a cache
  * lose the script's import() loader (ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING), so the bundler turns
  * every dynamic import into a require (scripts/bundle-dist.js, and a test checks the bundle).
  */
@@ -61,12 +61,7 @@ export function requireWithCodeCache(file: string, base: string = tmpdir()): unk
   const source = readFileSync(file, 'utf8');
   const key = createHash('sha256').update(source).update('\0').update([process.version, process.arch, ...process.execArgv, process.env.NODE_OPTIONS ?? ''].join('\0')).digest('hex');
   const cacheFile = join(dir, `triad-${key.slice(0, 40)}.v8cache`);
-  let cachedData: Buffer | undefined;
-  try {
-    cachedData = readFileSync(cacheFile);
-  } catch {
-    cachedData = undefined;
-  }
+  const cachedData = readCodeCache(cacheFile);
   const script = new Script(nodeModule.Module.wrap(source), { filename: file, cachedData });
   const compiled = new nodeModule.Module(file, module);
   compiled.filename = file;
@@ -81,22 +76,72 @@ export function requireWithCodeCache(file: string, base: string = tmpdir()): unk
   }
   compiled.loaded = true;
   if (cachedData === undefined || script.cachedDataRejected === true) process.once('exit', () => writeCodeCache(script, dir, cacheFile));
+  else touch(cacheFile);
   return compiled.exports;
 }
 
-/** Written whole or not at all (a temporary file renamed), readable by this user only; older caches beyond the few kept removed. Best effort: a cache that cannot be written is only a slower next start. */
+/** Caches beyond this size are not read: the bundle's is about 3 MB. */
+const CODE_CACHE_MAX_BYTES = 64 * 1024 * 1024;
+
+/**
+ * The cache file's bytes, or undefined when there is none or it is not a plain file of this user's
+ * of a sane size: a link, a FIFO or a device in its place is never followed or waited on.
+ */
+function readCodeCache(cacheFile: string): Buffer | undefined {
+  let fd: number;
+  try {
+    fd = openSync(cacheFile, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
+  } catch {
+    return undefined;
+  }
+  try {
+    const stat = fstatSync(fd);
+    if (!stat.isFile() || stat.uid !== process.getuid?.() || stat.size > CODE_CACHE_MAX_BYTES) return undefined;
+    return readFileSync(fd);
+  } catch {
+    return undefined;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** A cache V8 took is marked as used, so that the pruning of old caches keeps it. */
+function touch(cacheFile: string): void {
+  try {
+    const now = new Date();
+    utimesSync(cacheFile, now, now);
+  } catch {
+    // Removed meanwhile by another process's pruning: it is written again at the next start.
+  }
+}
+
+/** A temporary file older than this was left by a process that died while writing it. */
+const STALE_TEMPORARY_MS = 60 * 60 * 1000;
+
+/**
+ * Written whole or not at all (a temporary file, named so that no other process, in this or
+ * another container sharing the folder, writes the same one, then renamed), readable by this user
+ * only. Caches beyond the few most recently used are removed, with temporary files left by a
+ * process that died. Best effort: a cache that cannot be written is only a slower next start.
+ */
 function writeCodeCache(script: Script, dir: string, cacheFile: string): void {
   try {
-    const temporary = `${cacheFile}.${process.pid}.tmp`;
-    writeFileSync(temporary, script.createCachedData(), { mode: 0o600 });
+    const temporary = `${cacheFile}.${process.pid}-${randomBytes(6).toString('hex')}.tmp`;
+    writeFileSync(temporary, script.createCachedData(), { mode: 0o600, flag: 'wx' });
     renameSync(temporary, cacheFile);
-    const caches = readdirSync(dir)
-      .filter((name) => name.startsWith('triad-') && name.endsWith('.v8cache'))
-      .map((name) => ({ path: join(dir, name), mtime: statSync(join(dir, name)).mtimeMs }))
-      .sort((a, b) => b.mtime - a.mtime);
-    for (const old of caches.slice(CODE_CACHES_KEPT)) rmSync(old.path, { force: true });
   } catch {
     // A full disk or a folder removed meanwhile: the next start compiles again.
+    return;
+  }
+  try {
+    const entries = readdirSync(dir)
+      .filter((name) => name.startsWith('triad-'))
+      .map((name) => ({ name, path: join(dir, name), mtime: lstatSync(join(dir, name)).mtimeMs }));
+    const caches = entries.filter((e) => e.name.endsWith('.v8cache')).sort((a, b) => b.mtime - a.mtime);
+    const stale = entries.filter((e) => e.name.endsWith('.tmp') && Date.now() - e.mtime > STALE_TEMPORARY_MS);
+    for (const old of [...caches.slice(CODE_CACHES_KEPT), ...stale]) rmSync(old.path, { force: true });
+  } catch {
+    // Another process pruned first.
   }
 }
 

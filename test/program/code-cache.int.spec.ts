@@ -1,5 +1,5 @@
-import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { tempDir } from '../support/temp-dir';
 
@@ -26,7 +26,7 @@ describe("the bundle's compiled-code cache kept by triad", () => {
   };
   const load = (file: string, env: NodeJS.ProcessEnv = {}) => {
     const script = `const m = require(${JSON.stringify(LOADER)}).requireWithCodeCache(${JSON.stringify(file)}, ${JSON.stringify(base.path)}); console.log(m === undefined ? 'not cached' : m.answer());`;
-    const out = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '', NODE_DISABLE_COMPILE_CACHE: '', ...env } });
+    const out = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 30_000, env: { ...process.env, NODE_OPTIONS: '', NODE_DISABLE_COMPILE_CACHE: '', ...env } });
     expect(out.stderr).toBe('');
     expect(out.status).toBe(0);
     return out.stdout.trim();
@@ -71,17 +71,42 @@ describe("the bundle's compiled-code cache kept by triad", () => {
     expect(load(file, { NODE_OPTIONS: '--enable-source-maps' })).toBe('not cached');
   });
 
-  it('given as many caches as are kept, when one more is written, then the oldest is removed', () => {
-    expect(caches()).toHaveLength(4);
+  it('given as many caches as are kept, when one more is written, then the least recently used is removed, not one in use', () => {
+    while (caches().length < 4) load(moduleOf(`exports.answer = () => ${n};`));
     // Their ages set by hand (the test need not wait for the clock): the first listed is the oldest.
     const kept = caches();
     for (const [i, c] of kept.entries()) utimesSync(join(cacheDir, c), 1_000_000 + i, 1_000_000 + i);
+    // The oldest is used again: its module loads from it, which marks it used.
+    const inUse = moduleOf('exports.answer = () => "in use";');
+    const had = new Set(caches());
+    expect(load(inUse)).toBe('in use');
+    const inUseCache = caches().find((c) => !had.has(c))!;
+    utimesSync(join(cacheDir, inUseCache), 999_999, 999_999);
+    const [, leastUsed] = caches()
+      .map((c) => [statSync(join(cacheDir, c)).mtimeMs, c] as const)
+      .sort((a, b) => a[0] - b[0])
+      .filter(([, c]) => c !== inUseCache)[0];
+    expect(load(inUse)).toBe('in use');
+
     const file = moduleOf('exports.answer = () => "newest";');
     expect(load(file)).toBe('newest');
     const now = caches();
     expect(now).toHaveLength(4);
-    expect(now).not.toContain(kept[0]);
-    expect(now.filter((c) => !kept.includes(c))).toHaveLength(1);
+    expect(now).toContain(inUseCache);
+    expect(now).not.toContain(leastUsed);
+  });
+
+  it('given a link or a FIFO in place of the cache, when loaded, then it is never followed or waited on: the module runs as without a cache', () => {
+    const file = moduleOf('exports.answer = () => "not fooled";');
+    const had = new Set(caches());
+    expect(load(file)).toBe('not fooled');
+    const cache = join(cacheDir, caches().find((c) => !had.has(c))!);
+    rmSync(cache);
+    symlinkSync('/dev/zero', cache);
+    expect(load(file)).toBe('not fooled');
+    rmSync(cache, { force: true });
+    execFileSync('mkfifo', [cache]);
+    expect(load(file)).toBe('not fooled');
   });
 });
 
