@@ -19,9 +19,19 @@ export { DEFAULT_TOOL_LIMITS, type BuiltinToolLimits };
 export const BUILTIN_TOOL_NAMES = ['read_file', 'list_files', 'search_files', 'write_file', 'edit_file', 'run_command', 'spawn_sub_agent'] as const;
 export type BuiltinToolName = (typeof BUILTIN_TOOL_NAMES)[number];
 
+/**
+ * The input schemas made here: triad's own, checked against JSON Schema's meta-schema by a test
+ * rather than as each process starts (ToolRegistry.register).
+ */
+const BUILTIN_SCHEMAS = new WeakSet<object>();
+
+export function isBuiltinSchema(schema: object): boolean {
+  return BUILTIN_SCHEMAS.has(schema);
+}
+
 export function createBuiltinTools(overrides: Partial<BuiltinToolLimits> = {}): ToolDefinition[] {
   const limits: BuiltinToolLimits = { ...DEFAULT_TOOL_LIMITS, ...overrides };
-  return [
+  const tools = [
     readFileTool(limits),
     listFilesTool(limits),
     searchFilesTool(limits),
@@ -30,4 +40,6 @@ export function createBuiltinTools(overrides: Partial<BuiltinToolLimits> = {}): 
     runCommandTool(limits),
     spawnSubAgentTool(),
   ];
+  for (const tool of tools) BUILTIN_SCHEMAS.add(tool.inputSchema);
+  return tools;
 }

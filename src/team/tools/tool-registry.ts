@@ -5,7 +5,7 @@ import type { Redactor } from '../../observability/log-format';
 import { InvalidRequestError } from '../../shared/errors';
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import type { RoleName, ToolSpec, ToolUseBlock } from '../models/model.port';
-import { createBuiltinTools } from './builtin-tools';
+import { createBuiltinTools, isBuiltinSchema } from './builtin-tools';
 import type { ToolContext, ToolDefinition, ToolOutcome } from './tool.port';
 import { encodeMachineText, fromMachineText } from '../../shared/text';
 import { isMcpToolName, mcpServerPrefixOf } from './mcp/mcp-names';
@@ -125,17 +125,28 @@ export const SUBMIT_TOOL_SPECS: Readonly<Record<RoleName, ToolSpec>> = Object.fr
   },
 });
 
-function newAjv(): Ajv {
-  // No coercion, no defaults, no removal: validation never rewrites the model's input.
-  return new Ajv({ strict: true, allErrors: true });
+let builtinAjv: Ajv | undefined;
+
+/**
+ * The one validator compiler of triad's own schemas (the built-in tools', the submit tools'), shared
+ * by every registry of the process: compiled validators are pure functions of their schema, and
+ * the compiler caches them by schema. No coercion, no defaults, no removal: validation never
+ * rewrites the model's input. Strict mode refuses unknown keywords and formats at compile time.
+ * The schemas are not checked against JSON Schema's meta-schema as each process starts (compiling
+ * the meta-schema was a sixth of a server's start-up CPU): they are constants, and a test checks
+ * each of them against it. Tools from elsewhere (MCP) go through compileLenient.
+ */
+function ownSchemasAjv(): Ajv {
+  builtinAjv ??= new Ajv({ strict: true, allErrors: true, validateSchema: false });
+  return builtinAjv;
 }
 
 let submitValidators: Record<RoleName, ValidateFunction> | undefined;
 
 function submitValidator(role: RoleName): ValidateFunction {
-  // Compiled once on first use; compiled validators are pure functions of their schema.
+  // Compiled once on first use.
   if (!submitValidators) {
-    const ajv = newAjv();
+    const ajv = ownSchemasAjv();
     submitValidators = {
       architect: ajv.compile(SUBMIT_TOOL_SPECS.architect.input_schema),
       executor: ajv.compile(SUBMIT_TOOL_SPECS.executor.input_schema),
@@ -263,7 +274,7 @@ export interface ToolSource {
 export class ToolRegistry {
   private readonly tools = new Map<string, ToolDefinition>();
   private readonly validators = new Map<string, ValidateFunction>();
-  private readonly ajv = newAjv();
+  private readonly ajv = ownSchemasAjv();
   private lenientAjv?: Ajv;
   private readonly specCache = new Map<string, readonly ToolSpec[]>();
   private readonly sources: ToolSource[] = [];
@@ -287,7 +298,7 @@ export class ToolRegistry {
     if (ROLES.some((role) => SUBMIT_TOOL_BY_ROLE[role] === tool.name)) {
       throw new Error(`${tool.name} is a submit tool, handled by the agent loop; it cannot be registered`);
     }
-    this.validators.set(tool.name, tool.lenientSchema ? this.compileLenient(tool.inputSchema) : this.ajv.compile(tool.inputSchema));
+    this.validators.set(tool.name, tool.lenientSchema ? this.compileLenient(tool.inputSchema) : this.compileStrict(tool));
     this.tools.set(tool.name, tool);
     this.specCache.clear();
     return this;
@@ -313,6 +324,14 @@ export class ToolRegistry {
   /** Closes the sources (their connections and processes). */
   async close(): Promise<void> {
     await Promise.all(this.sources.map((s) => s.close().catch(() => undefined)));
+  }
+
+  /** A schema that is not one of the built-in tools' is checked against JSON Schema's meta-schema first. */
+  private compileStrict(tool: ToolDefinition): ValidateFunction {
+    if (!isBuiltinSchema(tool.inputSchema) && !this.ajv.validateSchema(tool.inputSchema)) {
+      throw new Error(`tool ${tool.name} has an invalid input schema: ${this.ajv.errorsText(this.ajv.errors)}`);
+    }
+    return this.ajv.compile(tool.inputSchema);
   }
 
   /** Tools from elsewhere may use any JSON-schema dialect: checked as far as it can be compiled. */

@@ -13,6 +13,8 @@ import {
   validateSubmission,
 } from '../../../src/team/tools/tool-registry';
 import { contextFor, scratchDir } from './tool-test-support';
+import { createBuiltinTools } from '../../../src/team/tools/builtin-tools';
+import Ajv from 'ajv';
 
 const READ_ONLY = ['read_file', 'list_files', 'search_files'];
 const ALL = ['read_file', 'list_files', 'search_files', 'write_file', 'edit_file', 'run_command', 'spawn_sub_agent'];
@@ -221,6 +223,24 @@ describe('ToolRegistry.register', () => {
     expect(() => registry.register(tool({ name: 'submit_plan' }))).toThrow('submit tool');
     expect(() => registry.register(tool({ name: 'bad schema', inputSchema: { type: 'object' } }))).toThrow('invalid tool name');
     expect(() => registry.register(tool({ name: 'loose', inputSchema: { type: 'object', propertees: {} } }))).toThrow();
+  });
+
+  it('given a tool of its own whose schema breaks JSON Schema (required as a string), when registered, then it is refused, naming the tool', () => {
+    const registry = new ToolRegistry();
+    expect(() => registry.register(tool({ name: 'odd', inputSchema: { type: 'object', required: 'path' } }))).toThrow(/^tool odd has an invalid input schema: .*required must be array/);
+    expect(registry.resolveRoleTools('executor')).toEqual([]);
+  });
+
+  it("given the built-in tools (at default and at narrowed limits) and the submit tools, then every input schema is valid against JSON Schema's meta-schema (registries trust them without checking as a process starts)", () => {
+    const ajv = new Ajv({ strict: true });
+    const schemas = [
+      ...createBuiltinTools().map((t) => [t.name, t.inputSchema] as const),
+      ...createBuiltinTools({ readFileMaxBytes: 1024, listMaxEntries: 5, searchMaxMatches: 3 }).map((t) => [`${t.name} (narrowed)`, t.inputSchema] as const),
+      ...Object.values(SUBMIT_TOOL_SPECS).map((spec) => [spec.name, spec.input_schema] as const),
+    ];
+    const invalid = schemas.filter(([, schema]) => !ajv.validateSchema(schema)).map(([name]) => `${name}: ${ajv.errorsText(ajv.errors)}`);
+    expect(invalid).toEqual([]);
+    expect(schemas.length).toBeGreaterThanOrEqual(17);
   });
 
   it('applies the read-only policy to registered tools too', () => {
