@@ -150,8 +150,20 @@ it('another reviewer, at another machine, signed in with the keyboard, rejects w
   await shot('review', true, bob);
   await review.getByLabel('Reason for rejecting').fill('Say hello to the world too');
   expect(await review.getByLabel('Send back to the executor for rework').isChecked()).toBe(true);
+  const decidedId = (await review.locator('dd.mono').first().textContent())!;
+  // The list's reads are held from here on: the decided review must leave the list with the notice,
+  // not when the next read comes back.
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  await bob.route('**/v1/reviews', async (route) => {
+    await held;
+    await route.continue();
+  });
   await review.getByRole('button', { name: 'Reject' }).click();
   await bob.getByRole('status').filter({ hasText: 'rejected' }).waitFor();
+  expect(await bob.getByRole('article').filter({ hasText: decidedId }).count()).toBe(0);
+  // Reads pass again (the route stays, holding nothing: removing it would answer the held read twice).
+  release();
 
   // The launcher's page, open since before the decision, grows with it.
   await page.waitForFunction((n) => (globalThis as unknown as PageGlobals).document.querySelectorAll('ol[aria-label="Timeline"] > li').length > n + 5, early);

@@ -8,7 +8,9 @@ import { ErrorNote, fmtTime, Json, Notice } from '../ui';
 export function ApprovalsPage() {
   const [done, setDone] = useState<string | null>(null);
   const { value, error, refresh: load } = usePolled(() => api.approvals(), 2000, []);
-  const approvals = value?.approvals;
+  // Decided here: gone from the list at once, not at the next read (a second click would only be refused).
+  const [decided, setDecided] = useState<ReadonlySet<string>>(new Set());
+  const approvals = value?.approvals.filter((x) => !decided.has(x.approvalId));
   return (
     <>
       <h1>Tool approvals</h1>
@@ -21,6 +23,7 @@ export function ApprovalsPage() {
           approval={a}
           onDecided={(what) => {
             setDone(what);
+            setDecided((d) => new Set(d).add(a.approvalId));
             load();
           }}
         />

@@ -9,7 +9,9 @@ import { WorkspaceDiff } from '../workspace-diff';
 export function ReviewsPage() {
   const [done, setDone] = useState<string | null>(null);
   const { value, error, refresh: load } = usePolled(() => api.reviews(), 3000, []);
-  const reviews = value?.reviews;
+  // Decided here: gone from the list at once, not at the next read (a second click would only be refused).
+  const [decided, setDecided] = useState<ReadonlySet<string>>(new Set());
+  const reviews = value?.reviews.filter((x) => !decided.has(x.reviewId));
   return (
     <>
       <h1>Reviews</h1>
@@ -22,6 +24,7 @@ export function ReviewsPage() {
           review={r}
           onDecided={(what) => {
             setDone(what);
+            setDecided((d) => new Set(d).add(r.reviewId));
             load();
           }}
         />
