@@ -33,7 +33,7 @@ export class ApiError extends Error {
 }
 
 const CSRF_HEADER = 'x-csrf-token';
-/** How long a read (GET) may wait for its answer. */
+/** How long a read of what a page follows live may wait for its answer. */
 const READ_TIMEOUT_MS = 30_000;
 let csrfToken: string | undefined;
 const signedOutListeners = new Set<() => void>();
@@ -50,15 +50,17 @@ export function onSignedOut(listener: () => void): () => void {
   return () => signedOutListeners.delete(listener);
 }
 
-async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
+/** `polled`: a read of what the pages follow live, given up on after READ_TIMEOUT_MS. */
+async function call<T>(method: string, path: string, body?: unknown, options: { polled?: boolean } = {}): Promise<T> {
   const epoch = sessionEpoch;
   const headers: Record<string, string> = { accept: 'application/json' };
   if (body !== undefined) headers['content-type'] = 'application/json';
   if (method !== 'GET' && csrfToken) headers[CSRF_HEADER] = csrfToken;
-  // A read the server never answers (a laptop that slept, a network that changed) fails after a
-  // while, so the pages that read one request at a time read again. A decision is never given up
-  // on: the server may still be carrying it out, and the page says what it answered.
-  const signal = method === 'GET' ? AbortSignal.timeout(READ_TIMEOUT_MS) : undefined;
+  // A read of what a page follows live (a run's summary, the lists it polls) that the server never
+  // answers (a laptop that slept, a network that changed) fails after a while, so that the page,
+  // which reads one request at a time, reads again. Other requests are never given up on: a
+  // decision may still be carried out, and verifying a long decision log takes as long as it takes.
+  const signal = options.polled ? AbortSignal.timeout(READ_TIMEOUT_MS) : undefined;
   let res: Response;
   let text: string;
   try {
@@ -91,6 +93,7 @@ const q = (params: Record<string, string | number | undefined>): string => {
 };
 
 const enc = encodeURIComponent;
+const POLLED = { polled: true };
 
 export const api = {
   async signIn(apiKey: string): Promise<SessionView> {
@@ -112,25 +115,25 @@ export const api = {
       csrfToken = undefined;
     }
   },
-  runs: (status?: RunStatus) => call<RunList>('GET', `/v1/runs${q({ status })}`),
-  run: (id: string) => call<RunSummary>('GET', `/v1/runs/${enc(id)}`),
+  runs: (status?: RunStatus) => call<RunList>('GET', `/v1/runs${q({ status })}`, undefined, POLLED),
+  run: (id: string) => call<RunSummary>('GET', `/v1/runs/${enc(id)}`, undefined, POLLED),
   events: (id: string, fromRevision = 0) => call<RunEventsPage>('GET', `/v1/runs/${enc(id)}/events${q({ fromRevision })}`),
   launch: (input: LaunchRunInput) => call<LaunchAccepted>('POST', '/v1/runs', input),
   cancel: (id: string, reason?: string) => call<unknown>('POST', `/v1/runs/${enc(id)}/cancel`, reason ? { reason } : {}),
   resume: (id: string) => call<unknown>('POST', `/v1/runs/${enc(id)}/resume`, {}),
   context: (id: string, revision?: number) => call<RunContext>('GET', `/v1/runs/${enc(id)}/context${q({ revision })}`),
   fork: (id: string, turn: number, overrides?: ForkOverrides) => call<ForkResult>('POST', `/v1/runs/${enc(id)}/fork`, overrides ? { turn, overrides } : { turn }),
-  reviews: () => call<{ reviews: PendingReviewItem[] }>('GET', '/v1/reviews'),
+  reviews: () => call<{ reviews: PendingReviewItem[] }>('GET', '/v1/reviews', undefined, POLLED),
   approveReview: (id: string, reason: string) => call<DecisionResult>('POST', `/v1/reviews/${enc(id)}/approve`, { reason }),
   rejectReview: (id: string, reason: string, rework: boolean) => call<DecisionResult>('POST', `/v1/reviews/${enc(id)}/reject`, { reason, rework }),
-  approvals: () => call<{ approvals: PendingApprovalItem[] }>('GET', '/v1/approvals'),
+  approvals: () => call<{ approvals: PendingApprovalItem[] }>('GET', '/v1/approvals', undefined, POLLED),
   approveToolCall: (id: string, reason?: string) => call<ApprovalResult>('POST', `/v1/approvals/${enc(id)}/approve`, reason ? { reason } : {}),
   rejectToolCall: (id: string, reason: string) => call<ApprovalResult>('POST', `/v1/approvals/${enc(id)}/reject`, { reason }),
   decisions: (filter: DecisionFilter) => call<DecisionPage>('GET', `/v1/decisions${q({ ...filter })}`),
   decisionsExportUrl: (filter: DecisionFilter, format: 'ndjson' | 'csv') => `/v1/decisions${q({ ...filter, format })}`,
   verifyDecisions: () => call<DecisionLogVerification>('GET', '/v1/decisions/verify'),
-  projects: (status?: ProjectStatus) => call<ProjectList>('GET', `/v1/projects${q({ status })}`),
-  project: (id: string) => call<ProjectView>('GET', `/v1/projects/${enc(id)}`),
+  projects: (status?: ProjectStatus) => call<ProjectList>('GET', `/v1/projects${q({ status })}`, undefined, POLLED),
+  project: (id: string) => call<ProjectView>('GET', `/v1/projects/${enc(id)}`, undefined, POLLED),
   cancelProject: (id: string, reason?: string) => call<ProjectView>('POST', `/v1/projects/${enc(id)}/cancel`, reason ? { reason } : {}),
   retryTask: (id: string, key: string) => call<ProjectView>('POST', `/v1/projects/${enc(id)}/tasks/${enc(key)}/retry`, {}),
   approveProject: (id: string, reason: string) => call<ProjectView>('POST', `/v1/projects/${enc(id)}/review/approve`, { reason }),
