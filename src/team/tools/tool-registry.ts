@@ -125,20 +125,17 @@ export const SUBMIT_TOOL_SPECS: Readonly<Record<RoleName, ToolSpec>> = Object.fr
   },
 });
 
-let builtinAjv: Ajv | undefined;
-
 /**
- * The one validator compiler of triad's own schemas (the built-in tools', the submit tools'), shared
- * by every registry of the process: compiled validators are pure functions of their schema, and
- * the compiler caches them by schema. No coercion, no defaults, no removal: validation never
- * rewrites the model's input. Strict mode refuses unknown keywords and formats at compile time.
- * The schemas are not checked against JSON Schema's meta-schema as each process starts (compiling
- * the meta-schema was a sixth of a server's start-up CPU): they are constants, and a test checks
- * each of them against it. Tools from elsewhere (MCP) go through compileLenient.
+ * A compiler of validators for triad's own schemas (the built-in tools', the submit tools'). No
+ * coercion, no defaults, no removal: validation never rewrites the model's input. Strict mode
+ * refuses unknown keywords and formats at compile time. The schemas are not checked against JSON
+ * Schema's meta-schema as each process starts (compiling the meta-schema was a sixth of a server's
+ * start-up CPU, and it was compiled twice): they are constants, and a test checks each of them
+ * against it. A registry checks any other tool's schema against it (register); tools from
+ * elsewhere (MCP) go through compileLenient.
  */
 function ownSchemasAjv(): Ajv {
-  builtinAjv ??= new Ajv({ strict: true, allErrors: true, validateSchema: false });
-  return builtinAjv;
+  return new Ajv({ strict: true, allErrors: true, validateSchema: false });
 }
 
 let submitValidators: Record<RoleName, ValidateFunction> | undefined;
