@@ -15,9 +15,10 @@ import type * as Program from './program';
  * (compileCacheDir): compiled code is executed as it is read, so it must sit where no one else can
  * write. Where Node has a module compile cache API (22.8 and later) Node keeps it. Elsewhere (Node
  * 20, and 22 before 22.8) triad keeps it, through vm.Script's cachedData (requireWithCodeCache):
- * two thirds of a start's CPU. That is sound only because the bundle holds no import(): functions read back from a cache
- * lose the script's import() loader (ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING), so the bundler turns
- * every dynamic import into a require (scripts/bundle-dist.js, and a test checks the bundle).
+ * two thirds of a start's CPU. That is sound only because the bundle holds no import(): functions
+ * read back from a cache lose the script's import() loader (ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING),
+ * so the bundler turns every dynamic import into a require (scripts/bundle-dist.js, and a test
+ * checks the bundle).
  */
 /* eslint-disable @typescript-eslint/no-require-imports -- which module to load is decided here, at run time */
 export function loadProgram(entryFile: string): typeof Program {
@@ -40,7 +41,7 @@ function nodeCachesCompiledCode(): boolean {
   return true;
 }
 
-/** Cache files kept per folder: one per bundle built and Node version, the newest first. */
+/** Cache files kept per folder (one per bundle built, Node version and options): the most recently used. */
 const CODE_CACHES_KEPT = 4;
 
 /**
@@ -65,11 +66,12 @@ export function requireWithCodeCache(file: string, base: string = tmpdir()): unk
   const script = new Script(nodeModule.Module.wrap(source), { filename: file, cachedData });
   const compiled = new nodeModule.Module(file, module);
   compiled.filename = file;
-  compiled.paths = nodeModule.createRequire(file).resolve.paths('triad') ?? [];
+  const requireFromFile = nodeModule.createRequire(file);
+  compiled.paths = requireFromFile.resolve.paths('triad') ?? [];
   require.cache[file] = compiled;
   try {
     const wrapper = script.runInThisContext() as (exports: unknown, require: NodeJS.Require, module: NodeJS.Module, filename: string, dirname: string) => void;
-    wrapper.call(compiled.exports, compiled.exports, nodeModule.createRequire(file), compiled, file, dirname(file));
+    wrapper.call(compiled.exports, compiled.exports, requireFromFile, compiled, file, dirname(file));
   } catch (err) {
     delete require.cache[file];
     throw err;

@@ -1,5 +1,8 @@
 import { freshReads } from '../../console/src/fresh-reads';
 
+/** Lets settled reads run their callbacks and start their follow-ups. */
+const nextTurn = () => new Promise((done) => setImmediate(done));
+
 /** A read the test answers by hand, in the order it chooses. */
 function reads(options: { applyThrows?: boolean } = {}) {
   const pending: Array<{ resolve(v: number): void; reject(e: unknown): void }> = [];
@@ -20,11 +23,11 @@ function reads(options: { applyThrows?: boolean } = {}) {
   /** Answer the oldest read with the source's state at that moment, then let the follow-ups run. */
   const answer = async (value = ++served) => {
     pending.shift()!.resolve(value);
-    await new Promise((done) => setImmediate(done));
+    await nextTurn();
   };
   const fail = async (error: unknown) => {
     pending.shift()!.reject(error);
-    await new Promise((done) => setImmediate(done));
+    await nextTurn();
   };
   return { r, pending, applied, failed, answer, fail };
 }
@@ -112,10 +115,10 @@ describe("the console's reads of a changing source", () => {
       (e) => failed.push(e),
     );
     r.changed();
-    await new Promise((done) => setImmediate(done));
+    await nextTurn();
     expect(failed).toEqual([new Error('no session')]);
     r.changed();
-    await new Promise((done) => setImmediate(done));
+    await nextTurn();
     expect(applied).toEqual([2]);
   });
 

@@ -1,13 +1,13 @@
 import { useState } from 'preact/hooks';
 import type { PendingApprovalItem } from '../../../src/http/api-types';
 import { api } from '../api';
-import { usePolled } from '../polled';
+import { useFreshRead } from '../use-fresh-read';
 import { href } from '../router';
 import { ErrorNote, fmtTime, Json, Notice } from '../ui';
 
 export function ApprovalsPage() {
   const [done, setDone] = useState<string | null>(null);
-  const { value, error, refresh: load } = usePolled(() => api.approvals(), 2000, []);
+  const { value, error, refresh: load } = useFreshRead(() => api.approvals(), [], { everyMs: 2000 });
   // Decided here: gone from the list at once, not at the next read (a second click would only be refused).
   const [decided, setDecided] = useState<ReadonlySet<string>>(new Set());
   const approvals = value?.approvals.filter((x) => !decided.has(x.approvalId));

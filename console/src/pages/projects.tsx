@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import type { ProjectView } from '../../../src/http/api-types';
 import { api } from '../api';
 import { dependencyOrder } from '../graphs';
-import { usePolled } from '../polled';
+import { useFreshRead } from '../use-fresh-read';
 import { href } from '../router';
 import { useMay } from '../session';
 import { ErrorNote, fmtTime, Notice, StatusBadge, Table } from '../ui';
@@ -11,7 +11,7 @@ import { ErrorNote, fmtTime, Notice, StatusBadge, Table } from '../ui';
 const finished = (p: ProjectView) => p.status === 'completed' || p.status === 'cancelled' || (p.status === 'failed' && p.terminationReason !== 'TASKS_FAILED');
 
 export function ProjectsPage() {
-  const { value, error } = usePolled(() => api.projects(), 3000, []);
+  const { value, error } = useFreshRead(() => api.projects(), [], { everyMs: 3000 });
   const projects = value?.projects;
   return (
     <>
@@ -46,7 +46,7 @@ export function ProjectsPage() {
 export function ProjectPage({ projectId }: { projectId: string }) {
   const canOperate = useMay('operateRuns');
   const canReview = useMay('review');
-  const { value: project, setValue: setProject, error } = usePolled(() => api.project(projectId), 2000, [projectId]);
+  const { value: project, setValue: setProject, error } = useFreshRead(() => api.project(projectId), [projectId], { everyMs: 2000 });
   const [actionError, setActionError] = useState<unknown>(null);
   const [notice, setNotice] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);

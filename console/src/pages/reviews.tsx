@@ -1,14 +1,14 @@
 import { useState } from 'preact/hooks';
 import type { PendingReviewItem } from '../../../src/http/api-types';
 import { api } from '../api';
-import { usePolled } from '../polled';
+import { useFreshRead } from '../use-fresh-read';
 import { href } from '../router';
 import { ErrorNote, fmtTime, Notice } from '../ui';
 import { WorkspaceDiff } from '../workspace-diff';
 
 export function ReviewsPage() {
   const [done, setDone] = useState<string | null>(null);
-  const { value, error, refresh: load } = usePolled(() => api.reviews(), 3000, []);
+  const { value, error, refresh: load } = useFreshRead(() => api.reviews(), [], { everyMs: 3000 });
   // Decided here: gone from the list at once, not at the next read (a second click would only be refused).
   const [decided, setDecided] = useState<ReadonlySet<string>>(new Set());
   const reviews = value?.reviews.filter((x) => !decided.has(x.reviewId));

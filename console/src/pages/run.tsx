@@ -1,9 +1,9 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import type { RecordedEvent, RoleName, RunSummary, SubAgentSummary, TeamRunEvent, TextDelta } from '../../../src/http/api-types';
+import type { RecordedEvent, RoleName, SubAgentSummary, TeamRunEvent, TextDelta } from '../../../src/http/api-types';
 import { TEAM_RUN_EVENT_TYPES } from '../../../src/team/domain/run-events';
 import { api } from '../api';
-import { freshReads } from '../fresh-reads';
 import { subAgentTree, type TreeNode } from '../graphs';
+import { useFreshRead } from '../use-fresh-read';
 import { href } from '../router';
 import { useMay } from '../session';
 import { ErrorNote, fmtInt, fmtTime, fmtUsd, Json, Notice, StatusBadge, Table } from '../ui';
@@ -62,24 +62,12 @@ export function RunPage({ runId }: { runId: string }) {
   const canReview = useMay('review');
   const canDecideTools = useMay('decideToolCalls');
   const { events, live, connected, ended } = useRunStream(runId);
-  const [run, setRun] = useState<RunSummary | null>(null);
-  const [error, setError] = useState<unknown>(null);
   const [actionError, setActionError] = useState<unknown>(null);
   const [notice, setNotice] = useState<string | null>(null);
 
   // The summary (status, usage) is read again as events arrive, without starving on a busy run.
   const lastRevision = events.length > 0 ? events[events.length - 1].revision : -1;
-  const summaryReads = useMemo(
-    () =>
-      freshReads(
-        () => api.run(runId),
-        (r) => (setRun(r), setError(null)),
-        (err) => setError(err),
-      ),
-    [runId],
-  );
-  useEffect(() => () => summaryReads.stop(), [summaryReads]);
-  useEffect(() => summaryReads.changed(), [summaryReads, lastRevision]);
+  const { value: run, error, refresh: readSummary } = useFreshRead(() => api.run(runId), [runId], { changedBy: lastRevision });
 
   const costByRole = useMemo(() => {
     const cost: Record<string, number> = {};
@@ -93,7 +81,7 @@ export function RunPage({ runId }: { runId: string }) {
     try {
       await f();
       setNotice(what);
-      summaryReads.changed();
+      readSummary();
     } catch (err) {
       setActionError(err);
     }
