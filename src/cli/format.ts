@@ -13,7 +13,7 @@ export function describeEvent(recorded: RecordedEvent): string | undefined {
   const e = { type: recorded.type, data: recorded.data } as TeamRunEvent;
   switch (e.type) {
     case 'RunLaunched':
-      return `launched  goal: ${short(e.data.goal)} (${e.data.acceptanceCriteria.length} criteria, max ${e.data.maxIterations} iterations, provider ${e.data.provider})`;
+      return `launched  goal: ${short(e.data.goal)} (${e.data.acceptanceCriteria.length} criteria, max ${e.data.maxIterations} iterations, provider ${e.data.provider}${e.data.sandbox?.mode === 'off' ? ', UNSANDBOXED' : ''})`;
     case 'PhaseStarted':
       return `phase     ${e.data.phase} — ${e.data.role}, iteration ${e.data.iteration}`;
     case 'IterationStarted':
@@ -106,6 +106,7 @@ export function describeRun(r: RunSummary): string {
     `iteration ${r.iteration} of ${r.maxIterations}`,
     `usage     ${r.usage.turns} turns, ${r.usage.inputTokens} input + ${r.usage.outputTokens} output tokens, $${r.usage.costUsd.toFixed(4)}`,
     `provider  ${r.provider}${r.provider === 'offline' ? ' (the built-in offline model)' : ''}`,
+    ...(r.sandbox ? [`sandbox   ${describeSandbox(r.sandbox)}`] : []),
     `launched  ${r.startedAt} by ${r.launchedBy}`,
     ...Object.entries(r.loops ?? {}).map(([role, l]) => `loop      ${role} ${l.strategy}${l.running && l.running !== l.strategy ? ` → ${l.running}` : ''}${l.currentStep ? `, step ${l.currentStep.index} of ${l.currentStep.of} ${l.currentStep.status}: ${short(l.currentStep.text, 80)}` : ''}${l.replans > 0 ? `, ${l.replans} replan(s)` : ''}`),
     ...(r.subAgents ?? []).map((a) => `subagent  ${a.path} ${a.role} ${a.status}, ${a.turns} turn(s)${a.error ? `: ${short(a.error.message, 60)}` : ''}`),
@@ -115,6 +116,13 @@ export function describeRun(r: RunSummary): string {
   for (const a of r.pendingApprovals ?? []) lines.push(`approval  ${a.tool} waits for a human: triad approvals approve ${a.approvalId} (or reject --reason "…")`);
   if (r.pendingReview) lines.push(`review    ${r.pendingReview.reviewId} is waiting for a human (not the launcher): triad review approve ${r.pendingReview.reviewId} --reason "…" --as <reviewer>`);
   return lines.join('\n');
+}
+
+/** A run's sandbox in one phrase: `off` said loudly, the network allow-lists when there are any. */
+export function describeSandbox(s: NonNullable<RunSummary['sandbox']>): string {
+  if (s.mode === 'off') return 'OFF — its commands ran unsandboxed, as the server (TRIAD_SANDBOX=off)';
+  const lists = Object.entries(s.network).filter(([, hosts]) => hosts && hosts.length > 0);
+  return `bubblewrap, network ${lists.length === 0 ? 'none' : lists.map(([role, hosts]) => `${role}: ${hosts!.join(', ')}`).join('; ')}`;
 }
 
 /** Which model answers, said once before a run is driven and when the server starts. */

@@ -6,6 +6,9 @@ import { DEFAULT_RETRY_DELAYS_MS } from '../team/resilience/policies';
 import { normaliseName } from '../auth/names';
 import { readFileSync } from 'node:fs';
 import { McpConfigError, parseMcpConfig, type McpConfig } from '../team/tools/mcp/mcp-config';
+import { DEFAULT_SANDBOX_LIMITS, parseNetworkAllowList, passedEnvProblem } from '../team/tools/sandbox/sandbox-policy';
+import type { SandboxSettings } from '../team/tools/sandbox/sandbox';
+import { isAbsolute } from 'node:path';
 
 /**
  * All configuration comes from the environment, read and validated in this one place.
@@ -58,6 +61,8 @@ export interface TriadConfig {
   sessionTtlMs: number;
   /** Express's `trust proxy`: whether X-Forwarded-Proto/-Host name the request's origin (false: not trusted). */
   trustProxy: boolean | number | string;
+  /** The OS sandbox of run_command and stdio MCP servers (TRIAD_SANDBOX and TRIAD_SANDBOX_*). */
+  sandbox: SandboxSettings;
 }
 
 /**
@@ -147,7 +152,94 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): TriadConfig {
     ...(env.TRIAD_MCP_CONFIG ? { mcp: loadMcpConfig(env.TRIAD_MCP_CONFIG, env) } : {}),
     sessionTtlMs: intEnv(env, 'TRIAD_SESSION_TTL_MS', 8 * 60 * 60 * 1000, 1000, MAX_SESSION_TTL_MS),
     trustProxy: trustProxyEnv(env.TRIAD_TRUST_PROXY),
+    sandbox: sandboxSettings(env),
   };
+}
+
+const MIB = 1024 * 1024;
+
+/**
+ * TRIAD_SANDBOX (`on`, the default, or `off`), the deployment's network allow-list, the server
+ * variables passed in by name, more read-only paths, the limits, and the proxy's credentials file.
+ */
+export function sandboxSettings(env: NodeJS.ProcessEnv): SandboxSettings {
+  const raw = (env.TRIAD_SANDBOX ?? '').trim().toLowerCase();
+  if (!['', 'on', 'bubblewrap', 'off'].includes(raw)) throw new ConfigError(`TRIAD_SANDBOX must be on or off, got '${shown(raw)}'`);
+  const list = (name: string) =>
+    (env[name] ?? '')
+      .split(',')
+      .map((p) => p.trim())
+      .filter(Boolean);
+  const network = parseNetworkAllowList(list('TRIAD_SANDBOX_NETWORK'), 'TRIAD_SANDBOX_NETWORK');
+  if ('problem' in network) throw new ConfigError(network.problem);
+  const passEnv = list('TRIAD_SANDBOX_ENV');
+  for (const name of passEnv) {
+    const problem = passedEnvProblem(name);
+    if (problem) throw new ConfigError(`TRIAD_SANDBOX_ENV: ${problem}`);
+  }
+  const readOnlyPaths = (env.TRIAD_SANDBOX_PATHS ?? '').split(/[,:]/).map((p) => p.trim()).filter(Boolean);
+  for (const path of readOnlyPaths) if (!isAbsolute(path)) throw new ConfigError(`TRIAD_SANDBOX_PATHS entries must be absolute paths, got '${shown(path)}'`);
+  const d = DEFAULT_SANDBOX_LIMITS;
+  return {
+    mode: raw === 'off' ? 'off' : 'bubblewrap',
+    limits: {
+      maxProcesses: intEnv(env, 'TRIAD_SANDBOX_MAX_PROCESSES', d.maxProcesses, 8, 100_000),
+      maxMemoryBytes: intEnv(env, 'TRIAD_SANDBOX_MAX_MEMORY_MB', d.maxMemoryBytes / MIB, 64, 1_048_576) * MIB,
+      maxCpuSeconds: intEnv(env, 'TRIAD_SANDBOX_MAX_CPU_SECONDS', d.maxCpuSeconds, 1, 86_400),
+      maxFileBytes: intEnv(env, 'TRIAD_SANDBOX_MAX_FILE_MB', d.maxFileBytes / MIB, 1, 1_048_576) * MIB,
+      maxOutputBytes: intEnv(env, 'TRIAD_SANDBOX_MAX_OUTPUT_MB', d.maxOutputBytes / MIB, 1, 4096) * MIB,
+    },
+    defaultNetwork: network.normalised,
+    passEnv,
+    readOnlyPaths,
+    credentials: env.TRIAD_SANDBOX_CREDENTIALS_FILE ? loadSandboxCredentials(env.TRIAD_SANDBOX_CREDENTIALS_FILE, env) : {},
+  };
+}
+
+/**
+ * The network proxy's credentials: `{"<host>": {"<header>": "<value>"}}`, `${VAR}` taken from the
+ * environment. Values are never echoed.
+ */
+function loadSandboxCredentials(file: string, env: NodeJS.ProcessEnv): Record<string, Record<string, string>> {
+  const path = resolve(file);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new ConfigError(`TRIAD_SANDBOX_CREDENTIALS_FILE ${path}: ${code === 'ENOENT' ? 'no such file' : code ? `cannot be read (${code})` : 'is not JSON'}`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new ConfigError(`TRIAD_SANDBOX_CREDENTIALS_FILE ${path}: must be an object of hosts, each an object of headers`);
+  const out: Record<string, Record<string, string>> = {};
+  for (const [host, headers] of Object.entries(parsed)) {
+    const pattern = parseNetworkAllowList([host], 'host');
+    if ('problem' in pattern || host.includes('*')) throw new ConfigError(`TRIAD_SANDBOX_CREDENTIALS_FILE ${path}: '${shown(host)}' is not a host name`);
+    if (typeof headers !== 'object' || headers === null || Array.isArray(headers)) throw new ConfigError(`TRIAD_SANDBOX_CREDENTIALS_FILE ${path}: '${shown(host)}' must be an object of headers`);
+    const set: Record<string, string> = {};
+    for (const [name, value] of Object.entries(headers as Record<string, unknown>)) {
+      if (!/^[A-Za-z0-9-]{1,64}$/.test(name) || typeof value !== 'string') throw new ConfigError(`TRIAD_SANDBOX_CREDENTIALS_FILE ${path}: '${shown(host)}' headers must be names with string values`);
+      set[name.toLowerCase()] = value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_m, v: string) => {
+        const found = env[v];
+        if (found === undefined) throw new ConfigError(`TRIAD_SANDBOX_CREDENTIALS_FILE ${path}: uses \${${v}}, which is not set`);
+        return found;
+      });
+    }
+    out[host.toLowerCase()] = set;
+  }
+  return out;
+}
+
+/** Every credential value of the sandbox's proxy (and its bearer token alone): secrets to redact. */
+export function sandboxSecrets(settings: SandboxSettings): string[] {
+  const out: string[] = [];
+  for (const headers of Object.values(settings.credentials)) {
+    for (const value of Object.values(headers)) {
+      out.push(value);
+      const last = value.trim().split(/\s+/).pop();
+      if (last && last !== value) out.push(last);
+    }
+  }
+  return out;
 }
 
 /** The MCP servers file, read and checked now: a bad file is a configuration error naming it. */

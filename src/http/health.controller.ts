@@ -5,6 +5,8 @@ import { EVENT_STORE, type EventStore } from '../events/event-store.port';
 import { DurabilityError } from '../events/wal-sync';
 import { HEALTH_REGISTRY, type HealthRegistry } from '../shared/health';
 import { MODEL_PROVIDER, type ModelProvider } from '../team/models/model.port';
+import { SANDBOX } from '../team/tokens';
+import type { Sandbox } from '../team/tools/sandbox/sandbox';
 
 @Controller()
 @Public()
@@ -13,6 +15,7 @@ export class HealthController {
     @Inject(EVENT_STORE) private readonly store: EventStore,
     @Inject(MODEL_PROVIDER) private readonly model: ModelProvider,
     @Inject(HEALTH_REGISTRY) private readonly registry: HealthRegistry,
+    @Inject(SANDBOX) private readonly sandbox: Sandbox,
   ) {}
 
   /**
@@ -37,6 +40,16 @@ export class HealthController {
     }
     const assessed = this.registry.assess(head);
     if (!assessed.ok) return degraded(assessed.reasons.join('; '));
-    return { status: 'ok', store: this.store.kind, model: this.model.name, offlineModel: this.model.name === 'offline', headPosition: head };
+    const sandbox = this.sandbox.status;
+    return {
+      status: 'ok',
+      store: this.store.kind,
+      model: this.model.name,
+      offlineModel: this.model.name === 'offline',
+      headPosition: head,
+      // Not a reason for 503: runs without commands work; run_command and stdio MCP servers are refused.
+      sandbox: sandbox.mode === 'off' ? 'off' : sandbox.ready ? 'bubblewrap' : 'unavailable',
+      ...(sandbox.mode === 'bubblewrap' && !sandbox.ready ? { sandboxProblem: this.sandbox.describe() } : {}),
+    };
   }
 }

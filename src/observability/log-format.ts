@@ -30,20 +30,33 @@ const SECRET_PATTERNS: RegExp[] = [
 
 /**
  * Replaces every known secret (the configured keys' values) and anything shaped like one with
- * `[redacted]`. Secrets shorter than 8 characters are not searched for (they would match words).
+ * `[redacted]`. Secrets shorter than 8 characters are not searched for (they would match words;
+ * the configuration refuses API keys that short).
+ *
+ * In text that is not a log line (tool output and input, model text, workspace files) each
+ * secret is searched for in the forms a shell makes of it cheaply too: reversed (`rev`), as hex
+ * (`xxd -p`, `od`), as base64 at each of its three alignments (`base64`, whatever came before it in
+ * the stream), and spaced out (`sed 's/./& /g'`, with up to three separator characters between
+ * its characters). The sandbox keeps a command from reading the server's secrets at all; this is
+ * the second wall, for a secret that reached a command some other way.
  */
 export class Redactor {
   private readonly secrets: string[];
-  /**
-   * The secrets searched for in text and files that are not log lines (tool output, workspace
-   * files): 12 characters or more, of two kinds of character at least. A shorter or plainer one
-   * (`postgres`, `changeit`) would match ordinary words and rewrite users' files.
-   */
-  private readonly distinctive: string[];
+  /** Every form of every secret, longest first, as exact strings. */
+  private readonly forms: string[];
+  /** The spaced-out forms, one pattern per secret and its reversal. */
+  private readonly spaced: RegExp[];
 
   constructor(secrets: Iterable<string | undefined>) {
     this.secrets = [...new Set([...secrets].filter((s): s is string => typeof s === 'string' && s.length >= 8))].sort((a, b) => b.length - a.length);
-    this.distinctive = this.secrets.filter(isDistinctive);
+    const forms = new Set<string>();
+    const spaced: RegExp[] = [];
+    for (const secret of this.secrets) {
+      for (const form of encodedForms(secret)) forms.add(form);
+      spaced.push(spacedPattern(secret), spacedPattern(reverse(secret)));
+    }
+    this.forms = [...forms].sort((a, b) => b.length - a.length);
+    this.spaced = spaced;
   }
 
   /**
@@ -52,45 +65,76 @@ export class Redactor {
    */
   static fromEnv(env: NodeJS.ProcessEnv = process.env, more: readonly string[] = []): Redactor {
     const keys = (env.TRIAD_API_KEYS ?? '').split(',').map((entry) => entry.split(':').slice(2).join(':').trim());
-    return new Redactor([env.ANTHROPIC_API_KEY, ...keys, ...urlPassword(env.TRIAD_PG_URL), ...urlPassword(env.TRIAD_ESDB_URL), env.PGPASSWORD, ...more]);
+    return new Redactor([env.ANTHROPIC_API_KEY, env.OPENAI_API_KEY, ...keys, ...urlPassword(env.TRIAD_PG_URL), ...urlPassword(env.TRIAD_ESDB_URL), env.PGPASSWORD, ...more]);
   }
 
-  /** The distinctive known secrets only, not what is shaped like one: for text that is not a log line (a tool's output). */
+  /** True when there is nothing to look for. */
+  get empty(): boolean {
+    return this.secrets.length === 0;
+  }
+
+  /** The known secrets in all their forms, not what is shaped like one: for text that is not a log line (a tool's output). */
   redactKnown(text: string): string {
     let out = text;
-    for (const s of this.distinctive) if (out.includes(s)) out = out.split(s).join('[redacted]');
+    for (const form of this.forms) if (out.includes(form)) out = out.split(form).join('[redacted]');
+    for (const pattern of this.spaced) out = out.replace(pattern, '[redacted]');
     return out;
   }
 
-  /** A copy of `bytes` with every distinctive known secret (as UTF-8) replaced, or undefined when none is there. */
-  redactBytes(bytes: Buffer): Buffer | undefined {
-    let out = bytes;
-    let found = false;
-    const mark = Buffer.from('[redacted]');
-    for (const s of this.distinctive) {
-      const needle = Buffer.from(s);
-      let at = out.indexOf(needle);
-      if (at < 0) continue;
-      found = true;
-      const parts: Buffer[] = [];
-      let from = 0;
-      while (at >= 0) {
-        parts.push(out.subarray(from, at), mark);
-        from = at + needle.length;
-        at = out.indexOf(needle, from);
-      }
-      parts.push(out.subarray(from));
-      out = Buffer.concat(parts);
+  /** Every string in a JSON-like value passed through `redactKnown` (a copy; the value is not changed). */
+  redactDeep<T>(value: T): T {
+    if (typeof value === 'string') return this.redactKnown(value) as T;
+    if (Array.isArray(value)) return value.map((v: unknown) => this.redactDeep(v)) as T;
+    if (value !== null && typeof value === 'object') {
+      const out: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries(value)) out[k] = this.redactDeep(v);
+      return out as T;
     }
-    return found ? out : undefined;
+    return value;
+  }
+
+  /** A copy of `bytes` with every known secret's forms (as UTF-8) replaced, or undefined when none is there. */
+  redactBytes(bytes: Buffer): Buffer | undefined {
+    if (this.secrets.length === 0) return undefined;
+    // Latin-1 maps each byte to one character and back: the search runs on bytes that need not be UTF-8.
+    const text = bytes.toString('latin1');
+    let out = text;
+    for (const form of this.forms) {
+      const needle = Buffer.from(form, 'utf8').toString('latin1');
+      if (out.includes(needle)) out = out.split(needle).join('[redacted]');
+    }
+    for (const pattern of this.spaced) out = out.replace(pattern, '[redacted]');
+    return out === text ? undefined : Buffer.from(out, 'latin1');
   }
 
   redact(text: string): string {
-    let out = text;
-    for (const s of this.secrets) out = out.split(s).join('[redacted]');
+    let out = this.redactKnown(text);
     for (const p of SECRET_PATTERNS) out = out.replace(p, (...m: unknown[]) => (typeof m[1] === 'string' ? `${m[1]}[redacted]` : '[redacted]'));
     return out;
   }
+}
+
+function reverse(text: string): string {
+  return [...text].reverse().join('');
+}
+
+/** The secret as it is, reversed, as hex, and the parts of its base64 that do not depend on its alignment. */
+function encodedForms(secret: string): string[] {
+  const bytes = Buffer.from(secret, 'utf8');
+  const forms = [secret, reverse(secret), bytes.toString('hex'), bytes.toString('hex').toUpperCase()];
+  for (let k = 0; k < 3; k++) {
+    const whole = Math.floor((bytes.length - k) / 3) * 3;
+    if (whole < 6) continue;
+    const core = bytes.subarray(k, k + whole);
+    forms.push(core.toString('base64'), core.toString('base64url'));
+  }
+  return forms;
+}
+
+/** The secret's characters with 1 to 3 spaces, dots, dashes or other separators between each. */
+function spacedPattern(secret: string): RegExp {
+  const chars = [...secret].map((c) => c.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&'));
+  return new RegExp(chars.join('[\\s.,:;_|/\\\\-]{1,3}'), 'g');
 }
 
 /** The password of a URL's authority (after the first ':' up to the last '@'), as written and decoded. */
@@ -105,11 +149,4 @@ function urlPassword(url: string | undefined): string[] {
   } catch {
     return [raw];
   }
-}
-
-/** 12 characters or more, of at least two kinds (lower case, upper case, digits, others). */
-function isDistinctive(secret: string): boolean {
-  if (secret.length < 12) return false;
-  const kinds = [/[a-z]/, /[A-Z]/, /[0-9]/, /[^a-zA-Z0-9]/].filter((kind) => kind.test(secret)).length;
-  return kinds >= 2;
 }

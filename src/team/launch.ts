@@ -5,7 +5,7 @@ import { runContext, runStream } from './run-stream';
 import { foldRun, type RunState } from './domain/run-state';
 import type { RoleName } from './models/model.port';
 import { DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TURNS, DEFAULT_TIMEOUT_MS, DEFAULT_TOKEN_BUDGET, ROLES } from './domain/roles';
-import { toRunStreamId, type RunProjectLink, type TeamRunEvent, type ReviewPolicy, type ReviewTimeoutPolicy, type RoleConfig, type RunLaunchedData } from './domain/run-events';
+import { toRunStreamId, type RunProjectLink, type TeamRunEvent, type ReviewPolicy, type ReviewTimeoutPolicy, type RoleConfig, type RunLaunchedData, type RunSandbox } from './domain/run-events';
 import { resolveRoleTools, ToolPolicyError } from './tools/tool-registry';
 import { LOOP_STRATEGIES, loopSettingsOf, loopSettingsProblem, type LoopInput } from './domain/loop-strategy';
 export type { LoopInput } from './domain/loop-strategy';
@@ -26,12 +26,16 @@ import {
   type ToolApprovalPolicy,
 } from './resilience/policies';
 import { hasVisibleText } from '../shared/text';
+import { parseNetworkAllowList } from './tools/sandbox/sandbox-policy';
 
 export interface LaunchRunInput {
   goal: string;
   acceptanceCriteria: string[];
   team?: Partial<
-    Record<RoleName, { model?: string; maxTurns?: number; tools?: string[]; systemPrompt?: string; thinking?: { budgetTokens: number }; loop?: LoopInput }>
+    Record<
+      RoleName,
+      { model?: string; maxTurns?: number; tools?: string[]; systemPrompt?: string; thinking?: { budgetTokens: number }; loop?: LoopInput; network?: string[] }
+    >
   >;
   maxIterations?: number;
   timeoutMs?: number;
@@ -75,6 +79,8 @@ export interface LaunchContext {
   project?: RunProjectLink;
   /** The serving process the run was placed on (RunSupervisor.place), recorded in RunLaunched's metadata. */
   placedOn?: string;
+  /** The process's sandbox: recorded with each role's network allow-list (its own, else `defaultNetwork`). */
+  sandbox?: { mode: 'bubblewrap' | 'off'; defaultNetwork: readonly string[] };
 }
 
 /** A launch that cannot be accepted as given (beyond DTO shape checks). Maps to 400. */
@@ -98,8 +104,14 @@ export function runIdForIdempotencyKey(launchedBy: string, key: string): string 
 /** Applies the launch defaults and checks what a DTO cannot: tool policy per role. */
 export function buildRunLaunched(input: LaunchRunInput, ctx: LaunchContext): RunLaunchedData {
   const team = {} as Record<RoleName, RoleConfig>;
+  const network: RunSandbox['network'] = {};
   for (const role of ROLES) {
     const cfg = input.team?.[role] ?? {};
+    if (cfg.network !== undefined) {
+      const parsed = Array.isArray(cfg.network) && cfg.network.every((h) => typeof h === 'string') ? parseNetworkAllowList(cfg.network, `team.${role}.network`) : { problem: `team.${role}.network must be a list of host names` };
+      if ('problem' in parsed) throw new InvalidLaunchError(parsed.problem);
+      if (parsed.normalised.length > 0) network[role] = parsed.normalised;
+    } else if (ctx.sandbox && ctx.sandbox.defaultNetwork.length > 0) network[role] = [...ctx.sandbox.defaultNetwork];
     let tools: string[];
     try {
       tools = (ctx.resolveTools ?? resolveRoleTools)(role, cfg.tools);
@@ -158,6 +170,7 @@ export function buildRunLaunched(input: LaunchRunInput, ctx: LaunchContext): Run
     ...(input.idempotencyKey ? { idempotencyKey: input.idempotencyKey } : {}),
     ...policies,
     ...(ctx.project ? { project: { ...ctx.project } } : {}),
+    ...(ctx.sandbox ? { sandbox: { mode: ctx.sandbox.mode, network } } : {}),
   };
 }
 

@@ -25,6 +25,8 @@ export interface RunSummary {
   message?: string;
   launchedBy: string;
   provider: string;
+  /** The OS sandbox of its commands, as launched (absent: launched before the sandbox existed). `off`: unsandboxed. */
+  sandbox?: { mode: 'bubblewrap' | 'off'; network: Partial<Record<RoleName, string[]>> };
   startedAt: string;
   endedAt?: string;
   usage: { inputTokens: number; outputTokens: number; costUsd: number; turns: number; byRole: Record<RoleName, { inputTokens: number; outputTokens: number; turns: number }> };
@@ -224,6 +226,7 @@ export function applyToSummary(state: RunSummaryState | undefined, recorded: Rec
         maxIterations: d.maxIterations,
         launchedBy: d.launchedBy,
         provider: d.provider,
+        ...(d.sandbox ? { sandbox: { mode: d.sandbox.mode, network: structuredClone(d.sandbox.network) } } : {}),
         startedAt: d.launchedAt,
         ...(d.project ? { project: { ...d.project } } : {}),
         ...(event.type === 'RunForked' ? forkedLoops(event.data.view) : loopsOf(d.team)),

@@ -19,7 +19,9 @@ import { RUN_LEASES } from './leases/run-leases';
 import { CHECKPOINT_STORE } from '../checkpoint/checkpoint-store.port';
 import { STORAGE, type Storage } from '../storage/storage';
 import { RunsProjection } from './runs.projection';
-import { TOOL_REGISTRY } from './tokens';
+import { SANDBOX, TOOL_REGISTRY } from './tokens';
+import { Sandbox } from './tools/sandbox/sandbox';
+import { sandboxSecrets } from '../config/config';
 import { createDefaultToolRegistry } from './tools/tool-registry';
 
 const MODEL_SELECTION = Symbol('MODEL_SELECTION');
@@ -49,15 +51,18 @@ export const TEAM_QUERY_HANDLERS = [GetRunHandler, ListRunsHandler];
     // The built-in tools, and the MCP servers of TRIAD_MCP_CONFIG: connected on first need (a
     // launch, a run driven here; `triad serve` at start), closed by the supervisor's shutdown. The
     // MCP SDK is loaded only when servers are configured.
+    // Probed once at start (one empty sandbox): serve and /health say what it can do.
+    { provide: SANDBOX, inject: [TRIAD_CONFIG], useFactory: (c: TriadConfig) => Sandbox.open(c.sandbox) },
     {
       provide: TOOL_REGISTRY,
-      inject: [TRIAD_CONFIG],
-      useFactory: async (c: TriadConfig) => {
-        const registry = createDefaultToolRegistry();
-        registry.secrets = Redactor.fromEnv(process.env, c.mcp?.secrets);
+      inject: [TRIAD_CONFIG, SANDBOX],
+      useFactory: async (c: TriadConfig, sandbox: Sandbox) => {
+        const registry = createDefaultToolRegistry(sandbox);
+        registry.sandbox = sandbox;
+        registry.secrets = Redactor.fromEnv(process.env, [...(c.mcp?.secrets ?? []), ...sandboxSecrets(c.sandbox)]);
         if (c.mcp) {
           const { McpHub } = await import('./tools/mcp/mcp-hub');
-          registry.addSource(new McpHub(c.mcp, { logger: new Logger('McpTools') }));
+          registry.addSource(new McpHub(c.mcp, { logger: new Logger('McpTools'), sandbox, dataDir: c.dataDir }));
         }
         return registry;
       },
@@ -65,6 +70,6 @@ export const TEAM_QUERY_HANDLERS = [GetRunHandler, ListRunsHandler];
     { provide: RETRY_POLICY, inject: [TRIAD_CONFIG], useFactory: (c: TriadConfig) => retrySchedule(c.modelRetryDelaysMs) },
     { provide: LAUNCH_POLICY_DEFAULTS, inject: [RETRY_POLICY], useFactory: productLaunchDefaults },
   ],
-  exports: [RunSupervisor, RecoveryService, RunDispatcher, CHECKPOINT_STORE, RUN_LEASES, RunsProjection, LiveRunBus, MODEL_PROVIDER, TOOL_REGISTRY, DEFAULT_MODEL],
+  exports: [SANDBOX, RunSupervisor, RecoveryService, RunDispatcher, CHECKPOINT_STORE, RUN_LEASES, RunsProjection, LiveRunBus, MODEL_PROVIDER, TOOL_REGISTRY, DEFAULT_MODEL],
 })
 export class TeamModule {}

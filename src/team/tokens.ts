@@ -1,1 +1,3 @@
 export const TOOL_REGISTRY = Symbol('TOOL_REGISTRY');
+/** The process's OS sandbox for the processes tools start (tools/sandbox/sandbox.ts). */
+export const SANDBOX = Symbol('SANDBOX');

@@ -120,6 +120,16 @@ export function RunPage({ runId }: { runId: string }) {
             ) : null}
             <dt>Model</dt>
             <dd>{run.provider === 'offline' ? 'offline model (built in, deterministic)' : run.provider}</dd>
+            {run.sandbox ? (
+              <>
+                <dt>Sandbox</dt>
+                <dd class={run.sandbox.mode === 'off' ? 'warn' : undefined} data-testid="run-sandbox">
+                  {run.sandbox.mode === 'off'
+                    ? 'OFF — its commands ran unsandboxed, with the server\'s files and network'
+                    : `bubblewrap · network ${Object.entries(run.sandbox.network).filter(([, h]) => h && h.length > 0).map(([role, h]) => `${role}: ${h!.join(', ')}`).join('; ') || 'none'}`}
+                </dd>
+              </>
+            ) : null}
             <dt>Launched</dt>
             <dd>
               {fmtTime(run.startedAt)} by {run.launchedBy}
@@ -269,7 +279,7 @@ function TimelineItem({ e }: { e: Typed }) {
   );
   switch (e.type) {
     case 'RunLaunched':
-      return <li class="item">{head('Launched', `by ${e.data.launchedBy} · max ${e.data.maxIterations} iterations · budget ${fmtInt(e.data.budget.totalTokens)} tokens · ${e.data.provider}`)}</li>;
+      return <li class="item">{head('Launched', `by ${e.data.launchedBy} · max ${e.data.maxIterations} iterations · budget ${fmtInt(e.data.budget.totalTokens)} tokens · ${e.data.provider}${e.data.sandbox?.mode === 'off' ? ' · UNSANDBOXED' : ''}`)}</li>;
     case 'RunForked':
       return <li class="item">{head('Forked', `from ${e.data.parent.runId} at turn ${e.data.parent.turn} by ${e.data.forkedBy}`)}</li>;
     case 'PhaseStarted':

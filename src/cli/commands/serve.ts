@@ -11,6 +11,8 @@ import { startTracingFromEnv } from '../../observability/otel-sdk';
 import { CliLogger, packageVersion } from '../cli-io';
 import { CliError, EXIT } from '../exit-codes';
 import { providerLine } from '../format';
+import { SANDBOX } from '../../team/tokens';
+import type { Sandbox } from '../../team/tools/sandbox/sandbox';
 import { TOOL_REGISTRY } from '../../team/tokens';
 import type { ToolRegistry } from '../../team/tools/tool-registry';
 import { waitForStore } from '../store-wait';
@@ -79,10 +81,15 @@ export function addServeCommand(program: Command, { output }: CliContext): void 
       // shows in the log at once (and is tried again when a launch or a run needs it).
       void app.get<ToolRegistry>(TOOL_REGISTRY).ready();
       const model = app.get<ModelProvider>(MODEL_PROVIDER);
+      const sandbox = app.get<Sandbox>(SANDBOX);
       const summary = describeConfig(config);
       output.out(
-        `triad listening on http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port} — store ${summary.store}, data ${summary.dataDir}, ${providerLine(model)}\n`,
+        `triad listening on http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port} — store ${summary.store}, data ${summary.dataDir}, ${providerLine(model)}, sandbox ${sandbox.status.mode === 'off' ? 'off' : sandbox.status.ready ? 'bubblewrap' : 'unavailable'}\n`,
       );
+      // Said at every start: what an unsandboxed (or sandbox-less) deployment allows or refuses.
+      if (sandbox.status.mode === 'off') logger.warn('the sandbox is off (TRIAD_SANDBOX=off): agents\' commands and stdio MCP servers run as this server, and can read its environment (API keys), its data directory and every other run\'s workspace, and reach the network; every run launched here is recorded as unsandboxed', 'Sandbox');
+      else if (!sandbox.status.ready) logger.warn(`the sandbox ${sandbox.describe()}`, 'Sandbox');
+      else logger.log(`sandbox: ${sandbox.describe()}`, 'Sandbox');
       await stopped;
       await app.close();
       await stopTracing?.().catch(() => undefined);

@@ -82,6 +82,7 @@ export class LaunchRunHandler implements ICommandHandler<LaunchRunCommand, Launc
       // Launches through the API and the CLI record the product's resilience defaults.
       defaults: this.defaults,
       resolveTools: (role, allowList) => this.tools.resolveRoleTools(role, allowList),
+      ...(this.tools.sandbox ? { sandbox: { mode: this.tools.sandbox.settings.mode, defaultNetwork: this.tools.sandbox.settings.defaultNetwork } } : {}),
       ...(command.project ? { project: command.project } : {}),
     };
   }

@@ -100,6 +100,17 @@ export interface RunLaunchedData {
   contextWindow?: ContextWindowPolicy;
   /** Set when the run is a task of a project (src/projects/): the project, the task and its attempt. */
   project?: RunProjectLink;
+  /**
+   * The OS sandbox its tools' processes run in, as the launching process had it: `bubblewrap`, or
+   * `off` (TRIAD_SANDBOX=off: commands ran as the server). `network`: the hosts each role's
+   * commands may reach (a role absent: none). Absent on runs launched before the sandbox existed.
+   */
+  sandbox?: RunSandbox;
+}
+
+export interface RunSandbox {
+  mode: 'bubblewrap' | 'off';
+  network: Partial<Record<RoleName, string[]>>;
 }
 
 /** A task run's link to its project. */

@@ -3,6 +3,7 @@ import { pause } from '../../events/store-retry';
 import { EventTooLargeError } from '../../events/errors';
 import { ModelError, type ModelResponse } from '../models/model.port';
 import { modelOfCall, toolsOfCall, type NextAction } from '../domain/next-action';
+import { redactAnswer } from '../tools/tool-registry';
 import { decideModelFailure, modelCallCompleted, modelCallStarted } from '../domain/run-steps';
 import type { TeamRunEvent } from '../domain/run-events';
 import { newUserMessage } from '../domain/run-state';
@@ -63,6 +64,7 @@ export async function takeModelTurn(ctx: StepContext, step: Extract<NextAction, 
       // An answer that cannot be recorded as it is is a failed call, retried on the same schedule.
       const unusable = unusableAnswer(response);
       if (unusable) throw new ModelError('malformed_response', `malformed model response: ${unusable}`);
+      response = redactAnswer(response, deps.tools.secrets);
     } catch (err) {
       if ((await failed(err instanceof ModelError ? err : new ModelError('server', `model provider failed: ${(err as Error)?.message ?? String(err)}`))) === 'stop') return;
       continue;

@@ -2,6 +2,7 @@ import { pause } from '../../events/store-retry';
 import { ModelError, type ChatMessage, type ContentBlock, type ModelResponse, type RoleName, type ToolUseBlock } from '../models/model.port';
 import { costOf } from '../models/pricing';
 import type { ToolOutcome } from '../tools/tool.port';
+import { redactAnswer } from '../tools/tool-registry';
 import { totalTokens } from '../domain/run-state';
 import type { TeamRunEvent } from '../domain/run-events';
 import { completedCallData } from '../domain/run-steps';
@@ -186,7 +187,9 @@ async function runSubAgentTool(
   const realWorkspace = await ctx.realWorkspace();
   const invoke = async (): Promise<ToolOutcome> => {
     try {
-      return await deps.tools.invoke(call, phaseRole, allowed, { runId: ctx.runId, role: phaseRole, workspace: ctx.workspace, realWorkspace, signal });
+      const network = ctx.state.launched?.sandbox?.network[phaseRole];
+      const sandboxMode = ctx.state.launched?.sandbox?.mode;
+      return await deps.tools.invoke(call, phaseRole, allowed, { runId: ctx.runId, role: phaseRole, workspace: ctx.workspace, realWorkspace, signal, ...(network ? { network } : {}), ...(sandboxMode ? { sandboxMode } : {}) });
     } catch (err) {
       return { isError: true, output: `tool ${call.name} failed: ${encodeMachineText(String((err as Error).message))}` };
     }
@@ -249,6 +252,7 @@ async function callSubAgentModel(
       // one id) is asked for again, as a transient failure is; then the sub-agent fails.
       const unusable = unusableAnswer(response);
       if (unusable) throw new ModelError('malformed_response', `malformed model response: ${unusable}`);
+      response = redactAnswer(response, deps.tools.secrets);
     } catch (err) {
       if (signal.aborted) return 'stopped';
       // Its timeout passed: the sub-agent timed out.

@@ -52,7 +52,9 @@ export async function dispatchTools(ctx: StepContext, step: Extract<NextAction, 
   const allowed = s.phase!.tools;
   const policy = s.launched!.toolApproval;
   const realWorkspace = await ctx.realWorkspace();
-  const context = (signal: AbortSignal) => ({ runId, role, workspace: ctx.workspace, realWorkspace, signal });
+  const network = s.launched!.sandbox?.network[role];
+  const sandboxMode = s.launched!.sandbox?.mode;
+  const context = (signal: AbortSignal) => ({ runId, role, workspace: ctx.workspace, realWorkspace, signal, ...(network ? { network } : {}), ...(sandboxMode ? { sandboxMode } : {}) });
   const spawner: Spawner = { agent: agentIdentity(role, runId), depth: 0, tools: allowed, phaseRole: role };
   // Sub-agents spawned in this preflight (awaiting approval), so that two spawns get two paths.
   const agents = { ...s.subAgents };

@@ -46,6 +46,8 @@ export class RoleConfigDto {
   @IsOptional() @IsString() @IsNotEmpty() @MaxLength(20_000) systemPrompt?: string;
   @IsOptional() @IsObject() @ValidateNested() @Type(() => ThinkingDto) thinking?: ThinkingDto;
   @IsOptional() @IsObject() @ValidateNested() @Type(() => LoopConfigDto) loop?: LoopConfigDto;
+  /** Hosts the role's commands may reach through the sandbox's proxy (`registry.npmjs.org`, `*.github.com`, `127.0.0.1:8080`). */
+  @IsOptional() @IsArray() @ArrayMaxSize(50) @IsString({ each: true }) @IsNotEmpty({ each: true }) @MaxLength(260, { each: true }) network?: string[];
 }
 
 export class TeamConfigDto {

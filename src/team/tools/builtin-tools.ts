@@ -7,6 +7,7 @@ import { runCommandTool } from './builtin/run-command';
 import { searchFilesTool } from './builtin/search-files';
 import { spawnSubAgentTool } from './builtin/spawn-sub-agent';
 import { writeFileTool } from './builtin/write-file';
+import { Sandbox } from './sandbox/sandbox';
 
 /**
  * The tools a team works with, one module each under builtin/ (spawn_sub_agent is run by the driver). Each confines its paths to the
@@ -29,15 +30,20 @@ export function isBuiltinSchema(schema: object): boolean {
   return BUILTIN_SCHEMAS.has(schema);
 }
 
-export function createBuiltinTools(overrides: Partial<BuiltinToolLimits> = {}): ToolDefinition[] {
+/**
+ * The built-in tools. `sandbox` is the OS sandbox run_command runs in (the process's, opened from
+ * its configuration); without one, run_command opens one with the default settings on first use.
+ */
+export function createBuiltinTools(overrides: Partial<BuiltinToolLimits> = {}, sandbox?: Sandbox): ToolDefinition[] {
   const limits: BuiltinToolLimits = { ...DEFAULT_TOOL_LIMITS, ...overrides };
+  let opened = sandbox;
   const tools = [
     readFileTool(limits),
     listFilesTool(limits),
     searchFilesTool(limits),
     writeFileTool(),
     editFileTool(),
-    runCommandTool(limits),
+    runCommandTool(limits, () => (opened ??= Sandbox.open())),
     spawnSubAgentTool(),
   ];
   for (const tool of tools) BUILTIN_SCHEMAS.add(tool.inputSchema);

@@ -4,8 +4,9 @@
 import type { Redactor } from '../../observability/log-format';
 import { InvalidRequestError } from '../../shared/errors';
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
-import type { RoleName, ToolSpec, ToolUseBlock } from '../models/model.port';
+import type { AssistantBlock, RoleName, ToolSpec, ToolUseBlock } from '../models/model.port';
 import { createBuiltinTools, isBuiltinSchema } from './builtin-tools';
+import type { Sandbox } from './sandbox/sandbox';
 import type { ToolContext, ToolDefinition, ToolOutcome } from './tool.port';
 import { encodeMachineText, fromMachineText } from '../../shared/text';
 import { isMcpToolName, mcpServerPrefixOf } from './mcp/mcp-names';
@@ -284,6 +285,9 @@ export class ToolRegistry {
    */
   secrets?: Redactor;
 
+  /** The OS sandbox its tools' processes run in: what a launch records of it (RunLaunched.sandbox). */
+  sandbox?: Sandbox;
+
   constructor(tools: Iterable<ToolDefinition> = []) {
     for (const tool of tools) this.register(tool);
   }
@@ -424,8 +428,35 @@ export class ToolRegistry {
   }
 }
 
-export function createDefaultToolRegistry(): ToolRegistry {
-  return new ToolRegistry(createBuiltinTools());
+/**
+ * A model's answer with the process's secrets (in all their forms) taken out of its text and its
+ * tool calls' input, before it is recorded or acted on: a model that was shown a secret does not
+ * write it into the record, a file or a command. Thinking blocks are kept as they are (the
+ * provider checks their signature when they are sent back).
+ */
+export function redactAnswer<T extends { content: AssistantBlock[] }>(response: T, secrets: Redactor | undefined): T {
+  if (!secrets || secrets.empty) return response;
+  let changed = false;
+  const content = response.content.map((block) => {
+    if (block.type === 'text') {
+      const text = secrets.redactKnown(block.text);
+      if (text === block.text) return block;
+      changed = true;
+      return { ...block, text };
+    }
+    if (block.type === 'tool_use') {
+      const input = secrets.redactDeep(block.input);
+      if (JSON.stringify(input) === JSON.stringify(block.input)) return block;
+      changed = true;
+      return { ...block, input };
+    }
+    return block;
+  });
+  return changed ? { ...response, content } : response;
+}
+
+export function createDefaultToolRegistry(sandbox?: Sandbox): ToolRegistry {
+  return new ToolRegistry(createBuiltinTools({}, sandbox));
 }
 
 // ---------------------------------------------------------------------------------------------

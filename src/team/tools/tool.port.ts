@@ -11,6 +11,17 @@ export interface ToolContext {
    */
   realWorkspace?: string;
   signal: AbortSignal;
+  /**
+   * The hosts a command of this role may reach through the sandbox's network proxy (the run's
+   * `team.<role>.network`, or the deployment's default, as RunLaunched recorded it). Absent or
+   * empty: no network at all.
+   */
+  network?: readonly string[];
+  /**
+   * The sandbox the run was launched with: a run launched sandboxed never has its commands run
+   * unsandboxed by a process with TRIAD_SANDBOX=off.
+   */
+  sandboxMode?: 'bubblewrap' | 'off';
 }
 
 export interface ToolOutcome {

@@ -37,6 +37,7 @@ export function editFileTool(): ToolDefinition {
         const stat = await fs.stat(file);
         if (stat.isDirectory()) return fail(`${quote(userPath)} is a directory`);
         if (!stat.isFile()) return fail(`${quote(userPath)} is not a regular file`);
+        if (stat.nlink > 1) return fail(`${quote(userPath)} is a hard link (the file has other names, which may be outside the workspace); it is not edited`);
         const text = await fs.readFile(file, 'utf8');
         if (text.includes('\0')) return fail(`${quote(userPath)} looks like a binary file; edit_file edits text only`);
         const count = countOccurrences(text, oldText);

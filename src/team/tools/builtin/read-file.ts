@@ -38,6 +38,8 @@ export function readFileTool(limits: BuiltinToolLimits): ToolDefinition {
         const stat = await handle.stat();
         if (stat.isDirectory()) return fail(`${quote(userPath)} is a directory; use list_files to see its entries`);
         if (!stat.isFile()) return fail(`${quote(userPath)} is not a regular file`);
+        // Checked on the open file: its other names cannot be found, and may be outside the workspace.
+        if (stat.nlink > 1) return fail(`${quote(userPath)} is a hard link (the file has other names, which may be outside the workspace); it is not read. Copy it with run_command (cp) if it is yours`);
         return await readLines(handle, userPath, stat.size, offset, limit, limits.readFileMaxBytes);
       } catch (err) {
         return fsFailure(err, userPath, 'read');

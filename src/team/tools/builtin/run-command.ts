@@ -4,38 +4,37 @@ import type { ToolContext, ToolDefinition, ToolOutcome } from '../tool.port';
 import { errnoCode, realWorkspaceOf, workspaceReplaced } from '../workspace';
 import { HeadTailBuffer } from './head-tail-buffer';
 import type { BuiltinToolLimits } from './limits';
+import { SandboxUnavailableError, type PreparedSandbox, type Sandbox } from '../sandbox/sandbox';
+import { limitHit, sandboxEnvironment, type SandboxLimits } from '../sandbox/sandbox-policy';
 import { asMachineText, fail, formatBytes, formatDuration, fsFailure } from './outcomes';
 
-/** run_command: a shell command in the workspace, its process group killed on timeout or cancel. */
-
-const SECRET_NAME = /KEY|SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIAL/i;
-/** A URL with a password in it (`postgres://user:pass@host`), whatever the variable is called. */
-const URL_WITH_PASSWORD = /^[a-z][a-z0-9+.-]*:\/\/[^/@\s]*:[^/@\s]*@/i;
+/**
+ * run_command: a shell command in the workspace, inside the OS sandbox (../sandbox/): the workspace
+ * is the only writable place, no other process is visible, no network unless the run allows
+ * hosts, an allow-listed environment, limits on processes, memory, CPU time, file size and output.
+ * Every process it started ends with it (its own PID namespace), and its host process group is
+ * killed on timeout or cancel.
+ */
 
 /**
- * The environment a command runs with: the orchestrator's own, minus anything that looks like a
- * secret and minus triad's and Anthropic's configuration. The model must not be able to print keys.
+ * The environment of an unsandboxed command (TRIAD_SANDBOX=off): the same allow-list a sandbox
+ * gets (PATH, LANG, TERM… and TRIAD_SANDBOX_ENV's names), never the server's environment minus a
+ * deny-list. Kept for callers of the old name.
  */
 export function commandEnvironment(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
-  const clean: NodeJS.ProcessEnv = {};
-  for (const [name, value] of Object.entries(env)) {
-    if (value === undefined) continue;
-    if (SECRET_NAME.test(name) || /^ANTHROPIC_/i.test(name) || /^TRIAD_/i.test(name)) continue;
-    if (URL_WITH_PASSWORD.test(value)) continue;
-    clean[name] = value;
-  }
-  return clean;
+  return sandboxEnvironment(env, { home: env.HOME ?? '/tmp' });
 }
 
-export function runCommandTool(limits: BuiltinToolLimits): ToolDefinition {
+export function runCommandTool(limits: BuiltinToolLimits, sandboxOf: () => Sandbox): ToolDefinition {
   return {
     name: 'run_command',
     description:
       'Run a shell command (/bin/sh -c) in the workspace directory and return its combined stdout and stderr (at most ' +
       `${formatBytes(limits.commandOutputMaxBytes)}; the middle is cut) and exit code. A non-zero exit is reported as an error. ` +
       `Timeout defaults to ${formatDuration(limits.commandDefaultTimeoutMs)} (max ${formatDuration(limits.commandMaxTimeoutMs)}); ` +
-      'on timeout every process the command started is killed, and background processes do not outlive the command. ' +
-      'Secrets are removed from the environment.',
+      'It runs in a sandbox: the workspace is the only writable directory (plus a private /tmp), no other process is visible, ' +
+      'there is no network unless the run allows hosts (then through an HTTP proxy: HTTP_PROXY is set), and processes, memory, CPU time, ' +
+      'file size and output are limited. Every process the command started ends with it.',
     inputSchema: {
       type: 'object',
       properties: {
@@ -57,6 +56,11 @@ export function runCommandTool(limits: BuiltinToolLimits): ToolDefinition {
       const command = input.command as string;
       const timeoutMs = Math.min((input.timeoutMs as number | undefined) ?? limits.commandDefaultTimeoutMs, limits.commandMaxTimeoutMs);
       if (context.signal.aborted) return fail('command cancelled before it started');
+      const sandbox = sandboxOf();
+      if (!sandbox.usable) return fail(sandbox.refusal('run_command'));
+      if (sandbox.status.mode === 'off' && context.sandboxMode === 'bubblewrap') {
+        return fail('run_command was not run: this run was launched with the OS sandbox, and this process has it off (TRIAD_SANDBOX=off); a sandboxed process must drive it');
+      }
       let cwd: string;
       try {
         cwd = await realWorkspaceOf(context);
@@ -67,18 +71,30 @@ export function runCommandTool(limits: BuiltinToolLimits): ToolDefinition {
       } catch (err) {
         return fsFailure(err, '.', 'use the workspace');
       }
-      return runCommand(command, cwd, timeoutMs, limits.commandOutputMaxBytes, context);
+      let prepared: PreparedSandbox;
+      try {
+        prepared = await sandbox.prepare({ writable: [cwd], cwd, network: context.network ?? [] });
+      } catch (err) {
+        if (err instanceof SandboxUnavailableError) return fail(err.message);
+        throw err;
+      }
+      try {
+        return await runCommand(command, cwd, timeoutMs, limits.commandOutputMaxBytes, context, prepared, sandbox.settings.limits);
+      } finally {
+        await prepared.dispose();
+      }
     },
   };
 }
 
 /**
- * The command's shell: it waits for a line on fd 3 (sent once the watchdog is armed), closes it,
- * and only then becomes `/bin/sh -c <command>` (same process, same group). Without the gate, this
+ * The command's first process: it waits for a line on fd 3 (sent once the watchdog is armed and
+ * the process is in the sandbox's cgroup), closes it, and only then becomes the sandbox and its
+ * `/bin/sh -c <command>` (same process, same group). Without the gate, this
  * process killed between spawning the command and spawning its watchdog (a few milliseconds, more
  * on a loaded machine) left the command running, unwatched.
  */
-const GATED_SHELL = 'IFS= read -r _ <&3 || exit 125; exec 3<&-; exec /bin/sh -c "$1"';
+const GATED_SHELL = 'IFS= read -r _ <&3 || exit 125; exec 3<&-; exec "$@"';
 
 /** A shell that kills process group `pgid` when its stdin closes: when the process holding the pipe is gone. */
 function spawnWatchdog(pgid: number): ChildProcess | undefined {
@@ -94,14 +110,25 @@ function spawnWatchdog(pgid: number): ChildProcess | undefined {
   }
 }
 
-function runCommand(command: string, cwd: string, timeoutMs: number, maxOutput: number, context: ToolContext): Promise<ToolOutcome> {
+function runCommand(
+  command: string,
+  cwd: string,
+  timeoutMs: number,
+  maxOutput: number,
+  context: ToolContext,
+  sandbox: PreparedSandbox,
+  limits: SandboxLimits,
+): Promise<ToolOutcome> {
   return new Promise((resolve) => {
     const output = new HeadTailBuffer(maxOutput);
-    // detached: the shell leads a new process group, so one kill reaches everything it started.
-    // It runs the command only once it reads a line on fd 3, sent below once the watchdog is armed.
-    const child = spawn('/bin/sh', ['-c', GATED_SHELL, 'sh', command], {
-      cwd,
-      env: commandEnvironment(process.env),
+    let written = 0;
+    let outputHit = false;
+    // detached: the process leads a new process group, so one kill reaches the sandbox (whose PID
+    // namespace ends everything in it). It runs the command only once it reads a line on fd 3.
+    // Its environment is the sandbox's (no secret): bubblewrap's own process shows it in /proc.
+    const child = spawn('/bin/sh', ['-c', GATED_SHELL, 'sh', ...sandbox.prefix, '/bin/sh', '-c', command], {
+      cwd: sandbox.prefix.length > 0 ? sandbox.hostCwd : cwd,
+      env: sandbox.env,
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
     });
@@ -113,8 +140,17 @@ function runCommand(command: string, cwd: string, timeoutMs: number, maxOutput: 
     // Armed (or not to be had): the command may start. Killed before this line, this process
     // leaves a shell whose read fails, and nothing of the command ever runs unwatched.
     const gate = child.stdio[3] as Writable | null;
-    gate?.on('error', () => undefined);
-    gate?.end('\n');
+    gate?.on('error', () => undefined); // the process died before its gate opened: its exit is reported below
+    let setupFailed: string | undefined;
+    // In the cgroup before the gate opens, so that its limits hold from the command's first fork.
+    const joined = sandbox.cgroup && child.pid !== undefined ? sandbox.cgroup.join(child.pid) : Promise.resolve();
+    joined.then(
+      () => gate?.end('\n'),
+      (err: unknown) => {
+        setupFailed = `the sandbox could not be set up: ${(err as Error).message}`;
+        killGroup();
+      },
+    );
     let stopped: 'timeout' | 'cancelled' | undefined;
     let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
     let settled = false;
@@ -141,7 +177,16 @@ function runCommand(command: string, cwd: string, timeoutMs: number, maxOutput: 
     const report = (): void => {
       const text = output.text();
       const body = text === '' ? '(no output)' : text.endsWith('\n') ? text.slice(0, -1) : text;
-      if (stopped === 'timeout') {
+      const refused = sandbox.proxy && sandbox.proxy.refused.size > 0 ? `\n[network: ${[...sandbox.proxy.refused].join(', ')} refused: not in this run's network allow-list]` : '';
+      const limit = limitHit(limits, { code: exit?.code ?? null, signal: exit?.signal ?? null, outputHit, pidsHit: sandbox.cgroup?.pidsHit(), memoryHit: sandbox.cgroup?.memoryHit() });
+      if (setupFailed !== undefined) {
+        finish(fail(setupFailed));
+      } else if (limit !== undefined && stopped === undefined) {
+        finish(asMachineText(fail(`${body}${refused}\n[limit: ${limit}]\n[exit ${exit?.signal ? `signal ${exit.signal}` : `code ${exit?.code ?? -1}`}]`)));
+      } else if (refused !== '' && stopped === undefined && !exit?.signal) {
+        const code = exit?.code ?? -1;
+        finish({ output: `${body}${refused}\n[exit code ${code}]`, isError: code !== 0, machineText: true });
+      } else if (stopped === 'timeout') {
         finish(asMachineText(fail(`${body}\n[timed out after ${formatDuration(timeoutMs)}; the command and every process it started were killed]`)));
       } else if (stopped === 'cancelled') {
         finish(asMachineText(fail(`${body}\n[cancelled; the command and every process it started were killed]`)));
@@ -165,8 +210,19 @@ function runCommand(command: string, cwd: string, timeoutMs: number, maxOutput: 
 
     // Piped (stdio above): never null.
     const [stdout, stderr] = [child.stdout!, child.stderr!];
-    stdout.on('data', (chunk: Buffer) => output.push(chunk));
-    stderr.on('data', (chunk: Buffer) => output.push(chunk));
+    const onData = (chunk: Buffer): void => {
+      written += chunk.length;
+      if (written > limits.maxOutputBytes) {
+        if (!outputHit) {
+          outputHit = true;
+          killGroup();
+        }
+        return;
+      }
+      output.push(chunk);
+    };
+    stdout.on('data', onData);
+    stderr.on('data', onData);
     child.once('error', (err) => {
       killGroup();
       finish(fail(`could not start the command: ${errnoCode(err) ?? err.message}`));

@@ -47,6 +47,11 @@ function search({ files, pattern, regex, maxMatches, maxFileBytes, maxLineChars 
       try {
         const st = fstatSync(fd);
         if (!st.isFile()) continue;
+        // A hard link may be another name of a file outside the workspace: not searched.
+        if (st.nlink > 1) {
+          skipped++;
+          continue;
+        }
         if (st.size > maxFileBytes) {
           skipped++;
           continue;

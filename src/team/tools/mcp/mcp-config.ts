@@ -1,7 +1,8 @@
 /**
  * The MCP servers file named by `TRIAD_MCP_CONFIG`, in the `.mcp.json` shape:
  *
- *   {"mcpServers": {"<name>": {"command": "...", "args": [...], "env": {...}}            (stdio)
+ *   {"mcpServers": {"<name>": {"command": "...", "args": [...], "env": {...},            (stdio, in the OS sandbox)
+ *                              "sandbox": {"network": [...], "paths": [...], "writablePaths": [...]}}
  *                   "<name>": {"type": "http", "url": "...", "headers": {...}}}}           (streamable HTTP)
  *
  * plus optional `timeoutMs` (each call) and `startupTimeoutMs` (connecting and listing the tools)
@@ -9,6 +10,9 @@
  * `${VAR:-default}` in commands, arguments, env values, URLs and headers are taken from triad's own
  * environment, so secrets need not be written in the file. Pure: parsing and validation only.
  */
+
+import { isAbsolute, resolve } from 'node:path';
+import { parseNetworkAllowList } from '../sandbox/sandbox-policy';
 
 export const DEFAULT_MCP_TIMEOUT_MS = 60_000;
 /** Starting a server (a stdio process may first be installed by npx) and listing its tools. */
@@ -22,6 +26,18 @@ export interface McpStdioServer {
   args: string[];
   env: Record<string, string>;
   cwd?: string;
+  /**
+   * What the server's sandbox lets it reach besides its private folder (`<data dir>/mcp/<name>`,
+   * its home and default working directory): hosts through the network proxy, host paths
+   * read-only and read-write. Default: none of each.
+   */
+  sandbox: McpSandboxPolicy;
+}
+
+export interface McpSandboxPolicy {
+  network: string[];
+  paths: string[];
+  writablePaths: string[];
 }
 
 export interface McpHttpServer {
@@ -54,7 +70,8 @@ export class McpConfigError extends Error {
   override readonly name = 'McpConfigError';
 }
 
-const STDIO_KEYS = new Set(['type', 'command', 'args', 'env', 'cwd', 'timeoutMs', 'startupTimeoutMs']);
+const STDIO_KEYS = new Set(['type', 'command', 'args', 'env', 'cwd', 'timeoutMs', 'startupTimeoutMs', 'sandbox']);
+const SANDBOX_KEYS = new Set(['network', 'paths', 'writablePaths']);
 const HTTP_KEYS = new Set(['type', 'url', 'headers', 'timeoutMs', 'startupTimeoutMs']);
 
 /** Tool-name-safe form of a server or tool name: letters, digits, `_` and `-`. */
@@ -123,6 +140,7 @@ export function parseMcpConfig(text: string, file: string, env: NodeJS.ProcessEn
         args: (args as string[]).map((a, i) => expand(a, `"args"[${i}]`)),
         env: serverEnv,
         ...(entry.cwd !== undefined ? { cwd: expand(entry.cwd as string, '"cwd"') } : {}),
+        sandbox: sandboxPolicy(entry.sandbox, where, expand),
       });
     } else {
       if (typeof entry.url !== 'string') throw new McpConfigError(`${where}: "url" must be a string`);
@@ -150,6 +168,27 @@ export function redactSecrets(text: string, secrets: readonly string[]): string 
   let out = text;
   for (const secret of secrets) if (out.includes(secret)) out = out.split(secret).join('***');
   return out;
+}
+
+/** A stdio server's `"sandbox": {"network": [...], "paths": [...], "writablePaths": [...]}`. */
+function sandboxPolicy(value: unknown, where: string, expand: (v: string, field: string) => string): McpSandboxPolicy {
+  if (value === undefined) return { network: [], paths: [], writablePaths: [] };
+  if (!isObject(value)) throw new McpConfigError(`${where}: "sandbox" must be an object with "network", "paths" or "writablePaths"`);
+  const unknown = Object.keys(value).filter((k) => !SANDBOX_KEYS.has(k));
+  if (unknown.length > 0) throw new McpConfigError(`${where}: unknown field ${JSON.stringify(unknown[0])} in "sandbox" (network, paths, writablePaths)`);
+  const strings = (field: string): string[] => {
+    const list = value[field] ?? [];
+    if (!Array.isArray(list) || list.some((v) => typeof v !== 'string')) throw new McpConfigError(`${where}: "sandbox.${field}" must be an array of strings`);
+    return (list as string[]).map((v, i) => expand(v, `"sandbox.${field}"[${i}]`));
+  };
+  const network = parseNetworkAllowList(strings('network'), `${where}: "sandbox.network"`);
+  if ('problem' in network) throw new McpConfigError(network.problem);
+  const paths = strings('paths');
+  const writablePaths = strings('writablePaths');
+  for (const path of [...paths, ...writablePaths]) {
+    if (!isAbsolute(path)) throw new McpConfigError(`${where}: sandbox paths must be absolute, got ${JSON.stringify(path)}`);
+  }
+  return { network: network.normalised, paths: paths.map((p) => resolve(p)), writablePaths: writablePaths.map((p) => resolve(p)) };
 }
 
 function duration(value: unknown, fallback: number, where: string): number {

@@ -6,6 +6,9 @@ import { ErrorCode, McpError, type CallToolResult, type Tool } from '@modelconte
 import type { ToolDefinition, ToolOutcome } from '../tool.port';
 import { redactSecrets, type McpConfig, type McpServerConfig } from './mcp-config';
 import { classifyMcpTool, mcpToolNames } from './mcp-names';
+import { mkdirSync } from 'node:fs';
+import { isAbsolute, join } from 'node:path';
+import { Sandbox, type PreparedSandbox } from '../sandbox/sandbox';
 
 /**
  * The MCP servers of one process: connected on first need (`discover`), each server's tools turned
@@ -37,12 +40,40 @@ class McpServerConnection {
   private listing?: Promise<void>;
   private lastListFailureAt = -Infinity;
 
+  /** The sandbox of the server process now running (disposed when its connection closes). */
+  private prepared?: PreparedSandbox;
+
   constructor(
     readonly server: McpServerConfig,
     private readonly secrets: readonly string[],
     private readonly logger: McpHubLogger | undefined,
     private readonly now: () => number,
+    private readonly sandboxOf: () => Sandbox,
+    private readonly privateDir: string,
   ) {}
+
+  /**
+   * The server's process line inside its sandbox: its private folder writable (home and default
+   * working directory), what its `sandbox` entry lists, its own program (an absolute command) and
+   * its `cwd` read-only, its network allow-list through the proxy; nothing else of the host.
+   */
+  private async sandboxed(s: Extract<McpServerConfig, { transport: 'stdio' }>): Promise<{ command: string; args: string[]; env: Record<string, string>; cwd?: string }> {
+    const sandbox = this.sandboxOf();
+    if (!sandbox.usable) throw new Error(sandbox.refusal(`the MCP server ${s.name}`));
+    if (sandbox.status.mode === 'off') return { command: s.command, args: s.args, env: s.env, ...(s.cwd ? { cwd: s.cwd } : {}) };
+    mkdirSync(this.privateDir, { recursive: true, mode: 0o700 });
+    const readOnly = [...s.sandbox.paths, ...(isAbsolute(s.command) ? [s.command] : []), ...(s.cwd ? [s.cwd] : [])];
+    const prepared = await sandbox.prepare({ writable: [this.privateDir, ...s.sandbox.writablePaths], readOnly, cwd: s.cwd ?? this.privateDir, network: s.sandbox.network, env: s.env, home: this.privateDir });
+    this.prepared = prepared;
+    const [command, ...args] = [...prepared.prefix, s.command, ...s.args];
+    return { command: command!, args, env: prepared.env, cwd: prepared.hostCwd };
+  }
+
+  private disposeSandbox(): void {
+    const prepared = this.prepared;
+    this.prepared = undefined;
+    prepared?.dispose().catch((err: unknown) => this.logger?.warn(`MCP server ${this.server.name}: its sandbox was not cleaned up: ${(err as Error).message}`));
+  }
 
   /** Lists the tools unless known; failures are logged and tried again later. */
   discover(): Promise<void> {
@@ -113,7 +144,8 @@ class McpServerConnection {
     this.stderrTail = '';
     let transport: Transport;
     if (s.transport === 'stdio') {
-      const stdio = new StdioClientTransport({ command: s.command, args: s.args, env: s.env, ...(s.cwd ? { cwd: s.cwd } : {}), stderr: 'pipe' });
+      const line = await this.sandboxed(s);
+      const stdio = new StdioClientTransport({ ...line, stderr: 'pipe' });
       // Kept (redacted when shown) to explain a server that dies; never passed through to triad's logs.
       stdio.stderr?.on('data', (chunk: Buffer) => (this.stderrTail = (this.stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL_CHARS)));
       transport = stdio;
@@ -123,6 +155,7 @@ class McpServerConnection {
     const client = new Client({ name: 'triad', version: '1' }, { capabilities: {} });
     client.onclose = () => {
       if (this.client === client) this.client = undefined;
+      this.disposeSandbox();
     };
     // Errors the transport reports outside a request (a broken pipe) also show in the request they fail.
     client.onerror = () => undefined;
@@ -130,6 +163,7 @@ class McpServerConnection {
       await client.connect(transport, { timeout: s.startupTimeoutMs, ...(signal ? { signal } : {}) });
     } catch (err) {
       await client.close().catch(() => undefined);
+      this.disposeSandbox();
       throw err;
     }
     if (this.closed) {
@@ -160,10 +194,13 @@ export class McpHub {
 
   constructor(
     readonly config: McpConfig,
-    options: { logger?: McpHubLogger; now?: () => number } = {},
+    options: { logger?: McpHubLogger; now?: () => number; sandbox?: Sandbox; dataDir?: string } = {},
   ) {
     const now = options.now ?? Date.now;
-    this.connections = config.servers.map((s) => new McpServerConnection(s, config.secrets, options.logger, now));
+    let sandbox = options.sandbox;
+    const sandboxOf = () => (sandbox ??= Sandbox.open());
+    const root = join(options.dataDir ?? join(process.cwd(), '.triad'), 'mcp');
+    this.connections = config.servers.map((s) => new McpServerConnection(s, config.secrets, options.logger, now, sandboxOf, join(root, s.prefix)));
   }
 
   /** The tool-name prefixes of the configured servers (`fs` for `mcp__fs__*`). */
