@@ -53,11 +53,38 @@ describe('Redactor for recorded text and files', () => {
     TRIAD_ESDB_URL: 'esdb://admin:esdb-pass-0123@es.example:2113?tls=true',
   });
 
-  it('leaves secrets too short or too plain to tell from ordinary words out of recorded text and files (logs still hide them)', () => {
-    const plain = Redactor.fromEnv({ TRIAD_PG_URL: 'postgres://postgres:postgres@127.0.0.1/test', TRIAD_API_KEYS: 'ann:operator:changeitnow' });
-    expect(plain.redactKnown('user postgres, password changeitnow')).toBe('user postgres, password changeitnow');
-    expect(plain.redactBytes(Buffer.from('postgres'))).toBeUndefined();
-    expect(plain.redact('password changeitnow')).toBe('password [redacted]');
+  it('given any configured secret of 8 characters or more, when a shell encodes it cheaply, then every form is redacted in text and bytes', () => {
+    // A 10-character database password: plain, and never searched for before.
+    const plain = Redactor.fromEnv({ TRIAD_PG_URL: 'postgres://triad:Tr1adPw-9x@127.0.0.1/test', TRIAD_API_KEYS: 'ann:operator:ann-secret-0123456789' });
+    const secret = 'ann-secret-0123456789';
+    const forms = [
+      secret,
+      [...secret].reverse().join(''),
+      Buffer.from(secret).toString('hex'),
+      Buffer.from(secret).toString('hex').toUpperCase(),
+      Buffer.from(secret).toString('base64'),
+      Buffer.from(`x${secret}`).toString('base64'),
+      Buffer.from(`xy${secret}`).toString('base64'),
+      secret.replace(/./g, '$& '),
+      secret.replace(/./g, '$&-'),
+      [...secret].reverse().join('').replace(/./g, '$&  '),
+      'Tr1adPw-9x',
+    ];
+    for (const form of forms) {
+      const out = plain.redactKnown(`before ${form} after`);
+      expect({ form, out: out.includes('[redacted]') }).toEqual({ form, out: true });
+      expect(out.replace(/[^A-Za-z0-9]/g, '')).not.toContain('secret0123456789');
+      expect(plain.redactBytes(Buffer.from(`x ${form} y`))).toBeDefined();
+    }
+    // The parts of a base64 stream around the secret's core are at most two characters of it.
+    expect(plain.redactKnown(Buffer.from(`xy${secret}`).toString('base64'))).toMatch(/^.{0,4}\[redacted\].{0,4}$/);
+    expect(plain.redactKnown('ordinary text about postgres and passwords')).toBe('ordinary text about postgres and passwords');
+  });
+
+  it('redacts every string of a tool call\'s input, leaving the value as it was', () => {
+    const input = { command: 'echo ann-secret-0123456789', nested: [{ v: 'bnn-tpersx' }, 3] };
+    expect(redactor.redactDeep(input)).toEqual({ command: 'echo [redacted]', nested: [{ v: 'bnn-tpersx' }, 3] });
+    expect(input.command).toBe('echo ann-secret-0123456789');
   });
 
   it('replaces the known secrets only, the PostgreSQL password as written and decoded, leaving code that merely looks like a credential', () => {

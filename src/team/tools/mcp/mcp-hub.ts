@@ -6,7 +6,7 @@ import { ErrorCode, McpError, type CallToolResult, type Tool } from '@modelconte
 import type { ToolDefinition, ToolOutcome } from '../tool.port';
 import { redactSecrets, type McpConfig, type McpServerConfig } from './mcp-config';
 import { classifyMcpTool, mcpToolNames } from './mcp-names';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { Sandbox, type PreparedSandbox } from '../sandbox/sandbox';
 
@@ -61,6 +61,8 @@ class McpServerConnection {
     const sandbox = this.sandboxOf();
     if (!sandbox.usable) throw new Error(sandbox.refusal(`the MCP server ${s.name}`));
     if (sandbox.status.mode === 'off') return { command: s.command, args: s.args, env: s.env, ...(s.cwd ? { cwd: s.cwd } : {}) };
+    // As the unsandboxed spawn said it: a program that is not there fails to start, ENOENT.
+    if (isAbsolute(s.command) && !existsSync(s.command)) throw new Error(`spawn ${s.command} ENOENT`);
     mkdirSync(this.privateDir, { recursive: true, mode: 0o700 });
     const readOnly = [...s.sandbox.paths, ...(isAbsolute(s.command) ? [s.command] : []), ...(s.cwd ? [s.cwd] : [])];
     const prepared = await sandbox.prepare({ writable: [this.privateDir, ...s.sandbox.writablePaths], readOnly, cwd: s.cwd ?? this.privateDir, network: s.sandbox.network, env: s.env, home: this.privateDir });

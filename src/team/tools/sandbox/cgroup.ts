@@ -1,5 +1,6 @@
 import { accessSync, constants, existsSync, promises as fs, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
 
 /**
  * A cgroup per sandbox, for the limits rlimits cannot hold: processes alive at once (RLIMIT_NPROC
@@ -77,7 +78,8 @@ export class Cgroups {
   }
 
   async create(limits: CgroupLimits): Promise<SandboxCgroup> {
-    const name = `triad-sandbox-${process.pid}-${++this.seq}`;
+    // Unique across the sandboxes of this process (each opened Sandbox has its own Cgroups) and across processes.
+    const name = `triad-sandbox-${process.pid}-${++this.seq}-${randomBytes(4).toString('hex')}`;
     const dirs: Array<{ dir: string; version: 1 | 2 }> = [];
     const pidsDir = join(this.pids.dir, name);
     await fs.mkdir(pidsDir);

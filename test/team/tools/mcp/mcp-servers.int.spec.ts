@@ -25,6 +25,7 @@ import { call, dataOf, expectReplayMatchesLive, plan, roleScript, startHarness, 
 
 const FS_SERVER = resolve(__dirname, '../../../../node_modules/@modelcontextprotocol/server-filesystem/dist/index.js');
 const MISBEHAVING = resolve(__dirname, 'misbehaving-server.js');
+const NODE_MODULES = resolve(__dirname, '../../../../node_modules');
 const SECRET = 'sk-mcp-test-7f3a9c21';
 
 const dir = tempDir('triad-mcp-');
@@ -32,8 +33,16 @@ const files = join(dir.path, 'files');
 const warnings: string[] = [];
 const hubs: McpHub[] = [];
 
+/**
+ * What the stdio servers here need to see inside their sandbox, as their entry in a servers file
+ * says it: the packages (read-only), this folder's scripts, and the files the filesystem server
+ * serves (read-write: move_file).
+ */
+const SANDBOX = { paths: [NODE_MODULES, __dirname], writablePaths: [files] };
+
 function hubOf(servers: Record<string, unknown>): McpHub {
-  const hub = new McpHub(parseMcpConfig(JSON.stringify({ mcpServers: servers }), 'test', {}), { logger: { warn: (m) => warnings.push(m) } });
+  for (const server of Object.values(servers) as Array<Record<string, unknown>>) if (server.command !== undefined) server.sandbox ??= SANDBOX;
+  const hub = new McpHub(parseMcpConfig(JSON.stringify({ mcpServers: servers }), 'test', {}), { logger: { warn: (m) => warnings.push(m) }, dataDir: join(dir.path, 'hub-data') });
   hubs.push(hub);
   return hub;
 }
@@ -136,11 +145,12 @@ describe('a misbehaving MCP server', () => {
   let bad: McpHub;
   let tools: ToolDefinition[];
   const refuse = join(dir.path, 'refuse-to-start');
-  const pidOf = (output: string) => /pid (\d+)/.exec(output)?.[1];
+  const pidOf = (output: string) => /instance (\w+)/.exec(output)?.[1];
 
   beforeAll(async () => {
     bad = hubOf({
-      bad: { command: process.execPath, args: [MISBEHAVING], env: { FIXTURE_SECRET: SECRET, FIXTURE_REFUSE: refuse }, timeoutMs: 400 },
+      // It reads FIXTURE_REFUSE from the test's folder: visible to it, read-only.
+      bad: { command: process.execPath, args: [MISBEHAVING], env: { FIXTURE_SECRET: SECRET, FIXTURE_REFUSE: refuse }, timeoutMs: 400, sandbox: { ...SANDBOX, paths: [...SANDBOX.paths, dir.path] } },
       gone: { command: join(dir.path, 'no-such-server'), env: { TOKEN: SECRET } },
     });
     tools = await bad.discover();
@@ -252,7 +262,7 @@ describe('TRIAD_MCP_CONFIG in the CLI', () => {
 
   it('`triad run` drives a run that calls an MCP tool, records it without the secret, and closes the server', async () => {
     const file = join(dir.path, 'mcp.json');
-    writeFileSync(file, JSON.stringify({ mcpServers: { bad: { command: process.execPath, args: [MISBEHAVING], env: { FIXTURE_SECRET: '${MCP_SECRET}' } } } }));
+    writeFileSync(file, JSON.stringify({ mcpServers: { bad: { command: process.execPath, args: [MISBEHAVING], env: { FIXTURE_SECRET: '${MCP_SECRET}' }, sandbox: SANDBOX } } }));
     const data = join(dir.path, 'cli-run');
     const r = await runCliInProcess(['run', 'Write a greeting', '--criteria', 'file hello.txt contains "Hello"', '--follow', '--json'], env({ TRIAD_DATA_DIR: data, TRIAD_MCP_CONFIG: file, MCP_SECRET: SECRET }));
     expect(r.code).toBe(0);

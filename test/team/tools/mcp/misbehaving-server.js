@@ -4,6 +4,9 @@ const { McpServer } = require('@modelcontextprotocol/sdk/server/mcp.js');
 const { StdioServerTransport } = require('@modelcontextprotocol/sdk/server/stdio.js');
 const { z } = require('zod');
 
+// Which start of the server answered (a pid says nothing inside a sandbox: it is its PID namespace's).
+const INSTANCE = require('node:crypto').randomBytes(6).toString('hex');
+
 // Refuses to start while the file FIXTURE_REFUSE names exists (a server that cannot come back).
 if (process.env.FIXTURE_REFUSE && require('node:fs').existsSync(process.env.FIXTURE_REFUSE)) {
   process.stderr.write('refusing to start\n');
@@ -16,7 +19,7 @@ const text = (t) => ({ content: [{ type: 'text', text: t }] });
 server.registerTool(
   'echo',
   { description: 'Echoes the message with this process id.', inputSchema: { message: z.string() }, annotations: { readOnlyHint: true } },
-  async ({ message }) => text(`pid ${process.pid}: ${message}`),
+  async ({ message }) => text(`instance ${INSTANCE}: ${message}`),
 );
 server.registerTool(
   'slow',
