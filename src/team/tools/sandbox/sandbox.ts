@@ -186,7 +186,9 @@ export class Sandbox {
         ...(proxySocket ? { proxySocket } : {}),
         system: this.system,
       };
-      const rlimits = [`--data=${limits.maxMemoryBytes}`, `--cpu=${limits.maxCpuSeconds}`, `--fsize=${limits.maxFileBytes}`, `--core=0`];
+      const rlimits = [`--cpu=${limits.maxCpuSeconds}`, `--fsize=${limits.maxFileBytes}`, `--core=0`];
+      // A memory cgroup holds the whole sandbox and says when it stopped it; without one, each process's own limit.
+      if (!cgroup || !this.cgroups?.limitsMemory) rlimits.push(`--data=${limits.maxMemoryBytes}`);
       // Without a pids cgroup, RLIMIT_NPROC is the limit (the kernel enforces it for any user but root).
       if (!cgroup) rlimits.push(`--nproc=${limits.maxProcesses}`);
       const prefix = [this.tools.prlimit, ...rlimits, '--', this.tools.bwrap, ...bubblewrapArgs(spec), '--', '/bin/sh', '-c', launcherScript(withNetwork), 'sandbox'];
