@@ -10,6 +10,7 @@ import { runLaunchesBench } from './launches.bench';
 import { runEsdbBench } from './esdb.bench';
 import { runProcsBench } from './procs.bench';
 import { runReplayBench } from './replay.bench';
+import { runSandboxBench } from './sandbox.bench';
 import { runScaleBench } from './scale.bench';
 import { runStartupBench } from './startup.bench';
 import { runStoreBench } from './store.bench';
@@ -48,6 +49,7 @@ export const SUITES: Record<BenchSuite, Suite> = {
   esdb: async (opts, log) => runEsdbBench({ runs: opts.runs, url: loadConfig().esdbUrl ?? process.env.TRIAD_ESDB_URL, log }),
   cache: async (opts, log) => runCacheBench({ turns: opts.turns, log }),
   startup: async (opts, log, scratch) => runStartupBench({ runs: opts.runs, dataDir: scratch, log }),
+  sandbox: async (opts, log, scratch) => runSandboxBench({ runs: opts.runs, dataDir: scratch, log }),
   // Run alone, --runs is the launches measured.
   launches: async (opts, log, scratch, all) => runLaunchesBench({ launches: all ? undefined : opts.runs, warmUp: opts.warmUp, repeat: opts.repeat, dataDir: scratch, log }),
   scale: async (opts, log, scratch, all) => {

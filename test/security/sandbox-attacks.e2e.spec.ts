@@ -158,7 +158,7 @@ describe.each([['sqlite'], ['postgres']])('the sandbox under attack (%s)', (stor
     ]);
     const health = await fetch(`${server.url}/health`);
     expect(health.status).toBe(200);
-    expect((await health.json()).sandbox).toBe('bubblewrap');
+    expect(((await health.json()) as { sandbox: string }).sandbox).toBe('bubblewrap');
     const { runId, outputs } = await bomb;
     every.push(runId);
     expect(outputs[0]).toContain('[limit: the command tried to run more than its limit of 256 processes at once');

@@ -6,7 +6,7 @@ import { CliError, EXIT } from '../exit-codes';
 import { int } from '../options';
 
 /** The benchmark suites, in the order `all` runs them; bench/bench-command.ts has one per name. */
-export const BENCH_SUITES = ['store', 'turns', 'decisions', 'replay', 'dispatch', 'esdb', 'cache', 'startup', 'launches', 'scale', 'procs'] as const;
+export const BENCH_SUITES = ['store', 'turns', 'decisions', 'replay', 'dispatch', 'esdb', 'cache', 'startup', 'sandbox', 'launches', 'scale', 'procs'] as const;
 export type BenchSuite = (typeof BENCH_SUITES)[number];
 
 export interface BenchOptions {

@@ -165,7 +165,7 @@ describe('run_command', () => {
       for (const name of Object.keys(planted)) delete process.env[name];
     });
 
-    it('is an allow-list: none of the server's variables but PATH, LANG, TERM and the like, whatever they are called', async () => {
+    it("is an allow-list: none of the server's variables but PATH, LANG, TERM and the like, whatever they are called", async () => {
       const outcome = await run({ command: 'env; tr "\\0" "\\n" < /proc/1/environ; tr "\\0" "\\n" < /proc/$PPID/environ' });
       expect(outcome.isError).toBe(false);
       for (const [name, value] of Object.entries(planted)) {

@@ -127,7 +127,7 @@ export class Cgroups {
 
 /** Kills every process left in the cgroup, then removes it (a cgroup with processes cannot be removed). */
 async function removeCgroup(dir: string, version: 1 | 2): Promise<void> {
-  for (let attempt = 0; attempt < 50; attempt++) {
+  for (let attempt = 0; attempt < 500; attempt++) {
     if (version === 2) await fs.writeFile(join(dir, 'cgroup.kill'), '1').catch(() => undefined); // kernels before 5.14 have no cgroup.kill: the pids below are killed one by one
     const procs = await fs.readFile(join(dir, 'cgroup.procs'), 'utf8').catch(() => '');
     for (const pid of procs.split('\n').filter(Boolean)) {
@@ -145,7 +145,7 @@ async function removeCgroup(dir: string, version: 1 | 2): Promise<void> {
       if (code === 'ENOENT') return;
       if (code !== 'EBUSY') throw err;
     }
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await new Promise((resolve) => setTimeout(resolve, 2));
   }
   throw new Error(`the sandbox cgroup ${dir} still holds processes`);
 }

@@ -218,7 +218,8 @@ function systemLayout(): SandboxSpec['system'] {
 }
 
 function findProgram(name: string, env: NodeJS.ProcessEnv): string | undefined {
-  const dirs = [...(env.PATH ?? '').split(delimiter), '/usr/bin', '/bin', '/usr/local/bin'].filter(Boolean);
+  // The server's PATH; the usual places only when it has none.
+  const dirs = (env.PATH !== undefined ? env.PATH.split(delimiter) : ['/usr/local/bin', '/usr/bin', '/bin']).filter(Boolean);
   for (const dir of dirs) {
     const file = join(dir, name);
     if (existsSync(file)) return file;
