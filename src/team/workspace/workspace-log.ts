@@ -155,12 +155,6 @@ export async function storeEffects(
     }
     try {
       const file = path.join(workspace, ...effect.path.split('/'));
-      // A hard link may be another name of a file outside the workspace (left by an unsandboxed
-      // command): its bytes are not recorded, and the event says so.
-      if ((await fs.lstat(file)).nlink > 1) {
-        out.push({ path: effect.path, unrecorded: 'the file is a hard link (it has other names, which may be outside the workspace); its content is not recorded', sha256: effect.sha256, size: effect.size });
-        continue;
-      }
       // The bytes the effect was hashed from, when the caller read them already; else read now.
       const bytes = contents?.get(effect.path) ?? (await fs.readFile(file));
       // A file holding one of the process's secrets is rewritten without it first, so that what
@@ -168,6 +162,12 @@ export async function storeEffects(
       const redacted = secrets?.redactBytes(bytes);
       if (redacted) {
         out.push(await replaceWithRedacted(store, file, effect, redacted));
+        continue;
+      }
+      // A hard link may be another name of a file outside the workspace (left by an unsandboxed
+      // command): its bytes are not recorded, and the event says so.
+      if ((await fs.lstat(file)).nlink > 1) {
+        out.push({ path: effect.path, unrecorded: 'the file is a hard link (it has other names, which may be outside the workspace); its content is not recorded', sha256: effect.sha256, size: effect.size });
         continue;
       }
       const sha256 = await storeBlob(store, bytes);

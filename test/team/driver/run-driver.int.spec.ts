@@ -1,11 +1,12 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { hostProcessesWith, uniqueSleep } from '../../support/host-processes';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RecordedEvent } from '../../../src/events/event-store.port';
 import { toRunStreamId, type RunEndedData, type ToolCallCompletedData } from '../../../src/team/domain/run-events';
 import { foldRun, initialRunState, runStatus, terminationReason } from '../../../src/team/domain/run-state';
 import { ModelError, type ChatMessage, type ModelRequest, type RoleName } from '../../../src/team/models/model.port';
 import { ScriptedModelProvider, toolUseResponse } from '../../../src/team/models/scripted.model';
-import { dataOf, eventually, liveProcessesInGroup, plan, roleScript, startRun, submitWork, verdict, writeFile, type Harness } from './driver-support';
+import { dataOf, eventually, plan, roleScript, startRun, submitWork, verdict, writeFile, type Harness } from './driver-support';
 
 // The run driver end to end on a scripted model: real tools in a temp workspace, an in-memory store.
 
@@ -183,16 +184,14 @@ describe('RunDriver: how runs end', () => {
     expect(dataOf<RunEndedData>(await harness.events(), 'RunEnded')[0]).toMatchObject({ status: 'failed', reason: 'TIMEOUT' });
   });
 
-  it('cancel during a slow run_command: the process group is killed and nothing is appended after RunEnded', async () => {
+  it('cancel during a slow run_command: its processes are killed and nothing is appended after RunEnded', async () => {
+    const mark = uniqueSleep();
     const model = new ScriptedModelProvider(
-      roleScript({ architect: [plan()], executor: [toolUseResponse('run_command', { command: 'echo $$ > pid.txt; sleep 30 & sleep 30; wait' })] }),
+      roleScript({ architect: [plan()], executor: [toolUseResponse('run_command', { command: `sleep ${mark} & sleep ${mark}; wait` })] }),
     );
     harness = await startRun({ model });
     const driving = harness.driver.drive();
-    const pidFile = join(harness.workspace, 'pid.txt');
-    expect(await eventually(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '', 5000)).toBe(true);
-    const pgid = Number(readFileSync(pidFile, 'utf8').trim());
-    expect(await eventually(() => liveProcessesInGroup(pgid).length >= 2)).toBe(true);
+    expect(await eventually(() => hostProcessesWith(mark).length >= 2, 5000)).toBe(true);
 
     // What the cancel command does: append RunEnded at the run's revision, then stop the local driver.
     const stream = toRunStreamId(harness.runId);
@@ -205,7 +204,7 @@ describe('RunDriver: how runs end', () => {
     harness.driver.stop('cancelled');
     await driving;
 
-    expect(await eventually(() => liveProcessesInGroup(pgid).length === 0, 3000)).toBe(true);
+    expect(await eventually(() => hostProcessesWith(mark).length === 0, 3000)).toBe(true);
     // drive() has returned: the driver can append nothing more.
     const events = await harness.events();
     expect(events[events.length - 1]).toMatchObject({ type: 'RunEnded', revision: head + 1, data: { reason: 'CANCELLED' } });

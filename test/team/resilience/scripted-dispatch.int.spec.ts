@@ -1,10 +1,10 @@
+import { hostProcessesWith, uniqueSleep } from '../../support/host-processes';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RecordedEvent } from '../../../src/events/event-store.port';
 import type { RunEndedData, ToolCallCompletedData } from '../../../src/team/domain/run-events';
 import { runStatus, terminationReason } from '../../../src/team/domain/run-state';
 import { ScriptedModelProvider } from '../../../src/team/models/scripted.model';
-import { liveProcessesInGroup } from '../driver/driver-support';
 import {
   dataOf,
   expectReplayMatchesLive,
@@ -165,15 +165,16 @@ describe('crash semantics under the three-pass dispatch', () => {
 });
 
 describe('nothing keeps running after a run has ended', () => {
-  it('the run timeout during run_command kills its whole process group and ends the run TIMEOUT', async () => {
-    const turn = respond(toolUse('run_command', { command: 'echo $$ > pid.txt; sleep 30 & sleep 30; wait' }, 'tu_cmd'));
+  it('the run timeout during run_command kills its processes and ends the run TIMEOUT', async () => {
+    const mark = uniqueSleep();
+    const turn = respond(toolUse('run_command', { command: `echo started > started.txt; sleep ${mark} & sleep ${mark}; wait` }, 'tu_cmd'));
     const model = new ScriptedModelProvider(roleScript({ architect: [plan()], executor: [turn] }));
     h = await startHarness({ model, launch: { timeoutMs: 1_500 } });
     const started = Date.now();
     const state = await h.driver.drive();
     expect(Date.now() - started).toBeLessThan(25_000);
-    const pid = Number(readFileSync(join(h.workspace, 'pid.txt'), 'utf8').trim());
-    expect(await until(() => liveProcessesInGroup(pid).length === 0, 20_000)).toBe(true);
+    expect(readFileSync(join(h.workspace, 'started.txt'), 'utf8')).toBe('started\n');
+    expect(await until(() => hostProcessesWith(mark).length === 0, 20_000)).toBe(true);
     expect(terminationReason(state)).toBe('TIMEOUT');
     const events = await h.events();
     expect(events.at(-1)!.type).toBe('RunEnded');
@@ -207,19 +208,17 @@ describe('nothing keeps running after a run has ended', () => {
     await expectReplayMatchesLive(h, reloaded);
   });
 
-  it('cancel during run_command in a concurrent turn kills its process group too', async () => {
-    const turn = respond(toolUse('run_command', { command: 'echo $$ > pid.txt; sleep 30 & sleep 30; wait' }, 'tu_cmd'));
+  it('cancel during run_command in a concurrent turn kills its processes too', async () => {
+    const mark = uniqueSleep();
+    const turn = respond(toolUse('run_command', { command: `sleep ${mark} & sleep ${mark}; wait` }, 'tu_cmd'));
     const model = new ScriptedModelProvider(roleScript({ architect: [plan()], executor: [turn] }));
     h = await startHarness({ model });
     const driving = h.driver.drive();
-    const pidFile = join(h.workspace, 'pid.txt');
-    expect(await until(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '')).toBe(true);
-    const pgid = Number(readFileSync(pidFile, 'utf8').trim());
-    expect(await until(() => liveProcessesInGroup(pgid).length >= 2)).toBe(true);
+    expect(await until(() => hostProcessesWith(mark).length >= 2)).toBe(true);
     await h.appendAsOther([{ type: 'RunEnded', data: { status: 'cancelled', reason: 'CANCELLED', at: new Date().toISOString() } }]);
     h.driver.stop('cancelled');
     await driving;
-    expect(await until(() => liveProcessesInGroup(pgid).length === 0, 3000)).toBe(true);
+    expect(await until(() => hostProcessesWith(mark).length === 0, 3000)).toBe(true);
     expect(dataOf<RunEndedData>(await h.events(), 'RunEnded')).toHaveLength(1);
   });
 });

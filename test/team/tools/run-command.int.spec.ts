@@ -105,7 +105,8 @@ describe('run_command', () => {
       cmd.execute({ command: 'sleep ${mark} & echo $! > bg.pid; sleep ${mark}' }, { runId: 'r', role: 'executor', workspace: process.cwd(), signal: new AbortController().signal });`;
     const holder = spawn(process.execPath, ['-e', script], { cwd: ws.path, stdio: 'ignore' });
     await pidWrittenTo('bg.pid');
-    expect(hostProcesses(mark).length).toBeGreaterThan(0);
+    // `$!` is known once the shell forked; the child may not have become `sleep` yet.
+    await waitFor('the background sleep', async () => (hostProcesses(mark).length > 0 ? true : undefined), 20_000);
     holder.kill('SIGKILL');
     expect(await noHostProcess(mark, 10_000)).toBe(true);
   });

@@ -1,3 +1,4 @@
+import { DEFAULT_SANDBOX_SETTINGS, Sandbox } from '../../../src/team/tools/sandbox/sandbox';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -55,6 +56,8 @@ const GOAL = {
   goal: 'Write a greeting and a farewell',
   acceptanceCriteria: ['file hello.txt contains "Hello"', 'file bye.txt contains "Bye"', 'file notes/extra.md exists'],
 };
+
+const UNSANDBOXED = Sandbox.open({ ...DEFAULT_SANDBOX_SETTINGS, mode: 'off' });
 
 describe('the workspace is part of the log', () => {
   const dirs: { remove(): void }[] = [];
@@ -190,7 +193,8 @@ describe('the workspace is part of the log', () => {
     mkdirSync(outside);
     writeFileSync(join(outside, 'secret.txt'), 'not the run\'s');
     const real = realpathSync(ws);
-    const runCommand = createBuiltinTools().find((t) => t.name === 'run_command')!;
+    // Unsandboxed (TRIAD_SANDBOX=off): inside the sandbox the workspace is a mount that cannot be moved.
+    const runCommand = createBuiltinTools({}, UNSANDBOXED).find((t) => t.name === 'run_command')!;
     const command = `cd .. && mv run_swap run_swap_moved && ln -s ${outside} run_swap`;
     const swapped = await withRecordedEffects(
       store,
@@ -253,7 +257,8 @@ describe('the workspace is part of the log', () => {
     const store = new InMemoryEventStore();
     const ws = join(dataDir(), 'run_secret');
     mkdirSync(ws);
-    const registry = createDefaultToolRegistry();
+    // Unsandboxed (TRIAD_SANDBOX=off): a sandboxed command can neither read them nor link a file from outside.
+    const registry = createDefaultToolRegistry(UNSANDBOXED);
     registry.secrets = new Redactor([secret]);
     // A file outside the workspace, hard-linked in by the command: replaced in the workspace, not written through.
     const outside = join(dataDir(), 'outside-secret.txt');
