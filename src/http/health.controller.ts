@@ -40,7 +40,7 @@ export class HealthController {
     }
     const assessed = this.registry.assess(head);
     if (!assessed.ok) return degraded(assessed.reasons.join('; '));
-    const sandbox = this.sandbox.status;
+    const sandbox = this.sandbox.state;
     return {
       status: 'ok',
       store: this.store.kind,
@@ -48,8 +48,8 @@ export class HealthController {
       offlineModel: this.model.name === 'offline',
       headPosition: head,
       // Not a reason for 503: runs without commands work; run_command and stdio MCP servers are refused.
-      sandbox: sandbox.mode === 'off' ? 'off' : sandbox.ready ? 'bubblewrap' : 'unavailable',
-      ...(sandbox.mode === 'bubblewrap' && !sandbox.ready ? { sandboxProblem: this.sandbox.describe() } : {}),
+      sandbox,
+      ...(sandbox === 'unavailable' ? { sandboxProblem: this.sandbox.describe() } : {}),
     };
   }
 }

@@ -51,7 +51,7 @@ export const TEAM_QUERY_HANDLERS = [GetRunHandler, ListRunsHandler];
     // The built-in tools, and the MCP servers of TRIAD_MCP_CONFIG: connected on first need (a
     // launch, a run driven here; `triad serve` at start), closed by the supervisor's shutdown. The
     // MCP SDK is loaded only when servers are configured.
-    // Probed once at start (one empty sandbox): serve and /health say what it can do.
+    // The host is probed once, when first asked (serve asks at start, to say what the sandbox can do).
     { provide: SANDBOX, inject: [TRIAD_CONFIG], useFactory: (c: TriadConfig) => Sandbox.open(c.sandbox) },
     {
       provide: TOOL_REGISTRY,

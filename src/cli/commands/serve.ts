@@ -84,11 +84,11 @@ export function addServeCommand(program: Command, { output }: CliContext): void 
       const sandbox = app.get<Sandbox>(SANDBOX);
       const summary = describeConfig(config);
       output.out(
-        `triad listening on http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port} — store ${summary.store}, data ${summary.dataDir}, ${providerLine(model)}, sandbox ${sandbox.status.mode === 'off' ? 'off' : sandbox.status.ready ? 'bubblewrap' : 'unavailable'}\n`,
+        `triad listening on http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port} — store ${summary.store}, data ${summary.dataDir}, ${providerLine(model)}, sandbox ${sandbox.state}\n`,
       );
       // Said at every start: what an unsandboxed (or sandbox-less) deployment allows or refuses.
-      if (sandbox.status.mode === 'off') logger.warn('the sandbox is off (TRIAD_SANDBOX=off): agents\' commands and stdio MCP servers run as this server, and can read its environment (API keys), its data directory and every other run\'s workspace, and reach the network; every run launched here is recorded as unsandboxed', 'Sandbox');
-      else if (!sandbox.status.ready) logger.warn(`the sandbox ${sandbox.describe()}`, 'Sandbox');
+      if (sandbox.state === 'off') logger.warn('the sandbox is off (TRIAD_SANDBOX=off): agents\' commands and stdio MCP servers run as this server, and can read its environment (API keys), its data directory and every other run\'s workspace, and reach the network; every run launched here is recorded as unsandboxed', 'Sandbox');
+      else if (sandbox.state === 'unavailable') logger.warn(`the sandbox ${sandbox.describe()}`, 'Sandbox');
       else logger.log(`sandbox: ${sandbox.describe()}`, 'Sandbox');
       await stopped;
       await app.close();

@@ -85,39 +85,44 @@ export class SandboxUnavailableError extends Error {
   override readonly name = 'SandboxUnavailableError';
 }
 
+/** What probing the host found: its status, the programs, the system layout and the cgroups. */
+interface Probe {
+  status: SandboxStatus;
+  tools: { bwrap: string; prlimit: string; socat?: string };
+  system: SandboxSpec['system'];
+  cgroups?: Cgroups;
+}
+
 export class Sandbox {
+  private probed?: Probe;
+
   private constructor(
     readonly settings: SandboxSettings,
-    readonly status: SandboxStatus,
-    private readonly tools: { bwrap: string; prlimit: string; socat?: string },
-    private readonly system: SandboxSpec['system'],
-    private readonly cgroups: Cgroups | undefined,
+    private readonly env: NodeJS.ProcessEnv,
   ) {}
 
-  /** Probes this host once (a few milliseconds: one empty sandbox). */
+  /**
+   * The sandbox of these settings. The host is probed once, when first asked (a few
+   * milliseconds: one empty sandbox): a process that never runs a command, or asks what its
+   * sandbox can do, pays nothing at start.
+   */
   static open(settings: SandboxSettings = DEFAULT_SANDBOX_SETTINGS, env: NodeJS.ProcessEnv = process.env): Sandbox {
-    const system = systemLayout();
-    if (settings.mode === 'off') return new Sandbox(settings, { mode: 'off' }, { bwrap: '', prlimit: '' }, system, undefined);
-    const bwrap = findProgram('bwrap', env);
-    const prlimit = findProgram('prlimit', env);
-    const socat = findProgram('socat', env);
-    const missing = (problem: string) => new Sandbox(settings, { mode: 'bubblewrap', ready: false, problem }, { bwrap: bwrap ?? '', prlimit: prlimit ?? '' }, system, undefined);
-    if (!bwrap) return missing('bubblewrap (bwrap) is not installed');
-    if (!prlimit) return missing('prlimit (util-linux) is not installed');
-    const version = spawnSync(bwrap, ['--version'], { encoding: 'utf8', env: {} }).stdout?.trim() ?? '';
-    const probe = spawnSync(bwrap, [...bubblewrapArgs({ writable: [], readOnly: [], cwd: '/', env: { PATH: '/usr/bin:/bin' }, system }), '--', 'true'], { encoding: 'utf8', env: {}, timeout: 10_000 });
-    if (probe.status !== 0) {
-      const why = (probe.stderr || probe.error?.message || `exit ${probe.status}`).trim().split('\n')[0];
-      return missing(`bubblewrap cannot start a sandbox here (${why}); user and PID namespaces must be allowed`);
-    }
-    const cgroups = Cgroups.detect();
-    return new Sandbox(
-      settings,
-      { mode: 'bubblewrap', ready: true, version, processLimit: cgroups ? 'cgroup' : 'rlimit', memoryLimit: cgroups?.limitsMemory ? 'cgroup' : 'rlimit', network: socat !== undefined },
-      { bwrap, prlimit, ...(socat ? { socat } : {}) },
-      system,
-      cgroups,
-    );
+    return new Sandbox(settings, env);
+  }
+
+  get status(): SandboxStatus {
+    return this.probe().status;
+  }
+
+  /** `off`, `bubblewrap` (ready) or `unavailable`: one word for `serve`'s start line and /health. */
+  get state(): 'off' | 'bubblewrap' | 'unavailable' {
+    const s = this.status;
+    return s.mode === 'off' ? 'off' : s.ready ? 'bubblewrap' : 'unavailable';
+  }
+
+  private probe(): Probe {
+    this.probed ??= probeHost(this.settings, this.env);
+    return this.probed;
   }
 
   get usable(): boolean {
@@ -139,11 +144,6 @@ export class Sandbox {
     return `bubblewrap (${s.version}); processes limited by ${s.processLimit === 'cgroup' ? 'a pids cgroup' : 'RLIMIT_NPROC (not enforced for root)'}, memory by ${s.memoryLimit === 'cgroup' ? 'a memory cgroup' : 'RLIMIT_DATA per process'}${s.network ? '' : '; no socat: allow-listed network unavailable'}`;
   }
 
-  /** The effective allow-list of a role: its own, else the deployment's default. */
-  networkFor(roleNetwork: readonly string[] | undefined): string[] {
-    return [...(roleNetwork ?? this.settings.defaultNetwork)];
-  }
-
   /** Sets up one sandbox (proxy, cgroup, arguments). Throws SandboxUnavailableError when it cannot. */
   async prepare(request: SandboxRequest, serverEnv: NodeJS.ProcessEnv = process.env): Promise<PreparedSandbox> {
     const limits = this.settings.limits;
@@ -156,7 +156,8 @@ export class Sandbox {
     const parsed = parseNetworkAllowList(request.network, 'network');
     if ('problem' in parsed) throw new SandboxUnavailableError(parsed.problem);
     const withNetwork = parsed.patterns.length > 0;
-    if (withNetwork && !this.tools.socat) throw new SandboxUnavailableError('this run allows network hosts, but socat is not installed for the sandbox\'s network bridge (apt-get install socat)');
+    const { tools, system, cgroups } = this.probe();
+    if (withNetwork && !tools.socat) throw new SandboxUnavailableError('this run allows network hosts, but socat is not installed for the sandbox\'s network bridge (apt-get install socat)');
     const fixed = { ...(withNetwork ? proxyEnvironment() : {}), ...(request.env ?? {}) };
     const env = sandboxEnvironment(serverEnv, { home, extraNames: this.settings.passEnv, fixed });
     let temp: string | undefined;
@@ -177,27 +178,52 @@ export class Sandbox {
         proxy = new NetworkProxy(parsed.patterns, this.settings.credentials);
         await proxy.listen(proxySocket);
       }
-      if (this.cgroups) cgroup = await this.cgroups.create(limits);
+      if (cgroups) cgroup = await cgroups.create(limits);
       const spec: SandboxSpec = {
         writable: request.writable,
         readOnly: [...this.settings.readOnlyPaths.filter((p) => existsSync(p)), ...(request.readOnly ?? [])],
         cwd: request.cwd,
         env,
         ...(proxySocket ? { proxySocket } : {}),
-        system: this.system,
+        system,
       };
       const rlimits = [`--cpu=${limits.maxCpuSeconds}`, `--fsize=${limits.maxFileBytes}`, `--core=0`];
       // A memory cgroup holds the whole sandbox and says when it stopped it; without one, each process's own limit.
-      if (!cgroup || !this.cgroups?.limitsMemory) rlimits.push(`--data=${limits.maxMemoryBytes}`);
+      if (!cgroup || !cgroups?.limitsMemory) rlimits.push(`--data=${limits.maxMemoryBytes}`);
       // Without a pids cgroup, RLIMIT_NPROC is the limit (the kernel enforces it for any user but root).
       if (!cgroup) rlimits.push(`--nproc=${limits.maxProcesses}`);
-      const prefix = [this.tools.prlimit, ...rlimits, '--', this.tools.bwrap, ...bubblewrapArgs(spec), '--', '/bin/sh', '-c', launcherScript(withNetwork), 'sandbox'];
+      const prefix = [tools.prlimit, ...rlimits, '--', tools.bwrap, ...bubblewrapArgs(spec), '--', '/bin/sh', '-c', launcherScript(withNetwork), 'sandbox'];
       return { prefix, env, hostCwd: '/', ...(cgroup ? { cgroup } : {}), ...(proxy ? { proxy } : {}), dispose };
     } catch (err) {
       await dispose().catch(() => undefined); // the setup's own error is the one to report
       throw err;
     }
   }
+}
+
+/** Looks for bwrap, prlimit and socat, starts one empty sandbox, and finds a cgroup for the limits. */
+function probeHost(settings: SandboxSettings, env: NodeJS.ProcessEnv): Probe {
+  const system = systemLayout();
+  if (settings.mode === 'off') return { status: { mode: 'off' }, tools: { bwrap: '', prlimit: '' }, system };
+  const bwrap = findProgram('bwrap', env);
+  const prlimit = findProgram('prlimit', env);
+  const socat = findProgram('socat', env);
+  const missing = (problem: string): Probe => ({ status: { mode: 'bubblewrap', ready: false, problem }, tools: { bwrap: bwrap ?? '', prlimit: prlimit ?? '' }, system });
+  if (!bwrap) return missing('bubblewrap (bwrap) is not installed');
+  if (!prlimit) return missing('prlimit (util-linux) is not installed');
+  const version = spawnSync(bwrap, ['--version'], { encoding: 'utf8', env: {} }).stdout?.trim() ?? '';
+  const probe = spawnSync(bwrap, [...bubblewrapArgs({ writable: [], readOnly: [], cwd: '/', env: { PATH: '/usr/bin:/bin' }, system }), '--', 'true'], { encoding: 'utf8', env: {}, timeout: 10_000 });
+  if (probe.status !== 0) {
+    const why = (probe.stderr || probe.error?.message || `exit ${probe.status}`).trim().split('\n')[0];
+    return missing(`bubblewrap cannot start a sandbox here (${why}); user and PID namespaces must be allowed`);
+  }
+  const cgroups = Cgroups.detect();
+  return {
+    status: { mode: 'bubblewrap', ready: true, version, processLimit: cgroups ? 'cgroup' : 'rlimit', memoryLimit: cgroups?.limitsMemory ? 'cgroup' : 'rlimit', network: socat !== undefined },
+    tools: { bwrap, prlimit, ...(socat ? { socat } : {}) },
+    system,
+    ...(cgroups ? { cgroups } : {}),
+  };
 }
 
 /** Which system paths exist here: merged-/usr hosts have /bin, /lib… as links into /usr. */
