@@ -5,7 +5,7 @@ import { PG_SCHEMA_NAME } from '../shared/postgres-tables';
 import { DEFAULT_RETRY_DELAYS_MS } from '../team/resilience/policies';
 import { normaliseName } from '../auth/names';
 import { readFileSync } from 'node:fs';
-import { McpConfigError, parseMcpConfig, type McpConfig } from '../team/tools/mcp/mcp-config';
+import { McpConfigError, parseMcpConfig, secretsIn, type McpConfig } from '../team/tools/mcp/mcp-config';
 import { DEFAULT_SANDBOX_LIMITS, parseNetworkAllowList, passedEnvProblem } from '../team/tools/sandbox/sandbox-policy';
 import type { SandboxSettings } from '../team/tools/sandbox/sandbox';
 import { isAbsolute } from 'node:path';
@@ -231,15 +231,7 @@ function loadSandboxCredentials(file: string, env: NodeJS.ProcessEnv): Record<st
 
 /** Every credential value of the sandbox's proxy (and its bearer token alone): secrets to redact. */
 export function sandboxSecrets(settings: SandboxSettings): string[] {
-  const out: string[] = [];
-  for (const headers of Object.values(settings.credentials)) {
-    for (const value of Object.values(headers)) {
-      out.push(value);
-      const last = value.trim().split(/\s+/).pop();
-      if (last && last !== value) out.push(last);
-    }
-  }
-  return out;
+  return Object.values(settings.credentials).flatMap((headers) => Object.values(headers).flatMap(secretsIn));
 }
 
 /** The MCP servers file, read and checked now: a bad file is a configuration error naming it. */

@@ -58,7 +58,6 @@ export const TEAM_QUERY_HANDLERS = [GetRunHandler, ListRunsHandler];
       inject: [TRIAD_CONFIG, SANDBOX],
       useFactory: async (c: TriadConfig, sandbox: Sandbox) => {
         const registry = createDefaultToolRegistry(sandbox);
-        registry.sandbox = sandbox;
         registry.secrets = Redactor.fromEnv(process.env, [...(c.mcp?.secrets ?? []), ...sandboxSecrets(c.sandbox)]);
         if (c.mcp) {
           const { McpHub } = await import('./tools/mcp/mcp-hub');

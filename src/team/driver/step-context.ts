@@ -9,7 +9,8 @@ import type { ModelProvider, RoleName } from '../models/model.port';
 import type { RetryPolicy } from '../resilience/policies';
 import type { DispatchMode } from '../resilience/tool-dispatch';
 import type { ToolRegistry } from '../tools/tool-registry';
-import type { TeamRunEvent } from '../domain/run-events';
+import type { RunLaunchedData, TeamRunEvent } from '../domain/run-events';
+import type { ToolContext } from '../tools/tool.port';
 import type { RunState } from '../domain/run-state';
 import type { FairShare } from '../fair-share';
 import type { TokenCounter } from '../models/token-count';
@@ -120,4 +121,12 @@ export async function underRunSignal<T>(ctx: StepContext, work: (signal: AbortSi
     clearTimeout(timer);
     run.removeEventListener('abort', onStop);
   }
+}
+
+/** What a run's tool calls carry of its sandbox, as RunLaunched recorded it: the role's hosts and the mode. */
+export function runSandboxContext(launched: RunLaunchedData | undefined, role: RoleName): Pick<ToolContext, 'network' | 'sandboxMode'> {
+  const sandbox = launched?.sandbox;
+  if (!sandbox) return {};
+  const network = sandbox.network[role];
+  return { sandboxMode: sandbox.mode, ...(network ? { network } : {}) };
 }

@@ -17,7 +17,7 @@ import {
   type SubAgentRecord,
 } from '../domain/sub-agents';
 import { SubAgentPool, type ReleaseSlot } from './sub-agent-pool';
-import { deadlineOf, isoNow, type StepContext } from './step-context';
+import { deadlineOf, isoNow, runSandboxContext, type StepContext } from './step-context';
 import { encodeMachineText } from '../../shared/text';
 import { hasNoOwnEffects, type FileEffect } from '../workspace/workspace-effects';
 import { withRecordedEffects } from '../workspace/workspace-log';
@@ -187,9 +187,7 @@ async function runSubAgentTool(
   const realWorkspace = await ctx.realWorkspace();
   const invoke = async (): Promise<ToolOutcome> => {
     try {
-      const network = ctx.state.launched?.sandbox?.network[phaseRole];
-      const sandboxMode = ctx.state.launched?.sandbox?.mode;
-      return await deps.tools.invoke(call, phaseRole, allowed, { runId: ctx.runId, role: phaseRole, workspace: ctx.workspace, realWorkspace, signal, ...(network ? { network } : {}), ...(sandboxMode ? { sandboxMode } : {}) });
+      return await deps.tools.invoke(call, phaseRole, allowed, { runId: ctx.runId, role: phaseRole, workspace: ctx.workspace, realWorkspace, signal, ...runSandboxContext(ctx.state.launched, phaseRole) });
     } catch (err) {
       return { isError: true, output: `tool ${call.name} failed: ${encodeMachineText(String((err as Error).message))}` };
     }

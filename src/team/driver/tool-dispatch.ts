@@ -19,7 +19,7 @@ import type { ToolDefinition, ToolOutcome } from '../tools/tool.port';
 import { encodeMachineText } from '../../shared/text';
 import { hasNoOwnEffects, type FileEffect } from '../workspace/workspace-effects';
 import { withRecordedEffects } from '../workspace/workspace-log';
-import { isoNow, underRunSignal, type StepContext } from './step-context';
+import { isoNow, runSandboxContext, underRunSignal, type StepContext } from './step-context';
 
 /** A tool call in one turn's dispatch: what preflight decided, then what happened. */
 interface PlannedCall {
@@ -52,9 +52,8 @@ export async function dispatchTools(ctx: StepContext, step: Extract<NextAction, 
   const allowed = s.phase!.tools;
   const policy = s.launched!.toolApproval;
   const realWorkspace = await ctx.realWorkspace();
-  const network = s.launched!.sandbox?.network[role];
-  const sandboxMode = s.launched!.sandbox?.mode;
-  const context = (signal: AbortSignal) => ({ runId, role, workspace: ctx.workspace, realWorkspace, signal, ...(network ? { network } : {}), ...(sandboxMode ? { sandboxMode } : {}) });
+  const sandbox = runSandboxContext(s.launched, role);
+  const context = (signal: AbortSignal) => ({ runId, role, workspace: ctx.workspace, realWorkspace, signal, ...sandbox });
   const spawner: Spawner = { agent: agentIdentity(role, runId), depth: 0, tools: allowed, phaseRole: role };
   // Sub-agents spawned in this preflight (awaiting approval), so that two spawns get two paths.
   const agents = { ...s.subAgents };

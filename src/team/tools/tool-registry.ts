@@ -456,7 +456,9 @@ export function redactAnswer<T extends { content: AssistantBlock[] }>(response: 
 }
 
 export function createDefaultToolRegistry(sandbox?: Sandbox): ToolRegistry {
-  return new ToolRegistry(createBuiltinTools({}, sandbox));
+  const registry = new ToolRegistry(createBuiltinTools({}, sandbox));
+  if (sandbox) registry.sandbox = sandbox;
+  return registry;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,11 +1,12 @@
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createBuiltinTools, type BuiltinToolLimits } from '../../../src/team/tools/builtin-tools';
-import { commandEnvironment } from '../../../src/team/tools/builtin/run-command';
+import { sandboxEnvironment } from '../../../src/team/tools/sandbox/sandbox-policy';
 import type { ToolOutcome } from '../../../src/team/tools/tool.port';
-import { contextFor, isAlive, scratchDir, toolNamed, waitUntilGone } from './tool-test-support';
+import { contextFor, scratchDir, toolNamed, waitUntilGone } from './tool-test-support';
 import { waitFor } from '../../support/wait-for';
+import { hostProcessesWith, uniqueSleep } from '../../support/host-processes';
 
 describe('run_command', () => {
   let ws: ReturnType<typeof scratchDir>;
@@ -106,7 +107,7 @@ describe('run_command', () => {
     const holder = spawn(process.execPath, ['-e', script], { cwd: ws.path, stdio: 'ignore' });
     await pidWrittenTo('bg.pid');
     // `$!` is known once the shell forked; the child may not have become `sleep` yet.
-    await waitFor('the background sleep', async () => (hostProcesses(mark).length > 0 ? true : undefined), 20_000);
+    await waitFor('the background sleep', async () => (hostProcessesWith(mark).length > 0 ? true : undefined), 20_000);
     holder.kill('SIGKILL');
     expect(await noHostProcess(mark, 10_000)).toBe(true);
   });
@@ -179,7 +180,7 @@ describe('run_command', () => {
 
     it('keeps PATH, LANG and TERM, sets a private home and a git identity, and drops the rest', () => {
       expect(
-        commandEnvironment({ PATH: '/bin', LANG: 'C.UTF-8', TERM: 'xterm', HOME: '/root', NPM_TOKEN: 'x', TRIAD_MODEL: 'x', HOME_PAGE: 'https://example.com/' }),
+        sandboxEnvironment({ PATH: '/bin', LANG: 'C.UTF-8', TERM: 'xterm', HOME: '/root', NPM_TOKEN: 'x', TRIAD_MODEL: 'x', HOME_PAGE: 'https://example.com/' }, { home: '/root' }),
       ).toEqual({
         PATH: '/bin',
         LANG: 'C.UTF-8',
@@ -195,29 +196,9 @@ describe('run_command', () => {
   });
 });
 
-let sleeps = 0;
-/** A `sleep` duration no other process on the host has in its command line. */
-function uniqueSleep(): string {
-  return `30.${process.pid}${++sleeps}`;
-}
-
-/** Host processes whose command line holds `mark` (zombies left out). */
-function hostProcesses(mark: string): number[] {
-  const found: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').includes(mark) && isAlive(Number(entry))) found.push(Number(entry));
-    } catch {
-      // Gone while reading: not running.
-    }
-  }
-  return found;
-}
-
 async function noHostProcess(mark: string, withinMs = 5000): Promise<boolean> {
   const deadline = Date.now() + withinMs;
-  while (hostProcesses(mark).length > 0) {
+  while (hostProcessesWith(mark).length > 0) {
     if (Date.now() > deadline) return false;
     await new Promise((resolve) => setTimeout(resolve, 25));
   }

@@ -5,7 +5,7 @@ import { errnoCode, realWorkspaceOf, workspaceReplaced } from '../workspace';
 import { HeadTailBuffer } from './head-tail-buffer';
 import type { BuiltinToolLimits } from './limits';
 import { SandboxUnavailableError, type PreparedSandbox, type Sandbox } from '../sandbox/sandbox';
-import { limitHit, sandboxEnvironment, type SandboxLimits } from '../sandbox/sandbox-policy';
+import { limitHit, type SandboxLimits } from '../sandbox/sandbox-policy';
 import { asMachineText, fail, formatBytes, formatDuration, fsFailure } from './outcomes';
 
 /**
@@ -15,15 +15,6 @@ import { asMachineText, fail, formatBytes, formatDuration, fsFailure } from './o
  * Every process it started ends with it (its own PID namespace), and its host process group is
  * killed on timeout or cancel.
  */
-
-/**
- * The environment of an unsandboxed command (TRIAD_SANDBOX=off): the same allow-list a sandbox
- * gets (PATH, LANG, TERM… and TRIAD_SANDBOX_ENV's names), never the server's environment minus a
- * deny-list. Kept for callers of the old name.
- */
-export function commandEnvironment(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
-  return sandboxEnvironment(env, { home: env.HOME ?? '/tmp' });
-}
 
 export function runCommandTool(limits: BuiltinToolLimits, sandboxOf: () => Sandbox): ToolDefinition {
   return {
@@ -183,9 +174,6 @@ function runCommand(
         finish(fail(setupFailed));
       } else if (limit !== undefined && stopped === undefined) {
         finish(asMachineText(fail(`${body}${refused}\n[limit: ${limit}]\n[exit ${exit?.signal ? `signal ${exit.signal}` : `code ${exit?.code ?? -1}`}]`)));
-      } else if (refused !== '' && stopped === undefined && !exit?.signal) {
-        const code = exit?.code ?? -1;
-        finish({ output: `${body}${refused}\n[exit code ${code}]`, isError: code !== 0, machineText: true });
       } else if (stopped === 'timeout') {
         finish(asMachineText(fail(`${body}\n[timed out after ${formatDuration(timeoutMs)}; the command and every process it started were killed]`)));
       } else if (stopped === 'cancelled') {
@@ -194,7 +182,7 @@ function runCommand(
         finish(asMachineText(fail(`${body}\n[killed by signal ${exit.signal}]`)));
       } else {
         const code = exit?.code ?? -1;
-        finish({ output: `${body}\n[exit code ${code}]`, isError: code !== 0, machineText: true });
+        finish({ output: `${body}${refused}\n[exit code ${code}]`, isError: code !== 0, machineText: true });
       }
     };
 

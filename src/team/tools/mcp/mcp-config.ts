@@ -200,10 +200,15 @@ function duration(value: unknown, fallback: number, where: string): number {
 }
 
 function addSecret(secrets: Set<string>, value: string): void {
-  if (value.length >= MIN_SECRET_LENGTH) secrets.add(value);
-  // `Bearer <token>`: the token alone is a secret too.
+  for (const secret of secretsIn(value)) secrets.add(secret);
+}
+
+/** A credential value as secrets to redact: the value, and for `Bearer <token>` the token alone too. */
+export function secretsIn(value: string): string[] {
+  const out = value.length >= MIN_SECRET_LENGTH ? [value] : [];
   const last = value.trim().split(/\s+/).pop() ?? '';
-  if (last !== value && last.length >= MIN_SECRET_LENGTH) secrets.add(last);
+  if (last !== value && last.length >= MIN_SECRET_LENGTH) out.push(last);
+  return out;
 }
 
 function stringMap(value: unknown, where: string, expand: (v: string, field: string) => string): Record<string, string> {

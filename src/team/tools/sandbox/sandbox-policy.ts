@@ -5,6 +5,8 @@
  * module only decides what to ask it for.
  */
 
+import { formatBytes } from '../builtin/outcomes';
+
 export type SandboxMode = 'bubblewrap' | 'off';
 
 /** Limits of one sandboxed command (or MCP server), each configurable (TRIAD_SANDBOX_MAX_*). */
@@ -164,14 +166,15 @@ export function parseHostPattern(entry: string): HostPattern | string {
 /** Parses a whole list; the first bad entry is reported with its place (`where[2]`). */
 export function parseNetworkAllowList(entries: readonly string[], where: string): { patterns: HostPattern[]; normalised: string[] } | { problem: string } {
   if (entries.length > MAX_NETWORK_ENTRIES) return { problem: `${where} may hold at most ${MAX_NETWORK_ENTRIES} hosts` };
-  const patterns: HostPattern[] = [];
+  // By their written form: duplicates once, in a stable order.
+  const byForm = new Map<string, HostPattern>();
   for (const [i, entry] of entries.entries()) {
     const parsed = parseHostPattern(entry);
     if (typeof parsed === 'string') return { problem: `${where}[${i}] ${JSON.stringify(entry)} ${parsed}` };
-    patterns.push(parsed);
+    byForm.set(formatHostPattern(parsed), parsed);
   }
-  const normalised = [...new Set(patterns.map(formatHostPattern))].sort();
-  return { patterns: normalised.map((p) => parseHostPattern(p) as HostPattern), normalised };
+  const normalised = [...byForm.keys()].sort();
+  return { patterns: normalised.map((form) => byForm.get(form)!), normalised };
 }
 
 export function formatHostPattern(p: HostPattern): string {
@@ -267,19 +270,12 @@ export function limitHit(
   end: { code: number | null; signal: NodeJS.Signals | null; pidsHit?: boolean; memoryHit?: boolean; outputHit?: boolean },
 ): string | undefined {
   const sig = end.signal ?? (end.code !== null && end.code > 128 ? SIGNAL_BY_NUMBER[end.code - 128] : undefined);
-  if (end.outputHit) return `the command wrote more than its output limit of ${formatSize(limits.maxOutputBytes)} and was stopped`;
-  if (end.memoryHit) return `the command reached its memory limit of ${formatSize(limits.maxMemoryBytes)} and was stopped`;
+  if (end.outputHit) return `the command wrote more than its output limit of ${formatBytes(limits.maxOutputBytes)} and was stopped`;
+  if (end.memoryHit) return `the command reached its memory limit of ${formatBytes(limits.maxMemoryBytes)} and was stopped`;
   if (sig === 'SIGXCPU') return `a process of the command used more than its CPU time limit of ${limits.maxCpuSeconds} s and was stopped`;
-  if (sig === 'SIGXFSZ') return `a process of the command tried to write a file larger than its limit of ${formatSize(limits.maxFileBytes)}`;
+  if (sig === 'SIGXFSZ') return `a process of the command tried to write a file larger than its limit of ${formatBytes(limits.maxFileBytes)}`;
   if (end.pidsHit) return `the command tried to run more than its limit of ${limits.maxProcesses} processes at once; the extra ones could not start`;
   return undefined;
 }
 
 const SIGNAL_BY_NUMBER: Record<number, NodeJS.Signals> = { 9: 'SIGKILL', 24: 'SIGXCPU', 25: 'SIGXFSZ' };
-
-export function formatSize(bytes: number): string {
-  if (bytes >= 1024 ** 3 && bytes % 1024 ** 3 === 0) return `${bytes / 1024 ** 3} GiB`;
-  if (bytes >= 1024 ** 2) return `${Math.round(bytes / 1024 ** 2)} MiB`;
-  if (bytes >= 1024) return `${Math.round(bytes / 1024)} KiB`;
-  return `${bytes} bytes`;
-}
