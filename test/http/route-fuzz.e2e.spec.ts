@@ -366,6 +366,13 @@ function settingsNotObjects(): Array<{ path: string; body: Record<string, unknow
     { path: '/v1/runs', body: { ...launch, budget: [{ totalTokens: 10 }] }, message: /budget must be an object/ },
     { path: '/v1/runs', body: { ...launch, team: { executor: [] } }, message: /team.executor must be an object/ },
     { path: '/v1/runs', body: { ...launch, team: { executor: { thinking: [[]] } } }, message: /thinking must be an object/ },
+    // A role's network allow-list: hosts only, at most 50.
+    { path: '/v1/runs', body: { ...launch, team: { executor: { network: ['not a host!'] } } }, message: /team\.executor\.network\[0\] \\"not a host!\\" must be a host name/ },
+    { path: '/v1/runs', body: { ...launch, team: { executor: { network: ['*.10.0.0.1'] } } }, message: /team\.executor\.network\[0\]/ },
+    { path: '/v1/runs', body: { ...launch, team: { executor: { network: ['127.0.0.1:99999'] } } }, message: /port outside 1 to 65535/ },
+    { path: '/v1/runs', body: { ...launch, team: { executor: { network: [7] } } }, message: /network/ },
+    { path: '/v1/runs', body: { ...launch, team: { executor: { network: 'registry.npmjs.org' } } }, message: /network/ },
+    { path: '/v1/runs', body: { ...launch, team: { reviewer: { network: Array.from({ length: 51 }, (_, i) => `h${i}.example`) } } }, message: /network/ },
     { path: '/v1/runs', body: { ...launch, budget: { perRole: [] } }, message: /perRole must be an object/ },
     { path: '/v1/runs', body: { ...launch, reviewPolicy: { timeout: [] } }, message: /timeout must be an object/ },
     { path: '/v1/projects', body: { goal: 'P', run: [] }, message: /run must be an object/ },

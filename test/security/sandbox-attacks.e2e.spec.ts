@@ -1,9 +1,10 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { startFakeMessagesApi, toolUseStep, type FakeMessagesApi } from '../support/fake-messages-api';
 import { tempDir } from '../support/temp-dir';
+import { hostProcessesWith, uniqueSleep } from '../support/host-processes';
 import { freshPgSchema, type PgSchema } from '../review-gate/gate/gate-support';
 import { appEnv, KEYS, startApp, waitForRun, type AppServer, type Loose } from '../team/resilience/approvals-app';
 
@@ -123,12 +124,12 @@ describe.each([['sqlite'], ['postgres']])('the sandbox under attack (%s)', (stor
   });
 
   it('leaves no process behind: setsid, nohup, a double fork and disown all end with the command', async () => {
-    const mark = `30.${process.pid}7${store.length}`;
+    const mark = uniqueSleep();
     const { runId } = await run([
       ['run_command', { command: `(setsid sh -c 'sleep ${mark}' &); nohup sleep ${mark} >/dev/null 2>&1 & sh -c '(sleep ${mark} &) &'; bash -c 'sleep ${mark} & disown'; echo started` }],
     ]);
     every.push(runId);
-    expect(hostProcesses(mark)).toEqual([]);
+    expect(hostProcessesWith(mark)).toEqual([]);
   });
 
   it('reaches a loopback server on the host only when the run allows it, through the proxy', async () => {
@@ -151,7 +152,7 @@ describe.each([['sqlite'], ['postgres']])('the sandbox under attack (%s)', (stor
   });
 
   it('stops thousands of processes and unbounded memory at their limits, as tool errors, while /health answers', async () => {
-    const mark = `30.${process.pid}9${store.length}`;
+    const mark = uniqueSleep();
     const bomb = run([
       ['run_command', { command: `i=0; while [ $i -lt 3000 ]; do sleep ${mark} & i=$((i+1)); done 2>/dev/null; echo spawned` }],
       ['run_command', { command: "node -e 'const a = []; for (;;) a.push(Buffer.alloc(1 << 20, 1))'" }],
@@ -164,7 +165,7 @@ describe.each([['sqlite'], ['postgres']])('the sandbox under attack (%s)', (stor
     expect(outputs[0]).toContain('[limit: the command tried to run more than its limit of 256 processes at once');
     // A memory cgroup stops the sandbox and says so; without one, the process's own limit fails its allocation.
     expect(outputs[1]).toMatch(/\[limit: the command reached its memory limit of 256 MiB and was stopped\]|out of memory|Allocation failed/i);
-    expect(hostProcesses(mark)).toEqual([]);
+    expect(hostProcessesWith(mark)).toEqual([]);
   });
 
   it('does the work: node, git init && git commit, and a shell pipeline in the workspace', async () => {
@@ -195,19 +196,3 @@ describe.each([['sqlite'], ['postgres']])('the sandbox under attack (%s)', (stor
     for (const secret of secrets) for (const form of encoded(secret)) expect({ secret, found: all.includes(form) }).toEqual({ secret, found: false });
   });
 });
-
-/** Host processes whose command line holds `mark`, zombies left out. */
-function hostProcesses(mark: string): number[] {
-  const found: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      if (stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')) continue;
-      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').includes(mark)) found.push(Number(entry));
-    } catch {
-      // Gone while reading: not running.
-    }
-  }
-  return found;
-}
