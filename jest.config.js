@@ -24,6 +24,7 @@ const base = {
     '^.+\\.ts$': '@swc/jest',
   },
   moduleFileExtensions: ['ts', 'js', 'json'],
+  setupFiles: ['<rootDir>/test/support/trust-unsigned-decisions.ts'],
 };
 
 const buildsDist = { globalSetup: '<rootDir>/test/support/global-setup.js' };

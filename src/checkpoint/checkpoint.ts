@@ -65,6 +65,7 @@ function serializeRunStateText(state: RunState): string {
       resilience: state.resilience,
       approvals: [...state.approvals.values()],
       subAgents: state.subAgents,
+      gate: state.gate,
       stepLoop: state.stepLoop ?? null,
       chosenStrategy: state.chosenStrategy ?? null,
     }).slice(0, -1) +
@@ -139,6 +140,8 @@ export function deserializeRunState(s: SerializedRunState): RunState {
     approvals: new Map((s.approvals as { requested: { toolUseId: string } }[]).map((a) => [a.requested.toolUseId, a as never])),
     // Absent in checkpoints taken before sub-agents existed (their runs had none).
     subAgents: (s.subAgents ?? {}) as RunState['subAgents'],
+    // Absent from checkpoints made before decisions were attested.
+    gate: (s.gate ?? { refused: [] }) as RunState['gate'],
     // Absent in checkpoints taken before loop strategies existed (their phases ran react).
     stepLoop: opt(s.stepLoop),
     chosenStrategy: opt(s.chosenStrategy),

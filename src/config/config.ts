@@ -1,6 +1,7 @@
 import { HUMAN_ROLES as VALID_ROLES } from '../auth/roles';
 import { isIP } from 'node:net';
-import { resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
+import { homedir } from 'node:os';
 import { PG_SCHEMA_NAME } from '../shared/postgres-tables';
 import { DEFAULT_RETRY_DELAYS_MS } from '../team/resilience/policies';
 import { normaliseName } from '../auth/names';
@@ -63,6 +64,17 @@ export interface TriadConfig {
   trustProxy: boolean | number | string;
   /** The OS sandbox of run_command and stdio MCP servers (TRIAD_SANDBOX and TRIAD_SANDBOX_*). */
   sandbox: SandboxSettings;
+  /** The server's signing key and the keys it trusts besides its own (TRIAD_SIGNING_KEY_FILE, TRIAD_TRUSTED_KEYS). */
+  signing: SigningSettings;
+}
+
+export interface SigningSettings {
+  /** The Ed25519 private key (PKCS#8 PEM), made on first start when missing; never inside the data directory. */
+  keyFile: string;
+  /** Public keys of other processes sharing the store (base64 SPKI DER), whose decisions this one acts on. */
+  trustedKeys: string[];
+  /** TRIAD_REQUIRE_SIGNED_DECISIONS=1: human decisions must carry the person's own signature. */
+  requireSignedDecisions: boolean;
 }
 
 /**
@@ -153,7 +165,31 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): TriadConfig {
     sessionTtlMs: intEnv(env, 'TRIAD_SESSION_TTL_MS', 8 * 60 * 60 * 1000, 1000, MAX_SESSION_TTL_MS),
     trustProxy: trustProxyEnv(env.TRIAD_TRUST_PROXY),
     sandbox: sandboxSettings(env),
+    signing: signingSettings(env, resolve(dataDir)),
   };
+}
+
+/**
+ * The signing key's file: TRIAD_SIGNING_KEY_FILE, else `triad/signing-key.pem` under
+ * XDG_CONFIG_HOME (default ~/.config). It must lie outside the data directory, where the store,
+ * the workspaces and every agent's files are.
+ */
+export function signingSettings(env: NodeJS.ProcessEnv, dataDir: string): SigningSettings {
+  const given = env.TRIAD_SIGNING_KEY_FILE;
+  if (given !== undefined && given !== '' && given.trim() === '') throw new ConfigError('TRIAD_SIGNING_KEY_FILE is blank');
+  const configHome = env.XDG_CONFIG_HOME || join(env.HOME || homedir(), '.config');
+  const keyFile = resolve(given || join(configHome, 'triad', 'signing-key.pem'));
+  const rel = relative(dataDir, keyFile);
+  if (rel === '' || (!rel.startsWith('..') && !isAbsolute(rel))) {
+    throw new ConfigError(`TRIAD_SIGNING_KEY_FILE must lie outside the data directory (${dataDir}): whoever can read the store or a workspace must not read the key`);
+  }
+  const trustedKeys = (env.TRIAD_TRUSTED_KEYS ?? '').split(',').map((k) => k.trim()).filter((k) => k !== '');
+  for (const k of trustedKeys) {
+    if (!/^[A-Za-z0-9+/]+={0,2}$/.test(k)) throw new ConfigError(`TRIAD_TRUSTED_KEYS holds '${shown(k)}', not a public key (base64, as \`triad decisions keys\` prints it)`);
+  }
+  const require = env.TRIAD_REQUIRE_SIGNED_DECISIONS ?? '';
+  if (!['', '0', '1', 'true', 'false'].includes(require)) throw new ConfigError(`TRIAD_REQUIRE_SIGNED_DECISIONS must be 1 or 0, got '${shown(require)}'`);
+  return { keyFile, trustedKeys, requireSignedDecisions: require === '1' || require === 'true' };
 }
 
 const MIB = 1024 * 1024;

@@ -7,6 +7,8 @@ import { openStorage, STORAGE, type Storage } from '../storage/storage';
 import { METRICS, TriadMetrics } from '../observability/metrics';
 import { observedAppends } from '../observability/timed-appends';
 import { eventLogLines } from '../observability/event-log';
+import { attestingAppends, openSigning, Signing } from '../attestation/signing';
+import { systemClock } from '../shared/system';
 
 /**
  * The process's storage, opened once (`src/storage/storage.ts`), and its event store. The other
@@ -25,12 +27,22 @@ import { eventLogLines } from '../observability/event-log';
     { provide: METRICS, useFactory: () => new TriadMetrics() },
     // Appends are timed for /metrics (triad_store_append_duration_seconds), and a run's lifecycle
     // and human decisions logged as they are recorded.
+    // The signing key and the trust every fold of a run acts on: opened before anything reads a run.
+    {
+      provide: Signing,
+      inject: [STORAGE, TRIAD_CONFIG],
+      useFactory: async (storage: Storage, config: TriadConfig): Promise<Signing> => {
+        const signing = await openSigning(storage.events, config.signing, () => systemClock.now());
+        if (signing.warning) new Logger('Signing').error(signing.warning);
+        return signing;
+      },
+    },
     {
       provide: EVENT_STORE,
-      inject: [STORAGE, METRICS],
-      useFactory: (storage: Storage, metrics: TriadMetrics) => {
+      inject: [STORAGE, METRICS, Signing],
+      useFactory: (storage: Storage, metrics: TriadMetrics, signing: Signing) => {
         const logger = new Logger('Events');
-        return observedAppends(storage.events, {
+        return observedAppends(attestingAppends(storage.events, signing), {
           timed: (store, seconds, ok) => metrics.observeAppend(store, seconds, ok),
           appended: (streamId, events) => {
             for (const line of eventLogLines(streamId, events)) logger.log(line.message, line.fields);
@@ -39,7 +51,7 @@ import { eventLogLines } from '../observability/event-log';
       },
     },
   ],
-  exports: [STORAGE, EVENT_STORE, HEALTH_REGISTRY, METRICS],
+  exports: [STORAGE, EVENT_STORE, HEALTH_REGISTRY, METRICS, Signing],
 })
 export class EventsModule implements OnApplicationShutdown {
   constructor(@Inject(STORAGE) private readonly storage: Storage) {}

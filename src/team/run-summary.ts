@@ -6,6 +6,7 @@ import { statusOf, teamRunMachine } from './domain/team-run.machine';
 import { initialTeamSnapshot, type TeamSnapshot } from './domain/run-state';
 import { SUB_AGENT_TERMINAL, subAgentLifecycle, type SubAgentStatus } from './domain/sub-agents';
 import type { ChosenStrategy, LoopStrategy, StepLoopState } from './domain/loop-strategy';
+import { guardEvent, newGateGuard, type GateGuard, type GateRefusal } from '../attestation/decision-gate';
 
 /**
  * The read model of one run, folded from its events by a store subscription: what GET /v1/runs
@@ -50,6 +51,11 @@ export interface RunSummary {
   subAgents?: SubAgentSummary[];
   /** Roles whose loop strategy is not react (domain/loop-strategy.ts): the strategy and where the role is in its plan. */
   loops?: Partial<Record<RoleName, LoopSummary>>;
+  /**
+   * Events in the run's stream not acted on: decisions without a valid attestation, and what only
+   * a decision may cause (absent when there are none). The run waits as if they were not there.
+   */
+  refused?: GateRefusal[];
   /** The run stream's revision of the last event that changed this summary (not every event does: SUMMARY_EVENT_TYPES). */
   revision: number;
   /** That event's position in the store. */
@@ -113,6 +119,8 @@ export interface RunSummaryState {
   summary: RunSummary;
   team: TeamSnapshot;
   suspended: boolean;
+  /** Absent in states made before decisions were attested. */
+  gate?: GateGuard;
 }
 
 /** The loop strategies a launch sets (react roles are left out). */
@@ -237,6 +245,11 @@ export function applyToSummary(state: RunSummaryState | undefined, recorded: Rec
     };
   }
   const s = state.summary;
+  const gate = (state.gate ??= newGateGuard());
+  if (guardEvent(gate, String(state.team.value), event, recorded.position)) {
+    s.refused = [...gate.refused];
+    return state;
+  }
   if (event.type !== 'RunForked') state.team = teamStep(state.team, event as RunCoreEvent);
   if (event.type === 'RunSuspended') state.suspended = true;
   if (event.type === 'RunResumed') state.suspended = false;

@@ -30,6 +30,7 @@ import { DEFAULT_STAGNATION_POLICY } from '../resilience/policies';
 import { recordTurn, type StagnationWindow } from '../resilience/stagnation';
 import { evolveStepLoop, newStepLoop, phaseStrategy, type ChosenStrategy, type StepLoopState } from './loop-strategy';
 import { abandonSubAgents, evolveSubAgents, subAgentTokens, type SubAgents } from './sub-agents';
+import { guardEvent, newGateGuard, type GateGuard } from '../../attestation/decision-gate';
 
 const teamStep = pureTransition(teamRunMachine);
 const loopStep = pureTransition(agentLoopMachine);
@@ -153,6 +154,8 @@ export interface RunState {
   approvals: Map<string, ApprovalRecord>;
   /** The run's sub-agents, by path (domain/sub-agents.ts). */
   subAgents: SubAgents;
+  /** Decisions refused for want of a valid attestation, and the events they would have caused (attestation/decision-gate.ts). */
+  gate: GateGuard;
   /** The current phase's plan and steps, when it runs plan_execute or hybrid (domain/loop-strategy.ts). */
   stepLoop?: StepLoopState;
   /** `auto`'s choice for the current phase (LoopStrategyChosen). */
@@ -182,6 +185,7 @@ export function initialRunState(runId = ''): RunState {
     resilience: initialResilience(),
     approvals: new Map(),
     subAgents: {},
+    gate: newGateGuard(),
   };
 }
 
@@ -193,6 +197,8 @@ export function initialRunState(runId = ''): RunState {
 export function evolve(state: RunState, event: TeamRunEvent, meta: { revision: number; position: number }, outOfWindow = false): RunState {
   state.revision = meta.revision;
   state.position = meta.position;
+  // A decision without a valid attestation, and what only a decision may cause, are not acted on.
+  if (guardEvent(state.gate, String(state.team.value), event, meta.position)) return state;
   // The team machine sees every event; unknown ones leave it as it is.
   // Sub-agents' events are not the machines' (their types are unknown to them: they pass through).
   const core = event as RunCoreEvent;
