@@ -7,7 +7,7 @@ import { ApiKeyGuard } from './auth.guard';
 import { ConsoleSessions } from './console-sessions';
 import { ConsoleSessionController } from './console-session.controller';
 import { ApiKeyDirectory } from './identity';
-import { AddApiKeyHandler } from './keys/add-api-key.command';
+import { AddApiKeyHandler, RegisterPublicKeyHandler, RevokePublicKeyHandler } from './keys/add-api-key.command';
 import { StoredApiKeys } from './keys/stored-api-keys';
 
 @Global()
@@ -21,6 +21,8 @@ import { StoredApiKeys } from './keys/stored-api-keys';
     // Keys added with `triad keys add`: loaded at boot, then followed from the store.
     StoredApiKeys,
     AddApiKeyHandler,
+    RegisterPublicKeyHandler,
+    RevokePublicKeyHandler,
     { provide: APP_GUARD, useClass: ApiKeyGuard },
   ],
   exports: [ApiKeyDirectory],

@@ -2,6 +2,8 @@ import type { AssistantBlock, ContentBlock, RoleName, StopReason, ThinkingSettin
 import { SUB_AGENT_EVENT_TYPES, type SubAgentEvent } from './sub-agents';
 import type { FileEffect } from '../workspace/workspace-effects';
 import type { ApprovalThreshold, ContextWindowPolicy, RetryPolicy, StagnationPolicy, ToolApprovalPolicy, ToolRisk } from '../resilience/policies';
+import type { Attestation } from '../../attestation/attestation';
+import type { PersonalSignature } from '../../attestation/personal-signature';
 import type { ChosenStrategy, Complexity, LoopSettings, StepLoopState } from './loop-strategy';
 
 /**
@@ -270,7 +272,16 @@ export interface ReviewDecidedData {
   artifactHash: string;
   charterVersion: string;
   at: string;
+  /** How the server knew the human decider (absent: a system decision, or one recorded before this was). */
+  authenticatedBy?: DecisionCredential;
+  /** The decider's own signature on the decision's statement (attestation/personal-signature.ts). */
+  signature?: PersonalSignature;
+  /** The writing server's signature on this data (attestation/attestation.ts). */
+  attestation?: Attestation;
 }
+
+/** How a human decider proved who they are: their API key, a console session, or their own signature. */
+export type DecisionCredential = 'api_key' | 'console_session' | 'signature';
 
 /**
  * The agent repeats tool calls without progress: a corrective user message is sent with its next
@@ -355,6 +366,9 @@ export interface ToolApprovalDecidedData {
   inputHash?: string;
   risk?: ToolRisk;
   at: string;
+  authenticatedBy?: DecisionCredential;
+  signature?: PersonalSignature;
+  attestation?: Attestation;
 }
 
 export interface RunEndedData {
