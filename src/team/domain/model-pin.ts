@@ -77,6 +77,13 @@ export function waitingFor(pin: RunPin): string {
   return wanted.length === 1 ? `a process with ${wanted[0]}` : `processes with ${wanted.join(' and ')} (no one process serves them all: re-pin the run)`;
 }
 
+/** A pin in one line: each role's model, then where they go ("provider anthropic at https://host:443"). */
+export function describeRunPin(pin: RunPin): string {
+  const models = ROLES.map((role) => `${role} ${pin[role].model}`).join(', ');
+  const where = [...new Set(ROLES.map((role) => describePin(pin[role])))].join('; ');
+  return `${models} — ${where}`;
+}
+
 function describePin(p: RolePin): string {
   return `provider ${p.provider} at ${p.endpoint ?? 'any endpoint'}`;
 }
