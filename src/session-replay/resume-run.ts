@@ -76,7 +76,7 @@ export function parsePinChange(raw: { models?: unknown; endpoint?: unknown }): P
   if (raw.endpoint !== undefined) {
     if (typeof raw.endpoint !== 'string' || raw.endpoint.length > 2000 || !isWellFormedText(raw.endpoint)) throw new InvalidRepinError('endpoint must be a base URL such as https://api.anthropic.com, or offline:');
     const endpoint = endpointOf(raw.endpoint);
-    if (endpoint === undefined) throw new InvalidRepinError(`endpoint '${raw.endpoint.slice(0, 200)}' is not an http(s) base URL nor a provider name such as offline:`);
+    if (endpoint === undefined) throw new InvalidRepinError('endpoint is not an http(s) base URL nor a provider name such as offline:');
     // A key in a URL would be recorded in the run's events: refused, not stripped silently.
     if (/^https?:\/\/[^/?#]*@/i.test(raw.endpoint.trim())) throw new InvalidRepinError('endpoint must not carry credentials (the key is the server configuration\'s)');
     change.endpoint = endpoint;

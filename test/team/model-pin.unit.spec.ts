@@ -1,7 +1,7 @@
 import { endpointOf, launchPin, matchPin, pinOf, repinned, waitingFor, type PinChange, type RunPin } from '../../src/team/domain/model-pin';
 import { decideRun, RunNotActiveError, type RunCommand } from '../../src/team/domain/run-decider';
 import type { RunLaunchedData, TeamRunEvent } from '../../src/team/domain/run-events';
-import { evolve, foldRun, initialRunState, type RunState } from '../../src/team/domain/run-state';
+import { evolve, initialRunState, type RunState } from '../../src/team/domain/run-state';
 import { modelOfCall } from '../../src/team/domain/next-action';
 import { buildRunLaunched, InvalidLaunchError, type LaunchContext } from '../../src/team/launch';
 import { catalogueOf } from '../../src/team/models/model-provider.factory';
@@ -121,7 +121,8 @@ describe('a re-pin', () => {
 
   it('given a re-pinned run, when folded, then its calls use the new model and its pin is the new one', () => {
     const to = repinned(from, { models: { executor: 'claude-opus-4-1' }, endpoint: CLAUDE_A });
-    const state = foldRun([...planned(), suspended, { type: 'RunRepinned', data: { by: 'user:olga', from, to, at: AT } }]);
+    const events: TeamRunEvent[] = [...planned(), suspended, { type: 'RunRepinned', data: { by: 'user:olga', from, to, at: AT } }];
+    const state = events.reduce((folded, event, revision) => evolve(folded, event, { revision, position: revision + 1 }), initialRunState(RUN_ID));
     expect(modelOfCall(state, 'executor')).toBe('claude-opus-4-1');
     expect(pinOf(state.launched!)).toEqual(to);
   });
