@@ -138,4 +138,34 @@ describe('a run pinned to its model', () => {
     expect(events.filter((e) => e.type === 'DriverClaimed')).toHaveLength(2);
     expect(apiA.requests).toHaveLength(1);
   }, 120_000);
+
+  it('a run suspended on Claude and resumed by `triad resume` without a key is not finished by the offline model; a process at its endpoint finishes it', async () => {
+    apiA.reset();
+    apiA.enqueue({ kind: 'hang' });
+    const first = await serve(appEnv(dataDir(), apiA.url, API_KEY, LEASE));
+    const launched = await request(first, 'POST', '/v1/runs', { body: { goal: 'Write hello.txt', acceptanceCriteria: ['hello.txt exists'], team: TEAM } });
+    const runId: string = launched.body.runId;
+    await waitFor('the call to reach A', async () => apiA.requests.length >= 1, 20_000);
+    await first.stop();
+
+    const resumed = await runCliInProcess(['resume', runId], offlineEnv());
+    expect(resumed.code).toBe(1);
+    expect(resumed.stdout).toContain(`waiting   for a process with provider anthropic at ${endpointOf(apiA)}`);
+
+    apiA.enqueue(
+      toolUseStep('submit_plan', { plan: '1. write hello.txt' }),
+      toolUseStep('write_file', { path: 'hello.txt', content: 'Hello' }),
+      toolUseStep('submit_work', { summary: 'wrote it', files: ['hello.txt'] }),
+      toolUseStep('submit_verdict', { verdict: 'APPROVE', findings: [], summary: 'fine' }),
+    );
+    const again = await serve(appEnv(dataDir(), apiA.url, API_KEY, LEASE));
+    await waitFor('the run at its review gate', async () => (await request(again, 'GET', `/v1/runs/${runId}`, { as: 'aud' })).body.status === 'awaiting_review', 30_000);
+    const events = await eventsOf(again, runId);
+    expect(events.map((e) => e.type)).toEqual(expect.arrayContaining(['RunSuspended', 'RunResumed']));
+    // Claimed at launch and by the process at A afterwards: never by the CLI on the offline model.
+    expect(events.filter((e) => e.type === 'DriverClaimed')).toHaveLength(2);
+    const calls = events.filter((e) => e.type === 'ModelCallCompleted');
+    expect(calls.length).toBeGreaterThanOrEqual(3);
+    for (const call of calls) expect(call.data).toMatchObject({ provider: 'anthropic', endpoint: endpointOf(apiA), model: MODEL });
+  }, 120_000);
 });
