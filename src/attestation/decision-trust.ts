@@ -21,12 +21,21 @@ export interface DecisionTrust {
  */
 export class KeyTrust implements DecisionTrust {
   constructor(
-    readonly keys: ReadonlyMap<string, KnownKey>,
+    private known: ReadonlyMap<string, KnownKey>,
     readonly requiredFrom: number,
   ) {}
 
+  get keys(): ReadonlyMap<string, KnownKey> {
+    return this.known;
+  }
+
+  /** The keys as the store's signing-keys stream now has them (registrations, revocations). */
+  useKeys(keys: ReadonlyMap<string, KnownKey>): void {
+    this.known = keys;
+  }
+
   refusal(type: string, data: unknown, position: number): AttestationProblem | undefined {
-    const problem = attestationProblem(type, data, position, this.keys);
+    const problem = attestationProblem(type, data, position, this.known);
     if (problem === 'unsigned' && position > 0 && position < this.requiredFrom) return undefined;
     return problem;
   }

@@ -11,7 +11,9 @@ import { DECISION_KINDS, DECISION_OUTCOMES } from '../../review-gate/decision-lo
 import { describeVerification } from '../../review-gate/decision-log/describe-verification';
 import type { CliContext } from '../cli-context';
 import { CliError, EXIT } from '../exit-codes';
-import { int } from '../options';
+import { cliIdentity, int } from '../options';
+import { Signing } from '../../attestation/signing';
+import { EVENT_STORE, type EventStore } from '../../events/event-store.port';
 
 /** `triad decisions list|verify|head|export`: the tamper-evident decision log. */
 export function addDecisionsCommands(program: Command, { output, withApp, print }: CliContext): void {
@@ -77,16 +79,42 @@ export function addDecisionsCommands(program: Command, { output, withApp, print 
         print(opts.json, head, () => `${head.seq} ${head.hash}\nsigned by ${head.keyId} at ${head.at}: ${head.token}`);
       });
     });
-  decisions
-    .command('keys')
+  const keys = decisions.command('keys').description('the server signing keys: list them, register another server’s key, revoke one');
+  keys
+    .command('list', { isDefault: true })
     .description("the server signing keys this store knows (this process's own among them), with their public keys")
     .option('--json', 'print JSON')
     .action(async (opts) => {
       await withApp(async (app) => {
-        const keys = await app.get(DecisionLogService).keys();
-        print(opts.json, keys, () =>
-          keys.map((k) => `${k.keyId}  ${k.trusted ? 'trusted' : 'NOT trusted here'}${k.revokedFrom !== undefined ? `, revoked from position ${k.revokedFrom}` : ''}  registered by ${k.registeredBy}${k.host ? ` on ${k.host}` : ''} at ${k.at}\n  ${k.publicKey}`).join('\n'),
+        const list = await app.get(DecisionLogService).keys();
+        print(opts.json, list, () =>
+          list.map((k) => `${k.keyId}  ${k.trusted ? 'trusted' : 'NOT trusted here'}${k.revokedFrom !== undefined ? `, revoked from position ${k.revokedFrom}` : ''}  registered by ${k.registeredBy}${k.host ? ` on ${k.host}` : ''} at ${k.at}\n  ${k.publicKey}`).join('\n'),
         );
+      });
+    });
+  keys
+    .command('add')
+    .description("register another server's public key, attested by this server's key: processes that trust this key then trust it (a second process with its own key, or this server's next key)")
+    .argument('<publicKey>', 'base64, as `decisions keys` prints it on the other server')
+    .option('--as <user>', 'record as registered by this user (default: TRIAD_USER or the OS account)')
+    .action(async (publicKey: string, opts) => {
+      const by = cliIdentity(opts.as).id;
+      await withApp(async (app) => {
+        const keyId = await app.get(Signing).registerKey(app.get<EventStore>(EVENT_STORE), publicKey, by, new Date());
+        output.out(`registered ${keyId}\n`);
+      });
+    });
+  keys
+    .command('revoke')
+    .description('revoke a server key from now on: what it attests after this is revoked_signer (earlier attestations stand)')
+    .argument('<keyId>')
+    .requiredOption('--reason <text>', 'why (recorded)')
+    .option('--as <user>', 'record as revoked by this user (default: TRIAD_USER or the OS account)')
+    .action(async (keyId: string, opts) => {
+      const by = cliIdentity(opts.as).id;
+      await withApp(async (app) => {
+        await app.get(Signing).revokeKey(app.get<EventStore>(EVENT_STORE), keyId, opts.reason, by, new Date());
+        output.out(`revoked ${keyId}\n`);
       });
     });
   withDecisionFilters(decisions.command('export').description('every decision as NDJSON (default) or CSV'))
