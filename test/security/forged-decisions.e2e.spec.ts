@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3';
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from 'pg';
@@ -175,6 +176,28 @@ describe.each([['sqlite'], ['postgres']])('forged decisions (%s)', (kind) => {
     expect(run.refused).toBeUndefined();
   });
 
+  it('an API key appended straight into the store does not work; one added through triad does', async () => {
+    const secret = 'forged-key-secret-0123456789';
+    const store = await openStore();
+    try {
+      await store.append('apikeys', [{ type: 'ApiKeyAdded', data: { name: 'mallory', roles: ['admin'], secretHash: createHash('sha256').update(secret).digest('hex'), addedBy: 'user:ann', at: new Date().toISOString() } }]);
+    } finally {
+      await store.close();
+    }
+    // The server follows the keys stream: the forged key is seen, and ignored.
+    await waitForLog(server, /stored API key 'mallory' .* has no valid attestation; ignored/);
+    expect((await server.request('GET', '/v1/runs', { as: { secret } })).status).toBe(401);
+
+    const added = await runCli(['keys', 'add', 'trent', '--roles', 'auditor', '--json'], env);
+    expect(added.code).toBe(0);
+    const real = lastJson<{ secret: string }>(added.stdout).secret;
+    const deadline = Date.now() + 20_000;
+    while ((await server.request('GET', '/v1/decisions/head', { as: { secret: real } })).status !== 200) {
+      if (Date.now() > deadline) throw new Error('the key added through triad never worked');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  });
+
   it('a decision edited in event and record and re-chained is caught (bad_signature); deleting the tail with its events is caught against a signed head kept from an earlier bundle', async () => {
     const runId = await launch(server);
     const review = pendingReviewOf(await waitForRun(server, runId, awaitingReview));
@@ -234,6 +257,15 @@ describe.each([['sqlite'], ['postgres']])('forged decisions (%s)', (kind) => {
 
 
 });
+
+/** Waits for a line of the server's log (stderr or stdout) to match. */
+async function waitForLog(server: GateServer, pattern: RegExp, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!pattern.test(server.stderr) && !pattern.test(server.stdout)) {
+    if (Date.now() > deadline) throw new Error(`no log line matched ${pattern}:\n${server.stderr}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
 
 interface RawSql {
   /** A table's name in this database (schema-qualified on PostgreSQL). */
