@@ -72,7 +72,7 @@ export async function checkAttestations(events: readonly CheckedEvent[], trust: 
 
 function idOf(e: CheckedEvent): string {
   const d = e.data as Record<string, unknown>;
-  return String(d.decisionId ?? d.approvalId ?? d.keyId ?? d.name ?? '');
+  return String(d.decisionId ?? d.approvalId ?? d.keyId ?? d.name ?? e.streamId);
 }
 
 /** The statement a decision event's personal signature must sign, rebuilt from the event alone. */

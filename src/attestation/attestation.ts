@@ -26,6 +26,7 @@ export interface Attestation {
 export const ATTESTED_EVENT_TYPES: ReadonlySet<string> = new Set([
   'ReviewDecided',
   'ToolApprovalDecided',
+  'ProjectReviewDecided',
   'ApiKeyAdded',
   'ApiKeyReplaced',
   'PublicKeyRegistered',

@@ -69,6 +69,20 @@ export async function cliDecider(
   return { id: who.id, kind: 'human', proof: signature ? { via: 'signature', signature } : { via: 'api_key' } };
 }
 
+/**
+ * The identity of an API key given at the CLI, for a human decision no personal signature covers
+ * yet (a project's review): the key is required, and its holder must have the role.
+ */
+export function cliKeyHolder(app: INestApplicationContext, opts: Omit<CredentialOptions, 'signWith'>, action: GuardedAction): Identity {
+  const secret = apiKeySecret(opts.keyFile);
+  if (secret === undefined) throw new CliError('deciding needs a credential: set TRIAD_API_KEY or pass --key-file (your API key); --as alone proves nothing', EXIT.forbidden);
+  const who = app.get(ApiKeyDirectory).authenticate(secret);
+  if (!who) throw new CliError('the API key is not valid (not one of TRIAD_API_KEYS, nor stored with `triad keys add`)', EXIT.forbidden);
+  if (opts.as !== undefined && normaliseName(opts.as) !== who.name) throw new CliError(`--as names ${opts.as}, but the credential is ${who.name}'s`, EXIT.forbidden);
+  if (!hasRole(who, ...MAY[action])) throw new CliError(`${who.name} may not decide this: it needs the role ${MAY[action].join(' or ')}`, EXIT.forbidden);
+  return who;
+}
+
 function apiKeySecret(keyFile: string | undefined): string | undefined {
   if (keyFile !== undefined) {
     let text: string;

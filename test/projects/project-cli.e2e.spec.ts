@@ -13,9 +13,11 @@ const dataDir = join(dir.path, 'data');
 function env(): NodeJS.ProcessEnv {
   const base: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('TRIAD_') && !k.startsWith('ANTHROPIC_')) base[k] = v;
-  return { ...base, TRIAD_DATA_DIR: dataDir, TRIAD_STORE: 'sqlite', TRIAD_MODEL: 'offline', TRIAD_USER: 'ann' };
+  return { ...base, TRIAD_DATA_DIR: dataDir, TRIAD_STORE: 'sqlite', TRIAD_MODEL: 'offline', TRIAD_USER: 'ann', TRIAD_API_KEYS: `ann:operator+reviewer:${ANN_KEY},rita:reviewer:${RITA_KEY}` };
 }
-const triad = (args: string[]) => runCliInProcess(args, env());
+const ANN_KEY = 'ann-project-key-0123';
+const RITA_KEY = 'rita-project-key-0123';
+const triad = (args: string[], extra: NodeJS.ProcessEnv = {}) => runCliInProcess(args, { ...env(), ...extra });
 
 afterAll(async () => {
   await stopInProcessCli();
@@ -36,9 +38,12 @@ it('project run decomposes the goal with the offline architect, drives the tasks
   expect(shown.code).toBe(0);
   expect(shown.stdout).toMatch(/awaiting_review[\s\S]*task-1\s+completed[\s\S]*task-2\s+completed\s+run run_\w+ after task-1/);
 
-  // No self-review: ann launched it.
-  expect((await triad(['project', 'approve', project.projectId, '--reason', 'mine'])).code).toBe(5);
-  const approved = await triad(['project', 'approve', project.projectId, '--reason', 'both files are there', '--as', 'rita', '--json']);
+  // No self-review: ann launched it; a name alone decides nothing.
+  expect((await triad(['project', 'approve', project.projectId, '--reason', 'mine'], { TRIAD_API_KEY: ANN_KEY })).code).toBe(5);
+  const byName = await triad(['project', 'approve', project.projectId, '--reason', 'as rita', '--as', 'rita']);
+  expect(byName.code).toBe(5);
+  expect(byName.stderr).toMatch(/^triad: deciding needs a credential.*\n$/);
+  const approved = await triad(['project', 'approve', project.projectId, '--reason', 'both files are there', '--json'], { TRIAD_API_KEY: RITA_KEY });
   expect(approved.code).toBe(0);
   expect(JSON.parse(approved.stdout)).toMatchObject({ status: 'completed' });
 

@@ -13,6 +13,7 @@ import type { CliContext } from '../cli-context';
 import { CliError, EXIT } from '../exit-codes';
 import { providerLine } from '../format';
 import { cliIdentity, decisionReason, int } from '../options';
+import { cliKeyHolder } from '../decider-credential';
 
 const WAITING_FOR_A_HUMAN = new Set(['awaiting_review', 'awaiting_approval']);
 
@@ -118,12 +119,13 @@ export function addProjectCommands(program: Command, ctx: CliContext): void {
       .description(`${decision} a project waiting at its review`)
       .argument('<projectId>')
       .requiredOption('--reason <text>', 'why (recorded)')
-      .option('--as <user>', 'act as this user')
+      .option('--key-file <file>', 'your API key, read from this file (default: the TRIAD_API_KEY variable)')
+      .option('--as <user>', 'check that the key is this user’s (the decider is always the key’s holder)')
       .option('--json', 'print JSON')
       .action(async (id: string, opts) => {
-        const who = cliIdentity(opts.as);
         const reason = decisionReason(opts.reason, true);
         await withApp(async (app) => {
+          const who = cliKeyHolder(app, opts, 'review');
           const view = await app.get(ProjectsService).decideReview(id, decision, who, reason);
           print(opts.json, view, () => describeProject(view));
         });

@@ -1,3 +1,5 @@
+import { decisionTrust } from '../../attestation/decision-trust';
+import type { GateRefusal } from '../../attestation/gate-refusal';
 import { ConflictError, ForbiddenError, InvalidRequestError, NotFoundError } from '../../shared/errors';
 import { runIdForIdempotencyKey } from '../../team/launch';
 import { nextTasksToStart, type TaskStatus } from './scheduler';
@@ -218,9 +220,27 @@ function updateTask(state: ProjectState, key: string, change: (t: TaskState) => 
   return state.tasks.map((t) => (t.key === key ? change(t) : t));
 }
 
+/**
+ * As a run's gate guard (attestation/decision-gate.ts): a project review decision without a valid
+ * attestation is not acted on, nor is a project end at the review that no attested decision caused.
+ */
+function projectRefusal(s: ProjectState, event: ProjectEvent, position: number): GateRefusal | undefined {
+  if (event.type === 'ProjectReviewDecided') {
+    const problem = decisionTrust().refusal(event.type, event.data, position);
+    return problem ? { type: event.type, position, problem, decider: event.data.by, outcome: event.data.decision } : undefined;
+  }
+  if (event.type === 'ProjectEnded' && s.status === 'awaiting_review' && (event.data.reason === 'COMPLETED' || event.data.reason === 'REJECTED')) {
+    const wanted = event.data.reason === 'COMPLETED' ? 'approve' : 'reject';
+    if (s.review?.decision?.decision !== wanted) return { type: event.type, position, problem: 'no_decision' };
+  }
+  return undefined;
+}
+
 /** Folds one event into the project's state (returns a new state). */
-export function evolveProject(state: ProjectState, event: ProjectEvent, recorded?: { revision: number }): ProjectState {
+export function evolveProject(state: ProjectState, event: ProjectEvent, recorded?: { revision: number; position?: number }): ProjectState {
   const s: ProjectState = { ...state, revision: recorded?.revision ?? state.revision };
+  const refusal = projectRefusal(s, event, recorded?.position ?? 0);
+  if (refusal) return { ...s, refused: [...(s.refused ?? []), refusal].slice(-20) };
   switch (event.type) {
     case 'ProjectLaunched':
       return { ...s, projectId: event.data.projectId, launched: event.data, status: 'planning', updatedAt: event.data.launchedAt };

@@ -1,3 +1,4 @@
+import type { GateRefusal } from '../../attestation/gate-refusal';
 import type { ProjectStrategy, TaskSpec } from './task-graph';
 import type { TaskStatus } from './scheduler';
 
@@ -177,4 +178,6 @@ export interface ProjectState {
   /** Who ended it (a cancel, a review decision). */
   endedBy?: string;
   updatedAt?: string;
+  /** Review decisions without a valid attestation, and project ends no attested decision caused: not acted on. */
+  refused?: GateRefusal[];
 }

@@ -260,6 +260,27 @@ export function reviewOpened(iteration = 1): TeamRunEvent {
   };
 }
 
+/** A human's decision at the gate (the run's folds act on it: the test process trusts unsigned decisions). */
+export function humanDecided(outcome: 'approved' | 'rejected', iteration = 1): TeamRunEvent {
+  return {
+    type: 'ReviewDecided',
+    data: {
+      decisionId: `dec_${outcome}_${iteration}`,
+      reviewId: `rev_${RUN_ID}_${iteration}`,
+      iteration,
+      outcome,
+      reason: outcome === 'approved' ? 'looks right' : 'greet in French',
+      executor: `agent:executor:${RUN_ID}`,
+      decider: 'user:bob',
+      deciderKind: 'human',
+      acceptanceCriteria: [],
+      artifactHash: 'sha256:abc',
+      charterVersion: 'sha256:def',
+      at: AT,
+    },
+  };
+}
+
 /** The waived human gate, recorded as the system's decision (outcome `waived`). */
 export function gateWaived(iteration = 1): TeamRunEvent {
   return {

@@ -8,6 +8,7 @@ import {
   planned,
   reviewing,
   reviewOpened,
+  humanDecided,
   runEnded,
   runLaunched,
   submitTurn,
@@ -169,7 +170,7 @@ describe('team run: verdicts', () => {
   });
 
   it('a human rejection at the gate starts the next iteration with the feedback', () => {
-    const { state } = given([...reviewing(), ...verdictTurn('APPROVE'), reviewOpened()])
+    const { state } = given([...reviewing(), ...verdictTurn('APPROVE'), reviewOpened(), humanDecided('rejected')])
       .when({ type: 'IterationStarted', data: { iteration: 2, reason: 'human_rejected', findings: [], feedback: 'greet in French', at: '2025-01-01T00:00:00.000Z' } })
       .then({ team: 'reworking', status: 'executing', next: { kind: 'startPhase', phase: 'executing' } });
     expect(state.team.context.humanFeedback).toBe('greet in French');
@@ -178,7 +179,17 @@ describe('team run: verdicts', () => {
 
 describe('team run: statuses', () => {
   it.each(Object.entries(STATUS_OF_REASON) as Array<[TerminationReason, string]>)('RunEnded %s → status %s, nothing more to do', (reason, status) => {
-    given(worked()).when(runEnded(reason)).then({ team: 'ended', status: status as never, reason, loop: null, next: { kind: 'none' } });
+    // Only a human decision at the gate ends a run COMPLETED or REJECTED (attestation/decision-gate.ts).
+    const history =
+      reason === 'COMPLETED' || reason === 'REJECTED'
+        ? [...reviewing(), ...verdictTurn('APPROVE'), reviewOpened(), humanDecided(reason === 'COMPLETED' ? 'approved' : 'rejected')]
+        : worked();
+    given(history).when(runEnded(reason)).then({ team: 'ended', status: status as never, reason, loop: null, next: { kind: 'none' } });
+  });
+
+  it.each([['COMPLETED'], ['REJECTED']] as Array<[TerminationReason]>)('RunEnded %s with no human decision before it → not acted on: the run works on', (reason) => {
+    const { state } = given(worked()).when(runEnded(reason)).then({ team: 'worked', status: 'executing' });
+    expect(state.gate.refused).toEqual([expect.objectContaining({ type: 'RunEnded', problem: 'no_decision' })]);
   });
 
   it('runStatus follows every phase of a run', () => {
