@@ -4,13 +4,13 @@ import type { INestApplicationContext } from '@nestjs/common';
 import type { Command } from 'commander';
 import { API_KEYS_STREAM, foldApiKeys } from '../auth/keys/api-key-events';
 import { hasRole, ApiKeyDirectory, type Identity } from '../auth/identity';
-import { normaliseName } from '../auth/names';
 import { MAY, type GuardedAction } from '../auth/roles';
 import { SSH_NAMESPACE, statementText, type DecisionStatement } from '../attestation/personal-signature';
 import { sshKeyFingerprint } from '../attestation/ssh-signature';
 import { EVENT_STORE, type EventStore } from '../events/event-store.port';
 import type { Decider } from '../review-gate/domain/review-decider';
 import { CliError, EXIT } from './exit-codes';
+import { userName } from './options';
 
 /**
  * Who decides at the CLI, proven: by their API key (TRIAD_API_KEY or --key-file, checked against
@@ -39,6 +39,8 @@ export async function cliDecider(
   action: GuardedAction,
   statement: () => Promise<DecisionStatement>,
 ): Promise<Decider> {
+  // A name that cannot be anyone's is bad input, as everywhere else --as is given.
+  const asName = opts.as === undefined ? undefined : userName(opts.as);
   const secret = apiKeySecret(opts.keyFile);
   if (secret === undefined && opts.signWith === undefined) {
     throw new CliError(
@@ -64,7 +66,7 @@ export async function cliDecider(
     if (!identity) throw new CliError(`${signer}, the SSH key's holder, has no API key (and so no role)`, EXIT.forbidden);
   }
   const who = identity!;
-  if (opts.as !== undefined && normaliseName(opts.as) !== who.name) throw new CliError(`--as names ${opts.as}, but the credential is ${who.name}'s`, EXIT.forbidden);
+  if (asName !== undefined && asName !== who.name) throw new CliError(`--as names ${opts.as}, but the credential is ${who.name}'s`, EXIT.forbidden);
   if (!hasRole(who, ...MAY[action])) throw new CliError(`${who.name} may not decide this: it needs the role ${MAY[action].join(' or ')}`, EXIT.forbidden);
   return { id: who.id, kind: 'human', proof: signature ? { via: 'signature', signature } : { via: 'api_key' } };
 }

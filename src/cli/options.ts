@@ -26,11 +26,14 @@ export function decisionReason(raw: string | undefined, required: boolean): stri
 
 /** The CLI acts as a local user: `TRIAD_USER` or the OS account, with every role. */
 export function cliIdentity(as?: string): Identity {
-  const given = as ?? process.env.TRIAD_USER ?? safeUserName();
-  if (!/^[A-Za-z0-9_.@-]{1,64}$/.test(given)) throw new CliError(`'${given}' is not a valid user name`, EXIT.usage);
-  // Names are case-insensitive: TRIAD_USER=ALICE acts as user:alice.
-  const name = normaliseName(given);
+  const name = userName(as ?? process.env.TRIAD_USER ?? safeUserName());
   return { id: `user:${name}`, name, roles: ['admin'] as HumanRole[] };
+}
+
+/** A user name given at the CLI, normalised (names are case-insensitive: ALICE is alice); bad input (exit 2) when it cannot be a name. */
+export function userName(given: string): string {
+  if (!/^[A-Za-z0-9_.@-]{1,64}$/.test(given)) throw new CliError(`'${given}' is not a valid user name`, EXIT.usage);
+  return normaliseName(given);
 }
 
 function safeUserName(): string {

@@ -1,7 +1,7 @@
 import type { RecordedEvent } from '../../src/events/event-store.port';
 import { openStorage } from '../../src/storage/storage';
 import type { RunSummary } from '../../src/team/run-summary';
-import { startE2eApp, type E2eApp } from '../support/e2e-app';
+import { E2E_API_KEYS_ENV, E2E_KEYS, startE2eApp, type E2eApp } from '../support/e2e-app';
 import { runCliInProcess, stopInProcessCli } from '../support/in-process-cli';
 
 // A fork at any turn, the last included, is a run that can go on: the parent's review (or tool
@@ -98,8 +98,9 @@ describe('the CLI and a run another process holds', () => {
     } finally {
       await storage.close();
     }
-    const env: NodeJS.ProcessEnv = { ...process.env, TRIAD_DATA_DIR: e2e.dataDir, TRIAD_STORE: 'sqlite', TRIAD_MODEL: 'offline', ANTHROPIC_API_KEY: '' };
-    const r = await runCliInProcess(['review', 'reject', parent.reviewId, '--as', 'dave', '--reason', 'Also mention B', '--json'], env);
+    // The reviewer rev decides with the key the app was given.
+    const env: NodeJS.ProcessEnv = { ...process.env, TRIAD_DATA_DIR: e2e.dataDir, TRIAD_STORE: 'sqlite', TRIAD_MODEL: 'offline', ANTHROPIC_API_KEY: '', TRIAD_API_KEYS: E2E_API_KEYS_ENV, TRIAD_API_KEY: E2E_KEYS.reviewer };
+    const r = await runCliInProcess(['review', 'reject', parent.reviewId, '--as', 'rev', '--reason', 'Also mention B', '--json'], env);
     expect(r.stderr).toContain(`run ${parent.runId} is driven by another process (proc-elsewhere)`);
     expect(r.code).toBe(0);
     const out = JSON.parse(r.stdout) as { run: RunSummary };

@@ -38,6 +38,9 @@ function env(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv 
 }
 
 const triad = (args: string[], extra: Record<string, string | undefined> = {}) => runCliInProcess(args, env(extra));
+// bob decides with his API key, given to that one process (TRIAD_API_KEYS is not stored: the counts of key events stay the store's own).
+const BOB_SECRET = 'bob-secret-copy-0123456789';
+const asBob = { TRIAD_API_KEYS: `bob:reviewer:${BOB_SECRET}`, TRIAD_API_KEY: BOB_SECRET };
 const onSqlite = (dataDir: string) => ({ TRIAD_DATA_DIR: dataDir });
 const onPostgres = { TRIAD_STORE: 'postgres', TRIAD_PG_URL: PG_URL, TRIAD_PG_SCHEMA: pgSchema };
 
@@ -81,7 +84,7 @@ beforeAll(async () => {
   ok(await triad(['run', 'Write the letter A', '--criteria', 'file a.txt contains "A"']));
   const [review] = JSON.parse(ok(await triad(['review', 'list', '--json']))) as { reviewId: string; runId: string }[];
   runId = review.runId;
-  ok(await triad(['review', 'approve', review.reviewId, '--reason', 'looks right', '--as', 'bob']));
+  ok(await triad(['review', 'approve', review.reviewId, '--reason', 'looks right', '--as', 'bob'], asBob));
   ok(await triad(['keys', 'add', 'carol', '--roles', 'reviewer']));
   expect((JSON.parse(ok(await triad(['runs', 'show', runId, '--json']))) as { status: string }).status).toBe('completed');
   sourceEvents = countEvents(sourceDir);
@@ -101,7 +104,8 @@ describe('a store holding an approved team run, copied', () => {
   it('into SQLite: every event, the decision record, checkpoint and key; the copy verifies and serves the same run', async () => {
     const r = await triad(['store', 'copy', '--to', `sqlite:${copyDir}`]);
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(new RegExp(`^copied ${sourceEvents} event\\(s\\) \\(0 already there\\), 1 decision record\\(s\\), 1 run checkpoint\\(s\\) to sqlite:.* — verified: ${sourceEvents} events in 3 streams \\(1 runs, 0 projects, 1 workspace blobs, 1 API key events\\), sha256 [0-9a-f]{16}…, decision log intact \\(1 records\\)\\n$`));
+    // 4 streams: the run, its workspace, the API keys and the signing keys (the server key that attests decisions and key events).
+    expect(r.stdout).toMatch(new RegExp(`^copied ${sourceEvents} event\\(s\\) \\(0 already there\\), 1 decision record\\(s\\), 1 run checkpoint\\(s\\) to sqlite:.* — verified: ${sourceEvents} events in 4 streams \\(1 runs, 0 projects, 1 workspace blobs, 1 API key events\\), sha256 [0-9a-f]{16}…, decision log intact \\(1 records\\)\\n$`));
     // Progress on stderr, one line per phase here (a small store).
     expect(r.stderr).toMatch(/^store copy: events \d+\/\d+ \(100%\)$/m);
     expect(r.stderr).toMatch(/^store copy: verifying /m);
@@ -152,9 +156,11 @@ describe('a target that holds other data', () => {
 
   it('is refused with one line, exit 4, and left as it was; --force erases it and copies', async () => {
     ok(await triad(['keys', 'add', 'zed', '--roles', 'auditor'], onSqlite(otherDir)));
+    // The process's signing-key registration, then zed's key.
+    expect(countEvents(otherDir)).toBe(2);
     const r = await triad(['store', 'copy', '--to', `sqlite:${otherDir}`]);
     expectOneLineError(r, 4, /the target holds other data: its event at position 1 .* nothing was written \(--force erases the target/);
-    expect(countEvents(otherDir)).toBe(1);
+    expect(countEvents(otherDir)).toBe(2);
     expect(JSON.parse(ok(await triad(['keys', 'list', '--json'], onSqlite(otherDir))))).toMatchObject([{ name: 'zed' }]);
 
     const forced = await triad(['store', 'copy', '--to', `sqlite:${otherDir}`, '--force', '--quiet']);
@@ -272,7 +278,7 @@ describe('into EventStoreDB (an in-process server)', () => {
     ok(await triad(['run', 'Write the letter B', '--criteria', 'file b.txt contains "B"'], onEsdb()));
     const reviews = JSON.parse(ok(await triad(['review', 'list', '--json'], onEsdb()))) as { reviewId: string }[];
     expect(reviews).toHaveLength(1);
-    ok(await triad(['review', 'approve', reviews[0].reviewId, '--reason', 'fine', '--as', 'bob'], onEsdb()));
+    ok(await triad(['review', 'approve', reviews[0].reviewId, '--reason', 'fine', '--as', 'bob'], { ...onEsdb(), ...asBob }));
     const verify = JSON.parse(ok(await triad(['decisions', 'verify', '--json'], onEsdb()))) as { ok: boolean; checked: number };
     expect(verify).toMatchObject({ ok: true, checked: 2 });
     const records = JSON.parse(ok(await triad(['decisions', 'list', '--json'], onEsdb()))) as { position: number }[];

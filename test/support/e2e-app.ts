@@ -21,6 +21,9 @@ export const E2E_KEYS = {
 
 export type KeyName = keyof typeof E2E_KEYS;
 
+/** TRIAD_API_KEYS of the app: the CLI, run on the app's data dir, checks a decider's key against it too. */
+export const E2E_API_KEYS_ENV = `ops:operator:${E2E_KEYS.operator},rev:reviewer:${E2E_KEYS.reviewer},aud:auditor:${E2E_KEYS.auditor}`;
+
 export interface E2eResponse<T = unknown> {
   status: number;
   headers: Headers;
@@ -57,7 +60,7 @@ export async function startE2eApp(env: Record<string, string> = {}, startTimeout
     ...process.env,
     TRIAD_DATA_DIR: join(dir.path, 'data'),
     TRIAD_STORE: 'sqlite',
-    TRIAD_API_KEYS: `ops:operator:${E2E_KEYS.operator},rev:reviewer:${E2E_KEYS.reviewer},aud:auditor:${E2E_KEYS.auditor}`,
+    TRIAD_API_KEYS: E2E_API_KEYS_ENV,
     TRIAD_MODEL: 'offline',
   };
   delete childEnv.TRIAD_PG_URL;

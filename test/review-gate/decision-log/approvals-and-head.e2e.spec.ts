@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { SIGNING_KEYS_STREAM } from '../../../src/attestation/key-ring';
 import { SqliteEventStore } from '../../../src/events/sqlite.event-store';
 import { decideApproval, type ApprovalCommand } from '../../../src/team/approvals/approval-decider';
 import { approvalIdOf } from '../../../src/team/approvals/approval-id';
@@ -11,7 +12,9 @@ import { runCli, startDecisionsServer, type DecisionsServer } from './decisions-
 
 // Tool-approval decisions in the decision log, its head, and verify ?since — through the real app
 // over HTTP (SQLite) and the CLI. The approvals are decided by the real decider and appended to a
-// run's stream while the server runs, as the approval handler appends them.
+// run's stream as the approval handler appends them, before the app first opens the store: a store
+// written before its signing began (unsigned decisions after that are not acted on). A review
+// decided over HTTP then chains on, signed.
 
 jest.setTimeout(120_000);
 
@@ -43,6 +46,8 @@ describe('tool approvals, head and since in the decision log (HTTP, SQLite)', ()
   const env = { TRIAD_STORE: 'sqlite', TRIAD_DATA_DIR: dataDir, TRIAD_REVIEW_TIMER_MS: '0', TRIAD_RECOVERY_INTERVAL_MS: '0' };
   let server: DecisionsServer;
   let store: SqliteEventStore;
+  /** The position of the app's signing-key registration: where this store's signing began. */
+  let signingSince: number;
 
   async function until<T>(what: string, probe: () => Promise<T | undefined>, withinMs = 60_000): Promise<T> {
     const deadline = Date.now() + withinMs;
@@ -55,18 +60,8 @@ describe('tool approvals, head and since in the decision log (HTTP, SQLite)', ()
   }
 
   beforeAll(async () => {
-    server = await startDecisionsServer(env);
+    // Two tool approvals first, before the app opens the store: a human's (recorded as user:Bob, before names were normalised) and the timeout's.
     store = new SqliteEventStore({ file: join(dataDir, 'triad.db') });
-    // A review decision first: the offline model brings a run to the gate, a reviewer approves.
-    const launched = await server.request('POST', '/v1/runs', { as: 'ops', body: { goal: 'Write a greeting', acceptanceCriteria: ['file hello.txt contains "Hello"'] } });
-    expect(launched.status).toBe(202);
-    const reviewId = await until('the run to reach the gate', async () => {
-      const run = await server.request('GET', `/v1/runs/${launched.body.runId}`, { as: 'ops' });
-      return run.body?.status === 'awaiting_review' ? (run.body.pendingReview.reviewId as string) : undefined;
-    });
-    expect((await server.request('POST', `/v1/reviews/${reviewId}/approve`, { as: 'rev', body: { reason: 'fine' } })).status).toBe(200);
-
-    // Then two tool approvals: a human's (recorded as user:Bob, before names were normalised) and the timeout's.
     const past = waitingRun();
     const approve: ApprovalCommand = { type: 'ApproveToolCall', approvalId: APPROVED, approver: { id: 'user:Bob', kind: 'human' }, reason: 'safe to run', at: '2025-01-01T00:00:10.000Z' };
     const decided = decideApproval(approve, gwt.fold(past));
@@ -75,7 +70,22 @@ describe('tool approvals, head and since in the decision log (HTTP, SQLite)', ()
     const stream = `run-${gwt.RUN_ID}`;
     await store.append(stream, past.map((e) => ({ type: e.type, data: e.data })));
     await store.append(stream, [...decided, ...timedOut, gwt.runEnded('CANCELLED')].map((e) => ({ type: e.type, data: e.data })));
+
+    server = await startDecisionsServer(env);
+    // Then a review decision: the offline model brings a run to the gate, a reviewer approves.
+    const launched = await server.request('POST', '/v1/runs', { as: 'ops', body: { goal: 'Write a greeting', acceptanceCriteria: ['file hello.txt contains "Hello"'] } });
+    expect(launched.status).toBe(202);
+    const reviewId = await until('the run to reach the gate', async () => {
+      const run = await server.request('GET', `/v1/runs/${launched.body.runId}`, { as: 'ops' });
+      return run.body?.status === 'awaiting_review' ? (run.body.pendingReview.reviewId as string) : undefined;
+    });
+    expect((await server.request('POST', `/v1/reviews/${reviewId}/approve`, { as: 'rev', body: { reason: 'fine' } })).status).toBe(200);
+    await until('the review decision in the log', async () => ((await server.request('GET', '/v1/decisions')).body?.decisions?.length === 3 ? true : undefined));
+    signingSince = (await store.readStream(SIGNING_KEYS_STREAM))[0].position;
   });
+
+  /** verify's attestations: the two approvals from before signing began, then the signing key's registration and the review, signed. */
+  const attestations = () => ({ ok: true, checked: 4, personallySigned: 0, beforeSigning: 2, signingSince, issues: [] });
 
   afterAll(async () => {
     await store?.close();
@@ -88,12 +98,12 @@ describe('tool approvals, head and since in the decision log (HTTP, SQLite)', ()
     expect(res.status).toBe(200);
     const log = res.body.decisions;
     expect(log.map((r: { seq: number; kind?: string }) => [r.seq, r.kind ?? 'review'])).toEqual([
-      [1, 'review'],
+      [1, 'tool_approval'],
       [2, 'tool_approval'],
-      [3, 'tool_approval'],
+      [3, 'review'],
     ]);
     for (let i = 1; i < log.length; i++) expect(log[i].prevHash).toBe(log[i - 1].hash);
-    expect(log[1]).toMatchObject({
+    expect(log[0]).toMatchObject({
       decisionId: APPROVED,
       approvalId: APPROVED,
       runId: gwt.RUN_ID,
@@ -108,9 +118,10 @@ describe('tool approvals, head and since in the decision log (HTTP, SQLite)', ()
       outcome: 'approved',
       reason: 'safe to run',
     });
-    expect(log[2]).toMatchObject({ approvalId: TIMED_OUT, decider: 'system', deciderKind: 'system', policy: 'auto_deny', outcome: 'rejected' });
-    expect(log[1].reviewId).toBeUndefined();
-    expect((await server.request('GET', '/v1/decisions/verify')).body).toEqual({ ok: true, checked: 3 });
+    expect(log[1]).toMatchObject({ approvalId: TIMED_OUT, decider: 'system', deciderKind: 'system', policy: 'auto_deny', outcome: 'rejected' });
+    expect(log[0].reviewId).toBeUndefined();
+    expect(log[2]).toMatchObject({ decider: 'user:rev', outcome: 'approved', reviewId: expect.stringMatching(/^rev_run_/) });
+    expect((await server.request('GET', '/v1/decisions/verify')).body).toEqual({ ok: true, checked: 3, attestations: attestations() });
   });
 
   it('filters cover them: kind, outcome, runId, and decider case-insensitively', async () => {
@@ -119,12 +130,12 @@ describe('tool approvals, head and since in the decision log (HTTP, SQLite)', ()
       expect(res.status).toBe(200);
       return res.body.decisions.map((r: { seq: number }) => r.seq);
     };
-    expect(await seqs('kind=tool_approval')).toEqual([2, 3]);
-    expect(await seqs('kind=review')).toEqual([1]);
-    expect(await seqs('outcome=rejected')).toEqual([3]);
-    expect(await seqs(`runId=${gwt.RUN_ID}`)).toEqual([2, 3]);
-    expect(await seqs('decider=USER:BOB')).toEqual([2]);
-    expect(await seqs('decider=system')).toEqual([3]);
+    expect(await seqs('kind=tool_approval')).toEqual([1, 2]);
+    expect(await seqs('kind=review')).toEqual([3]);
+    expect(await seqs('outcome=rejected')).toEqual([2]);
+    expect(await seqs(`runId=${gwt.RUN_ID}`)).toEqual([1, 2]);
+    expect(await seqs('decider=USER:BOB')).toEqual([1]);
+    expect(await seqs('decider=system')).toEqual([2]);
     expect((await server.request('GET', '/v1/decisions?kind=other')).status).toBe(400);
   });
 
@@ -136,9 +147,9 @@ describe('tool approvals, head and since in the decision log (HTTP, SQLite)', ()
     const [header, ...rows] = csv;
     const col = (name: string) => header.indexOf(name);
     expect(rows.map((r) => [r[col('kind')], r[col('toolName')], r[col('risk')], r[col('policy')]])).toEqual([
-      ['', '', '', ''],
       ['tool_approval', 'run_command', 'high', ''],
       ['tool_approval', 'run_command', 'high', 'auto_deny'],
+      ['', '', '', ''],
     ]);
   });
 
@@ -150,7 +161,13 @@ describe('tool approvals, head and since in the decision log (HTTP, SQLite)', ()
     expect((await server.request('GET', '/v1/decisions/head', { as: null })).status).toBe(401);
 
     const since = await server.request('GET', `/v1/decisions/verify?since=${log[0].hash}`);
-    expect(since.body).toEqual({ ok: true, checked: 3, since: { hash: log[0].hash, seq: 1, extends: true, head: head.body } });
+    // The head is signed (when, by which key); verify names the head it reached as {seq, hash}.
+    expect(head.body).toEqual({ seq: 3, hash: log[2].hash, at: expect.any(String), keyId: expect.stringMatching(/^srv_/), sig: expect.any(String), token: expect.any(String) });
+    const reached = { seq: head.body.seq, hash: head.body.hash };
+    expect(since.body).toEqual({ ok: true, checked: 3, attestations: attestations(), since: { hash: log[0].hash, seq: 1, extends: true, head: reached } });
+    // The signed head's token serves as `since` too.
+    const sinceToken = await server.request('GET', `/v1/decisions/verify?since=${head.body.token}`);
+    expect(sinceToken.body).toMatchObject({ ok: true, since: { hash: log[2].hash, seq: 3, extends: true, head: reached } });
     const unknown = await server.request('GET', `/v1/decisions/verify?since=${'e'.repeat(64)}`);
     expect(unknown.status).toBe(200);
     expect(unknown.body).toMatchObject({ ok: false, checked: 3, since: { extends: false, detail: expect.stringMatching(/^not found/) } });
@@ -167,6 +184,7 @@ describe('tool approvals, head and since in the decision log (HTTP, SQLite)', ()
     expect(seq).toBe(3);
     const ok = await runCli(['decisions', 'verify', '--since', hash], env);
     expect({ code: ok.code, stdout: ok.stdout }).toEqual({ code: 0, stdout: expect.stringContaining(`the log extends ${hash} (record 3)`) });
+    expect(ok.stdout).toContain(`4 attested event(s) checked, 0 decision(s) signed by their decider; 2 unsigned from before this store's signing began (position ${signingSince})`);
     const unknown = await runCli(['decisions', 'verify', '--since', 'd'.repeat(64)], env);
     expect({ code: unknown.code, stdout: unknown.stdout }).toEqual({ code: 1, stdout: expect.stringContaining('does NOT extend') });
     expect((await runCli(['decisions', 'verify', '--since', 'nope'], env)).code).toBe(2);

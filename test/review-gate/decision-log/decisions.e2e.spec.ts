@@ -86,6 +86,13 @@ const setups: Record<'sqlite' | 'postgres', () => Setup> = {
   },
 };
 
+/**
+ * What verify says of the attestations when every one holds: each decision, plus the server key's
+ * own registration (the `signing-keys` stream's SigningKeyRegistered, the store's first event: where
+ * its signing began), all signed by the server; none signed by the decider in person here.
+ */
+const attestedDecisions = (decisions: number) => ({ ok: true, checked: decisions + 1, personallySigned: 0, beforeSigning: 0, signingSince: 1, issues: [] });
+
 /** A tool approval's fields: absent from review records. */
 const APPROVAL_ONLY: string[] = ['kind', 'approvalId', 'toolName', 'inputHash', 'risk', 'role', 'turn'];
 
@@ -198,10 +205,11 @@ describe.each(['sqlite', 'postgres'] as const)('the decision log end to end on %
       expect(res.body.firstBadRecord).toBeUndefined();
       const run = await cli('decisions', 'verify', '--json');
       expect(run.code).toBe(0);
-      expect(JSON.parse(run.stdout)).toEqual({ ok: true, checked: 7 });
+      expect(JSON.parse(run.stdout)).toEqual({ ok: true, checked: 7, attestations: attestedDecisions(7) });
+      expect(res.body).toEqual(JSON.parse(run.stdout));
       const human = await cli('decisions', 'verify');
       expect(human.code).toBe(0);
-      expect(human.stdout).toMatch(/intact: 7 record\(s\) verified/);
+      expect(human.stdout).toMatch(/intact: 7 record\(s\) verified against the event store, every attestation holds/);
     });
 
     it('only auditors (and admins) read it: 401 without a key, 403 for operators and reviewers', async () => {
@@ -325,13 +333,14 @@ describe.each(['sqlite', 'postgres'] as const)('the decision log end to end on %
     afterEach(async () => {
       // Put the log back as the projector wrote it; the next case starts intact.
       await raw.exec(`DELETE FROM T; INSERT INTO T SELECT * FROM ${backup()}`);
-      expect((await server.request('GET', '/v1/decisions/verify')).body).toEqual({ ok: true, checked: 7 });
+      expect((await server.request('GET', '/v1/decisions/verify')).body).toEqual({ ok: true, checked: 7, attestations: attestedDecisions(7) });
     });
 
     async function expectCaught(expected: { checked: number; firstBadRecord: { seq: number; decisionId: string; problem: string } }): Promise<void> {
       const res = await server.request('GET', '/v1/decisions/verify');
       expect(res.status).toBe(200);
-      expect(res.body).toEqual({ ok: false, checked: expected.checked, firstBadRecord: { ...expected.firstBadRecord, detail: expect.any(String) } });
+      // The records were tampered with, not the events: every attestation still holds.
+      expect(res.body).toEqual({ ok: false, checked: expected.checked, firstBadRecord: { ...expected.firstBadRecord, detail: expect.any(String) }, attestations: attestedDecisions(7) });
       const run = await cli('decisions', 'verify', '--json');
       expect(run.code).toBe(1);
       expect(JSON.parse(run.stdout)).toEqual(res.body);
@@ -396,7 +405,7 @@ describe.each(['sqlite', 'postgres'] as const)('the decision log end to end on %
         }),
       );
       for (const via of [server, other]) {
-        expect((await via.request('GET', '/v1/decisions/verify')).body).toEqual({ ok: true, checked: 15 });
+        expect((await via.request('GET', '/v1/decisions/verify')).body).toEqual({ ok: true, checked: 15, attestations: attestedDecisions(15) });
         const all = (await via.request('GET', '/v1/decisions?limit=100')).body.decisions as DecisionRecord[];
         expect(all.map((r) => r.seq)).toEqual(Array.from({ length: 15 }, (_, i) => i + 1));
       }

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SqliteEventStore } from '../../../src/events/sqlite.event-store';
 import type { RunSummary } from '../../../src/team/run-summary';
@@ -39,10 +39,19 @@ async function storedEvents(dataDir: string, streamId: string) {
   }
 }
 
+/** Whose API key the CLI decides with: carol launches; dave reviews; eve only operates. */
+const CLI_KEYS = {
+  carol: 'carol-secret-0123456789',
+  dave: 'dave-secret-0123456789',
+  eve: 'eve-secret-0123456789',
+} as const;
+const CLI_API_KEYS = `carol:operator+reviewer:${CLI_KEYS.carol},dave:reviewer:${CLI_KEYS.dave},eve:operator:${CLI_KEYS.eve}`;
+
 describe('triad review (CLI)', () => {
   const dir = tempDir('triad-gate-cli-');
   const dataDir = join(dir.path, 'data');
-  const env = { TRIAD_DATA_DIR: dataDir };
+  const env = { TRIAD_DATA_DIR: dataDir, TRIAD_API_KEYS: CLI_API_KEYS };
+  const withKeyOf = (holder: keyof typeof CLI_KEYS) => ({ ...env, TRIAD_API_KEY: CLI_KEYS[holder] });
   afterAll(() => dir.remove());
 
   async function runAsCarol(): Promise<{ runId: string; reviewId: string }> {
@@ -62,52 +71,117 @@ describe('triad review (CLI)', () => {
     expect(listed.code).toBe(0);
     expect(lastJson(listed.stdout)).toContainEqual(expect.objectContaining({ reviewId, runId, launchedBy: 'user:carol' }));
 
-    const self = await runCli(['review', 'approve', reviewId, '--as', 'carol', '--reason', 'ok'], env);
+    // carol's own key: she launched the run, so she may not decide its review.
+    const self = await runCli(['review', 'approve', reviewId, '--as', 'carol', '--reason', 'ok'], withKeyOf('carol'));
     expect(self.code).toBe(5);
     expect(self.stderr).toContain('you may not decide this review');
-    const selfReject = await runCli(['review', 'reject', reviewId, '--as', 'carol', '--reason', 'no', '--no-rework'], env);
+    const selfReject = await runCli(['review', 'reject', reviewId, '--reason', 'no', '--no-rework'], withKeyOf('carol'));
     expect(selfReject.code).toBe(5);
-    // TRIAD_USER is the default identity.
-    expectExit(await runCli(['review', 'approve', reviewId, '--reason', 'ok'], { ...env, TRIAD_USER: 'carol' }), 5);
-    // Names are case-insensitive: CAROL is the launcher carol.
-    expectExit(await runCli(['review', 'approve', reviewId, '--reason', 'ok'], { ...env, TRIAD_USER: 'CAROL' }), 5);
-    expectExit(await runCli(['review', 'reject', reviewId, '--as', 'Carol', '--reason', 'no', '--no-rework'], env), 5);
+    expect(selfReject.stderr).toContain('you may not decide this review');
+    // TRIAD_USER names no decider: carol's key is carol whatever it says.
+    const named = await runCli(['review', 'approve', reviewId, '--reason', 'ok'], { ...withKeyOf('carol'), TRIAD_USER: 'dave' });
+    expectExit(named, 5);
+    expect(named.stderr).toContain('you may not decide this review');
+    // Names are case-insensitive: --as CAROL is carol's key's holder, the launcher.
+    for (const as of ['CAROL', 'Carol']) {
+      const res = await runCli(['review', 'reject', reviewId, '--as', as, '--reason', 'no', '--no-rework'], withKeyOf('carol'));
+      expectExit(res, 5);
+      expect(res.stderr).toContain('you may not decide this review');
+    }
     expect(await storedEvents(dataDir, stream)).toHaveLength(before);
 
     // Bad input: exit 2, nothing written.
-    expectExit(await runCli(['review', 'approve', reviewId, '--as', 'dave', '--reason', '   '], env), 2);
-    expectExit(await runCli(['review', 'approve', reviewId, '--as', 'dave'], env), 2);
-    expectExit(await runCli(['review', 'approve', reviewId, '--as', 'not a name', '--reason', 'ok'], env), 2);
+    expectExit(await runCli(['review', 'approve', reviewId, '--as', 'dave', '--reason', '   '], withKeyOf('dave')), 2);
+    expectExit(await runCli(['review', 'approve', reviewId, '--as', 'dave'], withKeyOf('dave')), 2);
+    expectExit(await runCli(['review', 'approve', reviewId, '--as', 'not a name', '--reason', 'ok'], withKeyOf('dave')), 2);
     // Unknown reviews: exit 3.
-    expectExit(await runCli(['review', 'approve', `rev_${runId}_9`, '--as', 'dave', '--reason', 'ok'], env), 3);
-    expectExit(await runCli(['review', 'reject', 'nonsense', '--as', 'dave', '--reason', 'ok'], env), 3);
+    expectExit(await runCli(['review', 'approve', `rev_${runId}_9`, '--as', 'dave', '--reason', 'ok'], withKeyOf('dave')), 3);
+    expectExit(await runCli(['review', 'reject', 'nonsense', '--as', 'dave', '--reason', 'ok'], withKeyOf('dave')), 3);
     expect(await storedEvents(dataDir, stream)).toHaveLength(before);
 
-    const ok = await runCli(['review', 'approve', reviewId, '--as', 'dave', '--reason', 'a.txt has the A', '--json'], env);
+    const ok = await runCli(['review', 'approve', reviewId, '--as', 'dave', '--reason', 'a.txt has the A', '--json'], withKeyOf('dave'));
     expect(ok.code).toBe(0);
     expect(lastJson(ok.stdout)).toMatchObject({ reviewId, outcome: 'approved', runStatus: 'completed' });
     const events = await storedEvents(dataDir, stream);
     expect(events.slice(-2).map((e) => e.type)).toEqual(['ReviewDecided', 'RunEnded']);
     expect(events[events.length - 2].data).toMatchObject({ decider: 'user:dave', deciderKind: 'human', outcome: 'approved', reason: 'a.txt has the A' });
 
-    const again = await runCli(['review', 'approve', reviewId, '--as', 'dave', '--reason', 'again'], env);
+    const again = await runCli(['review', 'approve', reviewId, '--as', 'dave', '--reason', 'again'], withKeyOf('dave'));
     expect(again.code).toBe(4);
     expect(await storedEvents(dataDir, stream)).toHaveLength(events.length);
   });
 
   it('reject with rework drives the run to the gate again; --no-rework ends it REJECTED', async () => {
     const { runId, reviewId } = await runAsCarol();
-    const rework = await runCli(['review', 'reject', reviewId, '--as', 'dave', '--reason', 'Also mention B', '--json'], env);
+    const rework = await runCli(['review', 'reject', reviewId, '--as', 'dave', '--reason', 'Also mention B', '--json'], withKeyOf('dave'));
     expect(rework.code).toBe(0);
     const out = lastJson<{ run: RunSummary }>(rework.stdout);
     expect(out).toMatchObject({ reviewId, outcome: 'rejected', runStatus: 'executing', run: { status: 'awaiting_review', iteration: 2 } });
     expect(out.run.pendingReview?.reviewId).toBe(`rev_${runId}_2`);
 
-    const end = await runCli(['review', 'reject', `rev_${runId}_2`, '--as', 'dave', '--reason', 'not needed after all', '--no-rework', '--json'], env);
+    // The key read from a file decides as the variable does.
+    const keyFile = join(dir.path, 'dave.key');
+    writeFileSync(keyFile, `${CLI_KEYS.dave}\n`, { mode: 0o600 });
+    const end = await runCli(['review', 'reject', `rev_${runId}_2`, '--key-file', keyFile, '--reason', 'not needed after all', '--no-rework', '--json'], env);
     expect(end.code).toBe(0);
     expect(lastJson(end.stdout)).toMatchObject({ outcome: 'rejected', runStatus: 'failed' });
     const events = await storedEvents(dataDir, `run-${runId}`);
     expect(events[events.length - 1].data).toMatchObject({ status: 'failed', reason: 'REJECTED' });
+    expect(events[events.length - 2].data).toMatchObject({ decider: 'user:dave', outcome: 'rejected' });
+  });
+});
+
+describe('triad review (CLI): deciding needs the reviewer’s own credential', () => {
+  const dir = tempDir('triad-gate-cred-');
+  const dataDir = join(dir.path, 'data');
+  const env = { TRIAD_DATA_DIR: dataDir, TRIAD_API_KEYS: CLI_API_KEYS };
+  afterAll(() => dir.remove());
+
+  it('no credential, a wrong key, --as someone else, a key without the reviewer role: exit 5 with one line, nothing written', async () => {
+    const launched = await runCli(['run', 'Write the letter A', ...CRITERIA, '--as', 'carol', '--json'], env);
+    expectExit(launched, 0);
+    const run = lastJson<RunSummary>(launched.stdout);
+    expect(run.status).toBe('awaiting_review');
+    const reviewId = run.pendingReview!.reviewId;
+    const before = (await storedEvents(dataDir, `run-${run.runId}`)).length;
+
+    // A name alone, --as or TRIAD_USER, is no credential.
+    for (const [args, extra] of [
+      [['review', 'approve', reviewId, '--reason', 'ok'], {}],
+      [['review', 'approve', reviewId, '--as', 'dave', '--reason', 'ok'], {}],
+      [['review', 'reject', reviewId, '--reason', 'no', '--no-rework'], { TRIAD_USER: 'dave' }],
+    ] as const) {
+      const res = await runCli([...args], { ...env, ...extra });
+      expect({ args, code: res.code, stdout: res.stdout }).toEqual({ args, code: 5, stdout: '' });
+      expect(res.stderr).toMatch(/^triad: deciding needs a credential: [^\n]+\n$/);
+    }
+
+    const refused = async (args: string[], extra: Record<string, string>, why: RegExp) => {
+      const res = await runCli(args, { ...env, ...extra });
+      expect({ args, code: res.code, stdout: res.stdout }).toEqual({ args, code: 5, stdout: '' });
+      expect(res.stderr).toMatch(/^triad: [^\n]+\n$/);
+      expect(res.stderr).toMatch(why);
+    };
+    // A key that is no one's, in the variable or in a file.
+    await refused(['review', 'approve', reviewId, '--as', 'dave', '--reason', 'ok'], { TRIAD_API_KEY: 'dave-secret-guessed-0000' }, /the API key is not valid/);
+    const wrongFile = join(dir.path, 'wrong.key');
+    writeFileSync(wrongFile, 'not-anyones-key-0123456789\n', { mode: 0o600 });
+    await refused(['review', 'approve', reviewId, '--key-file', wrongFile, '--reason', 'ok'], {}, /the API key is not valid/);
+    // dave's key does not decide as carol, nor carol's as dave.
+    await refused(['review', 'approve', reviewId, '--as', 'carol', '--reason', 'ok'], { TRIAD_API_KEY: CLI_KEYS.dave }, /--as names carol, but the credential is dave's/);
+    await refused(['review', 'approve', reviewId, '--as', 'dave', '--reason', 'ok'], { TRIAD_API_KEY: CLI_KEYS.carol }, /--as names dave, but the credential is carol's/);
+    // eve only operates: her key has no reviewer role.
+    await refused(['review', 'approve', reviewId, '--reason', 'ok'], { TRIAD_API_KEY: CLI_KEYS.eve }, /eve may not decide this: it needs the role reviewer/);
+    await refused(['review', 'reject', reviewId, '--as', 'eve', '--reason', 'no', '--no-rework'], { TRIAD_API_KEY: CLI_KEYS.eve }, /needs the role reviewer/);
+
+    // Nothing written: the run still awaits this review and the decision log is empty.
+    expect(await storedEvents(dataDir, `run-${run.runId}`)).toHaveLength(before);
+    const shown = await runCli(['runs', 'show', run.runId, '--json'], env);
+    expectExit(shown, 0);
+    expect(lastJson<RunSummary>(shown.stdout)).toMatchObject({ status: 'awaiting_review', pendingReview: { reviewId } });
+    const decisions = await runCli(['decisions', 'list', '--json'], env);
+    expectExit(decisions, 0);
+    expect(lastJson(decisions.stdout)).toEqual([]);
   });
 });
 

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { startFakeMessagesApi, toolUseStep, withoutCacheControl, type FakeMessagesApi } from '../../support/fake-messages-api';
 import { runCliInProcess } from '../../support/in-process-cli';
 import { tempDir } from '../../support/temp-dir';
-import { appEnv, startApp, waitForRun, type AppServer, type Loose } from './approvals-app';
+import { appEnv, KEYS, startApp, waitForRun, type AppServer, type Loose } from './approvals-app';
 
 // Tool approvals over real HTTP: the app in a child process, its runs driven by the real SDK
 // against the fake Messages API. run_command (risk high) waits at the gate by default.
@@ -144,10 +144,12 @@ describe('tool approvals over HTTP', () => {
     const env = appEnv(dataDir(), api.url, API_KEY);
     const listed = await runCliInProcess(['approvals', 'list', '--json'], env);
     expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({ approvalId, runId, tool: 'run_command' })]);
-    const self = await runCliInProcess(['approvals', 'approve', approvalId, '--as', 'ann'], env);
+    // ann launched the run: her own key may not approve its calls.
+    const self = await runCliInProcess(['approvals', 'approve', approvalId], { ...env, TRIAD_API_KEY: KEYS.ann });
     expect(self.code).toBe(5);
+    expect(self.stderr).toContain('you may not decide this approval');
     // The server drives the run once decided (its supervisor starts it); the CLI waits with it.
-    const approved = await runCliInProcess(['approvals', 'approve', approvalId, '--as', 'bob', '--reason', 'ok', '--json'], env);
+    const approved = await runCliInProcess(['approvals', 'approve', approvalId, '--as', 'bob', '--reason', 'ok', '--json'], { ...env, TRIAD_API_KEY: KEYS.bob });
     expect(approved.code).toBe(0);
     expect(JSON.parse(approved.stdout)).toMatchObject({ approvalId, runId, outcome: 'approved' });
     await waitForRun(server, runId, (r) => r.status === 'awaiting_review');
