@@ -76,11 +76,12 @@ export async function cliDecider(
  * yet (a project's review): the key is required, and its holder must have the role.
  */
 export function cliKeyHolder(app: INestApplicationContext, opts: Omit<CredentialOptions, 'signWith'>, action: GuardedAction): Identity {
+  const asName = opts.as === undefined ? undefined : userName(opts.as);
   const secret = apiKeySecret(opts.keyFile);
   if (secret === undefined) throw new CliError('deciding needs a credential: set TRIAD_API_KEY or pass --key-file (your API key); --as alone proves nothing', EXIT.forbidden);
   const who = app.get(ApiKeyDirectory).authenticate(secret);
   if (!who) throw new CliError('the API key is not valid (not one of TRIAD_API_KEYS, nor stored with `triad keys add`)', EXIT.forbidden);
-  if (opts.as !== undefined && normaliseName(opts.as) !== who.name) throw new CliError(`--as names ${opts.as}, but the credential is ${who.name}'s`, EXIT.forbidden);
+  if (asName !== undefined && asName !== who.name) throw new CliError(`--as names ${opts.as}, but the credential is ${who.name}'s`, EXIT.forbidden);
   if (!hasRole(who, ...MAY[action])) throw new CliError(`${who.name} may not decide this: it needs the role ${MAY[action].join(' or ')}`, EXIT.forbidden);
   return who;
 }

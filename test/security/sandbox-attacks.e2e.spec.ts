@@ -127,7 +127,7 @@ describe.each([['sqlite'], ['postgres']])('the sandbox under attack (%s)', (stor
   it("cannot read the server's signing key, where it is or where triad keeps it by default", async () => {
     const pem = readFileSync(signingKey, 'utf8');
     const { runId, outputs } = await run([
-      ['run_command', { command: `cat ${signingKey} 2>&1; ls ${join(dir.path, 'keys')} 2>&1; cat ${process.env.HOME}/.config/triad/signing-key.pem 2>&1; echo done` }],
+      ['run_command', { command: `cat ${signingKey} 2>&1; ls ${join(dir.path, 'keys')} 2>&1; cat ${process.env.HOME}/.config/triad/signing-key.pem ${process.env.XDG_CONFIG_HOME}/triad/signing-key.pem 2>&1; echo done` }],
     ]);
     every.push(runId);
     const out = outputs.join('\n');
