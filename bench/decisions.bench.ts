@@ -215,7 +215,7 @@ async function verifyPart(n: number, runs: number, dataDir: string, log: (line: 
   const checkRates: number[] = [];
   for (let r = 0; r < runs; r++) {
     let t = process.hrtime.bigint();
-    for (const e of attested) e.data.attestation = signer.attest(e.type, e.data);
+    for (const e of attested) e.data.attestation = signer.attest(e.type, e.data, { streamId: e.streamId });
     signRates.push(perSec(attested.length, since(t)));
     t = process.hrtime.bigint();
     // A fresh trust each round: no remembered verification.

@@ -53,7 +53,7 @@ export async function checkAttestations(events: readonly CheckedEvent[], trust: 
     if (!ATTESTED_EVENT_TYPES.has(e.type)) continue;
     report.checked++;
     const id = idOf(e);
-    const problem = trust.refusal(e.type, e.data, e.position);
+    const problem = trust.refusal(e.type, e.data, e);
     const unsigned = (e.data as { attestation?: unknown }).attestation === undefined;
     if (problem) issue({ position: e.position, type: e.type, id, of: 'server', problem });
     else if (unsigned) report.beforeSigning++;

@@ -20,10 +20,21 @@ export interface Attestation {
   keyId: string;
   /** Ed25519 signature, base64. */
   sig: string;
+  /** The stream revision the event was appended at, when the append named it (it is signed too). */
+  rev?: number;
+}
+
+/** Where an event is: its stream (always signed) and revision (signed when the append named it). */
+export interface EventPlace {
+  streamId: string;
+  revision?: number;
 }
 
 /** The event types a triad process attests when it writes them. */
 export const ATTESTED_EVENT_TYPES: ReadonlySet<string> = new Set([
+  // What a decision is made against: the review opened (its timeout policy), the call to approve.
+  'ReviewOpened',
+  'ToolApprovalRequested',
   'ReviewDecided',
   'ToolApprovalDecided',
   'ProjectReviewDecided',
@@ -49,11 +60,15 @@ export interface KnownKey {
   revokedFrom?: number;
 }
 
-/** The text an event's attestation signs: context, type and the canonical JSON of the data without `attestation`. */
-export function attestedText(type: string, data: unknown): string {
+/**
+ * The text an event's attestation signs: context, type, stream, revision (when bound) and the
+ * canonical JSON of the data without `attestation`. The stream and revision bind a decision to its
+ * place: a copy in another run, or appended again later in the same stream, does not verify.
+ */
+export function attestedText(type: string, data: unknown, place: EventPlace): string {
   const { attestation: _a, ...rest } = (data ?? {}) as Record<string, unknown>;
   // As stored: JSON drops undefined fields, and what is read back must sign the same.
-  return `${EVENT_CONTEXT}\n${type}\n${canonicalJson(JSON.parse(JSON.stringify(rest)))}`;
+  return `${EVENT_CONTEXT}\n${type}\n${place.streamId}\n${place.revision ?? ''}\n${canonicalJson(JSON.parse(JSON.stringify(rest)))}`;
 }
 
 export function keyIdOf(publicKey: KeyObject): string {
@@ -102,8 +117,9 @@ export class Signer {
     return sign(null, bytes, this.privateKey).toString('base64');
   }
 
-  attest(type: string, data: unknown): Attestation {
-    return { keyId: this.keyId, sig: sign(null, Buffer.from(attestedText(type, data)), this.privateKey).toString('base64') };
+  attest(type: string, data: unknown, place: EventPlace): Attestation {
+    const sig = sign(null, Buffer.from(attestedText(type, data, place)), this.privateKey).toString('base64');
+    return { keyId: this.keyId, sig, ...(place.revision !== undefined ? { rev: place.revision } : {}) };
   }
 
   signHead(head: { seq: number; hash: string; at: string }): SignedHead {
@@ -112,16 +128,25 @@ export class Signer {
   }
 }
 
+/** Where a recorded event is, as its attestation is checked. */
+export interface RecordedPlace {
+  streamId: string;
+  revision: number;
+  position: number;
+}
+
 /** An event's attestation against the keys a verifier knows; undefined when it holds. */
-export function attestationProblem(type: string, data: unknown, position: number, keys: ReadonlyMap<string, KnownKey>): AttestationProblem | undefined {
+export function attestationProblem(type: string, data: unknown, at: RecordedPlace, keys: ReadonlyMap<string, KnownKey>): AttestationProblem | undefined {
   const attestation = (data as { attestation?: unknown } | null)?.attestation;
   if (!isAttestation(attestation)) return 'unsigned';
   const known = keys.get(attestation.keyId);
   if (!known) return 'unknown_signer';
+  const position = at.position;
   let ok = false;
   try {
     const sig = signatureBytes(attestation.sig);
-    ok = sig !== undefined && verify(null, Buffer.from(attestedText(type, data)), known.key, sig);
+    // A revision signed is the event's own: the same event appended again elsewhere in its stream fails.
+    ok = sig !== undefined && (attestation.rev === undefined || attestation.rev === at.revision) && verify(null, Buffer.from(attestedText(type, data, { streamId: at.streamId, revision: attestation.rev })), known.key, sig);
   } catch {
     ok = false; // text canonicalJson refuses, or a signature of the wrong length: not a valid signature either way
   }
@@ -141,7 +166,8 @@ export function signatureBytes(text: string): Buffer | undefined {
 }
 
 function isAttestation(v: unknown): v is Attestation {
-  return typeof v === 'object' && v !== null && typeof (v as Attestation).keyId === 'string' && typeof (v as Attestation).sig === 'string';
+  const a = v as Attestation;
+  return typeof v === 'object' && v !== null && typeof a.keyId === 'string' && typeof a.sig === 'string' && (a.rev === undefined || Number.isSafeInteger(a.rev));
 }
 
 /** A head of the decision log (the last record's seq and hash) as a server signed it, at a time. */

@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto';
-import { attestationProblem, attestedText, type AttestationProblem, type KnownKey } from './attestation';
+import { attestationProblem, attestedText, type AttestationProblem, type KnownKey, type RecordedPlace } from './attestation';
 
 /** Verified attestations remembered (a signature and a digest, under 200 bytes each). */
 const MAX_VERIFIED = 20_000;
@@ -14,8 +14,8 @@ const MAX_VERIFIED = 20_000;
  * rather than accept a forged one.
  */
 export interface DecisionTrust {
-  /** Why an event of an attested type is not to be acted on; undefined: act on it. */
-  refusal(type: string, data: unknown, position: number): AttestationProblem | undefined;
+  /** Why an event of an attested type, recorded there, is not to be acted on; undefined: act on it. */
+  refusal(type: string, data: unknown, at: RecordedPlace): AttestationProblem | undefined;
 }
 
 /**
@@ -47,16 +47,25 @@ export class KeyTrust implements DecisionTrust {
     this.verified.clear();
   }
 
-  refusal(type: string, data: unknown, position: number): AttestationProblem | undefined {
-    const a = (data as { attestation?: { keyId?: unknown; sig?: unknown } } | null)?.attestation;
-    const key = typeof a?.sig === 'string' && typeof a.keyId === 'string' ? a.sig : undefined;
-    const text = key !== undefined ? hash('sha256', attestedText(type, data), 'base64') : undefined;
-    if (key !== undefined && this.verified.get(key) === text) {
+  refusal(type: string, data: unknown, at: RecordedPlace): AttestationProblem | undefined {
+    const position = at.position;
+    const a = (data as { attestation?: { keyId?: unknown; sig?: unknown; rev?: unknown } } | null)?.attestation;
+    // Remembered by key, signature, place and text: any of them changed is checked again.
+    const key = typeof a?.sig === 'string' && typeof a.keyId === 'string' && a.rev === undefined ? `${a.keyId} ${a.sig}` : typeof a?.sig === 'string' && typeof a.keyId === 'string' ? `${a.keyId} ${a.sig} ${String(a.rev)}` : undefined;
+    let text: string | undefined;
+    if (key !== undefined) {
+      try {
+        text = hash('sha256', `${at.revision}\n${attestedText(type, data, { streamId: at.streamId })}`, 'base64');
+      } catch {
+        text = undefined; // data canonical JSON refuses: attestationProblem says bad_signature
+      }
+    }
+    if (key !== undefined && text !== undefined && this.verified.get(key) === text) {
       const known = this.known.get(String(a!.keyId));
       if (known) return known.revokedFrom !== undefined && position >= known.revokedFrom ? 'revoked_signer' : undefined;
     }
-    const problem = attestationProblem(type, data, position, this.known);
-    if (problem === undefined && key !== undefined) {
+    const problem = attestationProblem(type, data, at, this.known);
+    if (problem === undefined && key !== undefined && text !== undefined) {
       if (this.verified.size >= MAX_VERIFIED) this.verified.delete(this.verified.keys().next().value!);
       this.verified.set(key, text!);
     }
@@ -65,7 +74,7 @@ export class KeyTrust implements DecisionTrust {
   }
 }
 
-const TRUST_NOTHING: DecisionTrust = { refusal: (type, data, position) => attestationProblem(type, data, position, new Map()) };
+const TRUST_NOTHING: DecisionTrust = { refusal: (type, data, at) => attestationProblem(type, data, at, new Map()) };
 
 let installed: DecisionTrust = TRUST_NOTHING;
 

@@ -1,7 +1,8 @@
 /** A refused event of a run, as run views show it. No imports: the console's bundle uses it. */
 
 /** The problems of an attestation (attestation.ts), or an event no attested decision allows. */
-export type GateRefusalProblem = 'unsigned' | 'bad_signature' | 'unknown_signer' | 'revoked_signer' | 'no_decision';
+/** `misplaced`: attested, but of another review than the one open. */
+export type GateRefusalProblem = 'unsigned' | 'bad_signature' | 'unknown_signer' | 'revoked_signer' | 'no_decision' | 'misplaced';
 
 export interface GateRefusal {
   /** The refused event's type and store position. */
@@ -17,6 +18,7 @@ export interface GateRefusal {
 /** One line for a run view: why the run still waits although the store holds a decision. */
 export function describeRefusal(r: GateRefusal): string {
   if (r.problem === 'no_decision') return `${r.type} at position ${r.position} ignored: no attested decision allows it`;
+  if (r.decisionId === undefined) return `${r.type} at position ${r.position} ignored: ${r.problem.replace('_', ' ')}`;
   const what = r.type === 'ReviewDecided' ? 'review decision' : 'tool approval decision';
   return `${what} ${r.decisionId} (${r.outcome} by ${r.decider}) at position ${r.position} ignored: ${r.problem.replace('_', ' ')}`;
 }

@@ -19,6 +19,11 @@ export interface SigningKeyRegisteredData {
   registeredBy: string;
   /** The host the registering process ran on (for operators; not part of trust). */
   host?: string;
+  /**
+   * The store's head position when this key first signed in it (a process's own registration):
+   * events up to it are from before the store's signing began. Signed, so no store writer moves it.
+   */
+  storeHead?: number;
   at: string;
   attestation?: Attestation;
 }
@@ -37,7 +42,10 @@ export interface KeyRing {
   keys: Map<string, KnownKey>;
   /** Registrations seen, trusted or not (for `decisions keys` and bundles). */
   registered: Array<{ keyId: string; publicKey: string; registeredBy: string; trusted: boolean; revokedFrom?: number; position: number; at: string; host?: string }>;
-  /** Position of the stream's first event: where this store's signing began (undefined: it never did). */
+  /**
+   * The first position after which every decision must be attested: after the lowest `storeHead`
+   * a trusted registration signed (undefined: no trusted key registered one).
+   */
   signingSince?: number;
 }
 
@@ -52,7 +60,7 @@ export function knownKey(publicKey: string): KnownKey | undefined {
   }
 }
 
-export function foldKeyRing(anchors: Iterable<KnownKey>, events: Iterable<{ type: string; data: unknown; position: number }>): KeyRing {
+export function foldKeyRing(anchors: Iterable<KnownKey>, events: Iterable<{ type: string; data: unknown; position: number; revision: number }>): KeyRing {
   const keys = new Map<string, KnownKey>();
   for (const k of anchors) keys.set(k.keyId, { ...k });
   const ring: KeyRing = { keys, registered: [] };
@@ -66,18 +74,21 @@ export function foldKeyRing(anchors: Iterable<KnownKey>, events: Iterable<{ type
       const d = e.data as SigningKeyRegisteredData;
       const key = knownKey(d.publicKey);
       if (!key || key.keyId !== d.keyId || keys.has(key.keyId)) continue;
-      if (attestationProblem(e.type, e.data, e.position, keys) === undefined) {
+      if (attestationProblem(e.type, e.data, { streamId: SIGNING_KEYS_STREAM, revision: e.revision, position: e.position }, keys) === undefined) {
         keys.set(key.keyId, key);
         changed = true;
       }
     }
   }
   for (const e of list) {
-    ring.signingSince ??= e.position;
+    if (e.type === 'SigningKeyRegistered') {
+      const d = e.data as SigningKeyRegisteredData;
+      if (keys.has(d.keyId) && Number.isSafeInteger(d.storeHead)) ring.signingSince = Math.min(ring.signingSince ?? Infinity, d.storeHead! + 1);
+    }
     if (e.type === 'SigningKeyRevoked') {
       const d = e.data as SigningKeyRevokedData;
       const known = keys.get(d.keyId);
-      if (known && attestationProblem(e.type, e.data, e.position, keys) === undefined) known.revokedFrom = Math.min(known.revokedFrom ?? e.position, e.position);
+      if (known && attestationProblem(e.type, e.data, { streamId: SIGNING_KEYS_STREAM, revision: e.revision, position: e.position }, keys) === undefined) known.revokedFrom = Math.min(known.revokedFrom ?? e.position, e.position);
     }
   }
   for (const e of list) {

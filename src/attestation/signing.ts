@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import type { EventStore, NewEvent } from '../events/event-store.port';
+import type { EventStore, ExpectedRevision, NewEvent } from '../events/event-store.port';
 import type { SigningSettings } from '../config/config';
 import { ATTESTED_EVENT_TYPES, publicKeyText, type Signer, type SignedHead } from './attestation';
 import { InvalidRequestError } from '../shared/errors';
@@ -31,14 +31,19 @@ export class Signing {
     return this.ring;
   }
 
-  /** Gives each event of an attested type its attestation (in place, so the caller's copy and the stored one agree). */
-  attestEvents(events: readonly NewEvent[]): void {
-    for (const e of events) {
-      if (!ATTESTED_EVENT_TYPES.has(e.type) || e.data === null || typeof e.data !== 'object') continue;
+  /**
+   * Gives each event of an attested type its attestation (in place, so the caller's copy and the
+   * stored one agree), bound to its stream and, when the append names the revision it expects, to
+   * the revision each event lands at.
+   */
+  attestEvents(streamId: string, events: readonly NewEvent[], expected?: ExpectedRevision): void {
+    const first = typeof expected === 'number' ? expected + 1 : expected === 'no_stream' ? 0 : undefined;
+    events.forEach((e, i) => {
+      if (!ATTESTED_EVENT_TYPES.has(e.type) || e.data === null || typeof e.data !== 'object') return;
       const data = e.data as Record<string, unknown>;
-      if (data.attestation !== undefined) continue;
-      data.attestation = this.signer.attest(e.type, data);
-    }
+      if (data.attestation !== undefined) return;
+      data.attestation = this.signer.attest(e.type, data, { streamId, revision: first === undefined ? undefined : first + i });
+    });
   }
 
   signHead(head: { seq: number; hash: string }, at: string): SignedHead {
@@ -96,26 +101,29 @@ function anchorsOf(signer: Signer, settings: SigningSettings) {
  * someone removed the registrations: then no unsigned decision is acted on at all.
  */
 export async function openSigning(store: EventStore, settings: SigningSettings, now: () => number): Promise<Signing> {
-  const { signer } = loadOrCreateSigningKey(settings.keyFile);
+  const { signer, created } = loadOrCreateSigningKey(settings.keyFile);
   const anchors = anchorsOf(signer, settings);
   let events = await store.readStream(SIGNING_KEYS_STREAM);
   let warning: string | undefined;
-  let emptied = false;
-  if (events.length === 0) emptied = await holdsAttestedDecisions(store);
+  let strict = false;
   if (!events.some((e) => e.type === 'SigningKeyRegistered' && (e.data as SigningKeyRegisteredData).keyId === signer.keyId)) {
-    const data: SigningKeyRegisteredData = { keyId: signer.keyId, publicKey: publicKeyText(signer.publicKey), registeredBy: 'server', host: hostname(), at: new Date(now()).toISOString() };
-    data.attestation = signer.attest('SigningKeyRegistered', data);
+    const head = await store.headPosition();
+    // A key that signed before meets a store holding events but no record of it, or a store whose
+    // decisions are signed but whose record of signing is gone: someone removed that record to make
+    // unsigned events pass as ones from before signing. Then nothing unsigned is acted on.
+    if (head > 0 && (events.length === 0 ? !created || (await holdsAttestedDecisions(store)) : false)) {
+      strict = true;
+      warning = `the store holds events but no record of this server's signing key ${signer.keyId} (the ${SIGNING_KEYS_STREAM} stream was removed, or the key signed another store): no unsigned decision or key is acted on`;
+    }
+    // The store's head when signing began is signed: events after it must be attested.
+    const data: SigningKeyRegisteredData = { keyId: signer.keyId, publicKey: publicKeyText(signer.publicKey), registeredBy: 'server', host: hostname(), storeHead: strict ? 0 : head, at: new Date(now()).toISOString() };
+    data.attestation = signer.attest('SigningKeyRegistered', data, { streamId: SIGNING_KEYS_STREAM });
     // Any revision: two processes registering at once both land, and each key is registered once by its holder.
     await store.append(SIGNING_KEYS_STREAM, [{ type: 'SigningKeyRegistered', data }]);
     events = await store.readStream(SIGNING_KEYS_STREAM);
   }
   const ring = foldKeyRing(anchors, events);
-  let requiredFrom = ring.signingSince ?? 0;
-  if (emptied) {
-    requiredFrom = 0;
-    warning = `the store holds attested decisions but no record of its signing keys (the ${SIGNING_KEYS_STREAM} stream was removed): no unsigned decision is acted on`;
-  }
-  const trust = new KeyTrust(ring.keys, requiredFrom);
+  const trust = new KeyTrust(ring.keys, strict ? 0 : (ring.signingSince ?? 0));
   installDecisionTrust(trust);
   return new Signing(signer, settings, ring, trust, warning);
 }
@@ -133,7 +141,7 @@ async function holdsAttestedDecisions(store: EventStore): Promise<boolean> {
 export function attestingAppends(store: EventStore, signing: Signing): EventStore {
   const bound = new Map<PropertyKey, unknown>();
   const append: EventStore['append'] = (streamId, events, options) => {
-    signing.attestEvents(events);
+    signing.attestEvents(streamId, events, options?.expectedRevision);
     return store.append(streamId, events, options);
   };
   return new Proxy(store, {

@@ -3,6 +3,8 @@ import { agentLoopMachine } from '../team/domain/agent-loop.machine';
 import type { RunState } from '../team/domain/run-state';
 import type { ChatMessage } from '../team/models/model.port';
 import { teamRunMachine } from '../team/domain/team-run.machine';
+import { decisionTrust } from '../attestation/decision-trust';
+import { toRunStreamId } from '../team/domain/run-events';
 
 /**
  * A checkpoint: a run's folded state at a stream revision — the rebuilt context (conversations,
@@ -199,5 +201,23 @@ export function restoreCheckpoint(cp: Checkpoint): RunState {
   if (hash !== cp.contentHash) throw new CheckpointInvalidError('checkpoint content hash does not match: it was altered or is corrupt');
   const state = deserializeRunState(cp.state);
   if (state.revision !== cp.revision || state.runId !== cp.runId) throw new CheckpointInvalidError('checkpoint header does not match its state');
+  unattestedDecisionIn(state);
   return state;
+}
+
+/**
+ * A checkpoint is a store row like any other: one whose decisions (the review's, the tool calls')
+ * do not carry a valid attestation for this run's stream is refused, so the run is replayed from
+ * its events, where the gate guard judges each one. Unsigned decisions from before signing began
+ * are refused here too (their place is not in the checkpoint): those runs are replayed, no worse.
+ */
+function unattestedDecisionIn(state: RunState): void {
+  const streamId = toRunStreamId(state.runId);
+  const check = (type: string, data: { attestation?: { rev?: number } } | undefined) => {
+    if (!data) return;
+    const problem = decisionTrust().refusal(type, data, { streamId, revision: data.attestation?.rev ?? -1, position: 0 });
+    if (problem) throw new CheckpointInvalidError(`checkpoint holds a ${type} that is ${problem.replace('_', ' ')}`);
+  };
+  for (const d of state.decisions) check('ReviewDecided', d);
+  for (const a of state.approvals.values()) check('ToolApprovalDecided', a.decided);
 }

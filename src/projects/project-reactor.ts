@@ -1,3 +1,5 @@
+import { foldRunHistory } from '../team/run-history';
+import { initialRunState } from '../team/domain/run-state';
 import type { CommandPath } from '../events/command-handling';
 import type { EventStore } from '../events/event-store.port';
 import type { Clock } from '../shared/ports';
@@ -222,7 +224,10 @@ export class ProjectReactor {
     if (head === null) return 'missing';
     const [last] = await this.deps.store.readStream(stream, { fromRevision: head, maxCount: 1 });
     if (last?.type !== 'RunEnded') return null;
-    const data = last.data as { status: string; reason?: string };
-    return { status: data.status, ...(data.reason ? { terminationReason: data.reason } : {}) };
+    // The run as its guarded fold has it: an end no attested decision caused is not an end.
+    const state = await foldRunHistory(this.deps.store, runId, initialRunState(runId));
+    if (!state.endedAt) return null;
+    const ended = state.team.context.ended!;
+    return { status: ended.status, ...(ended.reason ? { terminationReason: ended.reason } : {}) };
   }
 }

@@ -257,7 +257,7 @@ export function applyToSummary(state: RunSummaryState | undefined, recorded: Rec
   }
   const s = state.summary;
   const gate = (state.gate ??= newGateGuard());
-  if (guardEvent(gate, String(state.team.value), event, recorded.position)) {
+  if (guardEvent(gate, String(state.team.value), event, recorded)) {
     s.refused = [...gate.refused];
     return state;
   }

@@ -10,6 +10,8 @@ import { chainOf, decisionEvent } from '../review-gate/decision-log/fixtures';
 const newSigner = () => new Signer(generateKeyPairSync('ed25519').privateKey);
 const known = (s: Signer): KnownKey => ({ keyId: s.keyId, key: s.publicKey });
 const ring = (...signers: Signer[]) => new Map(signers.map((s) => [s.keyId, known(s)]));
+const RUN = { streamId: 'run-run_1' };
+const at = (position: number, revision = 4) => ({ ...RUN, revision, position });
 
 describe('attestations', () => {
   const server = newSigner();
@@ -17,28 +19,36 @@ describe('attestations', () => {
 
   it('given a decision the server attested, then it holds against the server key', () => {
     const data = decision();
-    data.attestation = server.attest('ReviewDecided', data);
-    expect(attestationProblem('ReviewDecided', data, 5, ring(server))).toBeUndefined();
+    data.attestation = server.attest('ReviewDecided', data, RUN);
+    expect(attestationProblem('ReviewDecided', data, at(5), ring(server))).toBeUndefined();
   });
 
   it('given no attestation, a key nobody trusts, an edited field, another type or a moved attestation, then each is named', () => {
     const data = decision();
-    expect(attestationProblem('ReviewDecided', data, 5, ring(server))).toBe('unsigned');
+    expect(attestationProblem('ReviewDecided', data, at(5), ring(server))).toBe('unsigned');
     const forger = newSigner();
-    expect(attestationProblem('ReviewDecided', { ...data, attestation: forger.attest('ReviewDecided', data) }, 5, ring(server))).toBe('unknown_signer');
-    const signed = { ...data, attestation: server.attest('ReviewDecided', data) };
-    expect(attestationProblem('ReviewDecided', { ...signed, decider: 'user:eve' }, 5, ring(server))).toBe('bad_signature');
-    expect(attestationProblem('ToolApprovalDecided', signed, 5, ring(server))).toBe('bad_signature');
+    expect(attestationProblem('ReviewDecided', { ...data, attestation: forger.attest('ReviewDecided', data, RUN) }, at(5), ring(server))).toBe('unknown_signer');
+    const signed = { ...data, attestation: server.attest('ReviewDecided', data, RUN) };
+    expect(attestationProblem('ReviewDecided', { ...signed, decider: 'user:eve' }, at(5), ring(server))).toBe('bad_signature');
+    expect(attestationProblem('ToolApprovalDecided', signed, at(5), ring(server))).toBe('bad_signature');
     const other = { ...decision(), reviewId: 'rev_run_2_1', outcome: 'rejected' };
-    expect(attestationProblem('ReviewDecided', { ...other, attestation: signed.attestation }, 5, ring(server))).toBe('bad_signature');
+    expect(attestationProblem('ReviewDecided', { ...other, attestation: signed.attestation }, at(5), ring(server))).toBe('bad_signature');
+  });
+
+  it('given an attestation bound to its stream and revision, then a copy in another run or at another revision is bad_signature', () => {
+    const data = decision();
+    data.attestation = server.attest('ReviewDecided', data, { streamId: 'run-run_1', revision: 4 });
+    expect(attestationProblem('ReviewDecided', data, at(5, 4), ring(server))).toBeUndefined();
+    expect(attestationProblem('ReviewDecided', data, { streamId: 'run-run_2', revision: 4, position: 5 }, ring(server))).toBe('bad_signature');
+    expect(attestationProblem('ReviewDecided', data, at(9, 7), ring(server))).toBe('bad_signature');
   });
 
   it('given a key revoked at a position, then its attestations from there on are revoked_signer, earlier ones hold', () => {
     const data = decision();
-    data.attestation = server.attest('ReviewDecided', data);
+    data.attestation = server.attest('ReviewDecided', data, RUN);
     const keys = new Map([[server.keyId, { ...known(server), revokedFrom: 10 }]]);
-    expect(attestationProblem('ReviewDecided', data, 9, keys)).toBeUndefined();
-    expect(attestationProblem('ReviewDecided', data, 10, keys)).toBe('revoked_signer');
+    expect(attestationProblem('ReviewDecided', data, at(9), keys)).toBeUndefined();
+    expect(attestationProblem('ReviewDecided', data, at(10), keys)).toBe('revoked_signer');
   });
 
   it('given a signed head, then its token round-trips and verifies; a changed seq or hash does not', () => {
@@ -55,8 +65,8 @@ describe('attestations', () => {
 describe('the key ring', () => {
   const registration = (s: Signer, by: Signer, position: number) => {
     const data: SigningKeyRegisteredData = { keyId: s.keyId, publicKey: publicKeyText(s.publicKey), registeredBy: 'server', at: '2026-01-01T00:00:00.000Z' };
-    data.attestation = by.attest('SigningKeyRegistered', data);
-    return { type: 'SigningKeyRegistered', data, position };
+    data.attestation = by.attest('SigningKeyRegistered', data, { streamId: SIGNING_KEYS_STREAM });
+    return { type: 'SigningKeyRegistered', data, position, revision: position };
   };
 
   it('given a self-registered key and one registered by a trusted key, then only the trusted chain is trusted', () => {
@@ -78,34 +88,34 @@ describe('the gate guard (given / when / then)', () => {
   const approved = (attested: boolean) => {
     const data = structuredClone(decisionEvent(1).data) as Record<string, unknown>;
     data.outcome = 'approved';
-    if (attested) data.attestation = server.attest('ReviewDecided', data);
+    if (attested) data.attestation = server.attest('ReviewDecided', data, RUN);
     return { type: 'ReviewDecided', data };
   };
   const completed = { type: 'RunEnded', data: { status: 'completed', reason: 'COMPLETED', at: 'x' } };
 
   it('given a review waiting, when an unsigned approval and a RunEnded COMPLETED arrive, then both are refused', () => {
     const guard = newGateGuard();
-    expect(guardEvent(guard, 'awaitingReview', approved(false), 200)).toMatchObject({ problem: 'unsigned', decider: 'user:bob', outcome: 'approved' });
-    expect(guardEvent(guard, 'awaitingReview', completed, 201)).toMatchObject({ problem: 'no_decision', type: 'RunEnded' });
+    expect(guardEvent(guard, 'awaitingReview', approved(false), at(200))).toMatchObject({ problem: 'unsigned', decider: 'user:bob', outcome: 'approved' });
+    expect(guardEvent(guard, 'awaitingReview', completed, at(201))).toMatchObject({ problem: 'no_decision', type: 'RunEnded' });
     expect(guard.refused).toHaveLength(2);
   });
 
   it('given a review waiting, when an attested approval arrives, then it and its RunEnded are acted on', () => {
     const guard = newGateGuard();
-    expect(guardEvent(guard, 'awaitingReview', approved(true), 200)).toBeUndefined();
-    expect(guardEvent(guard, 'awaitingReview', completed, 201)).toBeUndefined();
+    expect(guardEvent(guard, 'awaitingReview', approved(true), at(200))).toBeUndefined();
+    expect(guardEvent(guard, 'awaitingReview', completed, at(201))).toBeUndefined();
   });
 
   it('given an unsigned decision recorded before the store signed, then it is acted on as before', () => {
     const guard = newGateGuard();
-    expect(guardEvent(guard, 'awaitingReview', approved(false), 50)).toBeUndefined();
-    expect(guardEvent(guard, 'awaitingReview', completed, 51)).toBeUndefined();
+    expect(guardEvent(guard, 'awaitingReview', approved(false), at(50))).toBeUndefined();
+    expect(guardEvent(guard, 'awaitingReview', completed, at(51))).toBeUndefined();
   });
 
   it('given a run still executing, when a RunEnded COMPLETED arrives, then it is refused; a cancel is not', () => {
     const guard = newGateGuard();
-    expect(guardEvent(guard, 'executing', completed, 300)).toMatchObject({ problem: 'no_decision' });
-    expect(guardEvent(guard, 'executing', { type: 'RunEnded', data: { status: 'cancelled', reason: 'CANCELLED', at: 'x' } }, 301)).toBeUndefined();
+    expect(guardEvent(guard, 'executing', completed, at(300))).toMatchObject({ problem: 'no_decision' });
+    expect(guardEvent(guard, 'executing', { type: 'RunEnded', data: { status: 'cancelled', reason: 'CANCELLED', at: 'x' } }, at(301))).toBeUndefined();
   });
 });
 
@@ -113,10 +123,10 @@ describe('a decision bundle', () => {
   const server = newSigner();
   function bundleText(): string {
     const reg: SigningKeyRegisteredData = { keyId: server.keyId, publicKey: publicKeyText(server.publicKey), registeredBy: 'server', at: '2026-01-01T00:00:00.000Z' };
-    reg.attestation = server.attest('SigningKeyRegistered', reg);
+    reg.attestation = server.attest('SigningKeyRegistered', reg, { streamId: SIGNING_KEYS_STREAM });
     const decisions = [1, 2, 3].map((i) => {
       const e = decisionEvent(i);
-      (e.data as Record<string, unknown>).attestation = server.attest('ReviewDecided', e.data);
+      (e.data as Record<string, unknown>).attestation = server.attest('ReviewDecided', e.data, { streamId: e.streamId });
       return e;
     });
     const records = chainOf(decisions);

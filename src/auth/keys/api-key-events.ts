@@ -106,8 +106,8 @@ export function foldApiKeys(events: Iterable<{ type: string; data: unknown; revi
 }
 
 /** Whether the process may act on a key event: attested by a trusted key (or recorded before the store's signing began). */
-export function keyEventTrusted(e: { type: string; data: unknown; position?: number }, trust: DecisionTrust = decisionTrust()): boolean {
-  return trust.refusal(e.type, e.data, e.position ?? 0) === undefined;
+export function keyEventTrusted(e: { type: string; data: unknown; revision: number; position?: number }, trust: DecisionTrust = decisionTrust()): boolean {
+  return trust.refusal(e.type, e.data, { streamId: API_KEYS_STREAM, revision: e.revision, position: e.position ?? 0 }) === undefined;
 }
 
 /** A key name or role list that cannot be accepted. Nothing is written. */

@@ -1,4 +1,5 @@
 import { decisionTrust } from '../../attestation/decision-trust';
+import type { RecordedPlace } from '../../attestation/attestation';
 import type { GateRefusal } from '../../attestation/gate-refusal';
 import { ConflictError, ForbiddenError, InvalidRequestError, NotFoundError } from '../../shared/errors';
 import { runIdForIdempotencyKey } from '../../team/launch';
@@ -224,9 +225,10 @@ function updateTask(state: ProjectState, key: string, change: (t: TaskState) => 
  * As a run's gate guard (attestation/decision-gate.ts): a project review decision without a valid
  * attestation is not acted on, nor is a project end at the review that no attested decision caused.
  */
-function projectRefusal(s: ProjectState, event: ProjectEvent, position: number): GateRefusal | undefined {
+function projectRefusal(s: ProjectState, event: ProjectEvent, at: RecordedPlace): GateRefusal | undefined {
+  const position = at.position;
   if (event.type === 'ProjectReviewDecided') {
-    const problem = decisionTrust().refusal(event.type, event.data, position);
+    const problem = decisionTrust().refusal(event.type, event.data, at);
     return problem ? { type: event.type, position, problem, decider: event.data.by, outcome: event.data.decision } : undefined;
   }
   if (event.type === 'ProjectEnded' && s.status === 'awaiting_review' && (event.data.reason === 'COMPLETED' || event.data.reason === 'REJECTED')) {
@@ -237,9 +239,9 @@ function projectRefusal(s: ProjectState, event: ProjectEvent, position: number):
 }
 
 /** Folds one event into the project's state (returns a new state). */
-export function evolveProject(state: ProjectState, event: ProjectEvent, recorded?: { revision: number; position?: number }): ProjectState {
+export function evolveProject(state: ProjectState, event: ProjectEvent, recorded?: { revision: number; position?: number; streamId?: string }): ProjectState {
   const s: ProjectState = { ...state, revision: recorded?.revision ?? state.revision };
-  const refusal = projectRefusal(s, event, recorded?.position ?? 0);
+  const refusal = projectRefusal(s, event, { streamId: recorded?.streamId ?? '', revision: recorded?.revision ?? -1, position: recorded?.position ?? 0 });
   if (refusal) return { ...s, refused: [...(s.refused ?? []), refusal].slice(-20) };
   switch (event.type) {
     case 'ProjectLaunched':

@@ -33,6 +33,7 @@ import { recordTurn, type StagnationWindow } from '../resilience/stagnation';
 import { evolveStepLoop, newStepLoop, phaseStrategy, type ChosenStrategy, type StepLoopState } from './loop-strategy';
 import { abandonSubAgents, evolveSubAgents, subAgentTokens, type SubAgents } from './sub-agents';
 import { guardEvent, newGateGuard, type GateGuard } from '../../attestation/decision-gate';
+import { toRunStreamId } from './run-events';
 import { repinned } from './model-pin';
 import { ROLES } from './roles';
 
@@ -202,7 +203,7 @@ export function evolve(state: RunState, event: TeamRunEvent, meta: { revision: n
   state.revision = meta.revision;
   state.position = meta.position;
   // A decision without a valid attestation, and what only a decision may cause, are not acted on.
-  if (guardEvent(state.gate, String(state.team.value), event, meta.position)) return state;
+  if (guardEvent(state.gate, String(state.team.value), event, { streamId: toRunStreamId(state.runId), revision: meta.revision, position: meta.position })) return state;
   // The team machine sees every event; unknown ones leave it as it is.
   // Sub-agents' events are not the machines' (their types are unknown to them: they pass through).
   const core = event as RunCoreEvent;

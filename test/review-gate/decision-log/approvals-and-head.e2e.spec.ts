@@ -43,7 +43,9 @@ function waitingRun(): TeamRunEvent[] {
 describe('tool approvals, head and since in the decision log (HTTP, SQLite)', () => {
   const dir = tempDir('triad-decisions-approvals-');
   const dataDir = join(dir.path, 'data');
-  const env = { TRIAD_STORE: 'sqlite', TRIAD_DATA_DIR: dataDir, TRIAD_REVIEW_TIMER_MS: '0', TRIAD_RECOVERY_INTERVAL_MS: '0' };
+  // A key made by this store's first start, as on a store upgraded to signing: what was recorded
+  // before it is from before signing began (a key that signed elsewhere would trust none of it).
+  const env = { TRIAD_STORE: 'sqlite', TRIAD_DATA_DIR: dataDir, TRIAD_REVIEW_TIMER_MS: '0', TRIAD_RECOVERY_INTERVAL_MS: '0', TRIAD_SIGNING_KEY_FILE: join(dataDir, '..', 'signing-key.pem') };
   let server: DecisionsServer;
   let store: SqliteEventStore;
   /** The position of the app's signing-key registration: where this store's signing began. */
