@@ -34,7 +34,7 @@ describe('passkey enrolment', () => {
     expect(options.excludeCredentials).toEqual([expect.objectContaining({ id: key.keyId })]);
   });
 
-  it('given a good answer, gives the webauthn key: credential id, COSE public key, the rp id and the server's origins', async () => {
+  it('given a good answer, gives the webauthn key: credential id, COSE public key, the rp id and the server’s origins', async () => {
     const { authenticator, key } = await enrolled();
     expect(key).toEqual({ type: 'webauthn', keyId: authenticator.credentialId, publicKey: authenticator.publicKey, rpId: 'triad.example', origins: RP.origins, counter: 0, transports: ['internal'] });
   });
