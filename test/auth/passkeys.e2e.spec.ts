@@ -35,8 +35,8 @@ it('enrols a passkey for the signed-in person: options for its rp, the answer ch
   const authenticator = softwareAuthenticator();
   const res = await enrol('reviewer', authenticator.register({ challenge: o.body.challenge, origin: ORIGIN, rpId: 'triad.test' }));
   expect(res.status).toBe(201);
-  expect(res.body).toEqual({ keyId: authenticator.credentialId, rpId: 'triad.test', origins: [ORIGIN], transports: ['internal'], revoked: false });
-  expect((await list('reviewer')).body.passkeys).toEqual([{ keyId: authenticator.credentialId, rpId: 'triad.test', origins: [ORIGIN], transports: ['internal'], revoked: false }]);
+  expect(res.body).toEqual({ keyId: authenticator.credentialId, publicKey: authenticator.publicKey, rpId: 'triad.test', origins: [ORIGIN], transports: ['internal'], revoked: false });
+  expect((await list('reviewer')).body.passkeys).toEqual([{ keyId: authenticator.credentialId, publicKey: authenticator.publicKey, rpId: 'triad.test', origins: [ORIGIN], transports: ['internal'], revoked: false }]);
   expect((await list('operator')).body).toEqual({ passkeys: [] });
 
   // Enrolling again: the key is excluded, and the same key is refused.

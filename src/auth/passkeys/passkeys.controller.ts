@@ -21,6 +21,8 @@ export class EnrolPasskeyDto {
 
 export interface PasskeyView {
   keyId: string;
+  /** The COSE public key (base64url): what a signature is checked against. */
+  publicKey: string;
   rpId: string;
   origins: string[];
   transports?: string[];
@@ -56,7 +58,7 @@ export class PasskeysController {
     const keys = await this.keys.keysOf(who.name);
     return {
       passkeys: keys.flatMap((k) =>
-        k.key.type === 'webauthn' ? [{ keyId: k.key.keyId, rpId: k.key.rpId, origins: k.key.origins, ...(k.key.transports ? { transports: k.key.transports } : {}), revoked: k.revokedFrom !== undefined }] : [],
+        k.key.type === 'webauthn' ? [{ keyId: k.key.keyId, publicKey: k.key.publicKey, rpId: k.key.rpId, origins: k.key.origins, ...(k.key.transports ? { transports: k.key.transports } : {}), revoked: k.revokedFrom !== undefined }] : [],
       ),
     };
   }
@@ -80,7 +82,7 @@ export class PasskeysController {
     const key = await verifyRegistration(body.response, pending.challenge, pending.rp);
     if ((await this.live(who.name)).some((k) => k.keyId === key.keyId)) throw new PasskeyAlreadyRegisteredError('this passkey is registered to you already');
     await this.keys.register(who.name, key, who.id);
-    return { keyId: key.keyId, rpId: key.rpId, origins: key.origins, ...(key.transports ? { transports: key.transports } : {}), revoked: false };
+    return { keyId: key.keyId, publicKey: key.publicKey, rpId: key.rpId, origins: key.origins, ...(key.transports ? { transports: key.transports } : {}), revoked: false };
   }
 
   private async live(name: string): Promise<WebAuthnKey[]> {
