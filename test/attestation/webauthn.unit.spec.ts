@@ -9,8 +9,8 @@ const statement: DecisionStatement = { kind: 'review', runId: 'run-1', reviewId:
 const challenge = statementHash(statement);
 const b64 = (b: Buffer) => b.toString('base64url');
 
-async function enrolled() {
-  const authenticator = softwareAuthenticator();
+async function enrolled(alg: 'ES256' | 'EdDSA' = 'ES256') {
+  const authenticator = softwareAuthenticator(alg);
   const options = await registrationOptions({ rp: RP, userName: 'bob', exclude: [], timeoutMs: 60_000 });
   const key = await verifyRegistration(authenticator.register({ challenge: options.challenge, origin: ORIGIN, rpId: RP.rpId }), options.challenge, RP);
   return { authenticator, key };
@@ -73,6 +73,13 @@ describe('verifyWebAuthnAssertion', () => {
   it("given an assertion of the statement's hash by the registered key, from one of its origins, verifies", async () => {
     expect(await verifyWebAuthnAssertion(good, challenge, key)).toBe(true);
     expect(await verifyWebAuthnAssertion(authenticator.assert({ challenge: b64(challenge), origin: 'https://console.triad.example', rpId: RP.rpId }), challenge, key)).toBe(true);
+  });
+
+  it('verifies an Ed25519 passkey too, and refuses its signature of another statement', async () => {
+    const ed = await enrolled('EdDSA');
+    const sig = ed.authenticator.assert({ challenge: b64(challenge), origin: ORIGIN, rpId: RP.rpId });
+    expect(await verifyWebAuthnAssertion(sig, challenge, ed.key)).toBe(true);
+    expect(await verifyWebAuthnAssertion(sig, statementHash({ ...statement, outcome: 'rejected' }), ed.key)).toBe(false);
   });
 
   it('does not fail on the counter: 0, or lower than at enrolment (no state offline)', async () => {

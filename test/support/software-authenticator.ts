@@ -2,7 +2,7 @@ import { createHash, generateKeyPairSync, randomBytes, sign, type KeyObject } fr
 import type { WebAuthnSignature } from '../../src/attestation/personal-signature';
 
 /**
- * A WebAuthn authenticator in software (an ES256 key made with node's crypto), to test passkey
+ * A WebAuthn authenticator in software (an ES256 or Ed25519 key made with node's crypto), to test passkey
  * checks without a browser: it answers a registration with a `none` attestation and signs
  * assertions as an authenticator does (authenticatorData ‖ sha256(clientDataJSON)). Each part can
  * be bent to attack a check.
@@ -20,17 +20,25 @@ export interface SoftwareAuthenticator {
   assert(p: { challenge: string; origin: string; rpId: string; type?: string; flags?: number; counter?: number; signWith?: KeyObject }): WebAuthnSignature;
 }
 
-export function softwareAuthenticator(): SoftwareAuthenticator {
-  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+/** ES256 (P-256, what most authenticators make) or EdDSA (Ed25519, what Chromium's virtual authenticator makes). */
+export function softwareAuthenticator(alg: 'ES256' | 'EdDSA' = 'ES256'): SoftwareAuthenticator {
+  const { privateKey, publicKey } = alg === 'ES256' ? generateKeyPairSync('ec', { namedCurve: 'P-256' }) : generateKeyPairSync('ed25519');
   const jwk = publicKey.export({ format: 'jwk' });
   const cose = cbor(
-    new Map<number, unknown>([
-      [1, 2], // kty: EC2
-      [3, -7], // alg: ES256
-      [-1, 1], // crv: P-256
-      [-2, Buffer.from(jwk.x!, 'base64url')],
-      [-3, Buffer.from(jwk.y!, 'base64url')],
-    ]),
+    alg === 'ES256'
+      ? new Map<number, unknown>([
+          [1, 2], // kty: EC2
+          [3, -7], // alg: ES256
+          [-1, 1], // crv: P-256
+          [-2, Buffer.from(jwk.x!, 'base64url')],
+          [-3, Buffer.from(jwk.y!, 'base64url')],
+        ])
+      : new Map<number, unknown>([
+          [1, 1], // kty: OKP
+          [3, -8], // alg: EdDSA
+          [-1, 6], // crv: Ed25519
+          [-2, Buffer.from(jwk.x!, 'base64url')],
+        ]),
   );
   const credentialId = randomBytes(16);
   const clientData = (type: string, challenge: string, origin: string) => Buffer.from(JSON.stringify({ type, challenge, origin, crossOrigin: false }));
@@ -60,7 +68,9 @@ export function softwareAuthenticator(): SoftwareAuthenticator {
     assert({ challenge, origin, rpId, type = 'webauthn.get', flags = FLAG_UP | FLAG_UV, counter = 0, signWith = privateKey }) {
       const authData = Buffer.concat([rpIdHash(rpId), Buffer.from([flags]), u32(counter)]);
       const clientDataJSON = clientData(type, challenge, origin);
-      const signature = sign('sha256', Buffer.concat([authData, createHash('sha256').update(clientDataJSON).digest()]), signWith);
+      const signed = Buffer.concat([authData, createHash('sha256').update(clientDataJSON).digest()]);
+      // ES256 signs a sha256 of it (DER signature); Ed25519 signs it as it is.
+      const signature = sign(signWith.asymmetricKeyType === 'ed25519' ? null : 'sha256', signed, signWith);
       return {
         type: 'webauthn',
         credentialId: credentialId.toString('base64url'),
