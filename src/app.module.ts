@@ -1,3 +1,4 @@
+import { AttestationModule } from './attestation/attestation.module';
 import { Module } from '@nestjs/common';
 import { AuthModule } from './auth/auth.module';
 import { ConfigModule } from './config/config.module';
@@ -13,7 +14,7 @@ import { ObservabilityModule } from './observability/observability.module';
 import { ProjectsModule } from './projects/projects.module';
 
 @Module({
-  imports: [ConfigModule, EventsModule, CommandPathModule, AuthModule, TeamModule, ReviewGateModule, SessionReplayModule, CheckpointModule, ApprovalsModule, ObservabilityModule, ProjectsModule],
+  imports: [ConfigModule, EventsModule, CommandPathModule, AttestationModule, AuthModule, TeamModule, ReviewGateModule, SessionReplayModule, CheckpointModule, ApprovalsModule, ObservabilityModule, ProjectsModule],
   controllers: [HealthController],
 })
 export class AppModule {}

@@ -96,6 +96,11 @@ export class Signer {
     return new Signer(createPrivateKey(pem));
   }
 
+  /** A raw Ed25519 signature (base64) of bytes whose context the caller fixed (a bundle's). */
+  sign(bytes: Buffer): string {
+    return sign(null, bytes, this.privateKey).toString('base64');
+  }
+
   attest(type: string, data: unknown): Attestation {
     return { keyId: this.keyId, sig: sign(null, Buffer.from(attestedText(type, data)), this.privateKey).toString('base64') };
   }

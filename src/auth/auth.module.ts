@@ -7,7 +7,7 @@ import { ApiKeyGuard } from './auth.guard';
 import { ConsoleSessions } from './console-sessions';
 import { ConsoleSessionController } from './console-session.controller';
 import { ApiKeyDirectory } from './identity';
-import { AddApiKeyHandler } from './keys/add-api-key.command';
+import { AddApiKeyHandler, RegisterPublicKeyHandler, RevokePublicKeyHandler } from './keys/add-api-key.command';
 import { StoredApiKeys } from './keys/stored-api-keys';
 import { PasskeyChallenges } from './passkeys/passkey-challenges';
 import { PasskeysController } from './passkeys/passkeys.controller';
@@ -25,6 +25,8 @@ import { StreamPersonalKeys } from './passkeys/stream-personal-keys';
     // Keys added with `triad keys add`: loaded at boot, then followed from the store.
     StoredApiKeys,
     AddApiKeyHandler,
+    RegisterPublicKeyHandler,
+    RevokePublicKeyHandler,
     // Passkey enrolment (passkeys/): challenges waiting in this process, keys in the apikeys stream.
     { provide: PasskeyChallenges, useFactory: () => new PasskeyChallenges() },
     { provide: PERSONAL_KEYS, useClass: StreamPersonalKeys },

@@ -6,3 +6,9 @@ export const CurrentIdentity = createParamDecorator((_data: unknown, ctx: Execut
   const req = ctx.switchToHttp().getRequest<AuthenticatedRequest>();
   return req.identity!;
 });
+
+/** How the request's identity was proven: a console session cookie, or an API key. */
+export const CurrentCredential = createParamDecorator((_data: unknown, ctx: ExecutionContext): 'api_key' | 'console_session' => {
+  const req = ctx.switchToHttp().getRequest<AuthenticatedRequest>();
+  return req.consoleSession ? 'console_session' : 'api_key';
+});

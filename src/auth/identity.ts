@@ -60,6 +60,14 @@ export class ApiKeyDirectory {
     return this.identityOfHash(hashSecret(secret));
   }
 
+  /** The identity a name's key gives (the last one added, as `authenticate` would give it), or undefined when the name has no key. */
+  identityOf(given: string): Identity | undefined {
+    const name = normaliseName(given);
+    let found: StoredKey | undefined;
+    for (const k of this.keys) if (k.name === name) found = k;
+    return found ? { id: `user:${found.name}`, name: found.name, roles: found.roles } : undefined;
+  }
+
   /** The identity of the key with this sha256, as it is now (a console session re-checks its key on every request). */
   identityOfHash(hash: Buffer): Identity | undefined {
     let found: StoredKey | undefined;

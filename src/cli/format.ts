@@ -2,6 +2,7 @@ import type { RecordedEvent } from '../events/event-store.port';
 import type { TeamRunEvent } from '../team/domain/run-events';
 import type { ModelProvider } from '../team/models/model.port';
 import type { RunSummary } from '../team/run-summary';
+import { describeRunPin } from '../team/domain/model-pin';
 
 const short = (s: string, n = 100) => {
   const one = s.replace(/\s+/g, ' ').trim();
@@ -14,6 +15,8 @@ export function describeEvent(recorded: RecordedEvent): string | undefined {
   switch (e.type) {
     case 'RunLaunched':
       return `launched  goal: ${short(e.data.goal)} (${e.data.acceptanceCriteria.length} criteria, max ${e.data.maxIterations} iterations, provider ${e.data.provider}${e.data.sandbox?.mode === 'off' ? ', UNSANDBOXED' : ''})`;
+    case 'RunRepinned':
+      return `repinned  by ${e.data.by}: ${describeRunPin(e.data.to)}`;
     case 'PhaseStarted':
       return `phase     ${e.data.phase} — ${e.data.role}, iteration ${e.data.iteration}`;
     case 'IterationStarted':
@@ -106,6 +109,8 @@ export function describeRun(r: RunSummary): string {
     `iteration ${r.iteration} of ${r.maxIterations}`,
     `usage     ${r.usage.turns} turns, ${r.usage.inputTokens} input + ${r.usage.outputTokens} output tokens, $${r.usage.costUsd.toFixed(4)}`,
     `provider  ${r.provider}${r.provider === 'offline' ? ' (the built-in offline model)' : ''}`,
+    ...(r.pin ? [`pin       ${describeRunPin(r.pin)}`] : []),
+    ...(r.waitingFor ? [`waiting   for ${r.waitingFor}; this process does not drive it (re-pin: triad resume ${r.runId} --model <role>=<model> --endpoint <url>)`] : []),
     ...(r.sandbox ? [`sandbox   ${describeSandbox(r.sandbox)}`] : []),
     `launched  ${r.startedAt} by ${r.launchedBy}`,
     ...Object.entries(r.loops ?? {}).map(([role, l]) => `loop      ${role} ${l.strategy}${l.running && l.running !== l.strategy ? ` → ${l.running}` : ''}${l.currentStep ? `, step ${l.currentStep.index} of ${l.currentStep.of} ${l.currentStep.status}: ${short(l.currentStep.text, 80)}` : ''}${l.replans > 0 ? `, ${l.replans} replan(s)` : ''}`),
@@ -114,7 +119,7 @@ export function describeRun(r: RunSummary): string {
   if (r.endedAt) lines.push(`ended     ${r.endedAt}${r.message ? ` — ${r.message}` : ''}`);
   if (r.lastVerdict) lines.push(`verdict   ${r.lastVerdict.verdict} (iteration ${r.lastVerdict.iteration}): ${short(r.lastVerdict.summary, 120)}`);
   for (const a of r.pendingApprovals ?? []) lines.push(`approval  ${a.tool} waits for a human: triad approvals approve ${a.approvalId} (or reject --reason "…")`);
-  if (r.pendingReview) lines.push(`review    ${r.pendingReview.reviewId} is waiting for a human (not the launcher): triad review approve ${r.pendingReview.reviewId} --reason "…" --as <reviewer>`);
+  if (r.pendingReview) lines.push(`review    ${r.pendingReview.reviewId} is waiting for a human (not the launcher): TRIAD_API_KEY=<reviewer key> triad review approve ${r.pendingReview.reviewId} --reason "…"`);
   return lines.join('\n');
 }
 

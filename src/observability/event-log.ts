@@ -9,6 +9,7 @@ const LOGGED = new Set([
   'RunLaunched',
   'RunForked',
   'RunResumed',
+  'RunRepinned',
   'RunSuspended',
   'RunEnded',
   'DriverClaimed',

@@ -1,6 +1,7 @@
 import type { RecordedEvent } from '../events/event-store.port';
 import type { TeamRunEvent } from '../team/domain/run-events';
 import type { RunContext } from './replay';
+import { describeRunPin } from '../team/domain/model-pin';
 
 const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
 
@@ -64,6 +65,9 @@ export function transcript(history: RecordedEvent[], context: RunContext, untilR
         break;
       case 'ToolApprovalDecided':
         out.push(`${where} APPROVAL ${e.data.outcome} by ${e.data.decider}: ${e.data.reason}`);
+        break;
+      case 'RunRepinned':
+        out.push(`${where} REPINNED by ${e.data.by}: ${describeRunPin(e.data.from)} → ${describeRunPin(e.data.to)}`);
         break;
       case 'RunSuspended':
       case 'RunResumed':

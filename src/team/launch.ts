@@ -27,6 +27,7 @@ import {
 } from './resilience/policies';
 import { hasVisibleText } from '../shared/text';
 import { parseNetworkAllowList } from './tools/sandbox/sandbox-policy';
+import { launchPin, unservedModel, type ModelCatalogue, type ProcessModel } from './domain/model-pin';
 
 export interface LaunchRunInput {
   goal: string;
@@ -81,6 +82,11 @@ export interface LaunchContext {
   placedOn?: string;
   /** The process's sandbox: recorded with each role's network allow-list (its own, else `defaultNetwork`). */
   sandbox?: { mode: 'bubblewrap' | 'off'; defaultNetwork: readonly string[] };
+  /**
+   * The launching process's provider and endpoint, and the models it serves (absent: any name):
+   * a model it does not serve is refused, and the run is pinned to it (RunLaunched `pin`).
+   */
+  models?: { here: ProcessModel; catalogue?: ModelCatalogue };
 }
 
 /** A launch that cannot be accepted as given (beyond DTO shape checks). Maps to 400. */
@@ -155,6 +161,13 @@ export function buildRunLaunched(input: LaunchRunInput, ctx: LaunchContext): Run
   const criteria = input.acceptanceCriteria.map((c) => c.trim());
   if (criteria.some((c) => !hasVisibleText(c))) throw new InvalidLaunchError('acceptance criteria must not be blank');
   const policies = resiliencePolicies(input, ctx.defaults ?? {});
+  const models = ctx.models;
+  const unserved = models?.catalogue && unservedModel(team, policies.contextWindow?.summaryModel, models.catalogue);
+  if (unserved) {
+    throw new InvalidLaunchError(
+      `${unserved.field}: '${unserved.model}' is not served here; this server's provider ${models.here.provider} at ${models.here.endpoint} serves ${models.catalogue!.accepts}`,
+    );
+  }
   return {
     runId: ctx.runId,
     goal: input.goal.trim(),
@@ -171,6 +184,7 @@ export function buildRunLaunched(input: LaunchRunInput, ctx: LaunchContext): Run
     ...policies,
     ...(ctx.project ? { project: { ...ctx.project } } : {}),
     ...(ctx.sandbox ? { sandbox: { mode: ctx.sandbox.mode, network } } : {}),
+    ...(models ? { pin: launchPin(team, models.here) } : {}),
   };
 }
 

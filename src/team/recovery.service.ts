@@ -83,7 +83,8 @@ export class RecoveryService implements OnApplicationShutdown {
       for (const run of waiting) {
         if (!held) break;
         if (held.has(run.runId) || this.supervisor.isDriving(run.runId)) continue;
-        if (run.status === 'suspended' && !(await this.resumeSuspended(run.runId))) continue;
+        // A run pinned to another model is not resumed in this process's name: `start` leaves it to one that matches.
+        if (run.status === 'suspended' && this.supervisor.pinWait(run.pin) === undefined && !(await this.resumeSuspended(run.runId))) continue;
         candidates.push(this.supervisor.startIfLeased(run.runId).then((leased) => leased && started.push(run.runId)));
       }
       // Only the runs whose lease this process took: the others are driven by a live process.

@@ -22,7 +22,7 @@ export const DISPATCHER_SUBSCRIPTION = 'run-dispatcher';
  * timeout) decided what it waited for. A driver started on a run with nothing to do stops at once
  * and records nothing, so the rule can stay this simple.
  */
-export const WAKES_A_DRIVER = ['RunLaunched', 'RunForked', 'RunResumed', 'ReviewDecided', 'ToolApprovalDecided'] as const;
+export const WAKES_A_DRIVER = ['RunLaunched', 'RunForked', 'RunResumed', 'RunRepinned', 'ReviewDecided', 'ToolApprovalDecided'] as const;
 
 /** The run an event wakes a driver for, if any. */
 export function runToWake(event: Pick<RecordedEvent, 'type' | 'streamId'>): string | undefined {

@@ -7,6 +7,7 @@ import { initialTeamSnapshot, type TeamSnapshot } from './domain/run-state';
 import { SUB_AGENT_TERMINAL, subAgentLifecycle, type SubAgentStatus } from './domain/sub-agents';
 import type { ChosenStrategy, LoopStrategy, StepLoopState } from './domain/loop-strategy';
 import { guardEvent, newGateGuard, type GateGuard, type GateRefusal } from '../attestation/decision-gate';
+import { pinOf, type RunPin } from './domain/model-pin';
 
 /**
  * The read model of one run, folded from its events by a store subscription: what GET /v1/runs
@@ -26,6 +27,14 @@ export interface RunSummary {
   message?: string;
   launchedBy: string;
   provider: string;
+  /** Per role, the provider, model and endpoint its calls go to (domain/model-pin.ts); no endpoint: launched before pins, any endpoint of `provider`. */
+  pin: RunPin;
+  /**
+   * Set by GET /v1/runs/:id (and `runs show`) when the run needs a driver, no process holds its
+   * lease, and the answering process's model is not its pin: what it waits for, e.g.
+   * `a process with provider anthropic at https://api.anthropic.com:443`.
+   */
+  waitingFor?: string;
   /** The OS sandbox of its commands, as launched (absent: launched before the sandbox existed). `off`: unsandboxed. */
   sandbox?: { mode: 'bubblewrap' | 'off'; network: Partial<Record<RoleName, string[]>> };
   startedAt: string;
@@ -196,6 +205,7 @@ export const SUMMARY_EVENT_TYPES: readonly TeamRunEvent['type'][] = [
   'RunEnded',
   'RunSuspended',
   'RunResumed',
+  'RunRepinned',
   'ModelCallCompleted',
   'ContextCompacted',
   'ToolApprovalRequested',
@@ -234,6 +244,7 @@ export function applyToSummary(state: RunSummaryState | undefined, recorded: Rec
         maxIterations: d.maxIterations,
         launchedBy: d.launchedBy,
         provider: d.provider,
+        pin: structuredClone(pinOf(d)),
         ...(d.sandbox ? { sandbox: { mode: d.sandbox.mode, network: structuredClone(d.sandbox.network) } } : {}),
         startedAt: d.launchedAt,
         ...(d.project ? { project: { ...d.project } } : {}),
@@ -266,6 +277,9 @@ export function applyToSummary(state: RunSummaryState | undefined, recorded: Rec
       break;
     case 'RunForked':
       s.forkedFrom = event.data.parent;
+      break;
+    case 'RunRepinned':
+      s.pin = structuredClone(event.data.to);
       break;
     case 'ModelCallCompleted': {
       const u = event.data.usage;

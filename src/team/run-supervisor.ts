@@ -25,6 +25,8 @@ import type { ToolRegistry } from './tools/tool-registry';
 import { createWorkspace } from './tools/workspace';
 import { DriverFailures, FAILING_GRACE_MS } from './driver-failures';
 import { HEALTH_REGISTRY, type HealthRegistry } from '../shared/health';
+import { loadRunState } from './run-stream';
+import { matchPin, pinOf, processModelOf, type ProcessModel, type RunPin } from './domain/model-pin';
 
 /**
  * A run placed here is started without taking its lease again while this share of the TTL is left
@@ -78,6 +80,10 @@ export class RunSupervisor implements OnApplicationShutdown {
   /** Runs whose driver stopped on an error wait before they are started again automatically. */
   private readonly failures = new DriverFailures();
   private readonly wakes = new Set<NodeJS.Timeout>();
+  /** Runs left to a process matching their pin, and what each waits for (logged once per change). */
+  private readonly leftForPin = new Map<string, string>();
+  /** The provider and endpoint this process calls models with. */
+  readonly here: ProcessModel;
 
   constructor(
     @Inject(EVENT_STORE) private readonly store: EventStore,
@@ -96,6 +102,7 @@ export class RunSupervisor implements OnApplicationShutdown {
     @Inject(COMMAND_PATH) private readonly path: CommandPath,
     @Optional() @Inject(HEALTH_REGISTRY) private readonly health?: HealthRegistry,
   ) {
+    this.here = processModelOf(model);
     this.loadsPerTurn = new LoadsPerTurn(() => leases.loads(clock.now()));
     this.heartbeat = new LeaseHeartbeat({
       leases,
@@ -123,6 +130,30 @@ export class RunSupervisor implements OnApplicationShutdown {
 
   isDriving(runId: string): boolean {
     return this.drivers.has(runId);
+  }
+
+  /** What a run pinned to `pin` waits for when this process's model is not its pin; undefined when this process may drive it. */
+  pinWait(pin: RunPin): string | undefined {
+    const match = matchPin(pin, this.here);
+    return match.matches ? undefined : match.waitingFor;
+  }
+
+  /**
+   * The one check before any driver starts (dispatch, recovery, resume, the CLI's foreground
+   * drive all come through `start`): a run pinned to another provider or endpoint is left to a
+   * process that matches — no lease, no claim, no model call here. Read from the store, not a
+   * read model, so a re-pin just recorded is seen.
+   */
+  private async pinnedElsewhere(runId: string): Promise<boolean> {
+    const state = await loadRunState(this.store, runId, this.checkpoints, this.logger);
+    const waiting = state.launched && this.pinWait(pinOf(state.launched));
+    if (!waiting) {
+      this.leftForPin.delete(runId);
+      return false;
+    }
+    if (this.leftForPin.get(runId) !== waiting) this.logger.log(`run ${runId}: left to ${waiting} (this process: provider ${this.here.provider} at ${this.here.endpoint})`);
+    this.leftForPin.set(runId, waiting);
+    return true;
   }
 
   get activeCount(): number {
@@ -295,6 +326,11 @@ export class RunSupervisor implements OnApplicationShutdown {
     const done = (async () => {
       let leased = false;
       try {
+        if (await this.pinnedElsewhere(runId)) {
+          // A lease placed in this process's name (a launch handed here) is given up at once: a matching process's recovery takes the run.
+          if (leaseHeld || (await this.leases.holder(runId, this.clock.now())) === this.owner) await this.leases.release(runId, this.owner).catch(() => undefined);
+          return undefined;
+        }
         leased = leaseHeld || (await this.leases.tryAcquire(runId, this.owner, this.options.leaseTtlMs, this.clock.now()));
         leaseTaken(leased);
         if (!leased) return undefined;

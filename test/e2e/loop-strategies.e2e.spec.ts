@@ -59,7 +59,8 @@ describe('loop strategies over HTTP', () => {
   });
 
   it('a fork taken in the middle of the plan continues with the next step, with the overridden model for every call', async () => {
-    const res = await e2e.request<{ runId: string }>('POST', '/v1/runs', { body: body({ loop: { strategy: 'plan_execute', executorModel: 'worker-1' } }) });
+    // The offline model serves its own name only: the loop names it, and the fork's override must clear it.
+    const res = await e2e.request<{ runId: string }>('POST', '/v1/runs', { body: body({ loop: { strategy: 'plan_execute', executorModel: 'triad-offline-1' } }) });
     const parent = res.body.runId;
     await runUntil(parent, (r) => r.status === 'awaiting_review');
     const events = (await e2e.request<{ events: RecordedEvent[] }>('GET', `/v1/runs/${parent}/events`)).body.events;
@@ -78,6 +79,9 @@ describe('loop strategies over HTTP', () => {
     const executorModels = own.filter((e) => e.type === 'ModelCallStarted' && (e.data as { role: string }).role === 'executor').map((e) => (e.data as { model: string }).model);
     expect(executorModels.length).toBeGreaterThan(0);
     expect(new Set(executorModels)).toEqual(new Set(['triad-offline-1']));
+    const forkedView = (own.find((e) => e.type === 'RunForked')!.data as { view: { launched: { team: { executor: { model: string; loop: Record<string, unknown> } } } } }).view.launched.team.executor;
+    expect(forkedView.model).toBe('triad-offline-1');
+    expect(forkedView.loop.executorModel).toBeUndefined();
     for (const id of [parent, forked.body.runId]) await e2e.request('POST', `/v1/runs/${id}/cancel`);
   });
 

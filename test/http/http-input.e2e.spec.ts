@@ -257,7 +257,9 @@ describe('HTTP input rules', () => {
   });
 
   it('refuses body fields on a route that takes no body, accepts a bare POST on optional-body routes', async () => {
-    expectError(await server.request('POST', `/v1/runs/${runId}/resume`, { body: { force: true } }), 400, 'this route takes no body fields');
+    expectError(await server.request('POST', `/v1/runs/${runId}/wait`, { body: { force: true } }), 400, 'this route takes no body fields');
+    // Resume takes a re-pin (models, endpoint) and nothing else.
+    expectError(await server.request('POST', `/v1/runs/${runId}/resume`, { body: { force: true } }), 400, /force/);
     // Approving by JSON works, and the run goes on to the review gate.
     const approved = await server.request('POST', `/v1/approvals/${approvalId}/approve`, { as: 'bob', body: { reason: 'fine' } });
     expect(approved.status).toBe(200);

@@ -118,7 +118,8 @@ describe('placement and live text across processes sharing PostgreSQL', () => {
       TRIAD_API_KEYS: `ops:operator:${KEY}`,
       CRASH_MODE: 'http',
       CRASH_LATENCY_MS: '5-10',
-      CRASH_SLOW_MODELS: 'slow-architect=2000',
+      // The offline model serves its own model only: every run's first call is the slow one.
+      CRASH_SLOW_MODELS: 'triad-offline-1=2000',
     });
     let store: PostgresEventStore | undefined;
     try {
@@ -133,7 +134,7 @@ describe('placement and live text across processes sharing PostgreSQL', () => {
         expect(res.status).toBe(202);
         return ((await res.json()) as { runId: string }).runId;
       };
-      const first = await post({ ...launch('first, slow to plan'), team: { architect: { model: 'slow-architect' } } });
+      const first = await post(launch('first, slow to plan'));
       const second = await post(launch('second, queued'));
       const gate = async (runId: string) => (await runEvents(store!, runId)).find((e) => e.type === 'ReviewOpened');
       await waitFor('both runs at the human gate', async () => (await gate(first)) && (await gate(second)), 60_000);

@@ -1,6 +1,7 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import type { RecordedEvent, RoleName, SubAgentSummary, TeamRunEvent, TextDelta } from '../../../src/http/api-types';
 import { TEAM_RUN_EVENT_TYPES } from '../../../src/team/domain/run-events';
+import { describeRunPin } from '../../../src/team/domain/model-pin';
 import { api } from '../api';
 import { subAgentTree, type TreeNode } from '../graphs';
 import { useFreshRead } from '../use-fresh-read';
@@ -119,7 +120,18 @@ export function RunPage({ runId }: { runId: string }) {
               </>
             ) : null}
             <dt>Model</dt>
-            <dd>{run.provider === 'offline' ? 'offline model (built in, deterministic)' : run.provider}</dd>
+            <dd>
+              {run.provider === 'offline' ? 'offline model (built in, deterministic)' : run.provider}
+              {run.pin ? <div class="mono small" data-testid="run-pin">{describeRunPin(run.pin)}</div> : null}
+            </dd>
+            {run.waitingFor ? (
+              <>
+                <dt>Waiting for</dt>
+                <dd class="warn" data-testid="run-waiting-for">
+                  {run.waitingFor} — this server's model is not the run's pin, so it does not drive it; an operator may re-pin it (resume with models and an endpoint)
+                </dd>
+              </>
+            ) : null}
             {run.sandbox ? (
               <>
                 <dt>Sandbox</dt>
@@ -297,7 +309,7 @@ function TimelineItem({ e }: { e: Typed }) {
     case 'ModelCallCompleted':
       return (
         <li class="item">
-          {head(`${e.data.role} said`, `· turn ${e.data.turn} · ${fmtInt(e.data.usage.inputTokens)} in / ${fmtInt(e.data.usage.outputTokens)} out · ${fmtUsd(e.data.costUsd)} · ${e.data.durationMs} ms`)}
+          {head(`${e.data.role} said`, `· turn ${e.data.turn} · ${e.data.model}${e.data.endpoint ? ` at ${e.data.endpoint}` : ''}${e.data.requestId ? ` (${e.data.requestId})` : ''} · ${fmtInt(e.data.usage.inputTokens)} in / ${fmtInt(e.data.usage.outputTokens)} out · ${fmtUsd(e.data.costUsd)} · ${e.data.durationMs} ms`)}
           {e.data.content.map((b, i) =>
             b.type === 'text' ? (
               <div key={i} class="text">
@@ -402,6 +414,15 @@ function TimelineItem({ e }: { e: Typed }) {
       return <li class="item warn">{head('Suspended', `${e.data.reason} · ${e.data.owner}`)}</li>;
     case 'RunResumed':
       return <li class="item">{head('Resumed', `by ${e.data.by}`)}</li>;
+    case 'RunRepinned':
+      return (
+        <li class="item warn">
+          {head('Re-pinned', `by ${e.data.by}`)}
+          <p>
+            {describeRunPin(e.data.from)} → {describeRunPin(e.data.to)}
+          </p>
+        </li>
+      );
     case 'DriverClaimed':
       return <li class="item small">{head('Driver', e.data.owner)}</li>;
     case 'WorkspaceUnrecoverable':

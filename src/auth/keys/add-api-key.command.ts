@@ -5,7 +5,8 @@ import { COMMAND_PATH } from '../../events/command-path.module';
 import type { Clock } from '../../shared/ports';
 import { CLOCK } from '../../shared/system';
 import type { HumanRole } from '../identity';
-import { API_KEYS_STREAM, apiKeysStream, decideAddApiKey, parseKeyRoles, validateKeyName } from './api-key-events';
+import { API_KEYS_STREAM, apiKeysStream, decideAddApiKey, decideRegisterPublicKey, decideRevokePublicKey, parseKeyRoles, validateKeyName } from './api-key-events';
+import type { PersonalKey } from '../../attestation/personal-signature';
 import { newApiKeySecret, secretHashOf } from './api-key-secret';
 
 export class AddApiKeyCommand {
@@ -14,6 +15,25 @@ export class AddApiKeyCommand {
     readonly roles: HumanRole[],
     /** `user:<name>` adding the key. */
     readonly addedBy: string,
+    /** Public keys to register with it (the holder's SSH keys, for signing their own decisions). */
+    readonly publicKeys: PersonalKey[] = [],
+  ) {}
+}
+
+export class RegisterPublicKeyCommand {
+  constructor(
+    readonly name: string,
+    readonly key: PersonalKey,
+    readonly registeredBy: string,
+  ) {}
+}
+
+export class RevokePublicKeyCommand {
+  constructor(
+    readonly name: string,
+    readonly keyId: string,
+    readonly revokedBy: string,
+    readonly reason: string,
   ) {}
 }
 
@@ -44,9 +64,45 @@ export class AddApiKeyHandler implements ICommandHandler<AddApiKeyCommand, Added
     // Two concurrent adds: the loser folds the winner's event and decides again.
     const { events } = await this.path.handle(
       apiKeysStream(() => this.path.store.readStream(API_KEYS_STREAM)),
-      (state) => decideAddApiKey({ name: c.name, roles, secretHash, addedBy: c.addedBy, at }, state),
+      (state) => decideAddApiKey({ name: c.name, roles, secretHash, addedBy: c.addedBy, at, publicKeys: c.publicKeys }, state),
       { correlationId: `apikey-${c.name}`, actor: c.addedBy },
     );
-    return { name: events[0].data.name, roles, secret, replaced: events[0].type === 'ApiKeyReplaced' };
+    return { name: (events[0].data as { name: string }).name, roles, secret, replaced: events[0].type === 'ApiKeyReplaced' };
+  }
+}
+
+/** Appends a PublicKeyRegistered (nothing when the key is registered to that name already). */
+@CommandHandler(RegisterPublicKeyCommand)
+export class RegisterPublicKeyHandler implements ICommandHandler<RegisterPublicKeyCommand, { registered: boolean }> {
+  constructor(
+    @Inject(COMMAND_PATH) private readonly path: CommandPath,
+    @Inject(CLOCK) private readonly clock: Clock,
+  ) {}
+
+  async execute(c: RegisterPublicKeyCommand): Promise<{ registered: boolean }> {
+    const at = new Date(this.clock.now()).toISOString();
+    const { events } = await this.path.handle(
+      apiKeysStream(() => this.path.store.readStream(API_KEYS_STREAM)),
+      (state) => decideRegisterPublicKey({ name: c.name, key: c.key, registeredBy: c.registeredBy, at }, state),
+      { correlationId: `apikey-${c.name}`, actor: c.registeredBy },
+    );
+    return { registered: events.length > 0 };
+  }
+}
+
+@CommandHandler(RevokePublicKeyCommand)
+export class RevokePublicKeyHandler implements ICommandHandler<RevokePublicKeyCommand, void> {
+  constructor(
+    @Inject(COMMAND_PATH) private readonly path: CommandPath,
+    @Inject(CLOCK) private readonly clock: Clock,
+  ) {}
+
+  async execute(c: RevokePublicKeyCommand): Promise<void> {
+    const at = new Date(this.clock.now()).toISOString();
+    await this.path.handle(
+      apiKeysStream(() => this.path.store.readStream(API_KEYS_STREAM)),
+      (state) => decideRevokePublicKey({ name: c.name, keyId: c.keyId, revokedBy: c.revokedBy, reason: c.reason, at }, state),
+      { correlationId: `apikey-${c.name}`, actor: c.revokedBy },
+    );
   }
 }

@@ -3,6 +3,8 @@ import { VALID_ROLES } from '../../config/config';
 import type { HumanRole } from '../identity';
 import { normaliseName } from '../names';
 import type { StreamModel } from '../../events/command-handling';
+import { decisionTrust, type DecisionTrust } from '../../attestation/decision-trust';
+import type { PersonalKey, RegisteredPersonalKey } from '../../attestation/personal-signature';
 
 /**
  * API keys added at run time (`triad keys add`), kept in the event store so every triad process
@@ -22,9 +24,30 @@ export interface ApiKeyData {
   at: string;
 }
 
-export type ApiKeyEvent = { type: 'ApiKeyAdded'; data: ApiKeyData } | { type: 'ApiKeyReplaced'; data: ApiKeyData };
+/** A person's public key for signing their own decisions (an SSH key, a passkey), registered to their name. */
+export interface PublicKeyRegisteredData {
+  name: string;
+  key: PersonalKey;
+  /** `user:<name>` who registered it (the person, or an admin for them). */
+  registeredBy: string;
+  at: string;
+}
 
-export const API_KEY_EVENT_TYPES: ReadonlySet<string> = new Set<ApiKeyEvent['type']>(['ApiKeyAdded', 'ApiKeyReplaced']);
+export interface PublicKeyRevokedData {
+  name: string;
+  keyId: string;
+  revokedBy: string;
+  reason: string;
+  at: string;
+}
+
+export type ApiKeyEvent =
+  | { type: 'ApiKeyAdded'; data: ApiKeyData }
+  | { type: 'ApiKeyReplaced'; data: ApiKeyData }
+  | { type: 'PublicKeyRegistered'; data: PublicKeyRegisteredData }
+  | { type: 'PublicKeyRevoked'; data: PublicKeyRevokedData };
+
+export const API_KEY_EVENT_TYPES: ReadonlySet<string> = new Set<ApiKeyEvent['type']>(['ApiKeyAdded', 'ApiKeyReplaced', 'PublicKeyRegistered', 'PublicKeyRevoked']);
 
 export interface ApiKeysState {
   revision: number;
@@ -33,16 +56,26 @@ export interface ApiKeysState {
    * keep their spelling in `data.name`): a replacement supersedes the earlier one.
    */
   keys: Map<string, ApiKeyData>;
+  /** People's registered public keys, revoked ones included (with the position they were revoked at). */
+  publicKeys: RegisteredPersonalKey[];
 }
 
-export const initialApiKeysState = (): ApiKeysState => ({ revision: -1, keys: new Map() });
+export const initialApiKeysState = (): ApiKeysState => ({ revision: -1, keys: new Map(), publicKeys: [] });
 
-export function evolveApiKeys(state: ApiKeysState, event: ApiKeyEvent, revision: number): ApiKeysState {
+export function evolveApiKeys(state: ApiKeysState, event: ApiKeyEvent, revision: number, position = 0): ApiKeysState {
   state.revision = revision;
   switch (event.type) {
     case 'ApiKeyAdded':
     case 'ApiKeyReplaced':
       state.keys.set(normaliseName(event.data.name), event.data);
+      return state;
+    case 'PublicKeyRegistered': {
+      const name = normaliseName(event.data.name);
+      if (!state.publicKeys.some((k) => k.key.keyId === event.data.key.keyId && k.revokedFrom === undefined)) state.publicKeys.push({ name, key: event.data.key });
+      return state;
+    }
+    case 'PublicKeyRevoked':
+      for (const k of state.publicKeys) if (k.key.keyId === event.data.keyId && k.name === normaliseName(event.data.name)) k.revokedFrom ??= position;
       return state;
     default:
       return assertNever(event);
@@ -55,18 +88,26 @@ export function apiKeysStream(read: () => Promise<Iterable<{ type: string; data:
     streamId: API_KEYS_STREAM,
     load: async () => foldApiKeys(await read()),
     initial: initialApiKeysState,
-    evolve: (state, event) => evolveApiKeys(state, event, event.revision),
+    evolve: (state, event) => evolveApiKeys(state, event, event.revision, event.position),
   };
 }
 
-export function foldApiKeys(events: Iterable<{ type: string; data: unknown; revision: number }>): ApiKeysState {
+/**
+ * The stream's keys. Unknown types (a later version's events) are skipped rather than guessed at,
+ * and so is an event without a valid attestation: a store writer cannot add a key or a signer.
+ */
+export function foldApiKeys(events: Iterable<{ type: string; data: unknown; revision: number; position?: number }>, trust: DecisionTrust = decisionTrust()): ApiKeysState {
   const state = initialApiKeysState();
   for (const e of events) {
-    // Unknown types (a later version's events) are skipped rather than guessed at.
-    if (API_KEY_EVENT_TYPES.has(e.type)) evolveApiKeys(state, e as unknown as ApiKeyEvent, e.revision);
+    if (API_KEY_EVENT_TYPES.has(e.type) && keyEventTrusted(e, trust)) evolveApiKeys(state, e as unknown as ApiKeyEvent, e.revision, e.position);
     else state.revision = e.revision;
   }
   return state;
+}
+
+/** Whether the process may act on a key event: attested by a trusted key (or recorded before the store's signing began). */
+export function keyEventTrusted(e: { type: string; data: unknown; position?: number }, trust: DecisionTrust = decisionTrust()): boolean {
+  return trust.refusal(e.type, e.data, e.position ?? 0) === undefined;
 }
 
 /** A key name or role list that cannot be accepted. Nothing is written. */
@@ -112,6 +153,8 @@ export interface AddApiKey {
   addedBy: string;
   /** ISO time; arrives with the command. */
   at: string;
+  /** The person's public keys for signing their own decisions, registered with the key. */
+  publicKeys?: PersonalKey[];
 }
 
 /**
@@ -128,7 +171,43 @@ export function decideAddApiKey(command: AddApiKey, state: ApiKeysState): ApiKey
   parseKeyRoles(command.roles.join('+'));
   if (!SECRET_HASH.test(command.secretHash)) throw new InvalidApiKeyError('secretHash must be a sha256 hex digest');
   const data: ApiKeyData = { name, roles: [...command.roles], secretHash: command.secretHash, addedBy: command.addedBy, at: command.at };
-  return [{ type: existing ? 'ApiKeyReplaced' : 'ApiKeyAdded', data }];
+  const events: ApiKeyEvent[] = [{ type: existing ? 'ApiKeyReplaced' : 'ApiKeyAdded', data }];
+  for (const key of command.publicKeys ?? []) events.push(...decideRegisterPublicKey({ name, key, registeredBy: command.addedBy, at: command.at }, state, true));
+  return events;
+}
+
+export interface RegisterPublicKey {
+  name: string;
+  key: PersonalKey;
+  registeredBy: string;
+  at: string;
+}
+
+/** A public key that cannot be registered (already someone's). Nothing is written. */
+export class PublicKeyConflictError extends ConflictError {
+  override readonly name = 'PublicKeyConflictError';
+}
+
+/**
+ * Registers a person's public key to their name. The name must have an API key (the one the key
+ * is registered with: `added` when it is being added in the same append); a key is one person's.
+ */
+export function decideRegisterPublicKey(command: RegisterPublicKey, state: ApiKeysState, added = false): ApiKeyEvent[] {
+  const name = normaliseName(command.name);
+  if (!added && !state.keys.has(name)) throw new InvalidApiKeyError(`${command.name} has no API key: a public key is registered with one (triad keys add ${command.name} --roles … --public-key …)`);
+  const held = state.publicKeys.find((k) => k.key.keyId === command.key.keyId && k.revokedFrom === undefined);
+  if (held && held.name !== name) throw new PublicKeyConflictError(`the key ${command.key.keyId} is registered to ${held.name} already`);
+  if (held) return [];
+  return [{ type: 'PublicKeyRegistered', data: { name, key: command.key, registeredBy: command.registeredBy, at: command.at } }];
+}
+
+/** Revokes a registered key: its signatures on decisions made from now on are `revoked_signer`. */
+export function decideRevokePublicKey(command: { name: string; keyId: string; revokedBy: string; reason: string; at: string }, state: ApiKeysState): ApiKeyEvent[] {
+  const name = normaliseName(command.name);
+  if (!state.publicKeys.some((k) => k.name === name && k.key.keyId === command.keyId && k.revokedFrom === undefined)) {
+    throw new InvalidApiKeyError(`${command.name} has no registered key ${command.keyId} that is not revoked`);
+  }
+  return [{ type: 'PublicKeyRevoked', data: { name, keyId: command.keyId, revokedBy: command.revokedBy, reason: command.reason, at: command.at } }];
 }
 
 function assertNever(x: never): never {

@@ -4,7 +4,8 @@ import { Client } from 'pg';
 import type { TriadConfig } from '../../config/config';
 import { quoteIdent } from '../../shared/postgres-tables';
 import { openStorage } from '../../storage/storage';
-import { API_KEYS_STREAM, foldApiKeys } from './api-key-events';
+import { normaliseName } from '../names';
+import { API_KEYS_STREAM } from './api-key-events';
 
 /**
  * How many keys `triad keys add` has stored, read straight from the configured storage: `triad
@@ -16,7 +17,10 @@ export async function countStoredApiKeys(config: TriadConfig): Promise<number> {
   if (!(await storeExists(config))) return 0;
   const storage = await openStorage(config, { pgSchema: config.pgSchema });
   try {
-    return foldApiKeys(await storage.events.readStream(API_KEYS_STREAM)).keys.size;
+    // Names, not trusted keys: this runs before the process has its signing key, and only asks
+    // whether serving would lock everyone out. Which keys work is the app's StoredApiKeys' call.
+    const events = await storage.events.readStream(API_KEYS_STREAM);
+    return new Set(events.filter((e) => e.type === 'ApiKeyAdded' || e.type === 'ApiKeyReplaced').map((e) => normaliseName(String((e.data as { name: unknown }).name)))).size;
   } finally {
     await storage.close();
   }

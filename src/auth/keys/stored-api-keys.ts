@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { EVENT_STORE, type EventStore, type RecordedEvent, type Subscription } from '../../events/event-store.port';
 import { ApiKeyDirectory } from '../identity';
-import { API_KEY_EVENT_TYPES, API_KEYS_STREAM, type ApiKeyData } from './api-key-events';
+import { API_KEYS_STREAM, keyEventTrusted, type ApiKeyData } from './api-key-events';
 
 /** Wait before following the store again after the subscription failed. */
 const RETRY_MS = 1000;
@@ -48,8 +48,12 @@ export class StoredApiKeys implements OnModuleInit, OnApplicationShutdown {
 
   private apply(e: RecordedEvent): void {
     // The prefix filter also matches e.g. `apikeys-x`; only the stream itself holds keys.
-    if (e.streamId !== API_KEYS_STREAM || !API_KEY_EVENT_TYPES.has(e.type)) return;
+    if (e.streamId !== API_KEYS_STREAM || (e.type !== 'ApiKeyAdded' && e.type !== 'ApiKeyReplaced')) return;
     const d = e.data as ApiKeyData;
+    if (!keyEventTrusted(e)) {
+      this.logger.warn(`stored API key '${String(d.name)}' (revision ${e.revision}) has no valid attestation; ignored`);
+      return;
+    }
     const hash = Buffer.from(d.secretHash, 'hex');
     // A malformed hash would make the constant-time comparison throw on every request.
     if (hash.length !== 32) {

@@ -8,7 +8,12 @@ import { RunsProjection } from '../../team/runs.projection';
 import type { CliContext } from '../cli-context';
 import { driveHere } from '../drive-here';
 import { CliError, EXIT } from '../exit-codes';
-import { cliIdentity, decisionReason } from '../options';
+import { decisionReason } from '../options';
+import { cliDecider, withCredentialOptions } from '../decider-credential';
+import type { DecisionStatement } from '../../attestation/personal-signature';
+import { EVENT_STORE, type EventStore } from '../../events/event-store.port';
+import { approvalStatement } from '../../team/approvals/approval-decider';
+import { loadRunState } from '../../team/run-stream';
 
 /** `triad approvals list|approve|reject`: risky tool calls waiting for a human. */
 export function addApprovalsCommands(program: Command, ctx: CliContext): void {
@@ -46,36 +51,37 @@ export function addApprovalsCommands(program: Command, ctx: CliContext): void {
         );
       });
     });
-  approvals
-    .command('approve')
-    .description('let the tool call run')
-    .argument('<approvalId>')
-    .option('--reason <text>', 'why (recorded in the run)')
-    .option('--as <user>', 'decide as this user (default: TRIAD_USER or the OS account)')
+  withCredentialOptions(approvals.command('approve').description('let the tool call run (needs your API key, or your SSH signature)').argument('<approvalId>').option('--reason <text>', 'why (recorded in the run)'))
     .option('--json', 'print JSON')
     .action(async (approvalId: string, opts) => {
-      const approver = { id: cliIdentity(opts.as).id, kind: 'human' as const };
       const reason = decisionReason(opts.reason, false) ?? 'approved';
       if (!parseApprovalId(approvalId)) throw new CliError(`approval ${approvalId} not found`, EXIT.notFound);
       await withApp(async (app) => {
+        const approver = await cliDecider(app, opts, 'decideToolCalls', () => statementOfApproval(app, approvalId, 'approved', reason));
         const result = await app.get(CommandBus).execute<ApproveToolCallCommand, ApprovalResult>(new ApproveToolCallCommand(approvalId, approver, reason));
         await afterApprovalDecision(app, result, opts.json, 'approved');
       });
     });
-  approvals
-    .command('reject')
-    .description('refuse the tool call: the agent is told "rejected by user: <reason>"')
-    .argument('<approvalId>')
-    .requiredOption('--reason <text>', 'why (sent to the agent, recorded in the run)')
-    .option('--as <user>', 'decide as this user (default: TRIAD_USER or the OS account)')
+  withCredentialOptions(
+    approvals
+      .command('reject')
+      .description('refuse the tool call: the agent is told "rejected by user: <reason>" (needs your API key, or your SSH signature)')
+      .argument('<approvalId>')
+      .requiredOption('--reason <text>', 'why (sent to the agent, recorded in the run)'),
+  )
     .option('--json', 'print JSON')
     .action(async (approvalId: string, opts) => {
-      const approver = { id: cliIdentity(opts.as).id, kind: 'human' as const };
       const reason = decisionReason(opts.reason, true);
       if (!parseApprovalId(approvalId)) throw new CliError(`approval ${approvalId} not found`, EXIT.notFound);
       await withApp(async (app) => {
+        const approver = await cliDecider(app, opts, 'decideToolCalls', () => statementOfApproval(app, approvalId, 'rejected', reason));
         const result = await app.get(CommandBus).execute<RejectToolCallCommand, ApprovalResult>(new RejectToolCallCommand(approvalId, approver, reason));
         await afterApprovalDecision(app, result, opts.json, 'rejected');
       });
     });
+}
+
+/** The statement an approver signs to decide this call (as GET /v1/approvals/:id/statement gives it). */
+async function statementOfApproval(app: INestApplicationContext, approvalId: string, outcome: 'approved' | 'rejected', reason: string): Promise<DecisionStatement> {
+  return approvalStatement(await loadRunState(app.get<EventStore>(EVENT_STORE), parseApprovalId(approvalId)!.runId), approvalId, outcome, reason);
 }

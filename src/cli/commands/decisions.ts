@@ -1,5 +1,8 @@
 import { Option, type Command } from 'commander';
-import { createWriteStream, openSync } from 'node:fs';
+import { createWriteStream, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { parseSignedHeadToken } from '../../attestation/attestation';
+import { verifyBundle, type BundleVerification } from '../../attestation/bundle';
+import { webauthnVerifier } from '../../attestation/attestation.module';
 import { writeExport } from '../../review-gate/decision-log/decision-export';
 import { InvalidDecisionFilterError, parseDecisionFilter } from '../../review-gate/decision-log/decision-filter';
 import { SINCE_HASH } from '../../review-gate/decision-log/decision-log';
@@ -46,11 +49,18 @@ export function addDecisionsCommands(program: Command, { output, withApp, print 
     });
   decisions
     .command('verify')
-    .description('check the hash chain against the event store; exit 1 when a record was altered, removed, reordered or inserted')
-    .option('--since <hash>', 'also prove the log still extends this head (the hash `decisions head` gave earlier)')
+    .description('check the hash chain against the event store, and every attestation and signature; exit 1 when anything is wrong')
+    .option('--since <head>', 'also prove the log still extends this head (the token or hash `decisions head` gave earlier)')
+    .option('--bundle <file>', 'verify an exported bundle instead, with no store and no configuration')
+    .option('--trust <publicKey>', 'with --bundle: trust this server key (base64, as `decisions keys` prints it); repeatable', collect, [])
     .option('--json', 'print JSON')
     .action(async (opts) => {
-      if (opts.since !== undefined && !SINCE_HASH.test(opts.since)) throw new CliError('--since must be a record hash: 64 lowercase hex characters', EXIT.usage);
+      if (opts.bundle !== undefined) {
+        process.exitCode = await verifyBundleFile(opts.bundle, opts.since, opts.trust, opts.json, print);
+        return;
+      }
+      if (opts.trust.length > 0) throw new CliError('--trust goes with --bundle (the store is verified against the keys this server trusts)', EXIT.usage);
+      if (opts.since !== undefined && !SINCE_HASH.test(opts.since) && !parseSignedHeadToken(opts.since)) throw new CliError('--since must be a signed head (`triad decisions head` prints it) or a record hash: 64 lowercase hex characters', EXIT.usage);
       process.exitCode = await withApp(async (app) => {
         const result = await app.get(DecisionLogService).verify({ since: opts.since });
         print(opts.json, result, () => describeVerification(result));
@@ -59,19 +69,45 @@ export function addDecisionsCommands(program: Command, { output, withApp, print 
     });
   decisions
     .command('head')
-    .description('seq and hash of the last record: keep the hash to prove later (verify --since) that no record was removed')
+    .description('the last record, signed by this server: keep the token to prove later (verify --since) that nothing was rewritten or removed')
     .option('--json', 'print JSON')
     .action(async (opts) => {
       await withApp(async (app) => {
-        const head = await app.get(DecisionLogService).head();
-        print(opts.json, head, () => `${head.seq} ${head.hash}`);
+        const head = await app.get(DecisionLogService).signedHead();
+        print(opts.json, head, () => `${head.seq} ${head.hash}\nsigned by ${head.keyId} at ${head.at}: ${head.token}`);
+      });
+    });
+  decisions
+    .command('keys')
+    .description("the server signing keys this store knows (this process's own among them), with their public keys")
+    .option('--json', 'print JSON')
+    .action(async (opts) => {
+      await withApp(async (app) => {
+        const keys = await app.get(DecisionLogService).keys();
+        print(opts.json, keys, () =>
+          keys.map((k) => `${k.keyId}  ${k.trusted ? 'trusted' : 'NOT trusted here'}${k.revokedFrom !== undefined ? `, revoked from position ${k.revokedFrom}` : ''}  registered by ${k.registeredBy}${k.host ? ` on ${k.host}` : ''} at ${k.at}\n  ${k.publicKey}`).join('\n'),
+        );
       });
     });
   withDecisionFilters(decisions.command('export').description('every decision as NDJSON (default) or CSV'))
     .addOption(new Option('--format <format>', 'ndjson | csv').choices(['ndjson', 'csv']).default('ndjson'))
     .option('--out <file>', 'write to this file (default: stdout)')
+    .option('--bundle <file>', 'write the whole log as a signed, self-contained bundle an auditor verifies anywhere (`decisions verify --bundle`)')
     .action(async (opts) => {
       const filter = decisionFilter(opts);
+      if (opts.bundle !== undefined) {
+        if (Object.values(filter).some((v) => v !== undefined) || opts.out !== undefined) throw new CliError('--bundle exports the whole log: no filters, no --out', EXIT.usage);
+        await withApp(async (app) => {
+          const { text, records, head } = await app.get(DecisionLogService).exportBundle();
+          try {
+            writeFileSync(opts.bundle, text, { flag: 'wx' });
+          } catch (err) {
+            throw new CliError(`cannot write --bundle ${opts.bundle}: ${(err as NodeJS.ErrnoException).code === 'EEXIST' ? 'the file exists' : (err as Error).message}`, EXIT.usage);
+          }
+          output.err(`${records} decision(s) and their events written to ${opts.bundle}; head ${head.seq} signed by ${head.keyId}\n`);
+        });
+        return;
+      }
       await withApp(async (app) => {
         const records = await app.get(DecisionLogService).export(filter);
         if (!opts.out) {
@@ -88,4 +124,35 @@ export function addDecisionsCommands(program: Command, { output, withApp, print 
         output.err(`${n} decision(s) written to ${opts.out}\n`);
       });
     });
+}
+
+const collect = (value: string, previous: string[]) => [...previous, value];
+
+/** `decisions verify --bundle`: reads nothing but the file (no store, no configuration, no key). */
+async function verifyBundleFile(file: string, since: string | undefined, trust: string[], json: boolean, print: CliContext['print']): Promise<number> {
+  const head = since === undefined ? undefined : parseSignedHeadToken(since);
+  if (since !== undefined && !head) throw new CliError('with --bundle, --since must be a signed head token (`triad decisions head` prints it): a bare hash proves nothing about who signed it', EXIT.usage);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new CliError(`cannot read --bundle ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, EXIT.usage);
+  }
+  const result = await verifyBundle(text, { since: head, trust, webauthn: webauthnVerifier });
+  print(json, result, () => describeBundle(result));
+  return result.ok ? EXIT.ok : EXIT.failed;
+}
+
+function describeBundle(r: BundleVerification): string {
+  if (r.unreadable) return `bundle NOT verified: ${r.unreadable}`;
+  const lines: string[] = [];
+  lines.push(r.ok ? `bundle verified: ${r.records} record(s), chain intact, every attestation holds` : 'bundle NOT verified');
+  lines.push(r.trust === 'pinned' ? 'trust: pinned (the kept head’s signer or --trust keys)' : 'trust: the bundle’s own keys (consistent; pin a key with --since <signed head> or --trust to prove who signed)');
+  if (r.signature !== 'ok') lines.push(`bundle signature: ${r.signature}`);
+  if (r.chain && !r.chain.ok) lines.push(`chain: record ${r.chain.firstBadRecord?.seq} ${r.chain.firstBadRecord?.problem}: ${r.chain.firstBadRecord?.detail}`);
+  if (r.head?.problem) lines.push(`head ${r.head.seq}: ${r.head.problem}`);
+  for (const i of r.attestations?.issues.slice(0, 20) ?? []) lines.push(`${i.type} ${i.id} at position ${i.position}: ${i.of === 'person' ? "the decider's signature " : ''}${i.problem}`);
+  if (r.attestations) lines.push(`${r.attestations.checked} attested event(s) checked, ${r.attestations.personallySigned} decision(s) signed by their decider${r.attestations.beforeSigning > 0 ? `, ${r.attestations.beforeSigning} unsigned from before signing began` : ''}`);
+  if (r.since) lines.push(r.since.extends ? `the log extends the kept head ${r.since.seq} ${r.since.hash}` : `the log does NOT extend the kept head ${r.since.seq}: ${r.since.detail}`);
+  return lines.join('\n');
 }

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { EVENT_STORE, type EventStore } from '../../events/event-store.port';
 import { ForkRunCommand, validateOverrides, type ForkResult } from '../../session-replay/commands/fork-run.command';
 import { ResumeRunCommand } from '../../session-replay/commands/resume-run.command';
-import { DrivenElsewhereError } from '../../session-replay/resume-run';
+import { DrivenElsewhereError, parsePinChange } from '../../session-replay/resume-run';
 import { contextOf, replayRun } from '../../session-replay/replay';
 import { transcript } from '../../session-replay/transcript';
 import { loadRunHistory } from '../../team/run-history';
@@ -34,12 +34,22 @@ export function addReplayCommands(program: Command, ctx: CliContext): void {
 
   program
     .command('resume')
-    .description('resume a suspended or crashed run and drive it here')
+    .description('resume a suspended or crashed run and drive it here (when this process matches its pin); --model/--endpoint re-pin it first')
     .argument('<runId>')
+    .option('--model <role=model...>', "re-pin a role's model, e.g. executor=claude-opus-4-5 (repeatable)")
+    .option('--endpoint <url>', 're-pin every role to this base URL (its scheme, host and port), or offline:')
     .option('--follow', 'show events as they happen')
     .option('--as <user>', 'act as this user')
     .option('--json', 'print JSON')
     .action(async (runId: string, opts) => {
+      const models: Record<string, string> = {};
+      for (const pair of (opts.model ?? []) as string[]) {
+        const i = pair.indexOf('=');
+        if (i <= 0) throw new CliError(`--model expects role=model, got '${pair}'`, EXIT.usage);
+        models[pair.slice(0, i)] = pair.slice(i + 1);
+      }
+      // Checked before the store is opened: bad input writes nothing.
+      const repin = parsePinChange({ ...(opts.model ? { models } : {}), ...(opts.endpoint !== undefined ? { endpoint: opts.endpoint } : {}) });
       process.exitCode = await withApp((app) =>
         driveHere(ctx, app, runId, {
           follow: opts.follow,
@@ -48,7 +58,7 @@ export function addReplayCommands(program: Command, ctx: CliContext): void {
           // A lease another process holds (it drives the run, or it died and the lease has not
           // lapsed yet): waited for, then resumed as asked.
           before: () =>
-            resumeWhenFree(ctx, app, runId, () => app.get(CommandBus).execute(new ResumeRunCommand(runId, cliIdentity(opts.as))), (err) => err instanceof DrivenElsewhereError),
+            resumeWhenFree(ctx, app, runId, () => app.get(CommandBus).execute(new ResumeRunCommand(runId, cliIdentity(opts.as), repin)), (err) => err instanceof DrivenElsewhereError),
         }),
       );
     });

@@ -5,7 +5,13 @@ import { parseReviewId } from '../../team/domain/review-id';
 import { RunsProjection } from '../../team/runs.projection';
 import type { CliContext } from '../cli-context';
 import { driveHere } from '../drive-here';
-import { cliIdentity, decisionReason } from '../options';
+import { decisionReason } from '../options';
+import { cliDecider, withCredentialOptions } from '../decider-credential';
+import type { DecisionStatement } from '../../attestation/personal-signature';
+import { EVENT_STORE, type EventStore } from '../../events/event-store.port';
+import { reviewStatement, ReviewNotFoundError } from '../../review-gate/domain/review-decider';
+import { loadRunState } from '../../team/run-stream';
+import type { INestApplicationContext } from '@nestjs/common';
 
 /** `triad review list|approve|reject`: the human review gate. */
 export function addReviewCommands(program: Command, ctx: CliContext): void {
@@ -30,33 +36,35 @@ export function addReviewCommands(program: Command, ctx: CliContext): void {
         );
       });
     });
-  review
-    .command('approve')
-    .description('approve the work: the run ends COMPLETED')
-    .argument('<reviewId>')
-    .requiredOption('--reason <text>', 'why (kept in the decision log)')
-    .option('--as <user>', 'decide as this user (default: TRIAD_USER or the OS account)')
+  withCredentialOptions(
+    review
+      .command('approve')
+      .description('approve the work: the run ends COMPLETED (needs your API key, or your SSH signature)')
+      .argument('<reviewId>')
+      .requiredOption('--reason <text>', 'why (kept in the decision log)'),
+  )
     .option('--json', 'print JSON')
     .action(async (reviewId: string, opts) => {
-      const decider = { id: cliIdentity(opts.as).id, kind: 'human' as const };
       const reason = decisionReason(opts.reason, true);
       await withApp(async (app) => {
+        const decider = await cliDecider(app, opts, 'review', () => statementOfReview(app, reviewId, 'approved', reason));
         const result = await app.get(CommandBus).execute<ApproveReviewCommand, DecisionResult>(new ApproveReviewCommand(reviewId, decider, reason));
         print(opts.json, result, () => `review ${reviewId} approved: the run is ${result.runStatus}`);
       });
     });
-  review
-    .command('reject')
-    .description('reject the work: back to the executor while iterations remain, else the run ends REJECTED')
-    .argument('<reviewId>')
-    .requiredOption('--reason <text>', 'why (sent to the executor, kept in the decision log)')
-    .option('--no-rework', 'end the run REJECTED at once instead of another iteration')
-    .option('--as <user>', 'decide as this user (default: TRIAD_USER or the OS account)')
+  withCredentialOptions(
+    review
+      .command('reject')
+      .description('reject the work: back to the executor while iterations remain, else the run ends REJECTED (needs your API key, or your SSH signature)')
+      .argument('<reviewId>')
+      .requiredOption('--reason <text>', 'why (sent to the executor, kept in the decision log)')
+      .option('--no-rework', 'end the run REJECTED at once instead of another iteration'),
+  )
     .option('--json', 'print JSON')
     .action(async (reviewId: string, opts) => {
-      const decider = { id: cliIdentity(opts.as).id, kind: 'human' as const };
       const reason = decisionReason(opts.reason, true);
       await withApp(async (app) => {
+        const decider = await cliDecider(app, opts, 'review', () => statementOfReview(app, reviewId, 'rejected', reason));
         const result = await app.get(CommandBus).execute<RejectReviewCommand, DecisionResult>(new RejectReviewCommand(reviewId, decider, reason, opts.rework !== false));
         if (result.runStatus !== 'executing') {
           print(opts.json, result, () => `review ${reviewId} rejected: the run is ${result.runStatus}`);
@@ -68,4 +76,11 @@ export function addReviewCommands(program: Command, ctx: CliContext): void {
         await driveHere(ctx, app, parseReviewId(reviewId)!.runId, { json: opts.json, result });
       });
     });
+}
+
+/** The statement a reviewer signs to decide this review (as GET /v1/reviews/:id/statement gives it). */
+async function statementOfReview(app: INestApplicationContext, reviewId: string, outcome: 'approved' | 'rejected', reason: string): Promise<DecisionStatement> {
+  const runId = parseReviewId(reviewId)?.runId;
+  if (!runId) throw new ReviewNotFoundError(reviewId);
+  return reviewStatement(await loadRunState(app.get<EventStore>(EVENT_STORE), runId), reviewId, outcome, reason);
 }

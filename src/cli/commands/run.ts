@@ -46,8 +46,9 @@ export function addRunCommand(program: Command, ctx: CliContext): void {
       });
       process.exitCode = await ctx.withApp(async (app) => {
         const model = app.get<ModelProvider>(MODEL_PROVIDER);
-        if (!opts.json) output.err(`${providerLine(model)}\n`);
+        // Said once the launch is accepted: a refused launch (a model not served here) is one line.
         const result = await app.get(CommandBus).execute<LaunchRunCommand, LaunchResult>(new LaunchRunCommand(instanceToPlain(body) as LaunchRunInput, identity));
+        if (!opts.json) output.err(`${providerLine(model)}\n`);
         if (!opts.json) output.out(`run ${result.runId} accepted at ${result.acceptedAt}\n`);
         return driveHere(ctx, app, result.runId, { follow: opts.follow, json: opts.json, blankLine: true });
       });

@@ -8,9 +8,13 @@ import { parseReviewId } from '../../team/domain/review-id';
 import { runStatus } from '../../team/domain/run-state';
 import type { Clock, Ids } from '../../shared/ports';
 import { decideAtGate } from '../../team/human-decision';
+import { DecisionProofs } from '../../attestation/decision-proofs';
+import { statementText } from '../../attestation/personal-signature';
+import { loadRunState } from '../../team/run-stream';
 import {
   decideReview,
   refusedDecider,
+  reviewStatement,
   ReviewNotFoundError,
   ReviewNotPendingError,
   type Decider,
@@ -60,19 +64,36 @@ abstract class DecideReviewHandler {
     protected readonly path: CommandPath,
     protected readonly clock: Clock,
     protected readonly ids: Ids,
+    protected readonly proofs?: DecisionProofs,
   ) {}
 
-  protected async decide(reviewId: string, decider: Decider, build: (decisionId: string, at: string) => Parameters<typeof decideReview>[0]): Promise<DecisionResult> {
+  protected async decide(
+    reviewId: string,
+    decider: Decider,
+    build: (decisionId: string, at: string) => Parameters<typeof decideReview>[0],
+    said?: { outcome: 'approved' | 'rejected'; reason: string },
+  ): Promise<DecisionResult> {
     const runId = parseReviewId(reviewId)?.runId;
     if (!runId) throw new ReviewNotFoundError(reviewId);
     const decisionId = this.ids.newId();
     const at = new Date(this.clock.now()).toISOString();
     try {
+      // A personal signature is checked against the statement of the review as it waits now; the
+      // decision below must decide that same statement (else the review changed meanwhile: 409).
+      let signed: string | undefined;
+      if (said && this.proofs?.needsCheck(decider)) {
+        const statement = reviewStatement(await loadRunState(this.path.store, runId), reviewId, said.outcome, said.reason);
+        await this.proofs.check(decider, statement);
+        signed = statementText(statement);
+      }
       const { state, events } = await decideAtGate(this.path, { runId, subject: 'review', id: reviewId, actor: decider.id }, (state) => {
         // Preflight: the same rule the decider applies, checked before any decision is built.
         if (decider.kind !== 'system') {
           const rule = refusedDecider(state, reviewId, decider);
           if (rule) throw new SelfReviewError(rule);
+        }
+        if (signed !== undefined && statementText(reviewStatement(state, reviewId, said!.outcome, said!.reason)) !== signed) {
+          throw new ConflictError(`review ${reviewId} changed while its signature was checked; sign it again`);
         }
         return decideReview(build(decisionId, at), state);
       });
@@ -100,19 +121,19 @@ abstract class DecideReviewHandler {
 
 @CommandHandler(ApproveReviewCommand)
 export class ApproveReviewHandler extends DecideReviewHandler implements ICommandHandler<ApproveReviewCommand, DecisionResult> {
-  constructor(@Inject(COMMAND_PATH) path: CommandPath, @Inject(CLOCK) clock: Clock, @Inject(IDS) ids: Ids) {
-    super(path, clock, ids);
+  constructor(@Inject(COMMAND_PATH) path: CommandPath, @Inject(CLOCK) clock: Clock, @Inject(IDS) ids: Ids, @Inject(DecisionProofs) proofs: DecisionProofs) {
+    super(path, clock, ids, proofs);
   }
 
   execute(c: ApproveReviewCommand): Promise<DecisionResult> {
-    return this.decide(c.reviewId, c.decider, (decisionId, at) => ({ type: 'ApproveReview', reviewId: c.reviewId, decider: c.decider, reason: c.reason, decisionId, at }));
+    return this.decide(c.reviewId, c.decider, (decisionId, at) => ({ type: 'ApproveReview', reviewId: c.reviewId, decider: c.decider, reason: c.reason, decisionId, at }), { outcome: 'approved', reason: c.reason });
   }
 }
 
 @CommandHandler(RejectReviewCommand)
 export class RejectReviewHandler extends DecideReviewHandler implements ICommandHandler<RejectReviewCommand, DecisionResult> {
-  constructor(@Inject(COMMAND_PATH) path: CommandPath, @Inject(CLOCK) clock: Clock, @Inject(IDS) ids: Ids) {
-    super(path, clock, ids);
+  constructor(@Inject(COMMAND_PATH) path: CommandPath, @Inject(CLOCK) clock: Clock, @Inject(IDS) ids: Ids, @Inject(DecisionProofs) proofs: DecisionProofs) {
+    super(path, clock, ids, proofs);
   }
 
   execute(c: RejectReviewCommand): Promise<DecisionResult> {
@@ -124,7 +145,7 @@ export class RejectReviewHandler extends DecideReviewHandler implements ICommand
       rework: c.rework,
       decisionId,
       at,
-    }));
+    }), { outcome: 'rejected', reason: c.reason });
   }
 }
 

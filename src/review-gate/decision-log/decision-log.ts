@@ -1,4 +1,5 @@
 import { InvalidRequestError } from '../../shared/errors';
+import type { AttestationReport } from '../../attestation/attestation-check';
 import type { EventStore, RecordedEvent } from '../../events/event-store.port';
 import { hashRecord } from './chain';
 import { expectedDecision, InOrderCheck, verifyChainAsync, type ChainVerification, type ExpectedDecision } from './chain-verification';
@@ -12,6 +13,8 @@ export interface DecisionLogVerification extends ChainVerification {
   since?: SinceCheck;
   /** Streams holding decisions in which revisions are missing (events deleted). Only when some are. */
   streamGaps?: StreamGap[];
+  /** Attestations and personal signatures of every decision and key event (the served log checks them). */
+  attestations?: AttestationReport;
 }
 
 export interface SinceCheck {
@@ -24,6 +27,8 @@ export interface SinceCheck {
   head: DecisionLogHead;
   /** Why not, when it does not. */
   detail?: string;
+  /** When `since` was a signed head: what it claimed, and why its signature does not hold, if it does not. */
+  signedHead?: { seq: number; at: string; keyId: string; problem?: string };
 }
 
 export interface StreamGap {

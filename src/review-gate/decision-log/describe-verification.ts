@@ -21,6 +21,15 @@ export function describeVerification(result: DecisionLogVerification): string {
         : `the log does NOT extend ${since.hash}: ${since.detail ?? 'unknown'}; head is now record ${since.head.seq} ${since.head.hash}`,
     );
   }
-  if (result.ok && !bad) lines[0] = `decision log intact: ${result.checked} record(s) verified against the event store`;
+  const a = result.attestations;
+  if (a) {
+    for (const i of a.issues.slice(0, 20)) lines.push(`${i.type} ${i.id} at position ${i.position}: ${i.of === 'person' ? "the decider's own signature: " : ''}${i.problem}`);
+    if (a.issues.length > 20) lines.push(`… and ${a.issues.length - 20} more (--json lists them)`);
+    lines.push(
+      `${a.checked} attested event(s) checked, ${a.personallySigned} decision(s) signed by their decider` +
+        (a.beforeSigning > 0 ? `; ${a.beforeSigning} unsigned from before this store's signing began (position ${a.signingSince ?? 0})` : ''),
+    );
+  }
+  if (result.ok && !bad) lines[0] = `decision log intact: ${result.checked} record(s) verified against the event store${a ? ', every attestation holds' : ''}`;
   return lines.join('\n');
 }

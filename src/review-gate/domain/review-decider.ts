@@ -1,6 +1,7 @@
 import { ConflictError, NotFoundError } from '../../shared/errors';
 import type { RunState } from '../../team/domain/run-state';
-import type { ReviewDecidedData, TeamRunEvent } from '../../team/domain/run-events';
+import type { DecisionCredential, ReviewDecidedData, TeamRunEvent } from '../../team/domain/run-events';
+import type { DecisionStatement, PersonalSignature } from '../../attestation/personal-signature';
 import { parseReviewId } from '../../team/domain/review-id';
 import { SelfReviewError, selfReviewRule } from './self-review';
 
@@ -14,6 +15,27 @@ export interface Decider {
   /** `user:<name>`, `system`, or an agent identity. */
   id: string;
   kind: 'human' | 'system' | 'agent';
+  /** A human's proof of who they are, recorded with the decision. */
+  proof?: DecisionProof;
+}
+
+export interface DecisionProof {
+  via: DecisionCredential;
+  /** Their own signature on the decision's statement, checked by the handler before it decides. */
+  signature?: PersonalSignature;
+}
+
+/** The recorded fields of a decider's proof (none for a decider without one). */
+export function proofFields(decider: { proof?: DecisionProof }): { authenticatedBy?: DecisionCredential; signature?: PersonalSignature } {
+  const p = decider.proof;
+  if (!p) return {};
+  return { authenticatedBy: p.via, ...(p.signature ? { signature: p.signature } : {}) };
+}
+
+/** What a person signs to decide this review (attestation/personal-signature.ts). */
+export function reviewStatement(state: RunState, reviewId: string, outcome: 'approved' | 'rejected', reason: string): DecisionStatement {
+  const review = pendingReview(state, reviewId);
+  return { kind: 'review', runId: state.runId, reviewId, iteration: review.iteration, artifactHash: review.artifactHash, outcome, reason };
 }
 
 interface DecisionBase {
@@ -111,7 +133,7 @@ export function decideReview(command: ReviewCommand, state: RunState): TeamRunEv
         allowLauncherToReview: launched.reviewPolicy.allowLauncherToReview,
       });
       if (rule) throw new SelfReviewError(rule);
-      const who = { decider: command.decider.id, deciderKind: command.decider.kind === 'human' ? ('human' as const) : ('system' as const) };
+      const who = { decider: command.decider.id, deciderKind: command.decider.kind === 'human' ? ('human' as const) : ('system' as const), ...proofFields(command.decider) };
       if (command.type === 'ApproveReview') return approve({ ...base, ...who, outcome: 'approved', reason: command.reason });
       return reject({ ...base, ...who, outcome: 'rejected', reason: command.reason, rework: command.rework });
     }

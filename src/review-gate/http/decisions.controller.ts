@@ -4,7 +4,8 @@ import type { Response } from 'express';
 import { May } from '../../auth/auth.guard';
 import { CONTENT_TYPES, csvHeader, csvRow, EXPORT_FORMATS, ndjsonLine, type ExportFormat } from '../decision-log/decision-export';
 import { InvalidDecisionFilterError, parseDecisionFilter } from '../decision-log/decision-filter';
-import { SINCE_HASH, type DecisionLogVerification } from '../decision-log/decision-log';
+import type { DecisionLogVerification } from '../decision-log/decision-log';
+import type { SignedHead } from '../../attestation/attestation';
 import { DecisionLogService } from '../decision-log/decision-log.providers';
 import { DECISION_KINDS, DECISION_OUTCOMES, type DecisionLogHead } from '../decision-log/decision-record';
 
@@ -29,7 +30,8 @@ export class ListDecisionsQueryDto {
 }
 
 export class VerifyDecisionsQueryDto {
-  @IsOptional() @IsString() @Matches(SINCE_HASH, { message: 'since must be a record hash: 64 lowercase hex characters' }) since?: string;
+  /** A record hash, or a signed head's token (GET /v1/decisions/head). */
+  @IsOptional() @IsString() @Matches(/^([0-9a-f]{64}|[A-Za-z0-9_-]{16,4096})$/, { message: 'since must be a record hash (64 lowercase hex characters) or a signed head token' }) since?: string;
 }
 
 /** The decision log for auditors: read, export, verify. */
@@ -38,10 +40,19 @@ export class VerifyDecisionsQueryDto {
 export class DecisionsController {
   constructor(private readonly log: DecisionLogService) {}
 
-  /** `{seq, hash}` of the last record: keep it, and later prove the log still extends it (`verify?since=`). */
+  /**
+   * The last record's `{seq, hash}`, signed now by this server (`at`, `keyId`, `sig`), and `token`,
+   * the same as one line: keep it, and later prove the log still extends it (`verify?since=<token>`).
+   */
   @Get('head')
-  head(): Promise<DecisionLogHead> {
-    return this.log.head();
+  head(): Promise<DecisionLogHead & SignedHead & { token: string }> {
+    return this.log.signedHead();
+  }
+
+  /** The server signing keys this store knows: which are trusted here, and since when any is revoked. */
+  @Get('keys')
+  async keys() {
+    return { keys: await this.log.keys() };
   }
 
   /** `?since=<hash>`: also whether the log still extends that head (`since.extends`; unknown hash → ok false, "not found"). */

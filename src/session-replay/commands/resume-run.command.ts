@@ -8,18 +8,21 @@ import type { Clock } from '../../shared/ports';
 import { CLOCK } from '../../shared/system';
 import { RUN_LEASES, type RunLeases } from '../../team/leases/run-leases';
 import { RunSupervisor } from '../../team/run-supervisor';
-import { resumeRun, type ResumeDeps } from '../resume-run';
+import { resumeRun, type ResumeDeps, type ResumeResult } from '../resume-run';
+import type { PinChange } from '../../team/domain/model-pin';
 
 export class ResumeRunCommand {
   constructor(
     readonly runId: string,
     readonly by: Identity,
+    /** An operator's re-pin (parsePinChange), recorded as RunRepinned before the run is driven. */
+    readonly repin?: PinChange,
   ) {}
 }
 
-/** Resumes a suspended or crashed run (`resumeRun`). */
+/** Resumes a suspended or crashed run (`resumeRun`), re-pinned first when an operator asks. */
 @CommandHandler(ResumeRunCommand)
-export class ResumeRunHandler implements ICommandHandler<ResumeRunCommand, { runId: string; status: string; driver: string }> {
+export class ResumeRunHandler implements ICommandHandler<ResumeRunCommand, ResumeResult> {
   private readonly deps: ResumeDeps;
 
   constructor(
@@ -32,7 +35,7 @@ export class ResumeRunHandler implements ICommandHandler<ResumeRunCommand, { run
     this.deps = { path, checkpoints, leases, clock, supervisor };
   }
 
-  execute({ runId, by }: ResumeRunCommand) {
-    return resumeRun(this.deps, runId, by);
+  execute({ runId, by, repin }: ResumeRunCommand) {
+    return resumeRun(this.deps, runId, by, repin);
   }
 }

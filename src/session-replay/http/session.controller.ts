@@ -1,12 +1,13 @@
 import { Body, Controller, Get, HttpCode, Inject, NotFoundException, Param, Post, Query } from '@nestjs/common';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
-import { IsInt, IsObject, IsOptional, Max, Min } from 'class-validator';
+import { IsInt, IsObject, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
 import { May } from '../../auth/auth.guard';
 import { CurrentIdentity } from '../../auth/current-identity.decorator';
 import type { Identity } from '../../auth/identity';
 import { parseIntParam } from '../../team/http/runs.controller';
 import { ForkRunCommand, validateOverrides, type ForkResult } from '../commands/fork-run.command';
 import { ResumeRunCommand } from '../commands/resume-run.command';
+import { parsePinChange, type ResumeResult } from '../resume-run';
 import { GetRunContextQuery } from '../queries/get-run-context.query';
 import type { RunContext } from '../replay';
 import { EVENT_STORE, type EventStore } from '../../events/event-store.port';
@@ -27,6 +28,12 @@ export interface WorkspaceView {
   iterations: number[];
   /** Tool calls whose effects on the workspace the events do not record, by tool. */
   notReproduced: Record<string, number>;
+}
+
+/** POST /v1/runs/:id/resume: an optional re-pin (parsePinChange checks the values; no body: a plain resume). */
+export class ResumeRunDto {
+  @IsOptional() @IsObject() models?: Record<string, unknown>;
+  @IsOptional() @IsString() @MaxLength(2000) endpoint?: string;
 }
 
 export class ForkRunDto {
@@ -77,8 +84,8 @@ export class SessionController {
   @Post(':id/resume')
   @HttpCode(202)
   @May('operateRuns')
-  resume(@Param('id') id: string, @CurrentIdentity() who: Identity) {
-    return this.commands.execute(new ResumeRunCommand(id, who));
+  resume(@Param('id') id: string, @Body() body: ResumeRunDto, @CurrentIdentity() who: Identity): Promise<ResumeResult> {
+    return this.commands.execute(new ResumeRunCommand(id, who, parsePinChange(body ?? {})));
   }
 
   @Post(':id/fork')

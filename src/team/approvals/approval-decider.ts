@@ -5,6 +5,8 @@ import { hashOf } from '../../shared/canonical-json';
 import type { TeamRunEvent, ToolApprovalDecidedData } from '../domain/run-events';
 import { runStatus, terminationReason, type ApprovalRecord, type RunState } from '../domain/run-state';
 import { parseApprovalId } from './approval-id';
+import { proofFields, type DecisionProof } from '../../review-gate/domain/review-decider';
+import type { DecisionStatement } from '../../attestation/personal-signature';
 
 /**
  * Tool approvals: `decideApproval(command, runState) → events`, pure. Time arrives with the command.
@@ -16,6 +18,14 @@ export interface Approver {
   /** `user:<name>`, `system`, or an agent identity. */
   id: string;
   kind: 'human' | 'system' | 'agent';
+  /** A human's proof of who they are, recorded with the decision. */
+  proof?: DecisionProof;
+}
+
+/** What a person signs to decide this tool call (attestation/personal-signature.ts). */
+export function approvalStatement(state: RunState, approvalId: string, outcome: 'approved' | 'rejected', reason: string): DecisionStatement {
+  const r = pendingApproval(state, approvalId).requested;
+  return { kind: 'tool_approval', runId: state.runId, approvalId, inputHash: `sha256:${hashOf(r.input)}`, outcome, reason };
 }
 
 interface Base {
@@ -111,6 +121,7 @@ export function decideApproval(command: ApprovalCommand, state: RunState): TeamR
         reason: command.reason,
         decider: command.approver.id,
         deciderKind: command.approver.kind === 'system' ? 'system' : 'human',
+        ...proofFields(command.approver),
       };
       break;
     }

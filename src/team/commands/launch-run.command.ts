@@ -9,6 +9,8 @@ import { placedOn, type Placement } from '../placement';
 import { RunSupervisor } from '../run-supervisor';
 import type { LaunchPolicyDefaults } from '../resilience/policies';
 import { MODEL_PROVIDER, type ModelProvider } from '../models/model.port';
+import { catalogueOf } from '../models/model-provider.factory';
+import { processModelOf } from '../domain/model-pin';
 import type { Clock } from '../../shared/ports';
 import { DEFAULT_MODEL, LAUNCH_POLICY_DEFAULTS } from './tokens';
 import { TOOL_REGISTRY } from '../tokens';
@@ -84,6 +86,7 @@ export class LaunchRunHandler implements ICommandHandler<LaunchRunCommand, Launc
       resolveTools: (role, allowList) => this.tools.resolveRoleTools(role, allowList),
       ...(this.tools.sandbox ? { sandbox: { mode: this.tools.sandbox.settings.mode, defaultNetwork: this.tools.sandbox.settings.defaultNetwork } } : {}),
       ...(command.project ? { project: command.project } : {}),
+      models: { here: processModelOf(this.model), catalogue: catalogueOf(this.model.name) },
     };
   }
 }

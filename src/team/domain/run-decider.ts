@@ -1,6 +1,7 @@
 import { ConflictError, NotFoundError } from '../../shared/errors';
 import { TERMINAL_STATUSES, type TeamRunEvent } from './run-events';
 import { runStatus, type RunState } from './run-state';
+import { pinOf, repinned, samePin, type PinChange } from './model-pin';
 
 /**
  * What people and recovery ask of a run from outside its driver, decided on the run's folded
@@ -9,7 +10,7 @@ import { runStatus, type RunState } from './run-state';
  */
 export type RunCommand =
   | { type: 'CancelRun'; runId: string; by: string; reason?: string; at: string }
-  | { type: 'ResumeRun'; runId: string; by: string; at: string };
+  | { type: 'ResumeRun'; runId: string; by: string; at: string; repin?: PinChange };
 
 export class RunNotFoundError extends NotFoundError {
   override name = 'RunNotFoundError';
@@ -35,8 +36,16 @@ export function decideRun(command: RunCommand, state: RunState): TeamRunEvent[] 
     case 'ResumeRun': {
       if (TERMINAL_STATUSES.has(status)) throw new RunNotActiveError(`run ${command.runId} has ended (${status}); fork it to continue from a turn`);
       if (status === 'awaiting_review') throw new RunNotActiveError(`run ${command.runId} waits for a human review, not for a driver`);
-      // Only a suspended run records its resumption; any other is driven on as it stands.
-      return state.suspended ? [{ type: 'RunResumed', data: { by: command.by, at: command.at } }] : [];
+      // An operator's re-pin is recorded first (when it changes anything); only a suspended run
+      // records its resumption, any other is driven on as it stands.
+      const events: TeamRunEvent[] = [];
+      if (command.repin) {
+        const from = structuredClone(pinOf(state.launched));
+        const to = repinned(from, command.repin);
+        if (!samePin(from, to)) events.push({ type: 'RunRepinned', data: { by: command.by, from, to, at: command.at } });
+      }
+      if (state.suspended) events.push({ type: 'RunResumed', data: { by: command.by, at: command.at } });
+      return events;
     }
     default: {
       const never: never = command;

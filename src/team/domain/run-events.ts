@@ -2,7 +2,10 @@ import type { AssistantBlock, ContentBlock, RoleName, StopReason, ThinkingSettin
 import { SUB_AGENT_EVENT_TYPES, type SubAgentEvent } from './sub-agents';
 import type { FileEffect } from '../workspace/workspace-effects';
 import type { ApprovalThreshold, ContextWindowPolicy, RetryPolicy, StagnationPolicy, ToolApprovalPolicy, ToolRisk } from '../resilience/policies';
+import type { Attestation } from '../../attestation/attestation';
+import type { PersonalSignature } from '../../attestation/personal-signature';
 import type { ChosenStrategy, Complexity, LoopSettings, StepLoopState } from './loop-strategy';
+import type { RunPin } from './model-pin';
 
 /**
  * The events of one team run, all in the stream `run-<runId>`. Together they rebuild every role's
@@ -106,6 +109,12 @@ export interface RunLaunchedData {
    * commands may reach (a role absent: none). Absent on runs launched before the sandbox existed.
    */
   sandbox?: RunSandbox;
+  /**
+   * Per role, the provider, model and endpoint its calls go to (domain/model-pin.ts): only a process
+   * with that provider and endpoint drives the run. Absent on runs launched before pins existed:
+   * they are pinned to `provider` at any endpoint (`pinOf`).
+   */
+  pin?: RunPin;
 }
 
 export interface RunSandbox {
@@ -153,10 +162,24 @@ export interface ModelCallStartedData {
   at: string;
 }
 
-export interface ModelCallCompletedData {
+/**
+ * Where a model call went, on the events that record one (absent on events recorded before):
+ * the provider, its endpoint (see RolePin), the model the request named (`model` is the one the
+ * response named) and the provider's id of the request (Anthropic's `request-id`; absent for the
+ * offline model and providers that give none).
+ */
+export interface ModelCallOrigin {
+  provider?: string;
+  endpoint?: string;
+  requestedModel?: string;
+  requestId?: string;
+}
+
+export interface ModelCallCompletedData extends ModelCallOrigin {
   role: RoleName;
   turn: number;
   callId: string;
+  /** The model the response named. */
   model: string;
   content: AssistantBlock[];
   stopReason: StopReason;
@@ -270,7 +293,16 @@ export interface ReviewDecidedData {
   artifactHash: string;
   charterVersion: string;
   at: string;
+  /** How the server knew the human decider (absent: a system decision, or one recorded before this was). */
+  authenticatedBy?: DecisionCredential;
+  /** The decider's own signature on the decision's statement (attestation/personal-signature.ts). */
+  signature?: PersonalSignature;
+  /** The writing server's signature on this data (attestation/attestation.ts). */
+  attestation?: Attestation;
 }
+
+/** How a human decider proved who they are: their API key, a console session, or their own signature. */
+export type DecisionCredential = 'api_key' | 'console_session' | 'signature';
 
 /**
  * The agent repeats tool calls without progress: a corrective user message is sent with its next
@@ -298,7 +330,7 @@ export interface StagnationWarnedData {
  * messages[fromIndex, toIndex) of the conversation with one user message holding `summary`, so
  * replay rebuilds the compacted conversation exactly.
  */
-export interface ContextCompactedData {
+export interface ContextCompactedData extends ModelCallOrigin {
   role: RoleName;
   /** The turn the compaction was made for (the next call, or the call in flight). */
   turn: number;
@@ -355,6 +387,9 @@ export interface ToolApprovalDecidedData {
   inputHash?: string;
   risk?: ToolRisk;
   at: string;
+  authenticatedBy?: DecisionCredential;
+  signature?: PersonalSignature;
+  attestation?: Attestation;
 }
 
 export interface RunEndedData {
@@ -386,6 +421,17 @@ export interface RunSuspendedData {
 
 export interface RunResumedData {
   by: string;
+  at: string;
+}
+
+/**
+ * An operator changed the run's pin (`triad resume --model/--endpoint`, POST /v1/runs/:id/resume
+ * with overrides): from now on its calls go to `to`, and only a process matching it drives the run.
+ */
+export interface RunRepinnedData {
+  by: string;
+  from: RunPin;
+  to: RunPin;
   at: string;
 }
 
@@ -501,6 +547,7 @@ export type RunCoreEvent =
   | { type: 'RunEnded'; data: RunEndedData }
   | { type: 'RunSuspended'; data: RunSuspendedData }
   | { type: 'RunResumed'; data: RunResumedData }
+  | { type: 'RunRepinned'; data: RunRepinnedData }
   | { type: 'DriverClaimed'; data: DriverClaimedData }
   | { type: 'RunForked'; data: RunForkedData }
   | { type: 'StagnationWarned'; data: StagnationWarnedData }
@@ -541,6 +588,7 @@ export const TEAM_RUN_EVENT_TYPES: readonly TeamRunEventType[] = [
   'RunEnded',
   'RunSuspended',
   'RunResumed',
+  'RunRepinned',
   'DriverClaimed',
   'RunForked',
   'StagnationWarned',

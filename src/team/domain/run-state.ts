@@ -10,7 +10,9 @@ import type {
   PlanSubmittedData,
   ReviewDecidedData,
   RunForkedData,
+  RunRepinnedData,
   ReviewOpenedData,
+  RoleConfig,
   RunLaunchedData,
   RunCoreEvent,
   RunStatus,
@@ -31,6 +33,8 @@ import { recordTurn, type StagnationWindow } from '../resilience/stagnation';
 import { evolveStepLoop, newStepLoop, phaseStrategy, type ChosenStrategy, type StepLoopState } from './loop-strategy';
 import { abandonSubAgents, evolveSubAgents, subAgentTokens, type SubAgents } from './sub-agents';
 import { guardEvent, newGateGuard, type GateGuard } from '../../attestation/decision-gate';
+import { repinned } from './model-pin';
+import { ROLES } from './roles';
 
 const teamStep = pureTransition(teamRunMachine);
 const loopStep = pureTransition(agentLoopMachine);
@@ -335,6 +339,9 @@ export function evolve(state: RunState, event: TeamRunEvent, meta: { revision: n
     case 'RunResumed':
       state.suspended = false;
       break;
+    case 'RunRepinned':
+      applyRepin(state, event.data);
+      break;
     case 'DriverClaimed':
       state.driver = event.data.owner;
       break;
@@ -389,17 +396,18 @@ export function newUserMessage(state: RunState, data: ModelCallStartedData): Cha
 function applyFork(state: RunState, fork: RunForkedData): void {
   if (!state.launched) throw new Error('RunForked must follow the parent history');
   const team = structuredClone(state.launched.team);
+  const models: Partial<Record<RoleName, string>> = {};
   for (const [role, o] of Object.entries(fork.overrides.team ?? {}) as [RoleName, { model?: string; systemPrompt?: string }][]) {
     if (o.model) {
-      team[role].model = o.model;
-      // The fork's model is the role's for every call: its loop's planner and executor models too.
-      const loop = team[role].loop;
-      if (loop) team[role].loop = { strategy: loop.strategy, maxReplans: loop.maxReplans, maxPlanSteps: loop.maxPlanSteps, maxTurnsPerStep: loop.maxTurnsPerStep };
+      setRoleModel(team, role, o.model);
+      models[role] = o.model;
     }
     if (o.systemPrompt) team[role].systemPrompt = o.systemPrompt;
   }
   state.runId = fork.runId;
-  state.launched = { ...state.launched, runId: fork.runId, team, launchedBy: fork.forkedBy, launchedAt: fork.at, forkedFrom: fork.parent };
+  // A pinned parent's fork is pinned to the same provider and endpoint, with the fork's models.
+  const pin = state.launched.pin ? { pin: repinned(state.launched.pin, { models }) } : {};
+  state.launched = { ...state.launched, runId: fork.runId, team, launchedBy: fork.forkedBy, launchedAt: fork.at, forkedFrom: fork.parent, ...pin };
   state.startedAt = fork.at;
   state.forkedFrom = fork.parent;
   state.driver = undefined;
@@ -408,6 +416,21 @@ function applyFork(state: RunState, fork: RunForkedData): void {
   state.team = teamRunMachine.resolveState({ value: state.team.value, context: { ...state.team.context, runId: fork.runId } });
   const prompt = state.phase ? fork.overrides.team?.[state.phase.role]?.systemPrompt : undefined;
   if (state.phase && prompt) state.phase = { ...state.phase, system: prompt };
+}
+
+/** A role's model, for every call of the role: its loop's planner and executor models give way to it. */
+function setRoleModel(team: Record<RoleName, RoleConfig>, role: RoleName, model: string): void {
+  team[role].model = model;
+  const loop = team[role].loop;
+  if (loop) team[role].loop = { strategy: loop.strategy, maxReplans: loop.maxReplans, maxPlanSteps: loop.maxPlanSteps, maxTurnsPerStep: loop.maxTurnsPerStep };
+}
+
+/** An operator's re-pin: the new pin, and each role whose model it changes calls that model from now on. */
+function applyRepin(state: RunState, repin: RunRepinnedData): void {
+  if (!state.launched) return;
+  const team = structuredClone(state.launched.team);
+  for (const role of ROLES) if (repin.to[role].model !== team[role].model) setRoleModel(team, role, repin.to[role].model);
+  state.launched = { ...state.launched, team, pin: repin.to };
 }
 
 export function toolResultBlock(done: ToolCallCompletedData): ToolResultBlock {

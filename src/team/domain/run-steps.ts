@@ -12,7 +12,7 @@ import { charterVersion } from './charter';
 import { loopToolEvents, stageMessage } from './loop-strategy';
 import type { NextAction } from './next-action';
 import { reviewIdOf } from './review-id';
-import { agentIdentity, STATUS_OF_REASON, type ModelCallFailedData, type ModelCallStartedData, type TeamRunEvent, type ToolApprovalDecidedData } from './run-events';
+import { agentIdentity, STATUS_OF_REASON, type ModelCallFailedData, type ModelCallOrigin, type ModelCallStartedData, type TeamRunEvent, type ToolApprovalDecidedData } from './run-events';
 import type { RunState } from './run-state';
 
 /**
@@ -210,7 +210,7 @@ export function modelCallStarted(step: CallModelStep, call: { callId: string; mo
   };
 }
 
-export function modelCallCompleted(step: CallModelStep, callId: string, response: ModelResponse, durationMs: number): TeamRunEvent {
+export function modelCallCompleted(step: CallModelStep, callId: string, response: ModelResponse, durationMs: number, origin: ModelCallOrigin = {}): TeamRunEvent {
   return {
     type: 'ModelCallCompleted',
     data: {
@@ -218,6 +218,7 @@ export function modelCallCompleted(step: CallModelStep, callId: string, response
       turn: step.turn,
       callId,
       model: response.model,
+      ...origin,
       content: response.content,
       stopReason: response.stopReason,
       usage: response.usage,
@@ -408,7 +409,7 @@ export function archivedMessages(state: RunState, step: CompactStep): ChatMessag
 }
 
 /** The summary model's answer, or why there is none. */
-export type SummaryOutcome = { ok: true; text: string; response: ModelResponse } | { ok: false; error: string };
+export type SummaryOutcome = { ok: true; text: string; response: ModelResponse; origin?: ModelCallOrigin } | { ok: false; error: string };
 
 /** The compaction, with the model's summary or, when summarising failed, each archived message cut short. */
 export function contextCompacted(state: RunState, step: CompactStep, outcome: SummaryOutcome, at: string): TeamRunEvent {
@@ -426,7 +427,7 @@ export function contextCompacted(state: RunState, step: CompactStep, outcome: Su
       method: outcome.ok ? 'model' : 'truncate',
       reason: step.reason,
       ...(outcome.ok
-        ? { model: outcome.response.model, usage: outcome.response.usage, costUsd: costOf(outcome.response.model, outcome.response.usage) }
+        ? { model: outcome.response.model, ...outcome.origin, usage: outcome.response.usage, costUsd: costOf(outcome.response.model, outcome.response.usage) }
         : { error: outcome.error }),
       tokensBefore: plan.tokensBefore,
       tokensAfter: plan.tokensAfter - SUMMARY_RESERVE_TOKENS + summaryTokens,

@@ -1,5 +1,5 @@
 import type { AssistantBlock, ChatMessage, ContentBlock, RoleName, StopReason, ToolResultBlock, ToolUseBlock, Usage } from '../models/model.port';
-import type { ToolCallCompletedData } from './run-events';
+import type { ModelCallOrigin, ToolCallCompletedData } from './run-events';
 
 /**
  * Sub-agents: the pure core. An agent of a run (the executor, or a sub-agent itself) delegates a
@@ -85,10 +85,11 @@ export interface SubAgentStartedData {
 }
 
 /** One model turn of a sub-agent: its request's new content (tool results are referenced) and the response. */
-export interface SubAgentModelCalledData {
+export interface SubAgentModelCalledData extends ModelCallOrigin {
   path: string;
   turn: number;
   callId: string;
+  /** The model the response named. */
   model: string;
   /** Content after the tool results that open the new user message (the task, on the first turn). */
   content: ContentBlock[];

@@ -1,6 +1,7 @@
 import type { ModelRequest } from '../models/model.port';
 import type { NextAction } from '../domain/next-action';
 import { archivedMessages, contextCompacted, type SummaryOutcome } from '../domain/run-steps';
+import { callOrigin } from '../domain/model-pin';
 import { renderForSummary, SUMMARY_MAX_OUTPUT_TOKENS, SUMMARY_SYSTEM_PROMPT } from '../resilience/context-window';
 import { deadlineOf, isoNow, underRunSignal, type StepContext } from './step-context';
 
@@ -30,7 +31,7 @@ export async function compactContext(ctx: StepContext, step: Extract<NextAction,
         .join('\n')
         .trim();
       if (text === '') return { ok: false, error: 'the summary model returned no text' };
-      return { ok: true, text, response };
+      return { ok: true, text, response, origin: callOrigin(deps.model, request.model, response) };
     } catch (err) {
       return { ok: false, error: (err as Error)?.message ?? String(err) };
     }

@@ -7,6 +7,7 @@ import { redactAnswer } from '../tools/tool-registry';
 import { decideModelFailure, modelCallCompleted, modelCallStarted } from '../domain/run-steps';
 import type { TeamRunEvent } from '../domain/run-events';
 import { newUserMessage } from '../domain/run-state';
+import { callOrigin } from '../domain/model-pin';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../resilience/policies';
 import { deadlineOf, isoNow, type StepContext } from './step-context';
 
@@ -76,7 +77,7 @@ export async function takeModelTurn(ctx: StepContext, step: Extract<NextAction, 
     // Recorded even if the driver is stopped meanwhile: a recorded response is never asked for again.
     await deps.fairShare?.turn();
     try {
-      await ctx.append([...pending, modelCallCompleted(step, callId!, response, durationMs)]);
+      await ctx.append([...pending, modelCallCompleted(step, callId!, response, durationMs, callOrigin(deps.model, model, response))]);
       return;
     } catch (err) {
       // Nothing was written: the call's start goes with the failure recorded instead.

@@ -4,7 +4,8 @@ import { costOf } from '../models/pricing';
 import type { ToolOutcome } from '../tools/tool.port';
 import { redactAnswer } from '../tools/tool-registry';
 import { totalTokens } from '../domain/run-state';
-import type { TeamRunEvent } from '../domain/run-events';
+import type { ModelCallOrigin, TeamRunEvent } from '../domain/run-events';
+import { callOrigin } from '../domain/model-pin';
 import { completedCallData } from '../domain/run-steps';
 import {
   decideSpawn,
@@ -265,7 +266,7 @@ async function callSubAgentModel(
     }
     if (!failure) {
       try {
-        await ctx.append([modelCalled(ctx, s.path, step, response!, deps.clock.now() - started)]);
+        await ctx.append([modelCalled(ctx, s.path, step, response!, deps.clock.now() - started, callOrigin(deps.model, model, response!))]);
         return 'recorded';
       } catch (err) {
         // Nothing was written: an answer too large for one event is a failed call, asked for again.
@@ -286,7 +287,7 @@ async function callSubAgentModel(
   }
 }
 
-function modelCalled(ctx: StepContext, path: string, step: { turn: number; content: ContentBlock[] }, response: ModelResponse, durationMs: number): TeamRunEvent {
+function modelCalled(ctx: StepContext, path: string, step: { turn: number; content: ContentBlock[] }, response: ModelResponse, durationMs: number, origin: ModelCallOrigin): TeamRunEvent {
   const { deps } = ctx;
   return {
     type: 'SubAgentModelCalled',
@@ -295,6 +296,7 @@ function modelCalled(ctx: StepContext, path: string, step: { turn: number; conte
       turn: step.turn,
       callId: deps.ids.newId(),
       model: response.model,
+      ...origin,
       content: step.content,
       response: response.content,
       stopReason: response.stopReason,

@@ -28,6 +28,7 @@ import {
   type ToolSpec,
   type Usage,
 } from './model.port';
+import { endpointOf } from '../domain/model-pin';
 import { decodeMachineText, encodeMachineText, toMachineText } from '../../shared/text';
 
 export interface AnthropicProviderOptions {
@@ -56,6 +57,8 @@ const DEFAULT_TIMEOUT_MS = 300_000;
  */
 export class AnthropicModelProvider implements ModelProvider {
   readonly name = 'anthropic';
+  /** The scheme, host and port of the base URL the client sends to (the run's pin names it). */
+  readonly endpoint: string;
   private readonly client: Anthropic;
   private readonly apiKey: string;
   private readonly timeoutMs: number;
@@ -76,6 +79,7 @@ export class AnthropicModelProvider implements ModelProvider {
       // The SDK logs unparseable stream data to the console; we report it as a ModelError instead.
       logLevel: 'off',
     });
+    this.endpoint = endpointOf(this.client.baseURL) ?? this.client.baseURL;
   }
 
   async complete(request: ModelRequest): Promise<ModelResponse> {
@@ -98,7 +102,10 @@ export class AnthropicModelProvider implements ModelProvider {
     const accumulator = new StreamAccumulator(request.model, request.onTextDelta);
     try {
       armIdleTimer();
-      const stream = await this.client.messages.create(toParams(request, { cache: this.promptCaching }), { signal: controller.signal, timeout: this.timeoutMs });
+      const { data: stream, request_id: requestId } = await this.client.messages
+        .create(toParams(request, { cache: this.promptCaching }), { signal: controller.signal, timeout: this.timeoutMs })
+        .withResponse();
+      if (requestId) accumulator.requestId = requestId;
       for await (const event of stream) {
         armIdleTimer();
         accumulator.add(event);
@@ -275,6 +282,8 @@ class StreamAccumulator {
   private stopReason: StopReason | null = null;
   private readonly usage: Usage = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
   private readonly blocks = new Map<number, OpenBlock>();
+  /** The response's `request-id` header. */
+  requestId?: string;
 
   constructor(
     requestedModel: string,
@@ -376,7 +385,9 @@ class StreamAccumulator {
       if (block.type === 'redacted_thinking') content.push({ type: 'redacted_thinking', data: block.text });
     }
     // Model text enters the domain as machine text (NUL and lone surrogates escaped, losslessly).
-    return toMachineText({ model: this.model, content, stopReason: this.stopReason ?? 'end_turn', usage: { ...this.usage } });
+    const response = toMachineText({ model: this.model, content, stopReason: this.stopReason ?? 'end_turn', usage: { ...this.usage } });
+    // A header the server chose: kept only when it looks like an id (it is recorded in the run's events).
+    return this.requestId !== undefined && /^[\x21-\x7e]{1,200}$/.test(this.requestId) ? { ...response, requestId: this.requestId } : response;
   }
 
   private applyUsage(usage: {

@@ -1,4 +1,5 @@
 import type { TriadConfig } from '../../config/config';
+import type { ModelCatalogue } from '../domain/model-pin';
 import type { ModelProvider } from './model.port';
 import { OFFLINE_MODEL_ID, OfflineModelProvider } from './offline.model';
 
@@ -26,4 +27,18 @@ export async function createModelProvider(
     };
   }
   return { provider: new OfflineModelProvider({ latencyMs: config.offlineLatencyMs }), defaultModel: OFFLINE_MODEL_ID };
+}
+
+/** Claude model ids and aliases (`claude-sonnet-4-6`, `claude-opus-4-1-20250805`). */
+const CLAUDE_MODEL = /^claude-[a-z0-9][a-z0-9.-]*$/;
+
+/**
+ * The models a provider serves, as far as triad knows its names: Claude's for `anthropic`, its own
+ * for the offline model (which never answers for another). Undefined for a provider whose names
+ * triad does not know (the scripted test double): any name passes.
+ */
+export function catalogueOf(provider: string): ModelCatalogue | undefined {
+  if (provider === 'anthropic') return { serves: (model) => CLAUDE_MODEL.test(model), accepts: 'Claude models (claude-...)' };
+  if (provider === 'offline') return { serves: (model) => model === OFFLINE_MODEL_ID, accepts: `the offline model ${OFFLINE_MODEL_ID}` };
+  return undefined;
 }

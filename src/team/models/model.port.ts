@@ -98,11 +98,18 @@ export interface ModelResponse {
   content: AssistantBlock[];
   stopReason: StopReason;
   usage: Usage;
+  /** The provider's id of the request (Anthropic's `request-id` header), when it gives one. */
+  requestId?: string;
 }
 
 export interface ModelProvider {
   /** `anthropic`, `offline`, `scripted`... Printed and served so users know what produced output. */
   readonly name: string;
+  /**
+   * Where its calls go: the scheme, host and port of its base URL (domain/model-pin.ts endpointOf).
+   * Absent: `<name>:`, a provider with no network (see `processModelOf`).
+   */
+  readonly endpoint?: string;
   complete(request: ModelRequest): Promise<ModelResponse>;
   /**
    * The input tokens the request would use, counted by the provider (Anthropic's token-counting

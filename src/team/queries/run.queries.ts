@@ -3,6 +3,10 @@ import { QueryHandler, type IQueryHandler } from '@nestjs/cqrs';
 import type { RunStatus } from '../domain/run-events';
 import type { RunSummary } from '../run-summary';
 import { RunsProjection } from '../runs.projection';
+import { RunSupervisor } from '../run-supervisor';
+
+/** Statuses in which a run needs a driver (not ended, not waiting for a human). */
+const NEEDS_A_DRIVER: ReadonlySet<RunStatus> = new Set(['queued', 'planning', 'executing', 'reviewing', 'suspended']);
 
 export class GetRunQuery {
   constructor(readonly runId: string) {}
@@ -17,13 +21,19 @@ export class ListRunsQuery {
 
 @QueryHandler(GetRunQuery)
 export class GetRunHandler implements IQueryHandler<GetRunQuery, RunSummary> {
-  constructor(private readonly runs: RunsProjection) {}
+  constructor(
+    private readonly runs: RunsProjection,
+    private readonly supervisor: RunSupervisor,
+  ) {}
 
+  /** The run; with `waitingFor` when it needs a driver, no process holds its lease, and this process's model is not its pin. */
   async execute({ runId }: GetRunQuery): Promise<RunSummary> {
     await this.runs.catchUp();
     const run = this.runs.get(runId);
     if (!run) throw new RunNotFoundError(runId);
-    return run;
+    const waitingFor = NEEDS_A_DRIVER.has(run.status) ? this.supervisor.pinWait(run.pin) : undefined;
+    if (!waitingFor || (await this.supervisor.drivenElsewhere(runId)) !== undefined) return run;
+    return { ...run, waitingFor };
   }
 }
 

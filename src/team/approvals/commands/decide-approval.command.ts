@@ -6,7 +6,12 @@ import { CLOCK } from '../../../shared/system';
 import { runStatus } from '../../domain/run-state';
 import type { Clock } from '../../../shared/ports';
 import { decideAtGate } from '../../human-decision';
+import { DecisionProofs } from '../../../attestation/decision-proofs';
+import { statementText } from '../../../attestation/personal-signature';
+import { ConflictError } from '../../../shared/errors';
+import { loadRunState } from '../../run-stream';
 import {
+  approvalStatement,
   ApprovalNotFoundError,
   decideApproval,
   pendingApproval,
@@ -56,11 +61,19 @@ abstract class DecideApprovalHandler {
   constructor(
     protected readonly path: CommandPath,
     protected readonly clock: Clock,
+    protected readonly proofs?: DecisionProofs,
   ) {}
 
-  protected async decide(approvalId: string, approver: Approver, build: (at: string, nowMs: number) => ApprovalCommand): Promise<ApprovalResult> {
+  protected async decide(approvalId: string, approver: Approver, build: (at: string, nowMs: number) => ApprovalCommand, said?: { outcome: 'approved' | 'rejected'; reason: string }): Promise<ApprovalResult> {
     const runId = parseApprovalId(approvalId)?.runId;
     if (!runId) throw new ApprovalNotFoundError(approvalId);
+    // A personal signature is checked against the call as it waits now (see DecideReviewHandler).
+    let signed: string | undefined;
+    if (said && this.proofs?.needsCheck(approver)) {
+      const statement = approvalStatement(await loadRunState(this.path.store, runId), approvalId, said.outcome, said.reason);
+      await this.proofs.check(approver, statement);
+      signed = statementText(statement);
+    }
     const nowMs = this.clock.now();
     const command = build(new Date(nowMs).toISOString(), nowMs);
     const { state, events } = await decideAtGate(this.path, { runId, subject: 'approval', id: approvalId, actor: approver.id }, (state) => {
@@ -69,6 +82,9 @@ abstract class DecideApprovalHandler {
       if (approver.kind !== 'system') {
         const rule = refusedApprover(state, approver);
         if (rule) throw new SelfApprovalError(rule);
+      }
+      if (signed !== undefined && statementText(approvalStatement(state, approvalId, said!.outcome, said!.reason)) !== signed) {
+        throw new ConflictError(`approval ${approvalId} changed while its signature was checked; sign it again`);
       }
       return decideApproval(command, state);
     });
@@ -79,23 +95,23 @@ abstract class DecideApprovalHandler {
 
 @CommandHandler(ApproveToolCallCommand)
 export class ApproveToolCallHandler extends DecideApprovalHandler implements ICommandHandler<ApproveToolCallCommand, ApprovalResult> {
-  constructor(@Inject(COMMAND_PATH) path: CommandPath, @Inject(CLOCK) clock: Clock) {
-    super(path, clock);
+  constructor(@Inject(COMMAND_PATH) path: CommandPath, @Inject(CLOCK) clock: Clock, @Inject(DecisionProofs) proofs: DecisionProofs) {
+    super(path, clock, proofs);
   }
 
   execute(c: ApproveToolCallCommand): Promise<ApprovalResult> {
-    return this.decide(c.approvalId, c.approver, (at) => ({ type: 'ApproveToolCall', approvalId: c.approvalId, approver: c.approver, reason: c.reason, at }));
+    return this.decide(c.approvalId, c.approver, (at) => ({ type: 'ApproveToolCall', approvalId: c.approvalId, approver: c.approver, reason: c.reason, at }), { outcome: 'approved', reason: c.reason });
   }
 }
 
 @CommandHandler(RejectToolCallCommand)
 export class RejectToolCallHandler extends DecideApprovalHandler implements ICommandHandler<RejectToolCallCommand, ApprovalResult> {
-  constructor(@Inject(COMMAND_PATH) path: CommandPath, @Inject(CLOCK) clock: Clock) {
-    super(path, clock);
+  constructor(@Inject(COMMAND_PATH) path: CommandPath, @Inject(CLOCK) clock: Clock, @Inject(DecisionProofs) proofs: DecisionProofs) {
+    super(path, clock, proofs);
   }
 
   execute(c: RejectToolCallCommand): Promise<ApprovalResult> {
-    return this.decide(c.approvalId, c.approver, (at) => ({ type: 'RejectToolCall', approvalId: c.approvalId, approver: c.approver, reason: c.reason, at }));
+    return this.decide(c.approvalId, c.approver, (at) => ({ type: 'RejectToolCall', approvalId: c.approvalId, approver: c.approver, reason: c.reason, at }), { outcome: 'rejected', reason: c.reason });
   }
 }
 

@@ -1,0 +1,168 @@
+import type { ModelProvider, ModelResponse, RoleName } from '../models/model.port';
+import { ROLES } from './roles';
+import type { ModelCallOrigin, RoleConfig, RunLaunchedData } from './run-events';
+
+/**
+ * A run's pin: per role, the provider, the model and the endpoint its calls go to, recorded at
+ * launch (RunLaunched `pin`) and changed only by an operator (RunRepinned). A process drives a run
+ * only when its own provider and endpoint are the pin's (`matchPin`): whichever process picks a run
+ * up does not decide where its conversation goes, nor which model's work a human approves.
+ *
+ * `endpoint`: the scheme, host and port of the provider's base URL (`https://api.anthropic.com:443`),
+ * never a key, a path or a query; a provider with no network has `<name>:` (`offline:`). Absent only
+ * in the pin of a run launched before pins were recorded (`pinOf`): any endpoint of its provider.
+ */
+export interface RolePin {
+  provider: string;
+  model: string;
+  endpoint?: string;
+}
+
+export type RunPin = Record<RoleName, RolePin>;
+
+/** What a process calls models with: its provider and that provider's endpoint. */
+export interface ProcessModel {
+  provider: string;
+  endpoint: string;
+}
+
+/** The provider and endpoint a process calls models with: `<name>:` for a provider with no endpoint (no network). */
+export function processModelOf(provider: Pick<ModelProvider, 'name' | 'endpoint'>): ProcessModel {
+  return { provider: provider.name, endpoint: provider.endpoint ?? `${provider.name}:` };
+}
+
+/** What a model call's event records of where it went (see ModelCallOrigin). */
+export function callOrigin(provider: Pick<ModelProvider, 'name' | 'endpoint'>, requestedModel: string, response: Pick<ModelResponse, 'requestId'>): ModelCallOrigin {
+  const here = processModelOf(provider);
+  return { provider: here.provider, endpoint: here.endpoint, requestedModel, ...(response.requestId !== undefined ? { requestId: response.requestId } : {}) };
+}
+
+/**
+ * The run's pin: the recorded one, or, for a run launched before pins were, the provider its
+ * RunLaunched names with each role's model and no endpoint (any endpoint of that provider).
+ */
+export function pinOf(launched: Pick<RunLaunchedData, 'pin' | 'provider' | 'team'>): RunPin {
+  if (launched.pin) return launched.pin;
+  const pin = {} as RunPin;
+  for (const role of ROLES) pin[role] = { provider: launched.provider, model: launched.team[role].model };
+  return pin;
+}
+
+/** A launch's pin: every role on the launching process's provider and endpoint, with its own model. */
+export function launchPin(team: Record<RoleName, Pick<RoleConfig, 'model'>>, here: ProcessModel): RunPin {
+  const pin = {} as RunPin;
+  for (const role of ROLES) pin[role] = { provider: here.provider, model: team[role].model, endpoint: here.endpoint };
+  return pin;
+}
+
+export type PinMatch = { matches: true } | { matches: false; role: RoleName; wants: RolePin; waitingFor: string };
+
+/**
+ * Whether a process may drive a run pinned to `pin`: every role's provider is the process's, and
+ * so is its endpoint (when the pin has one). Pure: the one comparison every path to a driver uses.
+ */
+export function matchPin(pin: RunPin, here: ProcessModel): PinMatch {
+  for (const role of ROLES) {
+    const wants = pin[role];
+    if (wants.provider !== here.provider || (wants.endpoint !== undefined && wants.endpoint !== here.endpoint)) {
+      return { matches: false, role, wants, waitingFor: waitingFor(pin) };
+    }
+  }
+  return { matches: true };
+}
+
+/** What a run pinned to `pin` waits for: "a process with provider anthropic at https://host:443". */
+export function waitingFor(pin: RunPin): string {
+  const wanted = [...new Set(ROLES.map((role) => describePin(pin[role])))];
+  return wanted.length === 1 ? `a process with ${wanted[0]}` : `processes with ${wanted.join(' and ')} (no one process serves them all: re-pin the run)`;
+}
+
+/** A pin in one line: each role's model, then where they go ("provider anthropic at https://host:443"). */
+export function describeRunPin(pin: RunPin): string {
+  const models = ROLES.map((role) => `${role} ${pin[role].model}`).join(', ');
+  const where = [...new Set(ROLES.map((role) => describePin(pin[role])))].join('; ');
+  return `${models} — ${where}`;
+}
+
+function describePin(p: RolePin): string {
+  return `provider ${p.provider} at ${p.endpoint ?? 'any endpoint'}`;
+}
+
+/**
+ * The endpoint of a base URL: its scheme, host and port (the scheme's default when none is
+ * given), without credentials, path or query. `<name>:` (no host) stands for a provider with no
+ * network. Undefined for what is neither.
+ */
+export function endpointOf(baseUrl: string): string | undefined {
+  const named = /^([a-z][a-z0-9-]*):?$/i.exec(baseUrl.trim());
+  if (named && !/^https?$/i.test(named[1])) return `${named[1].toLowerCase()}:`;
+  let url: URL;
+  try {
+    url = new URL(baseUrl.trim());
+  } catch {
+    return undefined; // not a URL: the caller says what it expected
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return undefined;
+  if (url.hostname === '') return undefined;
+  const port = url.port || (url.protocol === 'https:' ? '443' : '80');
+  return `${url.protocol}//${url.hostname.toLowerCase()}:${port}`;
+}
+
+/**
+ * The provider an endpoint belongs to: a network endpoint is the Messages API's (`anthropic`, the
+ * one network provider triad speaks); `<name>:` is the provider `name` (`offline:`).
+ */
+export function providerOfEndpoint(endpoint: string): string {
+  return endpoint.startsWith('http://') || endpoint.startsWith('https://') ? 'anthropic' : endpoint.slice(0, -1);
+}
+
+/** An operator's change of a run's pin: new models for some roles, a new endpoint for all. */
+export interface PinChange {
+  models?: Partial<Record<RoleName, string>>;
+  /** Already normalised by `endpointOf`; its provider is `providerOfEndpoint(endpoint)`. */
+  endpoint?: string;
+}
+
+/** The pin after a change. */
+export function repinned(pin: RunPin, change: PinChange): RunPin {
+  const next = {} as RunPin;
+  for (const role of ROLES) {
+    const was = pin[role];
+    next[role] = {
+      provider: change.endpoint !== undefined ? providerOfEndpoint(change.endpoint) : was.provider,
+      model: change.models?.[role] ?? was.model,
+      ...(change.endpoint !== undefined ? { endpoint: change.endpoint } : was.endpoint !== undefined ? { endpoint: was.endpoint } : {}),
+    };
+  }
+  return next;
+}
+
+export function samePin(a: RunPin, b: RunPin): boolean {
+  return ROLES.every((role) => a[role].provider === b[role].provider && a[role].model === b[role].model && a[role].endpoint === b[role].endpoint);
+}
+
+/** The models a provider serves, as far as triad knows them; undefined: any name (a test double). */
+export interface ModelCatalogue {
+  serves(model: string): boolean;
+  /** What is accepted, in words for an error message. */
+  accepts: string;
+}
+
+/** The first model of a team (role, loop and summary models) that `catalogue` does not serve, with where it is named. */
+export function unservedModel(
+  team: Record<RoleName, Pick<RoleConfig, 'model' | 'loop'>>,
+  summaryModel: string | undefined,
+  catalogue: ModelCatalogue,
+): { field: string; model: string } | undefined {
+  for (const role of ROLES) {
+    const cfg = team[role];
+    const named: Array<[string, string | undefined]> = [
+      [`team.${role}.model`, cfg.model],
+      [`team.${role}.loop.plannerModel`, cfg.loop?.plannerModel],
+      [`team.${role}.loop.executorModel`, cfg.loop?.executorModel],
+    ];
+    for (const [field, model] of named) if (model !== undefined && !catalogue.serves(model)) return { field, model };
+  }
+  if (summaryModel !== undefined && !catalogue.serves(summaryModel)) return { field: 'contextWindow.summaryModel', model: summaryModel };
+  return undefined;
+}

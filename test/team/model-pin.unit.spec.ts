@@ -1,0 +1,153 @@
+import { endpointOf, launchPin, matchPin, pinOf, repinned, waitingFor, type PinChange, type RunPin } from '../../src/team/domain/model-pin';
+import { decideRun, RunNotActiveError, type RunCommand } from '../../src/team/domain/run-decider';
+import type { RunLaunchedData, TeamRunEvent } from '../../src/team/domain/run-events';
+import { evolve, initialRunState, type RunState } from '../../src/team/domain/run-state';
+import { modelOfCall } from '../../src/team/domain/next-action';
+import { buildRunLaunched, InvalidLaunchError, type LaunchContext } from '../../src/team/launch';
+import { catalogueOf } from '../../src/team/models/model-provider.factory';
+import { InvalidRepinError, parsePinChange } from '../../src/session-replay/resume-run';
+import { DeciderSpecification } from '../support/decider-specification';
+import { planned, RUN_ID, runEnded } from './machines/given-when-then';
+
+// A run is pinned to the provider, model and endpoint it was launched on: only a process that
+// matches drives it, and an operator re-pins it explicitly.
+
+const CLAUDE_A = 'https://claude-a.example:8443';
+const anthropicAt = (endpoint: string) => ({ provider: 'anthropic', endpoint });
+const OFFLINE = { provider: 'offline', endpoint: 'offline:' };
+const team = (model: string) => ({ architect: { model }, executor: { model }, reviewer: { model } });
+const pinnedTo = (model: string, here: { provider: string; endpoint: string }): RunPin => launchPin(team(model), here);
+
+describe('the pin comparison', () => {
+  it('given a run pinned to an endpoint, when a process at that endpoint asks, then it may drive it', () => {
+    expect(matchPin(pinnedTo('claude-sonnet-4-6', anthropicAt(CLAUDE_A)), anthropicAt(CLAUDE_A))).toEqual({ matches: true });
+  });
+
+  it('given a run pinned to one endpoint, when a process at another endpoint asks, then it waits for the first', () => {
+    const match = matchPin(pinnedTo('claude-sonnet-4-6', anthropicAt(CLAUDE_A)), anthropicAt('https://claude-b.example:443'));
+    expect(match).toMatchObject({ matches: false, role: 'architect', waitingFor: `a process with provider anthropic at ${CLAUDE_A}` });
+  });
+
+  it('given a run pinned to Claude, when the offline model asks, then it does not stand in', () => {
+    expect(matchPin(pinnedTo('claude-sonnet-4-6', anthropicAt(CLAUDE_A)), OFFLINE)).toMatchObject({ matches: false, waitingFor: `a process with provider anthropic at ${CLAUDE_A}` });
+  });
+
+  it('given a run pinned to the offline model, when a Claude process asks, then it waits for the offline model', () => {
+    expect(matchPin(pinnedTo('triad-offline-1', OFFLINE), anthropicAt(CLAUDE_A))).toMatchObject({ matches: false, waitingFor: 'a process with provider offline at offline:' });
+  });
+
+  it('given roles pinned to two endpoints, when asked what it waits for, then it names both and says to re-pin', () => {
+    const pin = { ...pinnedTo('claude-sonnet-4-6', anthropicAt(CLAUDE_A)), reviewer: { provider: 'offline', model: 'triad-offline-1', endpoint: 'offline:' } };
+    expect(waitingFor(pin)).toBe(`processes with provider anthropic at ${CLAUDE_A} and provider offline at offline: (no one process serves them all: re-pin the run)`);
+  });
+
+  it('given a run launched before pins, when read, then it is pinned to its provider at any endpoint', () => {
+    const old = { provider: 'anthropic', team: team('claude-sonnet-4-6') } as Pick<RunLaunchedData, 'provider' | 'team'>;
+    const pin = pinOf(old);
+    expect(pin.executor).toEqual({ provider: 'anthropic', model: 'claude-sonnet-4-6' });
+    expect(matchPin(pin, anthropicAt('https://anywhere.example:443'))).toEqual({ matches: true });
+    expect(matchPin(pin, OFFLINE)).toMatchObject({ matches: false, waitingFor: 'a process with provider anthropic at any endpoint' });
+  });
+});
+
+describe('an endpoint', () => {
+  it.each([
+    ['https://api.anthropic.com', 'https://api.anthropic.com:443'],
+    ['http://127.0.0.1:4010/v1?key=sk-secret', 'http://127.0.0.1:4010'],
+    ['https://user:sk-secret@Proxy.Example/anthropic', 'https://proxy.example:443'],
+    ['http://[::1]:9000/', 'http://[::1]:9000'],
+    ['offline:', 'offline:'],
+    ['offline', 'offline:'],
+  ])('given %s, then it is %s (scheme, host and port only)', (url, endpoint) => {
+    expect(endpointOf(url)).toBe(endpoint);
+  });
+
+  it.each(['ftp://host', 'not a url', 'https://', ''])('given %p, then it is no endpoint', (url) => {
+    expect(endpointOf(url)).toBeUndefined();
+  });
+});
+
+describe('a launch', () => {
+  const ctx = (provider: string, endpoint: string): LaunchContext => ({
+    runId: 'run_1',
+    launchedBy: 'user:ann',
+    now: new Date('2026-01-01T00:00:00Z'),
+    provider,
+    defaultModel: provider === 'offline' ? 'triad-offline-1' : 'claude-sonnet-4-6',
+    models: { here: { provider, endpoint }, catalogue: catalogueOf(provider) },
+  });
+  const input = { goal: 'g', acceptanceCriteria: ['c'] };
+
+  it('given a Claude server, when launched with no models named, then every role is pinned to its provider, model and endpoint', () => {
+    const data = buildRunLaunched(input, ctx('anthropic', CLAUDE_A));
+    expect(data.pin).toEqual(pinnedTo('claude-sonnet-4-6', anthropicAt(CLAUDE_A)));
+  });
+
+  it('given a Claude server, when a role names gpt-4o, then the launch is refused saying what is accepted', () => {
+    expect(() => buildRunLaunched({ ...input, team: { executor: { model: 'gpt-4o' } } }, ctx('anthropic', CLAUDE_A))).toThrow(
+      new InvalidLaunchError(`team.executor.model: 'gpt-4o' is not served here; this server's provider anthropic at ${CLAUDE_A} serves Claude models (claude-...)`),
+    );
+  });
+
+  it('given the offline model, when a role names a Claude model, then it is refused: the offline model serves its own name only', () => {
+    expect(() => buildRunLaunched({ ...input, team: { reviewer: { model: 'claude-opus-4-1' } } }, ctx('offline', 'offline:'))).toThrow(/^team\.reviewer\.model: 'claude-opus-4-1' is not served here; .* serves the offline model triad-offline-1$/);
+  });
+
+  it("given a Claude server, when a loop's planner or the summary names another provider's model, then it is refused", () => {
+    const loop = { strategy: 'plan_execute' as const, plannerModel: 'gpt-4o' };
+    expect(() => buildRunLaunched({ ...input, team: { executor: { loop } } }, ctx('anthropic', CLAUDE_A))).toThrow(/^team\.executor\.loop\.plannerModel: 'gpt-4o'/);
+    expect(() => buildRunLaunched({ ...input, contextWindow: { summaryModel: 'triad-offline-1' } }, ctx('anthropic', CLAUDE_A))).toThrow(/^contextWindow\.summaryModel: 'triad-offline-1'/);
+  });
+});
+
+describe('a re-pin', () => {
+  const given = DeciderSpecification.for<RunState, RunCommand, TeamRunEvent>({ decide: decideRun, evolve, initialState: () => initialRunState(RUN_ID) });
+  const AT = '2026-01-02T00:00:00.000Z';
+  const resume = (repin: PinChange): RunCommand => ({ type: 'ResumeRun', runId: RUN_ID, by: 'user:olga', at: AT, repin });
+  const suspended: TeamRunEvent = { type: 'RunSuspended', data: { reason: 'SHUTDOWN', owner: 'host:1:ab', at: AT } };
+  const from = pinOf({ provider: 'scripted', team: team('scripted') } as Pick<RunLaunchedData, 'provider' | 'team'>);
+
+  it('given a suspended run, when an operator re-pins the executor to another endpoint, then RunRepinned names who, the old and the new pin, then RunResumed', () => {
+    const to = repinned(from, { models: { executor: 'claude-opus-4-1' }, endpoint: CLAUDE_A });
+    given([...planned(), suspended])
+      .when(resume({ models: { executor: 'claude-opus-4-1' }, endpoint: CLAUDE_A }))
+      .then([
+        { type: 'RunRepinned', data: { by: 'user:olga', from, to, at: AT } },
+        { type: 'RunResumed', data: { by: 'user:olga', at: AT } },
+      ]);
+    expect(to.executor).toEqual({ provider: 'anthropic', model: 'claude-opus-4-1', endpoint: CLAUDE_A });
+    expect(to.architect).toEqual({ provider: 'anthropic', model: 'scripted', endpoint: CLAUDE_A });
+  });
+
+  it('given a re-pinned run, when folded, then its calls use the new model and its pin is the new one', () => {
+    const to = repinned(from, { models: { executor: 'claude-opus-4-1' }, endpoint: CLAUDE_A });
+    const events: TeamRunEvent[] = [...planned(), suspended, { type: 'RunRepinned', data: { by: 'user:olga', from, to, at: AT } }];
+    const state = events.reduce((folded, event, revision) => evolve(folded, event, { revision, position: revision + 1 }), initialRunState(RUN_ID));
+    expect(modelOfCall(state, 'executor')).toBe('claude-opus-4-1');
+    expect(pinOf(state.launched!)).toEqual(to);
+  });
+
+  it('given a crashed run, when re-pinned to what it already is, then nothing is recorded', () => {
+    given(planned()).when(resume({ models: { executor: 'scripted' } })).then([]);
+  });
+
+  it('given an ended run, when re-pinned, then it is a conflict', () => {
+    given([...planned(), runEnded('TIMEOUT')]).when(resume({ endpoint: CLAUDE_A })).thenThrows(RunNotActiveError);
+  });
+
+  it.each([
+    [{ models: { janitor: 'claude-x' } }, /models\.janitor: unknown role/],
+    [{ models: { executor: '' } }, /models\.executor must be a model name/],
+    [{ models: ['claude-x'] }, /models must be an object/],
+    [{ endpoint: 'ftp://host' }, /is not an http\(s\) base URL/],
+    [{ endpoint: 'https://user:sk-ant-secret@host.example' }, /must not carry credentials/],
+  ])('given the body %j, when parsed, then it is refused (400)', (body, message) => {
+    expect(() => parsePinChange(body)).toThrow(InvalidRepinError);
+    expect(() => parsePinChange(body)).toThrow(message);
+  });
+
+  it('given no models and no endpoint, when parsed, then it is a plain resume', () => {
+    expect(parsePinChange({})).toBeUndefined();
+    expect(parsePinChange({ endpoint: 'http://127.0.0.1:4010/v1' })).toEqual({ endpoint: 'http://127.0.0.1:4010' });
+  });
+});
