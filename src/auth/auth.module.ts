@@ -12,7 +12,7 @@ import { StoredApiKeys } from './keys/stored-api-keys';
 import { PasskeyChallenges } from './passkeys/passkey-challenges';
 import { PasskeysController } from './passkeys/passkeys.controller';
 import { PERSONAL_KEYS } from './passkeys/personal-keys.port';
-import { StreamPersonalKeys } from './passkeys/stream-personal-keys';
+import { StorePersonalKeys } from './passkeys/store-personal-keys';
 
 @Global()
 @Module({
@@ -29,7 +29,7 @@ import { StreamPersonalKeys } from './passkeys/stream-personal-keys';
     RevokePublicKeyHandler,
     // Passkey enrolment (passkeys/): challenges waiting in this process, keys in the apikeys stream.
     { provide: PasskeyChallenges, useFactory: () => new PasskeyChallenges() },
-    { provide: PERSONAL_KEYS, useClass: StreamPersonalKeys },
+    { provide: PERSONAL_KEYS, useClass: StorePersonalKeys },
     { provide: APP_GUARD, useClass: ApiKeyGuard },
   ],
   exports: [ApiKeyDirectory],
