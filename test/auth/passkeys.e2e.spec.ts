@@ -1,14 +1,19 @@
 import { E2E_KEYS, startE2eApp, type E2eApp, type KeyName } from '../support/e2e-app';
+import { addStoredKey } from '../support/stored-keys';
 import { softwareAuthenticator } from '../support/software-authenticator';
 
 // Passkey enrolment over real HTTP, with a software authenticator in the test: options, the
 // answer checked against the challenge this person was given, the key registered to them only.
+// A public key is registered to a name with a stored key (`triad keys add`): rev and aud have one
+// besides their TRIAD_API_KEYS key, ops has none.
 
 const ORIGIN = 'https://triad.test';
 let app: E2eApp;
 
 beforeAll(async () => {
   app = await startE2eApp({ TRIAD_WEBAUTHN_ORIGINS: ORIGIN });
+  await addStoredKey(app, 'rev', 'reviewer');
+  await addStoredKey(app, 'aud', 'auditor');
 });
 afterAll(async () => {
   await app?.close();
@@ -84,6 +89,14 @@ it.each<[string, unknown]>([
   await options('operator');
   const res = await app.request<{ message?: string }>('POST', '/v1/auth/passkeys', { as: 'operator', body });
   expect(res.status).toBe(400);
+});
+
+it('refuses, with a 400 naming the fix, a person whose name has no stored key', async () => {
+  const o = await options('operator');
+  const res = await enrol('operator', softwareAuthenticator().register({ challenge: o.body.challenge, origin: ORIGIN, rpId: 'triad.test' }));
+  expect(res.status).toBe(400);
+  expect(res.body.message).toMatch(/ops has no API key.*triad keys add ops/);
+  expect((await list('operator')).body).toEqual({ passkeys: [] });
 });
 
 it('needs an identity', async () => {

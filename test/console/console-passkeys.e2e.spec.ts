@@ -1,15 +1,22 @@
 import { statementHash, type DecisionStatement, type WebAuthnSignature } from '../../src/attestation/personal-signature';
 import { verifyWebAuthnAssertion, type WebAuthnKey } from '../../src/attestation/webauthn';
 import type { CDPSession, Page } from 'playwright-core';
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { startE2eApp, type E2eApp } from '../support/e2e-app';
+import { CLI_PATH, runCliInProcess } from '../support/in-process-cli';
+import { addStoredKey } from '../support/stored-keys';
+import { tempDir } from '../support/temp-dir';
 import { waitFor } from '../support/wait-for';
 import { openBrowser, signIn, type Browser } from './browser';
 
 // A reviewer's own signature on a decision, made in a real browser: Chromium's virtual
 // authenticator (the DevTools protocol's WebAuthn domain) stands in for a passkey. The reviewer
 // enrols it on the Passkeys page and approves a review with it; the decision event carries the
-// assertion, and it verifies offline against the registered key. No TRIAD_WEBAUTHN_* is set: the
-// console, opened at localhost, is its own relying party.
+// assertion, and it verifies offline against the registered key, and from an exported bundle in an
+// empty directory. No TRIAD_WEBAUTHN_* is set: the console, opened at localhost, is its own
+// relying party.
 
 jest.setTimeout(180_000);
 
@@ -26,6 +33,8 @@ let consoleUrl: string;
 beforeAll(async () => {
   app = await startE2eApp({ TRIAD_API_KEYS: `ann:operator:${KEYS.ann},bob:reviewer:${KEYS.bob},aud:auditor:${KEYS.aud}` });
   consoleUrl = app.url.replace('://127.0.0.1:', '://localhost:');
+  // A public key is registered to a name with a stored key.
+  await addStoredKey(app, 'bob', 'reviewer');
   browser = await openBrowser();
   page = browser.page;
   cdp = await page.context().newCDPSession(page);
@@ -108,4 +117,30 @@ it('enrols a passkey in the console, approves a review with it, and the decision
   // And it signs that decision only.
   expect(await verifyWebAuthnAssertion(signature!, statementHash({ ...statement, outcome: 'rejected' }), registered)).toBe(false);
   expect(await verifyWebAuthnAssertion(signature!, statementHash({ ...statement, reason: 'something else' }), registered)).toBe(false);
+});
+
+it('the signed decision verifies from an exported bundle, in an empty directory with no store, configuration or key', async () => {
+  const dir = tempDir('triad-passkey-bundle-');
+  try {
+    const env: NodeJS.ProcessEnv = { ...process.env, TRIAD_DATA_DIR: app.dataDir, TRIAD_STORE: 'sqlite', TRIAD_MODEL: 'offline' };
+    delete env.TRIAD_PG_URL;
+    const exported = await runCliInProcess(['decisions', 'export', '--bundle', join(dir.path, 'exported.json')], env);
+    expect({ code: exported.code, stderr: exported.code === 0 ? '' : exported.stderr }).toEqual({ code: 0, stderr: '' });
+    const fresh = join(dir.path, 'auditor');
+    mkdirSync(fresh);
+    copyFileSync(join(dir.path, 'exported.json'), join(fresh, 'bundle.json'));
+    const verified = spawnSync(process.execPath, [CLI_PATH, 'decisions', 'verify', '--bundle', 'bundle.json', '--json'], {
+      cwd: fresh,
+      env: { PATH: process.env.PATH, HOME: fresh, TRIAD_DATA_DIR: join(fresh, 'no-store') },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect({ status: verified.status, stderr: verified.status === 0 ? '' : verified.stderr }).toEqual({ status: 0, stderr: '' });
+    const result = JSON.parse(verified.stdout) as { ok: boolean; attestations: { personallySigned: number; issues: unknown[] } };
+    expect(result).toMatchObject({ ok: true, attestations: { personallySigned: 1, issues: [] } });
+    // It read nothing but the bundle: nothing was made beside it.
+    expect(readdirSync(fresh)).toEqual(['bundle.json']);
+  } finally {
+    dir.remove();
+  }
 });
