@@ -1,4 +1,7 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { Signer } from '../src/attestation/attestation';
+import { checkAttestations } from '../src/attestation/attestation-check';
+import { KeyTrust } from '../src/attestation/decision-trust';
+import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -78,6 +81,9 @@ export interface DecisionsBenchResult {
     buildExpectationMs: Summary;
     /** The in-order check (what DecisionLog.verify does first): each record against its event, side by side. */
     verifyInOrderRecordsPerSec: Summary;
+    /** The server's attestation of a decision: signed as it is appended, and checked by verify (checkAttestations) and by every fold of its run. */
+    attestSignPerSec: Summary;
+    attestCheckPerSec: Summary;
   };
   sqlite: {
     /** The projector appending records from the decision events. */
@@ -201,7 +207,25 @@ async function verifyPart(n: number, runs: number, dataDir: string, log: (line: 
     inOrder.push(perSec(n, since(t)));
     if (!a.ok || !b.ok || b.checked !== n || !c?.ok || c.checked !== n) throw new Error(`in-memory verification failed: ${JSON.stringify([b, c])}`);
   }
+  // Attestations, on a tenth of the records (an Ed25519 signature each; the rate is per event).
+  const signer = new Signer(generateKeyPairSync('ed25519').privateKey);
+  const trust = new KeyTrust(new Map([[signer.keyId, { keyId: signer.keyId, key: signer.publicKey }]]), 0);
+  const attested = events.slice(0, Math.max(1, Math.floor(n / 10))).map((e) => ({ ...e, revision: 0, data: { ...e.data } as Record<string, unknown> }));
+  const signRates: number[] = [];
+  const checkRates: number[] = [];
+  for (let r = 0; r < runs; r++) {
+    let t = process.hrtime.bigint();
+    for (const e of attested) e.data.attestation = signer.attest(e.type, e.data);
+    signRates.push(perSec(attested.length, since(t)));
+    t = process.hrtime.bigint();
+    // A fresh trust each round: no remembered verification.
+    const report = await checkAttestations(attested, new KeyTrust(trust.keys, 0), () => Promise.resolve(false));
+    checkRates.push(perSec(attested.length, since(t)));
+    if (!report.ok || report.checked !== attested.length) throw new Error(`attestation check failed: ${JSON.stringify(report.issues.slice(0, 3))}`);
+  }
   const memory = {
+    attestSignPerSec: summarise(signRates),
+    attestCheckPerSec: summarise(checkRates),
     buildRecordsPerSec: summarise(build),
     verifyChainOnlyRecordsPerSec: summarise(chainOnly),
     verifyAgainstStoreRecordsPerSec: summarise(againstStore),
@@ -211,7 +235,8 @@ async function verifyPart(n: number, runs: number, dataDir: string, log: (line: 
   log(
     `  memory: build ${memory.buildRecordsPerSec.median.toLocaleString('en-US')} records/s; verify chain-only ${memory.verifyChainOnlyRecordsPerSec.median.toLocaleString('en-US')} records/s, ` +
       `against the store: complete check ${memory.verifyAgainstStoreRecordsPerSec.median.toLocaleString('en-US')} records/s (+ ${memory.buildExpectationMs.median} ms to build the expectation), ` +
-      `in-order check ${memory.verifyInOrderRecordsPerSec.median.toLocaleString('en-US')} records/s`,
+      `in-order check ${memory.verifyInOrderRecordsPerSec.median.toLocaleString('en-US')} records/s; ` +
+      `attestations: sign ${memory.attestSignPerSec.median.toLocaleString('en-US')}/s, check ${memory.attestCheckPerSec.median.toLocaleString('en-US')}/s (${attested.length.toLocaleString('en-US')} events)`,
   );
 
   const dir = join(dataDir, 'verify');

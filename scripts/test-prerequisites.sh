@@ -12,6 +12,8 @@ missing=()
 command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 command -v socat >/dev/null 2>&1 || missing+=(socat)
+# ssh-keygen: people sign their own decisions with `ssh-keygen -Y sign`, and the tests do too.
+command -v ssh-keygen >/dev/null 2>&1 || missing+=(openssh-client)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

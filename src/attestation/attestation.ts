@@ -119,13 +119,24 @@ export function attestationProblem(type: string, data: unknown, position: number
   if (!known) return 'unknown_signer';
   let ok = false;
   try {
-    ok = verify(null, Buffer.from(attestedText(type, data)), known.key, Buffer.from(attestation.sig, 'base64'));
+    const sig = signatureBytes(attestation.sig);
+    ok = sig !== undefined && verify(null, Buffer.from(attestedText(type, data)), known.key, sig);
   } catch {
     ok = false; // text canonicalJson refuses, or a signature of the wrong length: not a valid signature either way
   }
   if (!ok) return 'bad_signature';
   if (known.revokedFrom !== undefined && position >= known.revokedFrom) return 'revoked_signer';
   return undefined;
+}
+
+/**
+ * A signature's bytes from its base64, only when the text is the canonical base64 of them: base64
+ * leaves the last character's low bits unused, and a signature that verifies under two spellings
+ * would let a record's bytes change while it still verifies.
+ */
+export function signatureBytes(text: string): Buffer | undefined {
+  const bytes = Buffer.from(text, 'base64');
+  return bytes.toString('base64') === text ? bytes : undefined;
 }
 
 function isAttestation(v: unknown): v is Attestation {
@@ -150,7 +161,8 @@ export function signedHeadProblem(head: SignedHead, keys: ReadonlyMap<string, Kn
   const known = keys.get(head.keyId);
   if (!known) return 'unknown_signer';
   try {
-    return verify(null, Buffer.from(headText(head)), known.key, Buffer.from(head.sig, 'base64')) ? undefined : 'bad_signature';
+    const sig = signatureBytes(head.sig);
+    return sig !== undefined && verify(null, Buffer.from(headText(head)), known.key, sig) ? undefined : 'bad_signature';
   } catch {
     return 'bad_signature'; // a signature that is not Ed25519's length
   }

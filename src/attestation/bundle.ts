@@ -3,7 +3,7 @@ import { canonicalJson } from '../shared/canonical-json';
 import { expectationFrom, verifyChain, type ChainVerification } from '../review-gate/decision-log/chain-verification';
 import { DECISION_EVENT_TYPES, type DecisionRecord } from '../review-gate/decision-log/decision-record';
 import { isRecorded } from '../review-gate/decision-log/decision-log.projection';
-import { ATTESTED_EVENT_TYPES, signedHeadProblem, type Attestation, type KnownKey, type SignedHead, type Signer } from './attestation';
+import { ATTESTED_EVENT_TYPES, isSignedHead, signatureBytes, signedHeadProblem, type Attestation, type KnownKey, type SignedHead, type Signer } from './attestation';
 import { checkAttestations, type AttestationReport, type CheckedEvent } from './attestation-check';
 import { KeyTrust } from './decision-trust';
 import { foldKeyRing, knownKey, SIGNING_KEYS_STREAM, type SigningKeyRegisteredData } from './key-ring';
@@ -76,6 +76,20 @@ export interface BundleVerification {
  * that record, intact, at its seq. `trust`: public keys the auditor trusts (base64 SPKI).
  */
 export async function verifyBundle(text: string, options: { since?: SignedHead; trust?: string[]; webauthn: WebAuthnVerifier }): Promise<BundleVerification> {
+  try {
+    return await verifyBundleText(text, options);
+  } catch (err) {
+    // A well-formed file of the wrong shape somewhere deep (a field renamed): not a bundle.
+    return { ok: false, unreadable: `malformed: ${(err as Error).message}`, records: 0 };
+  }
+}
+
+const isEvent = (e: unknown): e is BundleEvent => {
+  const v = e as BundleEvent;
+  return typeof e === 'object' && e !== null && typeof v.id === 'string' && typeof v.type === 'string' && typeof v.streamId === 'string' && Number.isSafeInteger(v.revision) && Number.isSafeInteger(v.position) && typeof v.data === 'object' && v.data !== null;
+};
+
+async function verifyBundleText(text: string, options: { since?: SignedHead; trust?: string[]; webauthn: WebAuthnVerifier }): Promise<BundleVerification> {
   const fail = (unreadable: string): BundleVerification => ({ ok: false, unreadable, records: 0 });
   let bundle: DecisionBundle;
   try {
@@ -90,9 +104,11 @@ export async function verifyBundle(text: string, options: { since?: SignedHead; 
     return fail(`not canonical JSON: ${(err as Error).message}`);
   }
   if (canonical !== text) return fail('not the canonical text of a bundle (a byte was changed, added or removed)');
-  if (bundle.format !== BUNDLE_FORMAT || !Array.isArray(bundle.records) || !Array.isArray(bundle.events) || typeof bundle.head !== 'object' || bundle.head === null) {
+  if (bundle.format !== BUNDLE_FORMAT || !Array.isArray(bundle.records) || !Array.isArray(bundle.events) || !isSignedHead(bundle.head) || !Number.isSafeInteger(bundle.approvalsFrom)) {
     return fail(`not a ${BUNDLE_FORMAT} file`);
   }
+  if (!bundle.events.every(isEvent)) return fail('an event of the bundle is not {id, type, streamId, revision, position, data}');
+  if (!bundle.records.every((r) => typeof r === 'object' && r !== null)) return fail('a record of the bundle is not an object');
   const events = bundle.events as CheckedEvent[];
   const signingEvents = events.filter((e) => e.streamId === SIGNING_KEYS_STREAM);
 
@@ -169,7 +185,8 @@ export async function verifyBundle(text: string, options: { since?: SignedHead; 
 
 function safeVerify(text: string, key: KnownKey, sig: string): boolean {
   try {
-    return verify(null, Buffer.from(text), key.key, Buffer.from(sig, 'base64'));
+    const bytes = signatureBytes(sig);
+    return bytes !== undefined && verify(null, Buffer.from(text), key.key, bytes);
   } catch {
     return false; // a signature of the wrong length or encoding
   }

@@ -1,5 +1,7 @@
-import type { AttestationProblem } from './attestation';
 import { decisionTrust } from './decision-trust';
+import type { GateRefusal } from './gate-refusal';
+
+export type { GateRefusal } from './gate-refusal';
 
 /**
  * The guard every fold of a run puts in front of its machines: a decision event without a valid
@@ -7,19 +9,6 @@ import { decisionTrust } from './decision-trust';
  * COMPLETED or REJECTED, or a rework after a rejection. A store writer who appends a forged
  * approval and a RunEnded leaves the run at its gate, and the fold says why. Pure.
  */
-
-export type GateRefusalProblem = AttestationProblem | 'no_decision';
-
-export interface GateRefusal {
-  /** The refused event's type and store position. */
-  type: string;
-  position: number;
-  problem: GateRefusalProblem;
-  /** For a decision: its id (review decision or approval id), decider and outcome, as the event claims them. */
-  decisionId?: string;
-  decider?: string;
-  outcome?: string;
-}
 
 export interface GateGuard {
   /** The outcome of the last decision acted on since the current review opened. */
@@ -67,11 +56,4 @@ function caused(teamState: string, outcome: string | undefined, type: string, d:
   }
   if (type === 'IterationStarted' && teamState === 'awaitingReview') return outcome === 'rejected';
   return true;
-}
-
-/** One line for a run view: why the run still waits although the store holds a decision. */
-export function describeRefusal(r: GateRefusal): string {
-  if (r.problem === 'no_decision') return `${r.type} at position ${r.position} ignored: no attested decision allows it`;
-  const what = r.type === 'ReviewDecided' ? 'review decision' : 'tool approval decision';
-  return `${what} ${r.decisionId} (${r.outcome} by ${r.decider}) at position ${r.position} ignored: ${r.problem.replace('_', ' ')}`;
 }

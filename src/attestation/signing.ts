@@ -2,11 +2,16 @@ import { hostname } from 'node:os';
 import type { EventStore, NewEvent } from '../events/event-store.port';
 import type { SigningSettings } from '../config/config';
 import { ATTESTED_EVENT_TYPES, publicKeyText, type Signer, type SignedHead } from './attestation';
+import { InvalidRequestError } from '../shared/errors';
 import { installDecisionTrust, KeyTrust } from './decision-trust';
-import { foldKeyRing, knownKey, SIGNING_KEYS_STREAM, type KeyRing, type SigningKeyRegisteredData } from './key-ring';
+import { foldKeyRing, knownKey, SIGNING_KEYS_STREAM, type KeyRing, type SigningKeyRegisteredData, type SigningKeyRevokedData } from './key-ring';
 import { loadOrCreateSigningKey, SigningKeyError } from './signing-key';
 
 const DECISION_TYPES = ['ReviewDecided', 'ToolApprovalDecided'];
+
+export class UnknownSigningKeyError extends InvalidRequestError {
+  override readonly name = 'UnknownSigningKeyError';
+}
 
 /**
  * The process's signing: its key, the keys it trusts, and the trust its folds act on. Opened once
@@ -40,9 +45,36 @@ export class Signing {
     return this.signer.signHead({ ...head, at });
   }
 
+  /**
+   * Registers another server's key (a process of its own sharing the store, or this server's next
+   * key when rotating), attested by this server's key: processes trusting this key trust it too.
+   */
+  async registerKey(store: EventStore, publicKey: string, by: string, now: Date): Promise<string> {
+    const key = knownKey(publicKey);
+    if (!key) throw new UnknownSigningKeyError('not an Ed25519 public key (base64 of its SPKI DER, as `triad decisions keys` prints it)');
+    const ring = await this.refresh(store);
+    if (ring.registered.some((r) => r.keyId === key.keyId && r.trusted)) return key.keyId;
+    const data: SigningKeyRegisteredData = { keyId: key.keyId, publicKey: publicKeyText(key.key), registeredBy: by, at: now.toISOString() };
+    await store.append(SIGNING_KEYS_STREAM, [{ type: 'SigningKeyRegistered', data }]);
+    await this.refresh(store);
+    return key.keyId;
+  }
+
+  /** Revokes a server key from now on: what it attests after this point is `revoked_signer`. */
+  async revokeKey(store: EventStore, keyId: string, reason: string, by: string, now: Date): Promise<void> {
+    const ring = await this.refresh(store);
+    if (!ring.keys.has(keyId)) throw new UnknownSigningKeyError(`no trusted signing key ${keyId} (triad decisions keys lists them)`);
+    if (keyId === this.signer.keyId) throw new UnknownSigningKeyError(`${keyId} is this process's own key: revoke it from a process with the next key`);
+    const data: SigningKeyRevokedData = { keyId, reason, revokedBy: by, at: now.toISOString() };
+    await store.append(SIGNING_KEYS_STREAM, [{ type: 'SigningKeyRevoked', data }]);
+    await this.refresh(store);
+  }
+
   /** The keys this store's signing knows, re-read from the store (registrations by other processes included). */
   async refresh(store: EventStore): Promise<KeyRing> {
     this.ring = foldKeyRing(anchorsOf(this.signer, this.settings), await store.readStream(SIGNING_KEYS_STREAM));
+    // The process acts on what it now knows: a key registered or revoked since it started.
+    this.trust.useKeys(this.ring.keys);
     return this.ring;
   }
 }

@@ -1,3 +1,4 @@
+import { describeRefusal } from '../attestation/gate-refusal';
 import type { RecordedEvent } from '../events/event-store.port';
 import type { TeamRunEvent } from '../team/domain/run-events';
 import type { ModelProvider } from '../team/models/model.port';
@@ -116,6 +117,7 @@ export function describeRun(r: RunSummary): string {
     ...Object.entries(r.loops ?? {}).map(([role, l]) => `loop      ${role} ${l.strategy}${l.running && l.running !== l.strategy ? ` → ${l.running}` : ''}${l.currentStep ? `, step ${l.currentStep.index} of ${l.currentStep.of} ${l.currentStep.status}: ${short(l.currentStep.text, 80)}` : ''}${l.replans > 0 ? `, ${l.replans} replan(s)` : ''}`),
     ...(r.subAgents ?? []).map((a) => `subagent  ${a.path} ${a.role} ${a.status}, ${a.turns} turn(s)${a.error ? `: ${short(a.error.message, 60)}` : ''}`),
   ];
+  for (const refusal of r.refused ?? []) lines.push(`refused   ${describeRefusal(refusal)}`);
   if (r.endedAt) lines.push(`ended     ${r.endedAt}${r.message ? ` — ${r.message}` : ''}`);
   if (r.lastVerdict) lines.push(`verdict   ${r.lastVerdict.verdict} (iteration ${r.lastVerdict.iteration}): ${short(r.lastVerdict.summary, 120)}`);
   for (const a of r.pendingApprovals ?? []) lines.push(`approval  ${a.tool} waits for a human: triad approvals approve ${a.approvalId} (or reject --reason "…")`);

@@ -30,13 +30,14 @@ describe.each([['sqlite'], ['postgres']])('the sandbox under attack (%s)', (stor
   let loopbackHits = 0;
   const dir = tempDir('triad-sandbox-attack-');
   const dataDir = join(dir.path, 'data');
+  const signingKey = join(dir.path, 'keys', 'signing-key.pem');
 
   beforeAll(async () => {
     api = await startFakeMessagesApi({ apiKey: API_KEY });
     pg = store === 'postgres' ? await freshPgSchema() : undefined;
     // A password in the store's URL (trust auth ignores it): it must never be readable by a command.
     const pgEnv = pg ? { ...pg.env, TRIAD_PG_URL: pg.env.TRIAD_PG_URL!.replace('postgres@', `postgres:${PG_PASSWORD}@`) } : {};
-    server = await startApp(appEnv(dataDir, api.url, API_KEY, { ...pgEnv, DB_PASSWORD: HOST_SECRET, TRIAD_SANDBOX_MAX_MEMORY_MB: '256' }));
+    server = await startApp(appEnv(dataDir, api.url, API_KEY, { ...pgEnv, DB_PASSWORD: HOST_SECRET, TRIAD_SANDBOX_MAX_MEMORY_MB: '256', TRIAD_SIGNING_KEY_FILE: signingKey }));
     loopback = createServer((_req, res) => {
       loopbackHits++;
       res.end('reached the host\n');
@@ -121,6 +122,18 @@ describe.each([['sqlite'], ['postgres']])('the sandbox under attack (%s)', (stor
     expect((await waitForRun(server, victim, () => true)).status).toBe('awaiting_review');
     const decisions = await server.request('GET', '/v1/decisions', { as: 'aud' });
     expect(decisions.body.decisions).toEqual([]);
+  });
+
+  it("cannot read the server's signing key, where it is or where triad keeps it by default", async () => {
+    const pem = readFileSync(signingKey, 'utf8');
+    const { runId, outputs } = await run([
+      ['run_command', { command: `cat ${signingKey} 2>&1; ls ${join(dir.path, 'keys')} 2>&1; cat ${process.env.HOME}/.config/triad/signing-key.pem 2>&1; echo done` }],
+    ]);
+    every.push(runId);
+    const out = outputs.join('\n');
+    expect(out).toContain('done');
+    expect(out).not.toContain('PRIVATE KEY');
+    expect(out).not.toContain(pem.split('\n')[1]);
   });
 
   it('leaves no process behind: setsid, nohup, a double fork and disown all end with the command', async () => {

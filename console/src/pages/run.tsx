@@ -2,6 +2,7 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import type { RecordedEvent, RoleName, SubAgentSummary, TeamRunEvent, TextDelta } from '../../../src/http/api-types';
 import { TEAM_RUN_EVENT_TYPES } from '../../../src/team/domain/run-events';
 import { describeRunPin } from '../../../src/team/domain/model-pin';
+import { describeRefusal } from '../../../src/attestation/gate-refusal';
 import { api } from '../api';
 import { subAgentTree, type TreeNode } from '../graphs';
 import { useFreshRead } from '../use-fresh-read';
@@ -124,6 +125,17 @@ export function RunPage({ runId }: { runId: string }) {
               {run.provider === 'offline' ? 'offline model (built in, deterministic)' : run.provider}
               {run.pin ? <div class="mono small" data-testid="run-pin">{describeRunPin(run.pin)}</div> : null}
             </dd>
+            {run.refused && run.refused.length > 0 ? (
+              <>
+                <dt>Refused</dt>
+                <dd class="warn" data-testid="run-refused">
+                  {run.refused.map((r) => (
+                    <div class="mono small">{describeRefusal(r)}</div>
+                  ))}
+                  <div class="small">The store holds these events, but no trusted server signed them: the run waits as if they were not there, and `triad decisions verify` reports them.</div>
+                </dd>
+              </>
+            ) : null}
             {run.waitingFor ? (
               <>
                 <dt>Waiting for</dt>

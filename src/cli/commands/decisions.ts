@@ -1,6 +1,6 @@
 import { Option, type Command } from 'commander';
-import { createWriteStream, openSync, readFileSync, writeFileSync } from 'node:fs';
-import { parseSignedHeadToken } from '../../attestation/attestation';
+import { createWriteStream, existsSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { isSignedHead, parseSignedHeadToken, signedHeadToken } from '../../attestation/attestation';
 import { verifyBundle, type BundleVerification } from '../../attestation/bundle';
 import { webauthnVerifier } from '../../attestation/attestation.module';
 import { writeExport } from '../../review-gate/decision-log/decision-export';
@@ -11,7 +11,9 @@ import { DECISION_KINDS, DECISION_OUTCOMES } from '../../review-gate/decision-lo
 import { describeVerification } from '../../review-gate/decision-log/describe-verification';
 import type { CliContext } from '../cli-context';
 import { CliError, EXIT } from '../exit-codes';
-import { int } from '../options';
+import { cliIdentity, int } from '../options';
+import { Signing } from '../../attestation/signing';
+import { EVENT_STORE, type EventStore } from '../../events/event-store.port';
 
 /** `triad decisions list|verify|head|export`: the tamper-evident decision log. */
 export function addDecisionsCommands(program: Command, { output, withApp, print }: CliContext): void {
@@ -50,7 +52,7 @@ export function addDecisionsCommands(program: Command, { output, withApp, print 
   decisions
     .command('verify')
     .description('check the hash chain against the event store, and every attestation and signature; exit 1 when anything is wrong')
-    .option('--since <head>', 'also prove the log still extends this head (the token or hash `decisions head` gave earlier)')
+    .option('--since <head>', 'also prove the log still extends this head: the token `decisions head` gave earlier, a bundle exported earlier, or a record hash')
     .option('--bundle <file>', 'verify an exported bundle instead, with no store and no configuration')
     .option('--trust <publicKey>', 'with --bundle: trust this server key (base64, as `decisions keys` prints it); repeatable', collect, [])
     .option('--json', 'print JSON')
@@ -60,9 +62,9 @@ export function addDecisionsCommands(program: Command, { output, withApp, print 
         return;
       }
       if (opts.trust.length > 0) throw new CliError('--trust goes with --bundle (the store is verified against the keys this server trusts)', EXIT.usage);
-      if (opts.since !== undefined && !SINCE_HASH.test(opts.since) && !parseSignedHeadToken(opts.since)) throw new CliError('--since must be a signed head (`triad decisions head` prints it) or a record hash: 64 lowercase hex characters', EXIT.usage);
+      const since = opts.since === undefined ? undefined : keptHead(opts.since);
       process.exitCode = await withApp(async (app) => {
-        const result = await app.get(DecisionLogService).verify({ since: opts.since });
+        const result = await app.get(DecisionLogService).verify({ since });
         print(opts.json, result, () => describeVerification(result));
         return result.ok ? EXIT.ok : EXIT.failed;
       });
@@ -77,16 +79,42 @@ export function addDecisionsCommands(program: Command, { output, withApp, print 
         print(opts.json, head, () => `${head.seq} ${head.hash}\nsigned by ${head.keyId} at ${head.at}: ${head.token}`);
       });
     });
-  decisions
-    .command('keys')
+  const keys = decisions.command('keys').description('the server signing keys: list them, register another server’s key, revoke one');
+  keys
+    .command('list', { isDefault: true })
     .description("the server signing keys this store knows (this process's own among them), with their public keys")
     .option('--json', 'print JSON')
     .action(async (opts) => {
       await withApp(async (app) => {
-        const keys = await app.get(DecisionLogService).keys();
-        print(opts.json, keys, () =>
-          keys.map((k) => `${k.keyId}  ${k.trusted ? 'trusted' : 'NOT trusted here'}${k.revokedFrom !== undefined ? `, revoked from position ${k.revokedFrom}` : ''}  registered by ${k.registeredBy}${k.host ? ` on ${k.host}` : ''} at ${k.at}\n  ${k.publicKey}`).join('\n'),
+        const list = await app.get(DecisionLogService).keys();
+        print(opts.json, list, () =>
+          list.map((k) => `${k.keyId}  ${k.trusted ? 'trusted' : 'NOT trusted here'}${k.revokedFrom !== undefined ? `, revoked from position ${k.revokedFrom}` : ''}  registered by ${k.registeredBy}${k.host ? ` on ${k.host}` : ''} at ${k.at}\n  ${k.publicKey}`).join('\n'),
         );
+      });
+    });
+  keys
+    .command('add')
+    .description("register another server's public key, attested by this server's key: processes that trust this key then trust it (a second process with its own key, or this server's next key)")
+    .argument('<publicKey>', 'base64, as `decisions keys` prints it on the other server')
+    .option('--as <user>', 'record as registered by this user (default: TRIAD_USER or the OS account)')
+    .action(async (publicKey: string, opts) => {
+      const by = cliIdentity(opts.as).id;
+      await withApp(async (app) => {
+        const keyId = await app.get(Signing).registerKey(app.get<EventStore>(EVENT_STORE), publicKey, by, new Date());
+        output.out(`registered ${keyId}\n`);
+      });
+    });
+  keys
+    .command('revoke')
+    .description('revoke a server key from now on: what it attests after this is revoked_signer (earlier attestations stand)')
+    .argument('<keyId>')
+    .requiredOption('--reason <text>', 'why (recorded)')
+    .option('--as <user>', 'record as revoked by this user (default: TRIAD_USER or the OS account)')
+    .action(async (keyId: string, opts) => {
+      const by = cliIdentity(opts.as).id;
+      await withApp(async (app) => {
+        await app.get(Signing).revokeKey(app.get<EventStore>(EVENT_STORE), keyId, opts.reason, by, new Date());
+        output.out(`revoked ${keyId}\n`);
       });
     });
   withDecisionFilters(decisions.command('export').description('every decision as NDJSON (default) or CSV'))
@@ -130,8 +158,9 @@ const collect = (value: string, previous: string[]) => [...previous, value];
 
 /** `decisions verify --bundle`: reads nothing but the file (no store, no configuration, no key). */
 async function verifyBundleFile(file: string, since: string | undefined, trust: string[], json: boolean, print: CliContext['print']): Promise<number> {
-  const head = since === undefined ? undefined : parseSignedHeadToken(since);
-  if (since !== undefined && !head) throw new CliError('with --bundle, --since must be a signed head token (`triad decisions head` prints it): a bare hash proves nothing about who signed it', EXIT.usage);
+  const kept = since === undefined ? undefined : keptHead(since);
+  const head = kept === undefined ? undefined : parseSignedHeadToken(kept);
+  if (kept !== undefined && !head) throw new CliError('with --bundle, --since must be a signed head (a token `triad decisions head` printed, or a bundle exported earlier): a bare hash proves nothing about who signed it', EXIT.usage);
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -155,4 +184,23 @@ function describeBundle(r: BundleVerification): string {
   if (r.attestations) lines.push(`${r.attestations.checked} attested event(s) checked, ${r.attestations.personallySigned} decision(s) signed by their decider${r.attestations.beforeSigning > 0 ? `, ${r.attestations.beforeSigning} unsigned from before signing began` : ''}`);
   if (r.since) lines.push(r.since.extends ? `the log extends the kept head ${r.since.seq} ${r.since.hash}` : `the log does NOT extend the kept head ${r.since.seq}: ${r.since.detail}`);
   return lines.join('\n');
+}
+
+/**
+ * A head kept earlier, as `--since` takes it: a record hash, a signed head's token, or a bundle
+ * file exported earlier (its signed head). Returned as `verify` takes it: a hash or a token.
+ */
+function keptHead(value: string): string {
+  if (SINCE_HASH.test(value) || parseSignedHeadToken(value)) return value;
+  if (existsSync(value)) {
+    let head: unknown;
+    try {
+      head = (JSON.parse(readFileSync(value, 'utf8')) as { head?: unknown }).head;
+    } catch {
+      head = undefined; // not JSON: said below
+    }
+    if (isSignedHead(head)) return signedHeadToken(head);
+    throw new CliError(`--since ${value} is not a bundle (no signed head in it)`, EXIT.usage);
+  }
+  throw new CliError('--since must be a signed head (`triad decisions head` prints it), a bundle exported earlier, or a record hash: 64 lowercase hex characters', EXIT.usage);
 }
