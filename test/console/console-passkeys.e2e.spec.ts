@@ -3,7 +3,7 @@ import { verifyWebAuthnAssertion, type WebAuthnKey } from '../../src/attestation
 import type { CDPSession, Page } from 'playwright-core';
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { startE2eApp, type E2eApp } from '../support/e2e-app';
 import { CLI_PATH, runCliInProcess } from '../support/in-process-cli';
 import { addStoredKey } from '../support/stored-keys';
@@ -19,6 +19,14 @@ import { openBrowser, signIn, type Browser } from './browser';
 // relying party.
 
 jest.setTimeout(180_000);
+
+const SHOTS = process.env.TRIAD_SCREENSHOTS === '1' ? resolve(__dirname, '..', '..', 'docs', 'console') : undefined;
+
+async function shot(name: string): Promise<void> {
+  if (!SHOTS) return;
+  mkdirSync(SHOTS, { recursive: true });
+  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+}
 
 const KEYS = { ann: 'ann-secret-0123456789', bob: 'bob-secret-0123456789', aud: 'aud-secret-0123456789' };
 
@@ -74,6 +82,7 @@ it('enrols a passkey in the console, approves a review with it, and the decision
   await page.getByRole('status').filter({ hasText: /Passkey .* enrolled for localhost/ }).waitFor();
   const row = page.getByRole('table', { name: 'Your passkeys' }).getByRole('row').filter({ hasText: 'usable here' });
   await row.waitFor();
+  await shot('passkeys');
   const { credentials } = (await cdp.send('WebAuthn.getCredentials', { authenticatorId })) as { credentials: Array<{ credentialId: string }> };
   expect(credentials).toHaveLength(1);
   // The protocol gives ids in base64; WebAuthn's JSON in base64url.
@@ -97,6 +106,8 @@ it('enrols a passkey in the console, approves a review with it, and the decision
   await page.goto(`${consoleUrl}/#/reviews`);
   const card = page.getByRole('article').filter({ hasText: 'Write the letter P' });
   await card.getByLabel('Reason for approving').fill('  p.txt holds P  ');
+  await card.getByRole('button', { name: 'Approve with passkey' }).scrollIntoViewIfNeeded();
+  await shot('review-passkey');
   await card.getByRole('button', { name: 'Approve with passkey' }).click();
   // The notice, or the card's error: a refusal fails here saying why.
   const answered = page.getByRole('status').filter({ hasText: `Review ${review.reviewId}` }).or(card.getByRole('alert'));
