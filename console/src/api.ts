@@ -145,8 +145,10 @@ export const api = {
   passkeyOptions: () => call<PublicKeyCredentialCreationOptionsJSON>('POST', '/v1/auth/passkeys/options', {}),
   enrolPasskey: (response: RegistrationResponseJSON) => call<PasskeyView>('POST', '/v1/auth/passkeys', { response }),
   approvals: () => call<{ approvals: PendingApprovalItem[] }>('GET', '/v1/approvals', undefined, POLLED),
-  approveToolCall: (id: string, reason?: string) => call<ApprovalResult>('POST', `/v1/approvals/${enc(id)}/approve`, reason ? { reason } : {}),
-  rejectToolCall: (id: string, reason: string) => call<ApprovalResult>('POST', `/v1/approvals/${enc(id)}/reject`, { reason }),
+  approveToolCall: (id: string, reason?: string, signature?: WebAuthnSignature) =>
+    call<ApprovalResult>('POST', `/v1/approvals/${enc(id)}/approve`, { ...(reason ? { reason } : {}), ...(signature ? { signature } : {}) }),
+  rejectToolCall: (id: string, reason: string, signature?: WebAuthnSignature) => call<ApprovalResult>('POST', `/v1/approvals/${enc(id)}/reject`, signature ? { reason, signature } : { reason }),
+  approvalStatement: (id: string, outcome: 'approved' | 'rejected', reason?: string) => call<StatementView>('GET', `/v1/approvals/${enc(id)}/statement${q({ outcome, reason })}`),
   decisions: (filter: DecisionFilter) => call<DecisionPage>('GET', `/v1/decisions${q({ ...filter })}`),
   decisionsExportUrl: (filter: DecisionFilter, format: 'ndjson' | 'csv') => `/v1/decisions${q({ ...filter, format })}`,
   verifyDecisions: () => call<DecisionLogVerification>('GET', '/v1/decisions/verify'),

@@ -1,11 +1,10 @@
-import type { E2eApp } from './e2e-app';
 import { runCliInProcess } from './in-process-cli';
 
 /**
  * `triad keys add <name> --roles <roles>` against a running app's store (the compiled CLI, in
  * process): a stored key for a name, which registering a person's public key needs. Its secret.
  */
-export async function addStoredKey(app: E2eApp, name: string, roles: string): Promise<string> {
+export async function addStoredKey(app: { dataDir: string }, name: string, roles: string): Promise<string> {
   const env: NodeJS.ProcessEnv = { ...process.env, TRIAD_DATA_DIR: app.dataDir, TRIAD_STORE: 'sqlite', TRIAD_MODEL: 'offline' };
   delete env.TRIAD_PG_URL;
   const res = await runCliInProcess(['keys', 'add', name, '--roles', roles, '--as', 'root', '--json'], env);

@@ -69,8 +69,8 @@ function Review({ review, passkeys, onDecided }: { review: PendingReviewItem; pa
     if (form && !form.reportValidity()) return;
     const reason = given.trim();
     void decide(async () => {
-      const { challenge } = await api.reviewStatement(id, outcome, reason);
-      return send(reason, await signWithPasskey(challenge, passkeys));
+      const { statement, challenge } = await api.reviewStatement(id, outcome, reason);
+      return send(statement.reason, await signWithPasskey(challenge, passkeys));
     }, true);
   };
   return (
