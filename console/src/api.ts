@@ -9,6 +9,8 @@ import type {
   ForkResult,
   LaunchAccepted,
   LaunchRunInput,
+  PasskeyList,
+  PasskeyView,
   PendingApprovalItem,
   PendingReviewItem,
   ProjectList,
@@ -21,6 +23,17 @@ import type {
   RunSummary,
   SessionView,
 } from '../../src/http/api-types';
+
+import type { DecisionStatement, WebAuthnSignature } from '../../src/attestation/personal-signature';
+
+/** `GET /v1/reviews/:id/statement`: what a person signs to decide, and its sha256 as a passkey's challenge (base64url). */
+export interface StatementView {
+  statement: DecisionStatement;
+  text: string;
+  challenge: string;
+}
+
+export type { PasskeyView, WebAuthnSignature };
 
 export class ApiError extends Error {
   override readonly name = 'ApiError';
@@ -124,11 +137,18 @@ export const api = {
   context: (id: string, revision?: number) => call<RunContext>('GET', `/v1/runs/${enc(id)}/context${q({ revision })}`),
   fork: (id: string, turn: number, overrides?: ForkOverrides) => call<ForkResult>('POST', `/v1/runs/${enc(id)}/fork`, overrides ? { turn, overrides } : { turn }),
   reviews: () => call<{ reviews: PendingReviewItem[] }>('GET', '/v1/reviews', undefined, POLLED),
-  approveReview: (id: string, reason: string) => call<DecisionResult>('POST', `/v1/reviews/${enc(id)}/approve`, { reason }),
-  rejectReview: (id: string, reason: string, rework: boolean) => call<DecisionResult>('POST', `/v1/reviews/${enc(id)}/reject`, { reason, rework }),
+  approveReview: (id: string, reason: string, signature?: WebAuthnSignature) => call<DecisionResult>('POST', `/v1/reviews/${enc(id)}/approve`, signature ? { reason, signature } : { reason }),
+  rejectReview: (id: string, reason: string, rework: boolean, signature?: WebAuthnSignature) =>
+    call<DecisionResult>('POST', `/v1/reviews/${enc(id)}/reject`, signature ? { reason, rework, signature } : { reason, rework }),
+  reviewStatement: (id: string, outcome: 'approved' | 'rejected', reason: string) => call<StatementView>('GET', `/v1/reviews/${enc(id)}/statement${q({ outcome, reason })}`),
+  passkeys: () => call<PasskeyList>('GET', '/v1/auth/passkeys'),
+  passkeyOptions: () => call<PublicKeyCredentialCreationOptionsJSON>('POST', '/v1/auth/passkeys/options', {}),
+  enrolPasskey: (response: RegistrationResponseJSON) => call<PasskeyView>('POST', '/v1/auth/passkeys', { response }),
   approvals: () => call<{ approvals: PendingApprovalItem[] }>('GET', '/v1/approvals', undefined, POLLED),
-  approveToolCall: (id: string, reason?: string) => call<ApprovalResult>('POST', `/v1/approvals/${enc(id)}/approve`, reason ? { reason } : {}),
-  rejectToolCall: (id: string, reason: string) => call<ApprovalResult>('POST', `/v1/approvals/${enc(id)}/reject`, { reason }),
+  approveToolCall: (id: string, reason?: string, signature?: WebAuthnSignature) =>
+    call<ApprovalResult>('POST', `/v1/approvals/${enc(id)}/approve`, { ...(reason ? { reason } : {}), ...(signature ? { signature } : {}) }),
+  rejectToolCall: (id: string, reason: string, signature?: WebAuthnSignature) => call<ApprovalResult>('POST', `/v1/approvals/${enc(id)}/reject`, signature ? { reason, signature } : { reason }),
+  approvalStatement: (id: string, outcome: 'approved' | 'rejected', reason?: string) => call<StatementView>('GET', `/v1/approvals/${enc(id)}/statement${q({ outcome, reason })}`),
   decisions: (filter: DecisionFilter) => call<DecisionPage>('GET', `/v1/decisions${q({ ...filter })}`),
   decisionsExportUrl: (filter: DecisionFilter, format: 'ndjson' | 'csv') => `/v1/decisions${q({ ...filter, format })}`,
   verifyDecisions: () => call<DecisionLogVerification>('GET', '/v1/decisions/verify'),
@@ -152,3 +172,4 @@ export interface DecisionFilter {
 
 export type { WorkspaceView } from '../../src/http/api-types';
 import type { WorkspaceView } from '../../src/http/api-types';
+import type { PublicKeyCredentialCreationOptionsJSON, RegistrationResponseJSON } from '@simplewebauthn/browser';

@@ -11,6 +11,7 @@ import { ProjectPage, ProjectsPage } from './pages/projects';
 import { ApprovalsPage } from './pages/approvals';
 import { DecisionsPage } from './pages/decisions';
 import { ReplayPage } from './pages/replay';
+import { PasskeysPage } from './pages/passkeys';
 
 function SignIn({ onSignedIn, expired }: { onSignedIn: (s: SessionView) => void; expired: boolean }) {
   const [key, setKey] = useState('');
@@ -52,6 +53,7 @@ function Nav({ session, page }: { session: SessionView; page: string }) {
     ['reviews', 'Reviews', href.reviews(), may(session, 'review')],
     ['approvals', 'Tool approvals', href.approvals(), may(session, 'decideToolCalls')],
     ['decisions', 'Decision log', href.decisions(), may(session, 'audit')],
+    ['passkeys', 'Passkeys', href.passkeys(), true],
   ];
   const current = page === 'run' || page === 'replay' ? 'runs' : page === 'project' ? 'projects' : page;
   return (
@@ -128,6 +130,7 @@ export function App() {
         {route.page === 'reviews' ? <ReviewsPage /> : null}
         {route.page === 'approvals' ? <ApprovalsPage /> : null}
         {route.page === 'decisions' ? <DecisionsPage /> : null}
+        {route.page === 'passkeys' ? <PasskeysPage /> : null}
         {route.page === 'replay' ? <ReplayPage key={route.runId} runId={route.runId} /> : null}
       </main>
     </SessionContext.Provider>

@@ -9,6 +9,7 @@ export type Route =
   | { page: 'reviews' }
   | { page: 'approvals' }
   | { page: 'decisions' }
+  | { page: 'passkeys' }
   | { page: 'replay'; runId: string };
 
 export function parseRoute(hash: string): Route {
@@ -20,6 +21,7 @@ export function parseRoute(hash: string): Route {
   if (parts[0] === 'reviews') return { page: 'reviews' };
   if (parts[0] === 'approvals') return { page: 'approvals' };
   if (parts[0] === 'decisions') return { page: 'decisions' };
+  if (parts[0] === 'passkeys') return { page: 'passkeys' };
   return { page: 'runs' };
 }
 
@@ -32,6 +34,7 @@ export const href = {
   reviews: () => '#/reviews',
   approvals: () => '#/approvals',
   decisions: () => '#/decisions',
+  passkeys: () => '#/passkeys',
 };
 
 export function navigate(to: string): void {

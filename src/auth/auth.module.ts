@@ -9,11 +9,15 @@ import { ConsoleSessionController } from './console-session.controller';
 import { ApiKeyDirectory } from './identity';
 import { AddApiKeyHandler, RegisterPublicKeyHandler, RevokePublicKeyHandler } from './keys/add-api-key.command';
 import { StoredApiKeys } from './keys/stored-api-keys';
+import { PasskeyChallenges } from './passkeys/passkey-challenges';
+import { PasskeysController } from './passkeys/passkeys.controller';
+import { PERSONAL_KEYS } from './passkeys/personal-keys.port';
+import { StorePersonalKeys } from './passkeys/store-personal-keys';
 
 @Global()
 @Module({
   imports: [CqrsModule],
-  controllers: [ConsoleSessionController],
+  controllers: [ConsoleSessionController, PasskeysController],
   providers: [
     // Web console sessions, in this process's memory (console-sessions.ts).
     { provide: ConsoleSessions, inject: [TRIAD_CONFIG], useFactory: (c: TriadConfig) => new ConsoleSessions(c.sessionTtlMs) },
@@ -23,6 +27,9 @@ import { StoredApiKeys } from './keys/stored-api-keys';
     AddApiKeyHandler,
     RegisterPublicKeyHandler,
     RevokePublicKeyHandler,
+    // Passkey enrolment (passkeys/): challenges waiting in this process, keys in the apikeys stream.
+    { provide: PasskeyChallenges, useFactory: () => new PasskeyChallenges() },
+    { provide: PERSONAL_KEYS, useClass: StorePersonalKeys },
     { provide: APP_GUARD, useClass: ApiKeyGuard },
   ],
   exports: [ApiKeyDirectory],

@@ -66,6 +66,15 @@ export interface TriadConfig {
   sandbox: SandboxSettings;
   /** The server's signing key and the keys it trusts besides its own (TRIAD_SIGNING_KEY_FILE, TRIAD_TRUSTED_KEYS). */
   signing: SigningSettings;
+  /** Where passkeys are enrolled and used (TRIAD_WEBAUTHN_RP_ID, TRIAD_WEBAUTHN_ORIGINS). */
+  webauthn: WebAuthnSettings;
+}
+
+export interface WebAuthnSettings {
+  /** The passkeys' relying party id, a domain; unset: the host of the origins, or of the request. */
+  rpId?: string;
+  /** The console's origins a passkey may be used from; empty: the origin each request reached. */
+  origins: string[];
 }
 
 export interface SigningSettings {
@@ -166,7 +175,42 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): TriadConfig {
     trustProxy: trustProxyEnv(env.TRIAD_TRUST_PROXY),
     sandbox: sandboxSettings(env),
     signing: signingSettings(env, resolve(dataDir)),
+    webauthn: webauthnSettings(env),
   };
+}
+
+const DOMAIN = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
+
+/** Whether `host` is `rpId` or a subdomain of it (WebAuthn's rule for an origin's rp id). */
+export function hostWithinRpId(host: string, rpId: string): boolean {
+  return host === rpId || host.endsWith(`.${rpId}`);
+}
+
+/**
+ * TRIAD_WEBAUTHN_ORIGINS (comma-separated `https://host[:port]`) and TRIAD_WEBAUTHN_RP_ID (a domain;
+ * default the first origin's host). Every origin's host must be the rp id or under it; an IP
+ * address is no rp id (browsers refuse one).
+ */
+export function webauthnSettings(env: NodeJS.ProcessEnv): WebAuthnSettings {
+  const rawRpId = (env.TRIAD_WEBAUTHN_RP_ID ?? '').trim().toLowerCase();
+  if (rawRpId !== '' && (!DOMAIN.test(rawRpId) || /^[0-9.]+$/.test(rawRpId))) throw new ConfigError(`TRIAD_WEBAUTHN_RP_ID must be a domain name (as console.example.com), got '${shown(rawRpId)}'`);
+  const origins = (env.TRIAD_WEBAUTHN_ORIGINS ?? '').split(',').map((o) => o.trim()).filter((o) => o !== '');
+  for (const o of origins) {
+    let u: URL | undefined;
+    try {
+      u = new URL(o);
+    } catch {
+      u = undefined; // not a URL: refused just below
+    }
+    if (!u || (u.protocol !== 'https:' && u.protocol !== 'http:') || u.origin !== o) throw new ConfigError(`TRIAD_WEBAUTHN_ORIGINS holds '${shown(o)}', not an origin (scheme://host[:port], no path or trailing slash)`);
+  }
+  const rpId = rawRpId || (origins[0] ? new URL(origins[0]).hostname : undefined);
+  if (rpId !== undefined && (!DOMAIN.test(rpId) || /^[0-9.]+$/.test(rpId))) throw new ConfigError(`TRIAD_WEBAUTHN_ORIGINS' first host '${shown(rpId)}' is no domain name for passkeys; set TRIAD_WEBAUTHN_RP_ID`);
+  for (const o of origins) {
+    const host = new URL(o).hostname;
+    if (!hostWithinRpId(host, rpId!)) throw new ConfigError(`TRIAD_WEBAUTHN_ORIGINS holds '${shown(o)}', whose host is not ${rpId} or under it (TRIAD_WEBAUTHN_RP_ID)`);
+  }
+  return { ...(rpId !== undefined ? { rpId } : {}), origins };
 }
 
 /**
@@ -432,6 +476,7 @@ export function describeConfig(c: TriadConfig): Record<string, unknown> {
     ...(c.mcp ? { mcpServers: c.mcp.servers.map((s) => `${s.name} (${s.transport})`) } : {}),
     sessionTtlMs: c.sessionTtlMs,
     trustProxy: c.trustProxy,
+    webauthn: c.webauthn,
   };
 }
 

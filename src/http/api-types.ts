@@ -17,6 +17,7 @@ import type { ApprovalResult } from '../team/approvals/commands/decide-approval.
 import type { DecisionRecord, DecisionLogHead } from '../review-gate/decision-log/decision-record';
 import type { DecisionLogVerification } from '../review-gate/decision-log/decision-log';
 import type { SessionView } from '../auth/console-sessions';
+import type { PasskeyView } from '../auth/passkeys/passkeys.controller';
 import type { Identity } from '../auth/identity';
 import type { GuardedAction, HumanRole } from '../auth/roles';
 import type { ProjectView } from '../projects/domain/project-decider';
@@ -83,6 +84,13 @@ export type PendingReviewItem = NonNullable<RunSummary['pendingReview']> & Pick<
 
 /** An item of `GET /v1/approvals` */
 export type PendingApprovalItem = PendingApproval & Pick<RunSummary, 'runId' | 'goal' | 'launchedBy'>;
+
+/** `GET /v1/auth/passkeys`: the signed-in person's passkeys. */
+export interface PasskeyList {
+  passkeys: PasskeyView[];
+}
+
+export type { PasskeyView };
 
 /** `GET /v1/decisions` (JSON) */
 export interface DecisionPage {

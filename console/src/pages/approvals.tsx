@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import type { PendingApprovalItem } from '../../../src/http/api-types';
-import { api } from '../api';
+import { api, type PasskeyView } from '../api';
+import { signWithPasskey, usablePasskeys } from '../passkeys';
 import { useFreshRead } from '../use-fresh-read';
 import { href } from '../router';
 import { ErrorNote, fmtTime, Json, Notice } from '../ui';
@@ -8,6 +9,8 @@ import { ErrorNote, fmtTime, Json, Notice } from '../ui';
 export function ApprovalsPage() {
   const [done, setDone] = useState<string | null>(null);
   const { value, error, refresh: load } = useFreshRead(() => api.approvals(), [], { everyMs: 2000 });
+  const { value: passkeys } = useFreshRead(() => api.passkeys(), []);
+  const usable = usablePasskeys(passkeys?.passkeys ?? []);
   // Decided here: gone from the list at once, not at the next read (a second click would only be refused).
   const [decided, setDecided] = useState<ReadonlySet<string>>(new Set());
   const approvals = value?.approvals.filter((x) => !decided.has(x.approvalId));
@@ -21,6 +24,7 @@ export function ApprovalsPage() {
         <Approval
           key={a.approvalId}
           approval={a}
+          passkeys={usable}
           onDecided={(what) => {
             setDone(what);
             setDecided((d) => new Set(d).add(a.approvalId));
@@ -32,11 +36,11 @@ export function ApprovalsPage() {
   );
 }
 
-function Approval({ approval: a, onDecided }: { approval: PendingApprovalItem; onDecided: (what: string) => void }) {
+function Approval({ approval: a, passkeys, onDecided }: { approval: PendingApprovalItem; passkeys: PasskeyView[]; onDecided: (what: string) => void }) {
   const [reason, setReason] = useState('');
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
-  const decide = async (approve: boolean) => {
+  const decide = async (approve: boolean, withPasskey = false) => {
     if (!approve && reason.trim() === '') {
       setError(new Error('a reason is needed to reject a tool call'));
       return;
@@ -44,8 +48,16 @@ function Approval({ approval: a, onDecided }: { approval: PendingApprovalItem; o
     setBusy(true);
     setError(null);
     try {
-      const r = approve ? await api.approveToolCall(a.approvalId, reason.trim() || undefined) : await api.rejectToolCall(a.approvalId, reason);
-      onDecided(`Tool call ${a.tool} ${r.outcome}; the run is now ${r.runStatus.replace(/_/g, ' ')}.`);
+      let r;
+      if (withPasskey) {
+        // The passkey signs the server's statement of this outcome and reason; the decision sends that statement's reason.
+        const { statement, challenge } = await api.approvalStatement(a.approvalId, approve ? 'approved' : 'rejected', reason.trim() || undefined);
+        const signature = await signWithPasskey(challenge, passkeys);
+        r = approve ? await api.approveToolCall(a.approvalId, statement.reason, signature) : await api.rejectToolCall(a.approvalId, statement.reason, signature);
+      } else {
+        r = approve ? await api.approveToolCall(a.approvalId, reason.trim() || undefined) : await api.rejectToolCall(a.approvalId, reason);
+      }
+      onDecided(`Tool call ${a.tool} ${r.outcome}${withPasskey ? ' (signed with your passkey)' : ''}; the run is now ${r.runStatus.replace(/_/g, ' ')}.`);
     } catch (err) {
       setError(err);
     } finally {
@@ -99,6 +111,16 @@ function Approval({ approval: a, onDecided }: { approval: PendingApprovalItem; o
           <button type="button" disabled={busy} onClick={() => decide(false)}>
             Reject call
           </button>
+          {passkeys.length > 0 ? (
+            <>
+              <button type="button" disabled={busy} onClick={() => decide(true, true)}>
+                Approve with passkey
+              </button>
+              <button type="button" disabled={busy} onClick={() => decide(false, true)}>
+                Reject with passkey
+              </button>
+            </>
+          ) : null}
         </div>
       </form>
       <ErrorNote error={error} />

@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import type { PendingReviewItem } from '../../../src/http/api-types';
-import { api } from '../api';
+import { api, type PasskeyView } from '../api';
+import { signWithPasskey, usablePasskeys } from '../passkeys';
 import { useFreshRead } from '../use-fresh-read';
 import { href } from '../router';
 import { ErrorNote, fmtTime, Notice } from '../ui';
@@ -9,6 +10,9 @@ import { WorkspaceDiff } from '../workspace-diff';
 export function ReviewsPage() {
   const [done, setDone] = useState<string | null>(null);
   const { value, error, refresh: load } = useFreshRead(() => api.reviews(), [], { everyMs: 3000 });
+  // Read once: whether the person can sign here, and with which keys.
+  const { value: passkeys } = useFreshRead(() => api.passkeys(), []);
+  const usable = usablePasskeys(passkeys?.passkeys ?? []);
   // Decided here: gone from the list at once, not at the next read (a second click would only be refused).
   const [decided, setDecided] = useState<ReadonlySet<string>>(new Set());
   const reviews = value?.reviews.filter((x) => !decided.has(x.reviewId));
@@ -18,10 +22,16 @@ export function ReviewsPage() {
       {done ? <Notice>{done}</Notice> : null}
       <ErrorNote error={error} />
       {reviews && reviews.length === 0 ? <p>No review waits for a decision.</p> : null}
+      {passkeys && usable.length === 0 && reviews && reviews.length > 0 ? (
+        <p class="hint">
+          To sign your decisions yourself, <a href={href.passkeys()}>enrol a passkey</a>.
+        </p>
+      ) : null}
       {reviews?.map((r) => (
         <Review
           key={r.reviewId}
           review={r}
+          passkeys={usable}
           onDecided={(what) => {
             setDone(what);
             setDecided((d) => new Set(d).add(r.reviewId));
@@ -33,18 +43,18 @@ export function ReviewsPage() {
   );
 }
 
-function Review({ review, onDecided }: { review: PendingReviewItem; onDecided: (what: string) => void }) {
+function Review({ review, passkeys, onDecided }: { review: PendingReviewItem; passkeys: PasskeyView[]; onDecided: (what: string) => void }) {
   const [approveReason, setApproveReason] = useState('');
   const [rejectReason, setRejectReason] = useState('');
   const [rework, setRework] = useState(true);
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
-  const decide = async (f: () => Promise<{ outcome: string; runStatus: string }>) => {
+  const decide = async (f: () => Promise<{ outcome: string; runStatus: string }>, signed = false) => {
     setBusy(true);
     setError(null);
     try {
       const result = await f();
-      onDecided(`Review ${review.reviewId} ${result.outcome}; the run is now ${result.runStatus.replace(/_/g, ' ')}.`);
+      onDecided(`Review ${review.reviewId} ${result.outcome}${signed ? ' (signed with your passkey)' : ''}; the run is now ${result.runStatus.replace(/_/g, ' ')}.`);
     } catch (err) {
       setError(err);
     } finally {
@@ -53,6 +63,16 @@ function Review({ review, onDecided }: { review: PendingReviewItem; onDecided: (
   };
   const verdict = review.lastVerdict;
   const id = review.reviewId;
+  // The statement is the server's, for exactly this outcome and reason (trimmed, as the decision records it); the passkey signs its hash.
+  const signed = (outcome: 'approved' | 'rejected', given: string, send: (reason: string, sig: Awaited<ReturnType<typeof signWithPasskey>>) => Promise<{ outcome: string; runStatus: string }>) => (e: Event) => {
+    const form = (e.currentTarget as HTMLButtonElement).form;
+    if (form && !form.reportValidity()) return;
+    const reason = given.trim();
+    void decide(async () => {
+      const { statement, challenge } = await api.reviewStatement(id, outcome, reason);
+      return send(statement.reason, await signWithPasskey(challenge, passkeys));
+    }, true);
+  };
   return (
     <article class="card" aria-labelledby={`h-${id}`}>
       <h2 id={`h-${id}`}>
@@ -114,6 +134,11 @@ function Review({ review, onDecided }: { review: PendingReviewItem; onDecided: (
           <button type="submit" disabled={busy}>
             Approve
           </button>
+          {passkeys.length > 0 ? (
+            <button type="button" disabled={busy} onClick={signed('approved', approveReason, (reason, sig) => api.approveReview(id, reason, sig))}>
+              Approve with passkey
+            </button>
+          ) : null}
         </form>
         <form
           aria-label={`Reject ${id}`}
@@ -130,6 +155,11 @@ function Review({ review, onDecided }: { review: PendingReviewItem; onDecided: (
           <button type="submit" disabled={busy}>
             Reject
           </button>
+          {passkeys.length > 0 ? (
+            <button type="button" disabled={busy} onClick={signed('rejected', rejectReason, (reason, sig) => api.rejectReview(id, reason, rework, sig))}>
+              Reject with passkey
+            </button>
+          ) : null}
         </form>
       </div>
       <ErrorNote error={error} />
