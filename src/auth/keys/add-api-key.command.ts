@@ -25,6 +25,8 @@ export class RegisterPublicKeyCommand {
     readonly name: string,
     readonly key: PersonalKey,
     readonly registeredBy: string,
+    /** The key's holder registers it, signed in with their key (TRIAD_API_KEYS or stored): no stored key needed. */
+    readonly byHolder = false,
   ) {}
 }
 
@@ -83,7 +85,7 @@ export class RegisterPublicKeyHandler implements ICommandHandler<RegisterPublicK
     const at = new Date(this.clock.now()).toISOString();
     const { events } = await this.path.handle(
       apiKeysStream(() => this.path.store.readStream(API_KEYS_STREAM)),
-      (state) => decideRegisterPublicKey({ name: c.name, key: c.key, registeredBy: c.registeredBy, at }, state),
+      (state) => decideRegisterPublicKey({ name: c.name, key: c.key, registeredBy: c.registeredBy, at }, state, c.byHolder),
       { correlationId: `apikey-${c.name}`, actor: c.registeredBy },
     );
     return { registered: events.length > 0 };

@@ -189,12 +189,13 @@ export class PublicKeyConflictError extends ConflictError {
 }
 
 /**
- * Registers a person's public key to their name. The name must have an API key (the one the key
- * is registered with: `added` when it is being added in the same append); a key is one person's.
+ * Registers a person's public key to their name. The name must have an API key: a stored one, one
+ * added in the same append, or the one its holder signed in with (`holderKnown`: a key of
+ * TRIAD_API_KEYS enrolling a passkey). A key is one person's.
  */
-export function decideRegisterPublicKey(command: RegisterPublicKey, state: ApiKeysState, added = false): ApiKeyEvent[] {
+export function decideRegisterPublicKey(command: RegisterPublicKey, state: ApiKeysState, holderKnown = false): ApiKeyEvent[] {
   const name = normaliseName(command.name);
-  if (!added && !state.keys.has(name)) throw new InvalidApiKeyError(`${command.name} has no API key: a public key is registered with one (triad keys add ${command.name} --roles … --public-key …)`);
+  if (!holderKnown && !state.keys.has(name)) throw new InvalidApiKeyError(`${command.name} has no API key: a public key is registered with one (triad keys add ${command.name} --roles … --public-key …)`);
   const held = state.publicKeys.find((k) => k.key.keyId === command.key.keyId && k.revokedFrom === undefined);
   if (held && held.name !== name) throw new PublicKeyConflictError(`the key ${command.key.keyId} is registered to ${held.name} already`);
   if (held) return [];

@@ -24,6 +24,7 @@ export class StorePersonalKeys implements PersonalKeys {
   }
 
   async register(name: string, key: PersonalKey, registeredBy: string): Promise<void> {
-    await this.commands.execute(new RegisterPublicKeyCommand(name, key, registeredBy));
+    // Enrolled by the signed-in holder of the name (the enrolment route registers for the caller only).
+    await this.commands.execute(new RegisterPublicKeyCommand(name, key, registeredBy, registeredBy === `user:${normaliseName(name)}`));
   }
 }
