@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import type { EventStore, ExpectedRevision, NewEvent } from '../events/event-store.port';
 import type { SigningSettings } from '../config/config';
 import { ATTESTED_EVENT_TYPES, publicKeyText, type Signer, type SignedHead } from './attestation';
-import { InvalidRequestError } from '../shared/errors';
+import { ConflictError, InvalidRequestError } from '../shared/errors';
 import { installDecisionTrust, KeyTrust } from './decision-trust';
 import { foldKeyRing, knownKey, SIGNING_KEYS_STREAM, type KeyRing, type SigningKeyRegisteredData, type SigningKeyRevokedData } from './key-ring';
 import { loadOrCreateSigningKey, SigningKeyError } from './signing-key';
@@ -69,7 +69,7 @@ export class Signing {
   async revokeKey(store: EventStore, keyId: string, reason: string, by: string, now: Date): Promise<void> {
     const ring = await this.refresh(store);
     if (!ring.keys.has(keyId)) throw new UnknownSigningKeyError(`no trusted signing key ${keyId} (triad decisions keys lists them)`);
-    if (keyId === this.signer.keyId) throw new UnknownSigningKeyError(`${keyId} is this process's own key: revoke it from a process with the next key`);
+    if (keyId === this.signer.keyId) throw new ConflictError(`${keyId} is this process's own key: revoke it from a process with the next key`);
     const data: SigningKeyRevokedData = { keyId, reason, revokedBy: by, at: now.toISOString() };
     await store.append(SIGNING_KEYS_STREAM, [{ type: 'SigningKeyRevoked', data }]);
     await this.refresh(store);
