@@ -157,6 +157,13 @@ describe.each([['sqlite'], ['postgres']])('forged decisions (%s)', (kind) => {
     expect(run.status).toBe('awaiting_review');
     expect(run.refused![0]).toMatchObject({ problem: 'bad_signature', decisionId: forged.decisionId });
     expect((await verify()).attestations.issues).toContainEqual(expect.objectContaining({ id: forged.decisionId, problem: 'bad_signature' }));
+
+    // The real decision itself, every byte of it, replayed into another run waiting at its gate.
+    const third = await launch(server);
+    await forgeApproval(third, { ...attestation });
+    const replayed = await waitForRun(server, third, (r) => (r.refused?.length ?? 0) >= 2);
+    expect(replayed.status).toBe('awaiting_review');
+    expect(replayed.refused![0]).toMatchObject({ problem: 'bad_signature', decisionId: attestation.decisionId });
   });
 
   it('a CLI decision by name alone is refused with one line, and writes nothing', async () => {
