@@ -37,13 +37,7 @@ export class Signing {
    * the revision each event lands at.
    */
   attestEvents(streamId: string, events: readonly NewEvent[], expected?: ExpectedRevision): void {
-    const first = typeof expected === 'number' ? expected + 1 : expected === 'no_stream' ? 0 : undefined;
-    events.forEach((e, i) => {
-      if (!ATTESTED_EVENT_TYPES.has(e.type) || e.data === null || typeof e.data !== 'object') return;
-      const data = e.data as Record<string, unknown>;
-      if (data.attestation !== undefined) return;
-      data.attestation = this.signer.attest(e.type, data, { streamId, revision: first === undefined ? undefined : first + i });
-    });
+    attestInPlace(this.signer, streamId, events, expected);
   }
 
   signHead(head: { seq: number; hash: string }, at: string): SignedHead {
@@ -135,6 +129,17 @@ async function holdsAttestedDecisions(store: EventStore): Promise<boolean> {
     if (page.length < 1000) return false;
     after = page[page.length - 1].position;
   }
+}
+
+/** Signs each event of an attested type that has no attestation yet, for its stream and (when known) revision. */
+export function attestInPlace(signer: Signer, streamId: string, events: readonly NewEvent[], expected?: ExpectedRevision): void {
+  const first = typeof expected === 'number' ? expected + 1 : expected === 'no_stream' ? 0 : undefined;
+  events.forEach((e, i) => {
+    if (!ATTESTED_EVENT_TYPES.has(e.type) || e.data === null || typeof e.data !== 'object') return;
+    const data = e.data as Record<string, unknown>;
+    if (data.attestation !== undefined) return;
+    data.attestation = signer.attest(e.type, data, { streamId, revision: first === undefined ? undefined : first + i });
+  });
 }
 
 /** The store as the process writes it: every event of an attested type is signed before it is appended. */

@@ -91,12 +91,11 @@ it.each<[string, unknown]>([
   expect(res.status).toBe(400);
 });
 
-it('refuses, with a 400 naming the fix, a person whose name has no stored key', async () => {
+it('enrols a person signed in with a key of TRIAD_API_KEYS (no stored key): the passkey is theirs alone', async () => {
   const o = await options('operator');
   const res = await enrol('operator', softwareAuthenticator().register({ challenge: o.body.challenge, origin: ORIGIN, rpId: 'triad.test' }));
-  expect(res.status).toBe(400);
-  expect(res.body.message).toMatch(/ops has no API key.*triad keys add ops/);
-  expect((await list('operator')).body).toEqual({ passkeys: [] });
+  expect(res.status).toBe(201);
+  expect((await list('operator')).body.passkeys).toEqual([expect.objectContaining({ keyId: res.body.keyId, revoked: false })]);
 });
 
 it('needs an identity', async () => {

@@ -125,7 +125,9 @@ describe('configuration and store errors', () => {
 
 describe('logs', () => {
   // A store of its own: a stored key with a malformed hash, which every app start warns about.
-  const logs = { TRIAD_DATA_DIR: join(dir.path, 'logs-data') };
+  // Its key is made by its first start, as on a store upgraded to signing: the key event written
+  // before it is from before signing began.
+  const logs = { TRIAD_DATA_DIR: join(dir.path, 'logs-data'), TRIAD_SIGNING_KEY_FILE: join(dir.path, 'logs-signing-key.pem') };
   beforeAll(async () => {
     const store = new SqliteEventStore({ file: join(logs.TRIAD_DATA_DIR, 'triad.db') });
     await store.append('apikeys', [{ type: 'ApiKeyAdded', data: { name: 'broken', roles: ['operator'], secretHash: 'abcd', addedBy: 'user:ann', at: new Date().toISOString() } }], { expectedRevision: 'any' });

@@ -40,7 +40,21 @@ function setup() {
   /** Ends a task run as its driver would. */
   const endRun = async (runId: string, status: string) => {
     const head = await store.streamRevision(toRunStreamId(runId));
-    await store.append(toRunStreamId(runId), [{ type: 'RunEnded', data: { status, reason: status === 'completed' ? 'COMPLETED' : 'ERROR', at: AT } }], { expectedRevision: head! });
+    // A run completes only through its gate (here waived): the fold refuses a bare RunEnded COMPLETED.
+    const phase = (p: string, role: string) => ({ type: 'PhaseStarted', data: { phase: p, role, iteration: 1, agent: `agent:${role}:${runId}`, system: '', tools: [], maxTurns: 5, at: AT } });
+    const path = [
+      phase('planning', 'architect'),
+      { type: 'PlanSubmitted', data: { toolUseId: 'tu_plan', plan: 'p', steps: ['p'], at: AT } },
+      phase('executing', 'executor'),
+      { type: 'WorkSubmitted', data: { toolUseId: 'tu_work', iteration: 1, summary: 'w', files: [], at: AT } },
+      phase('reviewing', 'reviewer'),
+      { type: 'VerdictSubmitted', data: { toolUseId: 'tu_verdict', iteration: 1, verdict: 'APPROVE', findings: [], summary: 's', at: AT } },
+      {
+        type: 'ReviewDecided',
+        data: { decisionId: `dec_${runId}`, reviewId: `rev_${runId}_1`, iteration: 1, outcome: 'waived', reason: 'waived', executor: `agent:executor:${runId}`, decider: 'system', deciderKind: 'system', acceptanceCriteria: [], artifactHash: 'sha256:a', charterVersion: 'sha256:c', at: AT },
+      },
+    ];
+    await store.append(toRunStreamId(runId), [...(status === 'completed' ? path : []), { type: 'RunEnded', data: { status, reason: status === 'completed' ? 'COMPLETED' : 'ERROR', at: AT } }], { expectedRevision: head! });
   };
   return { store, path, launches, deps, endRun };
 }

@@ -87,7 +87,8 @@ describe('tool approvals, head and since in the decision log (HTTP, SQLite)', ()
   });
 
   /** verify's attestations: the two approvals from before signing began, then the signing key's registration and the review, signed. */
-  const attestations = () => ({ ok: true, checked: 4, personallySigned: 0, beforeSigning: 2, signingSince, issues: [] });
+  // The two tool calls' requests and decisions from before signing; the review opened, its decision and the key's registration signed.
+  const attestations = () => ({ ok: true, checked: 7, personallySigned: 0, beforeSigning: 4, signingSince, issues: [] });
 
   afterAll(async () => {
     await store?.close();
@@ -186,7 +187,7 @@ describe('tool approvals, head and since in the decision log (HTTP, SQLite)', ()
     expect(seq).toBe(3);
     const ok = await runCli(['decisions', 'verify', '--since', hash], env);
     expect({ code: ok.code, stdout: ok.stdout }).toEqual({ code: 0, stdout: expect.stringContaining(`the log extends ${hash} (record 3)`) });
-    expect(ok.stdout).toContain(`4 attested event(s) checked, 0 decision(s) signed by their decider; 2 unsigned from before this store's signing began (position ${signingSince})`);
+    expect(ok.stdout).toContain(`7 attested event(s) checked, 0 decision(s) signed by their decider; 4 unsigned from before this store's signing began (position ${signingSince})`);
     const unknown = await runCli(['decisions', 'verify', '--since', 'd'.repeat(64)], env);
     expect({ code: unknown.code, stdout: unknown.stdout }).toEqual({ code: 1, stdout: expect.stringContaining('does NOT extend') });
     expect((await runCli(['decisions', 'verify', '--since', 'nope'], env)).code).toBe(2);

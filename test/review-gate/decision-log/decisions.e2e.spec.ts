@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { seedRunAwaitingReview } from '../../../bench/seed-review';
+import { serverSignedStore } from '../../support/server-signed-store';
 import type { EventStore } from '../../../src/events/event-store.port';
 import { PostgresEventStore } from '../../../src/events/postgres.event-store';
 import { SqliteEventStore } from '../../../src/events/sqlite.event-store';
@@ -91,7 +92,8 @@ const setups: Record<'sqlite' | 'postgres', () => Setup> = {
  * own registration (the `signing-keys` stream's SigningKeyRegistered, the store's first event: where
  * its signing began), all signed by the server; none signed by the decider in person here.
  */
-const attestedDecisions = (decisions: number) => ({ ok: true, checked: decisions + 1, personallySigned: 0, beforeSigning: 0, signingSince: 1, issues: [] });
+/** Every decision and the review each decided (the escalation is a review of its own), and the signing key's registration. */
+const attestedDecisions = (decisions: number, opened = decisions, registrations = 1) => ({ ok: true, checked: decisions + opened + registrations, personallySigned: 0, beforeSigning: 0, signingSince: 1, issues: [] });
 
 /** A tool approval's fields: absent from review records. */
 const APPROVAL_ONLY: string[] = ['kind', 'approvalId', 'toolName', 'inputHash', 'risk', 'role', 'turn'];
@@ -121,7 +123,8 @@ describe.each(['sqlite', 'postgres'] as const)('the decision log end to end on %
   }
 
   const seed = (launchedBy = 'user:ops', reviewPolicy?: Parameters<typeof seedRunAwaitingReview>[1]['reviewPolicy']) =>
-    seedRunAwaitingReview(store, { launchedBy, reviewPolicy, acceptanceCriteria: ['file hello.txt contains "Hello"', 'the summary, mentions | pipes'] });
+    // Written as the server writes (its key signs the review opened): the gate's decisions are what is tested.
+    seedRunAwaitingReview(serverSignedStore(store), { launchedBy, reviewPolicy, acceptanceCriteria: ['file hello.txt contains "Hello"', 'the summary, mentions | pipes'] });
 
   beforeAll(async () => {
     setup = setups[kind]();
