@@ -20,6 +20,10 @@ const { OfflineModelProvider } = require(path.join(dist, 'team/models/offline.mo
 const { RunSupervisor } = require(path.join(dist, 'team/run-supervisor.js'));
 const { createDefaultToolRegistry } = require(path.join(dist, 'team/tools/tool-registry.js'));
 
+// No app, no signing key: the store is written unsigned here, and this process's folds act on it
+// as written (an app installs its trust from its key; see src/attestation/decision-trust.ts).
+require(path.join(dist, 'attestation/decision-trust.js')).installDecisionTrust({ refusal: () => undefined });
+
 async function main() {
   const ttl = Number(process.env.SUPERVISOR_LEASE_TTL_MS);
   const store = new InMemoryEventStore();
