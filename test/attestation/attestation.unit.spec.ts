@@ -64,7 +64,7 @@ describe('attestations', () => {
 
 describe('the key ring', () => {
   const registration = (s: Signer, by: Signer, position: number) => {
-    const data: SigningKeyRegisteredData = { keyId: s.keyId, publicKey: publicKeyText(s.publicKey), registeredBy: 'server', at: '2026-01-01T00:00:00.000Z' };
+    const data: SigningKeyRegisteredData = { keyId: s.keyId, publicKey: publicKeyText(s.publicKey), registeredBy: 'server', storeHead: position - 1, at: '2026-01-01T00:00:00.000Z' };
     data.attestation = by.attest('SigningKeyRegistered', data, { streamId: SIGNING_KEYS_STREAM });
     return { type: 'SigningKeyRegistered', data, position, revision: position };
   };
@@ -75,6 +75,7 @@ describe('the key ring', () => {
     const stranger = newSigner();
     const r = foldKeyRing([known(a)], [registration(a, a, 3), registration(stranger, stranger, 4), registration(b, a, 5)]);
     expect([...r.keys.keys()].sort()).toEqual([a.keyId, b.keyId].sort());
+    // After the head the first trusted registration signed (not the stranger's).
     expect(r.signingSince).toBe(3);
     expect(r.registered.find((k) => k.keyId === stranger.keyId)?.trusted).toBe(false);
   });
@@ -110,6 +111,22 @@ describe('the gate guard (given / when / then)', () => {
     const guard = newGateGuard();
     expect(guardEvent(guard, 'awaitingReview', approved(false), at(50))).toBeUndefined();
     expect(guardEvent(guard, 'awaitingReview', completed, at(51))).toBeUndefined();
+  });
+
+  it('given signing began, when an unsigned ReviewOpened (with an auto-approve timeout) or ToolApprovalRequested arrives, then it is refused', () => {
+    const guard = newGateGuard();
+    const opened = { type: 'ReviewOpened', data: { reviewId: 'rev_run_1_1', iteration: 1, timeout: { policy: 'auto_approve', dueAt: '2000-01-01T00:00:00.000Z' } } };
+    expect(guardEvent(guard, 'approved', opened, at(200))).toMatchObject({ problem: 'unsigned', type: 'ReviewOpened' });
+    expect(guardEvent(guard, 'executing', { type: 'ToolApprovalRequested', data: { approvalId: 'apr_run_1.tu_1' } }, at(201))).toMatchObject({ problem: 'unsigned' });
+  });
+
+  it('given an attested approval of an earlier review, when it arrives while a later review is open, then it is misplaced and the run does not end', () => {
+    const guard = newGateGuard();
+    const opened = { type: 'ReviewOpened', data: { reviewId: 'rev_run_1_2', iteration: 2 } };
+    (opened.data as Record<string, unknown>).attestation = server.attest('ReviewOpened', opened.data, RUN);
+    expect(guardEvent(guard, 'approved', opened, at(200))).toBeUndefined();
+    expect(guardEvent(guard, 'awaitingReview', approved(true), at(201))).toMatchObject({ problem: 'misplaced' });
+    expect(guardEvent(guard, 'awaitingReview', completed, at(202))).toMatchObject({ problem: 'no_decision' });
   });
 
   it('given a run still executing, when a RunEnded COMPLETED arrives, then it is refused; a cancel is not', () => {
