@@ -316,8 +316,13 @@ async function rechain(sql: RawSql): Promise<void> {
     `SELECT type, stream_id, position, data, metadata FROM ${sql.t('events')} WHERE type IN ('ReviewDecided', 'ToolApprovalDecided') ORDER BY position`,
   );
   let prev: DecisionRecord | undefined;
+  const seen = new Set<string>();
   for (const e of events) {
     const parse = (v: unknown) => (typeof v === 'string' ? JSON.parse(v) : v);
+    // As the projector does: one record per decision id (a replayed copy has none of its own).
+    const id = String((parse(e.data) as { decisionId?: string; approvalId?: string }).decisionId ?? (parse(e.data) as { approvalId?: string }).approvalId);
+    if (seen.has(id)) continue;
+    seen.add(id);
     const record = recordFrom({ type: e.type, streamId: e.stream_id, position: Number(e.position), data: parse(e.data), metadata: parse(e.metadata) as { runId?: string } }, prev);
     await sql.run(`UPDATE ${sql.t('decision_records')} SET reason = ${sql.p(1)}, prev_hash = ${sql.p(2)}, hash = ${sql.p(3)} WHERE seq = ${sql.p(4)}`, [record.reason, record.prevHash, record.hash, record.seq]);
     prev = record;

@@ -251,7 +251,8 @@ export class DecisionLog {
     for await (const page of this.decisionEventPages(upTo, approvalsFrom, streams)) {
       for (const e of page) {
         const [id, expected] = expectedDecision(e);
-        byDecisionId.set(id, expected);
+        // The first event of a decision id has its record (as expectationFrom).
+        if (!byDecisionId.has(id)) byDecisionId.set(id, expected);
       }
     }
     return verifyChainAsync(this.repo.iterate(), { count: byDecisionId.size, byDecisionId, upToPosition: upTo });
