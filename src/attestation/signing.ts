@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import { withAppend } from '../events/append-proxy';
 import type { EventStore, ExpectedRevision, NewEvent } from '../events/event-store.port';
 import type { SigningSettings } from '../config/config';
 import { ATTESTED_EVENT_TYPES, publicKeyText, type Signer, type SignedHead } from './attestation';
@@ -144,18 +145,8 @@ export function attestInPlace(signer: Signer, streamId: string, events: readonly
 
 /** The store as the process writes it: every event of an attested type is signed before it is appended. */
 export function attestingAppends(store: EventStore, signing: Signing): EventStore {
-  const bound = new Map<PropertyKey, unknown>();
-  const append: EventStore['append'] = (streamId, events, options) => {
+  return withAppend(store, (streamId, events, options) => {
     signing.attestEvents(streamId, events, options?.expectedRevision);
     return store.append(streamId, events, options);
-  };
-  return new Proxy(store, {
-    get(target, prop) {
-      if (prop === 'append') return append;
-      const value: unknown = Reflect.get(target, prop, target);
-      if (typeof value !== 'function') return value;
-      if (!bound.has(prop)) bound.set(prop, (value as (...args: unknown[]) => unknown).bind(target));
-      return bound.get(prop);
-    },
   });
 }

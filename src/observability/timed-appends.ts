@@ -1,3 +1,4 @@
+import { withAppend } from '../events/append-proxy';
 import type { EventStore, NewEvent } from '../events/event-store.port';
 
 export interface AppendObserver {
@@ -7,13 +8,8 @@ export interface AppendObserver {
   appended?(streamId: string, events: readonly NewEvent[]): void;
 }
 
-/**
- * The event store with each `append` observed (the append latency histogram, the event log lines);
- * every other member is the store's own, bound to it. A proxy rather than a wrapper class, so the
- * port can grow without this file changing.
- */
+/** The event store with each `append` observed (the append latency histogram, the event log lines). */
 export function observedAppends(store: EventStore, observer: AppendObserver): EventStore {
-  const bound = new Map<PropertyKey, unknown>();
   const append: EventStore['append'] = async (streamId, events, options) => {
     const started = process.hrtime.bigint();
     let ok = false;
@@ -26,13 +22,5 @@ export function observedAppends(store: EventStore, observer: AppendObserver): Ev
       if (ok) observer.appended?.(streamId, events);
     }
   };
-  return new Proxy(store, {
-    get(target, prop) {
-      if (prop === 'append') return append;
-      const value: unknown = Reflect.get(target, prop, target);
-      if (typeof value !== 'function') return value;
-      if (!bound.has(prop)) bound.set(prop, (value as (...args: unknown[]) => unknown).bind(target));
-      return bound.get(prop);
-    },
-  });
+  return withAppend(store, append);
 }

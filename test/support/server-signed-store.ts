@@ -1,6 +1,7 @@
 import { attestInPlace } from '../../src/attestation/signing';
 import { loadOrCreateSigningKey } from '../../src/attestation/signing-key';
 import { signingSettings } from '../../src/config/config';
+import { withAppend } from '../../src/events/append-proxy';
 import type { EventStore } from '../../src/events/event-store.port';
 
 /**
@@ -11,16 +12,8 @@ import type { EventStore } from '../../src/events/event-store.port';
  */
 export function serverSignedStore(store: EventStore, env: NodeJS.ProcessEnv = process.env, dataDir = '/nonexistent-data-dir'): EventStore {
   const { signer } = loadOrCreateSigningKey(signingSettings(env, dataDir).keyFile);
-  return new Proxy(store, {
-    get(target, prop) {
-      if (prop === 'append') {
-        return (streamId: string, events: Parameters<EventStore['append']>[1], options?: Parameters<EventStore['append']>[2]) => {
-          attestInPlace(signer, streamId, events, options?.expectedRevision);
-          return target.append(streamId, events, options);
-        };
-      }
-      const value: unknown = Reflect.get(target, prop, target);
-      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-    },
+  return withAppend(store, (streamId, events, options) => {
+    attestInPlace(signer, streamId, events, options?.expectedRevision);
+    return store.append(streamId, events, options);
   });
 }
