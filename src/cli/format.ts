@@ -121,7 +121,7 @@ export function describeRun(r: RunSummary): string {
   if (r.endedAt) lines.push(`ended     ${r.endedAt}${r.message ? ` — ${r.message}` : ''}`);
   if (r.lastVerdict) lines.push(`verdict   ${r.lastVerdict.verdict} (iteration ${r.lastVerdict.iteration}): ${short(r.lastVerdict.summary, 120)}`);
   for (const a of r.pendingApprovals ?? []) lines.push(`approval  ${a.tool} waits for a human: triad approvals approve ${a.approvalId} (or reject --reason "…")`);
-  if (r.pendingReview) lines.push(`review    ${r.pendingReview.reviewId} is waiting for a human (not the launcher): TRIAD_API_KEY=<reviewer key> triad review approve ${r.pendingReview.reviewId} --reason "…"`);
+  if (r.pendingReview) lines.push(`review    ${r.pendingReview.reviewId} is waiting for a human (not the launcher): TRIAD_API_KEY=<reviewer key> triad review approve ${r.pendingReview.reviewId} --reason "…" (a reviewer's key: triad keys add <name> --roles reviewer)`);
   return lines.join('\n');
 }
 
