@@ -53,10 +53,13 @@ describe('run_command', () => {
   it('kills every process of the command when the context is aborted', async () => {
     const mark = uniqueSleep();
     const controller = new AbortController();
-    setTimeout(() => controller.abort(), 300);
     const started = Date.now();
-    const outcome = await run({ command: `sleep ${mark} & sleep ${mark}` }, { signal: controller.signal });
-    expect(Date.now() - started).toBeLessThan(20_000);
+    const running = run({ command: `sleep ${mark} & sleep ${mark}` }, { signal: controller.signal });
+    // Aborted once the command runs (both sleeps are up), not at a guessed moment.
+    await waitFor('both sleeps', async () => (hostProcessesWith(mark).length >= 2 ? true : undefined), 20_000);
+    controller.abort();
+    const outcome = await running;
+    expect(Date.now() - started).toBeLessThan(25_000);
     expect(outcome.isError).toBe(true);
     expect(outcome.output).toContain('[cancelled;');
     expect(await noHostProcess(mark)).toBe(true);
@@ -66,9 +69,23 @@ describe('run_command', () => {
     const controller = new AbortController();
     controller.abort();
     const outcome = await run({ command: 'touch started' }, { signal: controller.signal });
-    expect(outcome.isError).toBe(true);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(outcome).toEqual({ isError: true, output: 'command cancelled before it started' });
     expect(() => readFileSync(join(ws.path, 'started'))).toThrow();
+  });
+
+  it('given the context is aborted while the sandbox is being set up, then the command never runs', async () => {
+    // The abort lands after the first check and before the command starts (the tool is still
+    // resolving the workspace and preparing the sandbox): it must still be honoured.
+    const mark = uniqueSleep();
+    const controller = new AbortController();
+    const started = Date.now();
+    const running = run({ command: `touch started; sleep ${mark}` }, { signal: controller.signal });
+    controller.abort();
+    const outcome = await running;
+    expect(Date.now() - started).toBeLessThan(20_000);
+    expect(outcome).toEqual({ isError: true, output: 'command cancelled before it started' });
+    expect(existsSync(join(ws.path, 'started'))).toBe(false);
+    expect(await noHostProcess(mark)).toBe(true);
   });
 
   it.each([

@@ -70,6 +70,9 @@ export function runCommandTool(limits: BuiltinToolLimits, sandboxOf: () => Sandb
         throw err;
       }
       try {
+        // Cancelled while the workspace was resolved or the sandbox set up: an abort from then on
+        // fires no listener (the signal has already fired), so it is read here, before anything runs.
+        if (context.signal.aborted) return fail('command cancelled before it started');
         return await runCommand(command, cwd, timeoutMs, limits.commandOutputMaxBytes, context, prepared, sandbox.settings.limits);
       } finally {
         await prepared.dispose();
