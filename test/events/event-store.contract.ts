@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { EventStore, NewEvent, RecordedEvent } from '../../src/events/event-store.port';
 import { EventIdConflictError, EventTooLargeError, InvalidAppendError, RecordedPositionError, RecordedPositionsNotKeptError, WrongExpectedRevisionError } from '../../src/events/errors';
 import { UpcasterRegistry } from '../../src/events/upcasting';
+import { waitFor } from '../support/wait-for';
 
 /**
  * The event store contract: every adapter runs this same suite.
@@ -666,7 +667,8 @@ export function eventStoreContract(name: string, makeHarness: () => ContractHarn
             if (got.length === 4) break;
           }
         })();
-        await new Promise((r) => setTimeout(r, 50));
+        // History first: the appends below come once the subscription has caught up.
+        await waitFor('the history', () => got.length === 2, 5000, 5);
         await store.append('t-1', [ev('D')]);
         await store.append('s-1', [ev('E')]);
         await store.append('s-9', [ev('F')]);

@@ -64,9 +64,9 @@ const harnesses: Record<string, () => StoreHarness> = {
 };
 
 /** A decision through the review gate's own core path: read the run, fold, decide, append at the revision read. */
-async function decide(store: EventStore, reviewId: string, how: 'approve' | 'reject' | 'timeout', decider = 'user:rita'): Promise<void> {
+/** `at` is the decision's clock: a timeout decided past its due time needs no wait for it. */
+async function decide(store: EventStore, reviewId: string, how: 'approve' | 'reject' | 'timeout', decider = 'user:rita', at = new Date().toISOString()): Promise<void> {
   const runId = parseReviewId(reviewId)!.runId;
-  const at = new Date().toISOString();
   const base = { reviewId, decisionId: randomUUID(), at };
   const command: ReviewCommand =
     how === 'approve'
@@ -110,8 +110,7 @@ describe.each(Object.keys(harnesses))('the decision log projector on %s', (kind)
     projection.start();
     await decisions(store, 3, (i) => (i === 1 ? 'reject' : 'approve'));
     const timed = await seedRunAwaitingReview(store, { launchedBy: 'user:lena', reviewPolicy: { timeout: { policy: 'escalate', afterMs: 1 } } });
-    await new Promise((r) => setTimeout(r, 5));
-    await decide(store, timed.reviewId, 'timeout');
+    await decide(store, timed.reviewId, 'timeout', undefined, new Date(Date.now() + 60_000).toISOString());
     await decide(store, timed.reviewId, 'approve');
     const list = await log.list();
     expect(list.map((r) => r.seq)).toEqual([1, 2, 3, 4, 5]);

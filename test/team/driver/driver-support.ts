@@ -128,13 +128,3 @@ export function liveProcessesInGroup(pgid: number): number[] {
   }
   return live;
 }
-
-/** Polls until `check` holds or the deadline passes; returns whether it held. */
-export async function eventually(check: () => boolean | Promise<boolean>, withinMs = 3000, everyMs = 20): Promise<boolean> {
-  const deadline = Date.now() + withinMs;
-  for (;;) {
-    if (await check()) return true;
-    if (Date.now() > deadline) return false;
-    await new Promise((resolve) => setTimeout(resolve, everyMs));
-  }
-}

@@ -6,7 +6,8 @@ import { toRunStreamId, type RunEndedData, type ToolCallCompletedData } from '..
 import { foldRun, initialRunState, runStatus, terminationReason } from '../../../src/team/domain/run-state';
 import { ModelError, type ChatMessage, type ModelRequest, type RoleName } from '../../../src/team/models/model.port';
 import { ScriptedModelProvider, toolUseResponse } from '../../../src/team/models/scripted.model';
-import { dataOf, eventually, plan, roleScript, startRun, submitWork, verdict, writeFile, type Harness } from './driver-support';
+import { dataOf, plan, roleScript, startRun, submitWork, verdict, writeFile, type Harness } from './driver-support';
+import { waitFor } from '../../support/wait-for';
 
 // The run driver end to end on a scripted model: real tools in a temp workspace, an in-memory store.
 
@@ -191,7 +192,7 @@ describe('RunDriver: how runs end', () => {
     );
     harness = await startRun({ model });
     const driving = harness.driver.drive();
-    expect(await eventually(() => hostProcessesWith(mark).length >= 2, 5000)).toBe(true);
+    await waitFor('both sleeps to start', () => hostProcessesWith(mark).length >= 2, 5000, 20);
 
     // What the cancel command does: append RunEnded at the run's revision, then stop the local driver.
     const stream = toRunStreamId(harness.runId);
@@ -204,7 +205,7 @@ describe('RunDriver: how runs end', () => {
     harness.driver.stop('cancelled');
     await driving;
 
-    expect(await eventually(() => hostProcessesWith(mark).length === 0, 3000)).toBe(true);
+    await waitFor('both sleeps to be gone', () => hostProcessesWith(mark).length === 0, 3000, 20);
     // drive() has returned: the driver can append nothing more.
     const events = await harness.events();
     expect(events[events.length - 1]).toMatchObject({ type: 'RunEnded', revision: head + 1, data: { reason: 'CANCELLED' } });

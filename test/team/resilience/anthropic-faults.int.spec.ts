@@ -6,6 +6,7 @@ import { AnthropicModelProvider } from '../../../src/team/models/anthropic.provi
 import { SUMMARY_HEADER, SUMMARY_SYSTEM_PROMPT } from '../../../src/team/resilience/context-window';
 import { httpErrorStep, startFakeMessagesApi, textStep, toolUseStep, type FakeMessagesApi, type FakeStep } from '../../support/fake-messages-api';
 import { dataOf, expectReplayMatchesLive, expectToolPairsIntact, startHarness, type Harness } from './resilience-support';
+import { waitFor } from '../../support/wait-for';
 
 // The failure classes through the real SDK (AnthropicModelProvider) over real HTTP, against the
 // loopback fake of the Messages API injecting faults. After every run, the stored events replay to
@@ -262,27 +263,18 @@ describe('cancel and timeouts abort the model stream', () => {
     };
   }
 
-  async function until(check: () => boolean, withinMs = 5_000): Promise<boolean> {
-    const deadline = Date.now() + withinMs;
-    while (!check()) {
-      if (Date.now() > deadline) return false;
-      await new Promise((r) => setTimeout(r, 10));
-    }
-    return true;
-  }
-
   it('cancel: the stream in flight is aborted (the server sees the client go) and nothing is appended after RunEnded', async () => {
     const hang = await hangingApi();
     try {
       h = await startHarness({ model: new AnthropicModelProvider({ apiKey: API_KEY, baseURL: hang.url, timeoutMs: 60_000 }), launch: { team: TEAM } });
       const driving = h.driver.drive();
-      expect(await until(() => hang.opened === 1)).toBe(true);
+      await waitFor('the stream to open', () => hang.opened === 1, 5_000, 10);
       await h.appendAsOther([{ type: 'RunEnded', data: { status: 'cancelled', reason: 'CANCELLED', at: new Date().toISOString() } }]);
       const stoppedAt = Date.now();
       h.driver.stop('cancelled');
       await driving;
       expect(Date.now() - stoppedAt).toBeLessThan(20_000);
-      expect(await until(() => hang.closed === 1, 20_000)).toBe(true);
+      await waitFor('the server to see the client go', () => hang.closed === 1, 20_000, 10);
       const types = await h.types();
       expect(types.at(-1)).toBe('RunEnded');
       expect(types).not.toContain('ModelCallFailed');
@@ -306,7 +298,7 @@ describe('cancel and timeouts abort the model stream', () => {
       const started = Date.now();
       const state = await h.driver.drive();
       expect(Date.now() - started).toBeLessThan(30_000);
-      expect(await until(() => hang.closed === 1, 20_000)).toBe(true);
+      await waitFor('the server to see the client go', () => hang.closed === 1, 20_000, 10);
       expect(terminationReason(state)).toBe('TIMEOUT');
       expect((await h.types()).slice(-1)).toEqual(['RunEnded']);
       await expectReplayMatchesLive(h, state);

@@ -5,6 +5,7 @@ import type { RecordedEvent } from '../../../src/events/event-store.port';
 import type { RunEndedData, ToolCallCompletedData } from '../../../src/team/domain/run-events';
 import { runStatus, terminationReason } from '../../../src/team/domain/run-state';
 import { ScriptedModelProvider } from '../../../src/team/models/scripted.model';
+import { waitFor } from '../../support/wait-for';
 import {
   dataOf,
   expectReplayMatchesLive,
@@ -30,15 +31,6 @@ afterEach(() => {
   h?.remove();
   h = undefined;
 });
-
-async function until(check: () => boolean | Promise<boolean>, withinMs = 5000): Promise<boolean> {
-  const deadline = Date.now() + withinMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) return false;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  return true;
-}
 
 describe('three-pass dispatch', () => {
   it('read-only calls run concurrently; results are committed in the model order in one append', async () => {
@@ -146,7 +138,7 @@ describe('crash semantics under the three-pass dispatch', () => {
     const first = h.driver;
     const driving = first.drive();
     const pidFile = join(h.workspace, 'pid.txt');
-    expect(await until(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '')).toBe(true);
+    await waitFor('the command to write its pid', () => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '', 5000, 10);
     first.stop('crash'); // the process dies: nothing after ToolCallRequested(run_command) is recorded
     await driving;
     expect((await h.types()).at(-1)).toBe('ToolCallRequested');
@@ -174,12 +166,13 @@ describe('nothing keeps running after a run has ended', () => {
     const state = await h.driver.drive();
     expect(Date.now() - started).toBeLessThan(25_000);
     expect(readFileSync(join(h.workspace, 'started.txt'), 'utf8')).toBe('started\n');
-    expect(await until(() => hostProcessesWith(mark).length === 0, 20_000)).toBe(true);
-    expect(terminationReason(state)).toBe('TIMEOUT');
     const events = await h.events();
+    // Nothing is appended from drive()'s return until its processes are gone (the time a
+    // straggler of the run would have to write in).
+    await waitFor('its processes to be gone', () => hostProcessesWith(mark).length === 0, 20_000, 10);
+    expect(terminationReason(state)).toBe('TIMEOUT');
     expect(events.at(-1)!.type).toBe('RunEnded');
     expect(events.at(-2)).toMatchObject({ type: 'ToolCallRequested', data: { name: 'run_command' } });
-    await new Promise((r) => setTimeout(r, 100));
     expect((await h.events()).length).toBe(events.length);
     await expectReplayMatchesLive(h, state);
   });
@@ -190,7 +183,7 @@ describe('nothing keeps running after a run has ended', () => {
     const model = new ScriptedModelProvider(roleScript({ architect: [plan()], executor: [turn] }));
     h = await startHarness({ model, extraTools: probeTools(log) });
     const driving = h.driver.drive();
-    expect(await until(() => log.filter((e) => e.at === 'start').length === 2)).toBe(true);
+    await waitFor('both probes to start', () => log.filter((e) => e.at === 'start').length === 2, 5000, 10);
     await h.appendAsOther([{ type: 'RunEnded', data: { status: 'cancelled', reason: 'CANCELLED', message: 'cancelled by user:bob', at: new Date().toISOString() } }]);
     const stoppedAt = Date.now();
     h.driver.stop('cancelled');
@@ -214,11 +207,11 @@ describe('nothing keeps running after a run has ended', () => {
     const model = new ScriptedModelProvider(roleScript({ architect: [plan()], executor: [turn] }));
     h = await startHarness({ model });
     const driving = h.driver.drive();
-    expect(await until(() => hostProcessesWith(mark).length >= 2)).toBe(true);
+    await waitFor('both sleeps to start', () => hostProcessesWith(mark).length >= 2, 5000, 10);
     await h.appendAsOther([{ type: 'RunEnded', data: { status: 'cancelled', reason: 'CANCELLED', at: new Date().toISOString() } }]);
     h.driver.stop('cancelled');
     await driving;
-    expect(await until(() => hostProcessesWith(mark).length === 0, 3000)).toBe(true);
+    await waitFor('both sleeps to be gone', () => hostProcessesWith(mark).length === 0, 3000, 10);
     expect(dataOf<RunEndedData>(await h.events(), 'RunEnded')).toHaveLength(1);
   });
 });
