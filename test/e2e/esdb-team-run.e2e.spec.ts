@@ -7,6 +7,7 @@ import { esdbTarget, type EsdbTarget } from '../support/esdb';
 import { startFakeEsdb } from '../support/esdb-server/esdb-server';
 import { runCliInProcess } from '../support/in-process-cli';
 import { TcpProxy } from '../support/tcp-proxy';
+import { waitForRun } from '../support/app-client';
 
 // A team run on TRIAD_STORE=esdb through the real app over HTTP: launch, the review gate,
 // approval, then replay and the decision log's verification by the CLI on the same store.
@@ -34,15 +35,7 @@ afterAll(async () => {
 const cli = (...args: string[]) =>
   runCliInProcess(args, { ...process.env, TRIAD_STORE: 'esdb', TRIAD_ESDB_URL: target.url, TRIAD_DATA_DIR: join(app.dataDir), TRIAD_MODEL: 'offline', TRIAD_USER: 'carol' });
 
-async function runUntil(runId: string, check: (run: RunSummary) => boolean, withinMs = 45_000): Promise<RunSummary> {
-  const deadline = Date.now() + withinMs;
-  for (;;) {
-    const res = await app.request<RunSummary>('GET', `/v1/runs/${runId}`);
-    if (res.status === 200 && check(res.body)) return res.body;
-    if (Date.now() > deadline) throw new Error(`run ${runId} is still ${JSON.stringify(res.body)}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
+const runUntil = (runId: string, check: (run: RunSummary) => boolean) => waitForRun(app, runId, check, 45_000, { detail: () => app.stderr });
 
 it('launch → awaiting_review → approve; replay and decisions verify agree, all on EventStoreDB', async () => {
   const health = await app.request<{ store: string; status: string }>('GET', '/health', { as: null });

@@ -4,6 +4,7 @@ import type { RunSummary } from '../../src/team/run-summary';
 import { startE2eApp, type E2eApp } from '../support/e2e-app';
 import { runCliInProcess, stopInProcessCli } from '../support/in-process-cli';
 import { tempDir } from '../support/temp-dir';
+import { waitForRun } from '../support/app-client';
 
 // Loop strategies through the real app: a hybrid executor launched over HTTP reaches the human
 // gate with its plan and steps in the run's events and summary; bad loop settings are a 400 with
@@ -27,16 +28,7 @@ const body = (executor: Record<string, unknown>) => ({
   team: { executor },
 });
 
-async function runUntil(runId: string, check: (run: RunSummary) => boolean, withinMs = 45_000): Promise<RunSummary> {
-  const deadline = Date.now() + withinMs;
-  for (;;) {
-    const res = await e2e.request<RunSummary>('GET', `/v1/runs/${runId}`);
-    expect(res.status).toBe(200);
-    if (check(res.body)) return res.body;
-    if (Date.now() > deadline) throw new Error(`run ${runId} is still ${res.body.status}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
+const runUntil = (runId: string, check: (run: RunSummary) => boolean) => waitForRun(e2e, runId, check, 45_000, { detail: () => e2e.stderr });
 
 describe('loop strategies over HTTP', () => {
   it('a hybrid executor plans, works its steps and reaches awaiting_review; the summary shows its strategy and step', async () => {

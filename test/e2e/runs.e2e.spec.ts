@@ -1,6 +1,7 @@
 import type { RecordedEvent } from '../../src/events/event-store.port';
 import type { RunSummary } from '../../src/team/run-summary';
 import { E2E_KEYS, sseReader, startE2eApp, type E2eApp, type RequestOptions, type SseEvent } from '../support/e2e-app';
+import { waitForRun } from '../support/app-client';
 
 // The runs API over real HTTP through the real Nest app: SQLite store, offline model, API keys.
 
@@ -47,17 +48,7 @@ async function launch(extra: Record<string, unknown> = {}): Promise<string> {
   return res.body.runId;
 }
 
-/** Polls GET /v1/runs/:id until `check` holds (deadline, never a blind sleep). */
-async function runUntil(runId: string, check: (run: RunSummary) => boolean, withinMs = 45_000): Promise<RunSummary> {
-  const deadline = Date.now() + withinMs;
-  for (;;) {
-    const res = await e2e.request<RunSummary>('GET', `/v1/runs/${runId}`);
-    expect(res.status).toBe(200);
-    if (check(res.body)) return res.body;
-    if (Date.now() > deadline) throw new Error(`run ${runId} is still ${res.body.status}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
+const runUntil = (runId: string, check: (run: RunSummary) => boolean) => waitForRun(e2e, runId, check, 45_000, { detail: () => e2e.stderr });
 
 async function headPosition(): Promise<number> {
   const res = await e2e.request<{ headPosition: number }>('GET', '/health', { as: null });

@@ -3,6 +3,7 @@ import { openStorage } from '../../src/storage/storage';
 import type { RunSummary } from '../../src/team/run-summary';
 import { E2E_API_KEYS_ENV, E2E_KEYS, startE2eApp, type E2eApp } from '../support/e2e-app';
 import { runCliInProcess, stopInProcessCli } from '../support/in-process-cli';
+import { waitForRun } from '../support/app-client';
 
 // A fork at any turn, the last included, is a run that can go on: the parent's review (or tool
 // approval) is not inherited, so the fork reaches the gate again and opens a review of its own.
@@ -22,22 +23,14 @@ afterAll(async () => {
 
 const launchBody = { goal: 'Write the letter A', acceptanceCriteria: ['file a.txt contains "A"'] };
 
-async function runUntil(runId: string, check: (run: RunSummary) => boolean, what: string, withinMs = 30_000): Promise<RunSummary> {
-  const deadline = Date.now() + withinMs;
-  for (;;) {
-    const res = await e2e.request<RunSummary>('GET', `/v1/runs/${runId}`);
-    if (res.status === 200 && check(res.body)) return res.body;
-    if (Date.now() > deadline) throw new Error(`run ${runId} did not reach ${what}: ${res.status} ${res.text}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const runUntil = (runId: string, check: (run: RunSummary) => boolean) => waitForRun(e2e, runId, check, 30_000, { detail: () => e2e.stderr });
 
 /** A run at its human gate, and how many model turns it took. */
 async function runAtGate(): Promise<{ runId: string; turns: number; reviewId: string }> {
   const launched = await e2e.request<{ runId: string }>('POST', '/v1/runs', { body: launchBody });
   expect(launched.status).toBe(202);
   const runId = launched.body.runId;
-  const run = await runUntil(runId, (r) => r.status === 'awaiting_review', 'awaiting_review');
+  const run = await runUntil(runId, (r) => r.status === 'awaiting_review');
   const events = (await e2e.request<{ events: RecordedEvent[] }>('GET', `/v1/runs/${runId}/events`)).body.events;
   return { runId, turns: events.filter((e) => e.type === 'ModelCallCompleted').length, reviewId: run.pendingReview!.reviewId };
 }
@@ -48,14 +41,14 @@ async function runCount(): Promise<number> {
 
 /** The fork reaches a review of its own, which a reviewer decides: it completes. */
 async function expectOwnReviewThatCompletes(forkId: string, parentReviewId: string): Promise<void> {
-  const fork = await runUntil(forkId, (r) => r.status === 'awaiting_review' && r.pendingReview !== undefined, 'a review of its own');
+  const fork = await runUntil(forkId, (r) => r.status === 'awaiting_review' && r.pendingReview !== undefined);
   expect(fork.pendingReview!.reviewId).toBe(`rev_${forkId}_1`);
   expect(fork.pendingReview!.reviewId).not.toBe(parentReviewId);
   const pending = (await e2e.request<{ reviews: Array<{ reviewId: string }> }>('GET', '/v1/reviews', { as: 'reviewer' })).body.reviews.map((r) => r.reviewId);
   expect(pending).toContain(fork.pendingReview!.reviewId);
   const approved = await e2e.request('POST', `/v1/reviews/${fork.pendingReview!.reviewId}/approve`, { as: 'reviewer', body: { reason: 'the fork did it' } });
   expect(approved.status).toBe(200);
-  await runUntil(forkId, (r) => r.status === 'completed', 'completed');
+  await runUntil(forkId, (r) => r.status === 'completed');
 }
 
 describe('fork at the last turn', () => {
@@ -65,13 +58,13 @@ describe('fork at the last turn', () => {
     expect(res.status).toBe(202);
     expect(res.body.forkedFrom.turn).toBe(parent.turns);
     await expectOwnReviewThatCompletes(res.body.runId, parent.reviewId);
-    expect((await runUntil(parent.runId, () => true, 'read')).pendingReview?.reviewId).toBe(parent.reviewId);
+    expect((await runUntil(parent.runId, () => true)).pendingReview?.reviewId).toBe(parent.reviewId);
   });
 
   it('over HTTP, of a run whose review was decided (completed): the fork still goes on to a review of its own', async () => {
     const parent = await runAtGate();
     expect((await e2e.request('POST', `/v1/reviews/${parent.reviewId}/approve`, { as: 'reviewer', body: { reason: 'fine' } })).status).toBe(200);
-    await runUntil(parent.runId, (r) => r.status === 'completed', 'completed');
+    await runUntil(parent.runId, (r) => r.status === 'completed');
     const res = await e2e.request<{ runId: string }>('POST', `/v1/runs/${parent.runId}/fork`, { body: { turn: parent.turns } });
     expect(res.status).toBe(202);
     await expectOwnReviewThatCompletes(res.body.runId, parent.reviewId);

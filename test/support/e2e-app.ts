@@ -1,5 +1,6 @@
 import { join } from 'node:path';
-import { readReply, spawnHttpServer, type ServerChild } from './http-server-child';
+import { appClient, type AppReply, type CallOptions } from './app-client';
+import { spawnHttpServer, type ServerChild } from './http-server-child';
 import { tempDir } from './temp-dir';
 
 /**
@@ -24,23 +25,9 @@ export type KeyName = keyof typeof E2E_KEYS;
 /** TRIAD_API_KEYS of the app: the CLI, run on the app's data dir, checks a decider's key against it too. */
 export const E2E_API_KEYS_ENV = `ops:operator:${E2E_KEYS.operator},rev:reviewer:${E2E_KEYS.reviewer},aud:auditor:${E2E_KEYS.auditor}`;
 
-export interface E2eResponse<T = unknown> {
-  status: number;
-  headers: Headers;
-  /** Parsed JSON body, or undefined when the body is not JSON. */
-  body: T;
-  text: string;
-}
+export type E2eResponse<T = unknown> = AppReply<T>;
 
-export interface RequestOptions {
-  /** Which API key to send (default `operator`); `null` sends none; `{raw}` is sent as the Authorization header. */
-  as?: KeyName | null | { raw: string };
-  /** JSON-encoded unless `rawBody` is given. */
-  body?: unknown;
-  rawBody?: string;
-  headers?: Record<string, string>;
-  signal?: AbortSignal;
-}
+export type RequestOptions = CallOptions<KeyName>;
 
 export interface E2eApp {
   /** e.g. `http://127.0.0.1:41234` */
@@ -78,16 +65,7 @@ export async function startE2eApp(env: Record<string, string> = {}, startTimeout
   }
   const url = server.url;
 
-  const doFetch = (method: string, path: string, options: RequestOptions = {}): Promise<Response> => {
-    const headers: Record<string, string> = { ...options.headers };
-    const as = options.as === undefined ? 'operator' : options.as;
-    if (as !== null) headers.authorization = typeof as === 'string' ? `Bearer ${E2E_KEYS[as]}` : as.raw;
-    let body: string | undefined;
-    if (options.rawBody !== undefined) body = options.rawBody;
-    else if (options.body !== undefined) body = JSON.stringify(options.body);
-    if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
-    return fetch(`${url}${path}`, { method, headers, body, signal: options.signal });
-  };
+  const client = appClient(url, E2E_KEYS, 'operator');
 
   return {
     url,
@@ -95,10 +73,8 @@ export async function startE2eApp(env: Record<string, string> = {}, startTimeout
     get stderr() {
       return server.stderr;
     },
-    fetch: doFetch,
-    async request<T>(method: string, path: string, options?: RequestOptions): Promise<E2eResponse<T>> {
-      return readReply<T>(await doFetch(method, path, options));
-    },
+    fetch: client.fetch,
+    request: client.request,
     async close() {
       try {
         await server.stop();

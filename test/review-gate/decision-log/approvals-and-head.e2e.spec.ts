@@ -9,6 +9,7 @@ import { tempDir } from '../../support/temp-dir';
 import * as gwt from '../../team/machines/given-when-then';
 import { parseCsv } from '../../../src/review-gate/decision-log/decision-export';
 import { runCli, startDecisionsServer, type DecisionsServer } from './decisions-server';
+import { waitFor } from '../../support/wait-for';
 
 // Tool-approval decisions in the decision log, its head, and verify ?since — through the real app
 // over HTTP (SQLite) and the CLI. The approvals are decided by the real decider and appended to a
@@ -51,15 +52,7 @@ describe('tool approvals, head and since in the decision log (HTTP, SQLite)', ()
   /** The position of the app's signing-key registration: where this store's signing began. */
   let signingSince: number;
 
-  async function until<T>(what: string, probe: () => Promise<T | undefined>, withinMs = 60_000): Promise<T> {
-    const deadline = Date.now() + withinMs;
-    for (;;) {
-      const value = await probe();
-      if (value !== undefined) return value;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${server.stderr}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
+  const until = <T>(what: string, probe: () => Promise<T | undefined>) => waitFor(what, probe, 60_000, 50, () => server.stderr);
 
   beforeAll(async () => {
     // Two tool approvals first, before the app opens the store: a human's (recorded as user:Bob, before names were normalised) and the timeout's.

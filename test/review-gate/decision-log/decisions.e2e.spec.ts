@@ -16,6 +16,7 @@ import { tempDir } from '../../support/temp-dir';
 import { decisionEvent } from './fixtures';
 import { runCli, startDecisionsServer, type DecisionsServer, type KeyName } from './decisions-server';
 import { PG_URL } from '../../support/pg';
+import { waitFor } from '../../support/wait-for';
 
 // The decision log end to end: real decisions through the real routes (one run driven by the
 // offline model, others brought to the gate by appending their events), the projector writing
@@ -112,15 +113,7 @@ describe.each(['sqlite', 'postgres'] as const)('the decision log end to end on %
     expect({ status: res.status, body: res.body }).toMatchObject({ status: 200, body: { reviewId } });
   }
 
-  async function until<T>(what: string, probe: () => Promise<T | undefined>, withinMs = 60_000): Promise<T> {
-    const deadline = Date.now() + withinMs;
-    for (;;) {
-      const value = await probe();
-      if (value !== undefined) return value;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${server.stderr}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
+  const until = <T>(what: string, probe: () => Promise<T | undefined>) => waitFor(what, probe, 60_000, 50, () => server.stderr);
 
   const seed = (launchedBy = 'user:ops', reviewPolicy?: Parameters<typeof seedRunAwaitingReview>[1]['reviewPolicy']) =>
     // Written as the server writes (its key signs the review opened): the gate's decisions are what is tested.

@@ -10,7 +10,8 @@ import { PostgresEventStore } from '../../../src/events/postgres.event-store';
 import { SqliteEventStore } from '../../../src/events/sqlite.event-store';
 import { launchRun, type LaunchRunInput } from '../../../src/team/launch';
 import { OFFLINE_MODEL_ID } from '../../../src/team/models/offline.model';
-import { readReply, spawnHttpServer } from '../../support/http-server-child';
+import { appClient, waitForRun as waitForRunOf, type AppReply, type CallOptions } from '../../support/app-client';
+import { spawnHttpServer } from '../../support/http-server-child';
 import { PG_URL } from '../../support/pg';
 import { runCliInProcess, type CliResult } from '../../support/in-process-cli';
 
@@ -69,19 +70,9 @@ export interface Body {
   events?: RecordedEvent[];
 }
 
-export interface HttpResult<T = Body> {
-  status: number;
-  body: T;
-  text: string;
-}
+export type HttpResult<T = Body> = AppReply<T>;
 
-export interface RequestOptions {
-  /** Whose key to send; null: none. */
-  as?: KeyHolder | null | { secret: string };
-  body?: unknown;
-  /** Sent as is, with content-type application/json. */
-  rawBody?: string;
-}
+export type RequestOptions = CallOptions<KeyHolder>;
 
 export interface GateServer {
   url: string;
@@ -112,16 +103,9 @@ export async function startServer(env: Record<string, string | undefined>, start
   };
 }
 
-export async function httpRequest<T = Body>(url: string, method: string, path: string, options: RequestOptions = {}): Promise<HttpResult<T>> {
-  const headers: Record<string, string> = {};
-  const as = options.as === undefined ? 'ann' : options.as;
-  if (as !== null) headers.authorization = `Bearer ${typeof as === 'string' ? KEYS[as] : as.secret}`;
-  let body: string | undefined;
-  if (options.rawBody !== undefined) body = options.rawBody;
-  else if (options.body !== undefined) body = JSON.stringify(options.body);
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  const { status, body: parsed, text } = await readReply<T>(await fetch(`${url}${path}`, { method, headers, body }));
-  return { status, body: parsed, text };
+/** One request to the app at `url`, as `ann` unless told otherwise. */
+export function httpRequest<T = Body>(url: string, method: string, path: string, options: RequestOptions = {}): Promise<HttpResult<T>> {
+  return appClient<KeyHolder, Body>(url, KEYS, 'ann').request<T>(method, path, options);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -139,16 +123,9 @@ export async function getRun(server: GateServer, runId: string): Promise<RunSumm
   return res.body;
 }
 
-/** Polls the run until `until` holds; fails with the last summary when it does not in time. */
-export async function waitForRun(server: GateServer, runId: string, until: (run: RunSummary) => boolean, timeoutMs = 20_000, pollMs = 20): Promise<RunSummary> {
-  const deadline = Date.now() + timeoutMs;
-  let run = await getRun(server, runId);
-  while (!until(run)) {
-    if (Date.now() > deadline) throw new Error(`run ${runId} did not reach the expected state in ${timeoutMs} ms: ${JSON.stringify(run)}\n${server.stderr}`);
-    await sleep(pollMs);
-    run = await getRun(server, runId);
-  }
-  return run;
+/** Polls the run (as the auditor) until `until` holds; fails with the last summary when it does not in time. */
+export function waitForRun(server: GateServer, runId: string, until: (run: RunSummary) => boolean, timeoutMs = 20_000, everyMs = 20): Promise<RunSummary> {
+  return waitForRunOf<RunSummary, KeyHolder>(server, runId, until, timeoutMs, { as: 'aud', everyMs, detail: () => server.stderr });
 }
 
 export const awaitingReview = (run: RunSummary) => run.status === 'awaiting_review' && Boolean(run.pendingReview);

@@ -1,4 +1,5 @@
-import { readReply, spawnHttpServer } from '../../support/http-server-child';
+import { appClient, waitForRun as waitForRunOf, type AppReply, type CallOptions } from '../../support/app-client';
+import { spawnHttpServer } from '../../support/http-server-child';
 import { join, resolve } from 'node:path';
 
 /**
@@ -24,16 +25,12 @@ export type KeyHolder = keyof typeof KEYS;
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- arbitrary response JSON
 export type Loose = any;
 
-export interface HttpResult<T = Loose> {
-  status: number;
-  body: T;
-  text: string;
-}
+export type HttpResult<T = Loose> = AppReply<T>;
 
 export interface AppServer {
   url: string;
   readonly stderr: string;
-  request<T = Loose>(method: string, path: string, options?: { as?: KeyHolder | null; body?: unknown }): Promise<HttpResult<T>>;
+  request<T = Loose>(method: string, path: string, options?: CallOptions<KeyHolder>): Promise<HttpResult<T>>;
   close(): Promise<void>;
 }
 
@@ -63,29 +60,12 @@ export async function startApp(env: NodeJS.ProcessEnv, startTimeoutMs = 30_000):
     get stderr() {
       return server.stderr;
     },
-    async request(method, path, options = {}) {
-      const headers: Record<string, string> = {};
-      const as = options.as === undefined ? 'ann' : options.as;
-      if (as !== null) headers.authorization = `Bearer ${KEYS[as]}`;
-      let body: string | undefined;
-      if (options.body !== undefined) {
-        body = JSON.stringify(options.body);
-        headers['content-type'] = 'application/json';
-      }
-      const { status, body: parsed, text } = await readReply<Loose>(await fetch(`${url}${path}`, { method, headers, body }));
-      return { status, body: parsed, text };
-    },
+    request: appClient<KeyHolder, Loose>(url, KEYS, 'ann').request,
     close: () => server.stop(),
   };
 }
 
-/** Polls GET /v1/runs/:id until `until` holds. */
-export async function waitForRun(server: AppServer, runId: string, until: (run: Loose) => boolean, timeoutMs = 20_000): Promise<Loose> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await server.request('GET', `/v1/runs/${runId}`, { as: 'aud' });
-    if (res.status === 200 && until(res.body)) return res.body;
-    if (Date.now() > deadline) throw new Error(`run ${runId} did not get there in time: ${res.status} ${res.text}\n${server.stderr}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+/** Polls GET /v1/runs/:id (as the auditor) until `until` holds. */
+export function waitForRun(server: AppServer, runId: string, until: (run: Loose) => boolean, timeoutMs = 20_000): Promise<Loose> {
+  return waitForRunOf<Loose, KeyHolder>(server, runId, until, timeoutMs, { as: 'aud', detail: () => server.stderr });
 }
