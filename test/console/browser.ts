@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type BrowserContext, type CDPSession, type Page } from 'playwright-core';
+import type { WebAuthnSignature } from '../../src/attestation/personal-signature';
 
 /**
  * Debian's Chromium (never a downloaded browser) driven by playwright-core, headless, in a fresh
@@ -48,4 +49,25 @@ export async function signIn(page: Page, key: string): Promise<void> {
 export async function signOut(page: Page): Promise<void> {
   await page.getByRole('button', { name: 'Sign out' }).click();
   await page.getByLabel('API key').waitFor();
+}
+
+/** Chromium's virtual authenticator (the DevTools protocol's WebAuthn domain) on `page`: it stands in for a person's passkey. */
+export async function addVirtualAuthenticator(page: Page): Promise<{ cdp: CDPSession; authenticatorId: string }> {
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('WebAuthn.enable');
+  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
+    options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true },
+  });
+  return { cdp, authenticatorId };
+}
+
+/** The first object under `v` whose `type` is `webauthn`: where the decision keeps the person's signature is the decision's business. */
+export function findWebAuthn(v: unknown): WebAuthnSignature | undefined {
+  if (typeof v !== 'object' || v === null) return undefined;
+  if ((v as { type?: unknown }).type === 'webauthn') return v as WebAuthnSignature;
+  for (const x of Object.values(v)) {
+    const found = findWebAuthn(x);
+    if (found) return found;
+  }
+  return undefined;
 }

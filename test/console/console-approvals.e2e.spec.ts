@@ -1,13 +1,13 @@
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Page } from 'playwright-core';
-import { statementHash, type WebAuthnSignature } from '../../src/attestation/personal-signature';
+import { statementHash } from '../../src/attestation/personal-signature';
 import { verifyWebAuthnAssertion } from '../../src/attestation/webauthn';
 import { startFakeMessagesApi, toolUseStep, type FakeMessagesApi } from '../support/fake-messages-api';
 import { addStoredKey } from '../support/stored-keys';
 import { tempDir } from '../support/temp-dir';
 import { appEnv, KEYS, startApp, waitForRun, type AppServer } from '../team/resilience/approvals-app';
-import { openBrowser, signIn, signOut, type Browser } from './browser';
+import { addVirtualAuthenticator, findWebAuthn, openBrowser, signIn, signOut, type Browser } from './browser';
 
 // A risky tool call decided in the web console: the app drives a run on the Anthropic provider
 // against a loopback fake of the Messages API, whose executor asks for run_command (risk high),
@@ -39,9 +39,7 @@ beforeAll(async () => {
   consoleUrl = server.url.replace('://127.0.0.1:', '://localhost:');
   browser = await openBrowser();
   page = browser.page;
-  const cdp = await page.context().newCDPSession(page);
-  await cdp.send('WebAuthn.enable');
-  await cdp.send('WebAuthn.addVirtualAuthenticator', { options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true } });
+  await addVirtualAuthenticator(page);
 }, 60_000);
 afterAll(async () => {
   await browser?.close();
@@ -132,13 +130,3 @@ it('approves a waiting tool call with a passkey; the decision carries an asserti
   expect(await verifyWebAuthnAssertion(signature!, statementHash(statement.body.statement), { ...key, type: 'webauthn', counter: 0 })).toBe(true);
   expect(await verifyWebAuthnAssertion(signature!, statementHash({ ...statement.body.statement, outcome: 'rejected' }), { ...key, type: 'webauthn', counter: 0 })).toBe(false);
 });
-
-function findWebAuthn(v: unknown): WebAuthnSignature | undefined {
-  if (typeof v !== 'object' || v === null) return undefined;
-  if ((v as { type?: unknown }).type === 'webauthn') return v as WebAuthnSignature;
-  for (const x of Object.values(v)) {
-    const found = findWebAuthn(x);
-    if (found) return found;
-  }
-  return undefined;
-}

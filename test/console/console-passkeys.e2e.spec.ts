@@ -1,4 +1,4 @@
-import { statementHash, type DecisionStatement, type WebAuthnSignature } from '../../src/attestation/personal-signature';
+import { statementHash, type DecisionStatement } from '../../src/attestation/personal-signature';
 import { verifyWebAuthnAssertion, type WebAuthnKey } from '../../src/attestation/webauthn';
 import type { CDPSession, Page } from 'playwright-core';
 import { spawnSync } from 'node:child_process';
@@ -9,7 +9,7 @@ import { CLI_PATH, runCliInProcess } from '../support/in-process-cli';
 import { addStoredKey } from '../support/stored-keys';
 import { tempDir } from '../support/temp-dir';
 import { waitFor } from '../support/wait-for';
-import { openBrowser, signIn, type Browser } from './browser';
+import { addVirtualAuthenticator, findWebAuthn, openBrowser, signIn, type Browser } from './browser';
 
 // A reviewer's own signature on a decision, made in a real browser: Chromium's virtual
 // authenticator (the DevTools protocol's WebAuthn domain) stands in for a passkey. The reviewer
@@ -45,11 +45,7 @@ beforeAll(async () => {
   await addStoredKey(app, 'bob', 'reviewer');
   browser = await openBrowser();
   page = browser.page;
-  cdp = await page.context().newCDPSession(page);
-  await cdp.send('WebAuthn.enable');
-  ({ authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
-    options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true },
-  }));
+  ({ cdp, authenticatorId } = await addVirtualAuthenticator(page));
 }, 60_000);
 afterAll(async () => {
   await browser?.close();
@@ -58,16 +54,6 @@ afterAll(async () => {
 
 const bearer = (key: string) => ({ raw: `Bearer ${key}` });
 
-/** The first object under `v` whose `type` is `webauthn`: where the decision keeps the person's signature is the decision's business. */
-function findWebAuthn(v: unknown): WebAuthnSignature | undefined {
-  if (typeof v !== 'object' || v === null) return undefined;
-  if ((v as { type?: unknown }).type === 'webauthn') return v as WebAuthnSignature;
-  for (const x of Object.values(v)) {
-    const found = findWebAuthn(x);
-    if (found) return found;
-  }
-  return undefined;
-}
 
 it('enrols a passkey in the console, approves a review with it, and the decision carries an assertion of its statement that verifies offline', async () => {
   const launched = await app.request<{ runId: string }>('POST', '/v1/runs', { as: bearer(KEYS.ann), body: { goal: 'Write the letter P', acceptanceCriteria: ['file p.txt contains "P"'], maxIterations: 1 } });
