@@ -1,9 +1,10 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { EVENT_STORE, type EventStore, type RecordedEvent, type Subscription } from '../../events/event-store.port';
+import { followAcrossFaults } from '../../events/outlast-store';
 import { ApiKeyDirectory } from '../identity';
 import { API_KEYS_STREAM, keyEventTrusted, type ApiKeyData } from './api-key-events';
 
-/** Wait before following the store again after the subscription failed. */
+/** The first wait before following the store again after the subscription failed (it grows while it fails). */
 const RETRY_MS = 1000;
 
 /**
@@ -15,7 +16,7 @@ const RETRY_MS = 1000;
 export class StoredApiKeys implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(StoredApiKeys.name);
   private subscription?: Subscription;
-  private closed = false;
+  private readonly closing = new AbortController();
 
   constructor(
     @Inject(EVENT_STORE) private readonly store: EventStore,
@@ -28,22 +29,22 @@ export class StoredApiKeys implements OnModuleInit, OnApplicationShutdown {
     void this.follow(history.length > 0 ? history[history.length - 1].position : 0);
   }
 
-  /** Follows the store from `after`; if the subscription fails (a lost connection), resumes where it stopped. */
-  private async follow(after: number): Promise<void> {
-    while (!this.closed) {
-      const sub = this.store.subscribe({ after, filter: { streamPrefixes: [API_KEYS_STREAM] }, batchSize: 100, urgent: true });
-      this.subscription = sub;
-      try {
+  /** Follows the store from `from`; if the subscription fails (a lost connection), resumes where it stopped. */
+  private async follow(from: number): Promise<void> {
+    await followAcrossFaults({
+      signal: this.closing.signal,
+      from,
+      backoff: { baseMs: RETRY_MS },
+      life: async ({ after, seen }) => {
+        const sub = this.store.subscribe({ after, filter: { streamPrefixes: [API_KEYS_STREAM] }, batchSize: 100, urgent: true, signal: this.closing.signal });
+        this.subscription = sub;
         for await (const e of sub) {
           this.apply(e);
-          after = e.position;
+          seen(e.position);
         }
-      } catch (err) {
-        if (this.closed) return;
-        this.logger.error(`following stored API keys failed (retrying in ${RETRY_MS} ms): ${(err as Error).message}`);
-        await new Promise((r) => setTimeout(r, RETRY_MS).unref());
-      }
-    }
+      },
+      onFault: (err) => this.logger.error(`following stored API keys failed (retrying): ${(err as Error).message}`),
+    });
   }
 
   private apply(e: RecordedEvent): void {
@@ -64,7 +65,7 @@ export class StoredApiKeys implements OnModuleInit, OnApplicationShutdown {
   }
 
   onApplicationShutdown(): void {
-    this.closed = true;
+    this.closing.abort();
     this.subscription?.close();
   }
 }
