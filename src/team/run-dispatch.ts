@@ -153,7 +153,9 @@ export class RunDispatch {
   async stop(): Promise<void> {
     this.stopping.abort();
     this.subscription?.close();
+    // The loop ends with the abort (faults are reported as they happen, see run): only its end is awaited.
     await this.running?.catch(() => undefined);
+    // A position not saved is only replayed at the next start, which is harmless (see DISPATCHER_SUBSCRIPTION).
     await this.save(true).catch(() => undefined);
   }
 }

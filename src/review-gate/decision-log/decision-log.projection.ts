@@ -125,6 +125,7 @@ export class DecisionLogProjection {
     this.subscription?.close();
     this.stopping.abort();
     await this.loop;
+    // A checkpoint not saved at stop only makes the next start resume from the log's last record (see consume).
     await this.saveCheckpoint().catch(() => undefined);
     this.notify();
   }

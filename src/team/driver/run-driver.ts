@@ -91,6 +91,7 @@ export class RunDriver {
       runId,
       deps,
       workspace,
+      // A workspace not there yet has no real path: undefined, and asked again next time (the tools resolve it themselves).
       realWorkspace: () =>
         (realWorkspace ??= fs.realpath(workspace).catch(() => {
           realWorkspace = undefined;
@@ -346,6 +347,7 @@ export class RunDriver {
    */
   async suspend(done: Promise<unknown>): Promise<boolean> {
     this.stop('shutdown');
+    // The drive's failure is the supervisor's to report (it reports it where it drives); here only its end matters.
     await done.catch(() => undefined);
     for (let attempt = 0; attempt < 5; attempt++) {
       await this.catchUp();
