@@ -1,11 +1,8 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import { EVENT_STORE, type EventStore, type RecordedEvent, type Subscription } from '../../events/event-store.port';
-import { followAcrossFaults } from '../../events/outlast-store';
+import { EVENT_STORE, type EventStore, type RecordedEvent } from '../../events/event-store.port';
 import { ApiKeyDirectory } from '../identity';
 import { API_KEYS_STREAM, keyEventTrusted, type ApiKeyData } from './api-key-events';
-
-/** The first wait before following the store again after the subscription failed (it grows while it fails). */
-const RETRY_MS = 1000;
+import { followApiKeys } from './follow-api-keys';
 
 /**
  * Feeds the keys stored with `triad keys add` into the ApiKeyDirectory: all of them at boot (before
@@ -15,7 +12,6 @@ const RETRY_MS = 1000;
 @Injectable()
 export class StoredApiKeys implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(StoredApiKeys.name);
-  private subscription?: Subscription;
   private readonly closing = new AbortController();
 
   constructor(
@@ -30,19 +26,10 @@ export class StoredApiKeys implements OnModuleInit, OnApplicationShutdown {
   }
 
   /** Follows the store from `from`; if the subscription fails (a lost connection), resumes where it stopped. */
-  private async follow(from: number): Promise<void> {
-    await followAcrossFaults({
+  private follow(from: number): Promise<void> {
+    return followApiKeys(this.store, from, {
       signal: this.closing.signal,
-      from,
-      backoff: { baseMs: RETRY_MS },
-      life: async ({ after, seen }) => {
-        const sub = this.store.subscribe({ after, filter: { streamPrefixes: [API_KEYS_STREAM] }, batchSize: 100, urgent: true, signal: this.closing.signal });
-        this.subscription = sub;
-        for await (const e of sub) {
-          this.apply(e);
-          seen(e.position);
-        }
-      },
+      apply: (e) => this.apply(e),
       onFault: (err) => this.logger.error(`following stored API keys failed (retrying): ${(err as Error).message}`),
     });
   }
@@ -66,6 +53,5 @@ export class StoredApiKeys implements OnModuleInit, OnApplicationShutdown {
 
   onApplicationShutdown(): void {
     this.closing.abort();
-    this.subscription?.close();
   }
 }
