@@ -43,6 +43,7 @@ async function withAppContext<T>(output: CliOutput, json: boolean, fn: (app: INe
   app.enableShutdownHooks();
   let closing: Promise<void> | undefined;
   const close = () => (closing ??= app.close());
+  // Nobody reads the output any more: a close that fails has no one to tell, and the process exits.
   const unwatch = output.onStdoutClosed(() => void close().catch(() => undefined));
   try {
     return await fn(app);

@@ -1,6 +1,6 @@
 import type { EventFilter, EventStore, RecordedEvent, Subscription } from './event-store.port';
 import { isStoreUnavailable, StoreUnavailableError } from './errors';
-import { pause, storeBackoffMs } from './store-retry';
+import { followAcrossFaults } from './outlast-store';
 import type { HealthRegistry } from '../shared/health';
 
 /** Where a fold says what it is doing (a Nest Logger fits). */
@@ -27,7 +27,6 @@ export class CatchUpFold {
   private readonly waiters = new Set<() => void>();
   /** Why the last subscription stopped, until folding resumes. */
   private failed?: Error;
-  private stopped = false;
   private readonly stop = new AbortController();
 
   constructor(
@@ -47,34 +46,38 @@ export class CatchUpFold {
   }
 
   private async run(): Promise<void> {
-    for (let attempt = 1; !this.stopped; attempt++) {
-      const sub = this.store.subscribe({
-        batchSize: 1000,
-        after: this.position,
-        filter: this.filter,
-        onScanned: (position) => {
-          if (position > this.position) this.advance(position);
-        },
-      });
-      this.subscription = sub;
-      try {
-        for await (const e of sub) {
-          this.apply(e);
-          this.advance(e.position);
-          attempt = 1;
+    await followAcrossFaults({
+      signal: this.stop.signal,
+      from: this.position,
+      life: async ({ after, seen }) => {
+        const sub = this.store.subscribe({
+          batchSize: 1000,
+          after,
+          filter: this.filter,
+          onScanned: (position) => {
+            if (position <= this.position) return;
+            this.advance(position);
+            seen(position);
+          },
+        });
+        this.subscription = sub;
+        try {
+          for await (const e of sub) {
+            this.apply(e);
+            this.advance(e.position);
+            seen(e.position);
+          }
+        } finally {
+          sub.close();
         }
-        return;
-      } catch (err) {
-        if (this.stopped) return;
+      },
+      onFault: (err) => {
         this.failed = err as Error;
         this.health.projectionFailed(this.name, isStoreUnavailable(err) ? 'the event store is not reachable' : (err as Error).message);
         this.logger.error(`${this.name} projection stopped, restarting at position ${this.position}: ${(err as Error).message}`);
         for (const w of this.waiters) w();
-        await pause(storeBackoffMs(attempt), this.stop.signal);
-      } finally {
-        sub.close();
-      }
-    }
+      },
+    });
   }
 
   private advance(position: number): void {
@@ -109,7 +112,6 @@ export class CatchUpFold {
   }
 
   close(): void {
-    this.stopped = true;
     this.stop.abort();
     this.subscription?.close();
   }

@@ -1,7 +1,7 @@
 import type { Clock, Ids } from '../shared/ports';
 import { systemClock, uuidIds } from '../shared/system';
-import { pause, storeBackoffMs } from './store-retry';
-import { isStoreUnavailable, WrongExpectedRevisionError } from './errors';
+import { untilStoreAnswers } from './outlast-store';
+import { WrongExpectedRevisionError } from './errors';
 import type { AppendResult, EventMetadata, EventStore, ExpectedRevision, NewEvent, RecordedEvent } from './event-store.port';
 
 export interface DomainEvent {
@@ -106,17 +106,16 @@ export class CommandPath {
    * so nothing is recorded twice.
    */
   async append(streamId: string, events: NewEvent[], expectedRevision: ExpectedRevision, durable?: DurableAppendOptions): Promise<AppendResult> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.store.append(streamId, events, { expectedRevision });
-      } catch (err) {
-        if (!durable || !isStoreUnavailable(err) || durable.signal.aborted) throw err;
+    const append = () => this.store.append(streamId, events, { expectedRevision });
+    if (!durable) return append();
+    // Stopped meanwhile: the last fault is rethrown; whether the append landed is unknown, and
+    // whoever writes next folds the store.
+    return untilStoreAnswers(append, {
+      signal: durable.signal,
+      onFault: (_, attempt) => {
         if (attempt === 1) durable.onOutage?.();
-        await pause(storeBackoffMs(attempt), durable.signal);
-        // Stopped meanwhile: whether the append landed is unknown; whoever writes next folds the store.
-        if (durable.signal.aborted) throw err;
-      }
-    }
+      },
+    });
   }
 
   /** Read, fold, decide, append at the revision read; decide again on a concurrent append. */

@@ -215,6 +215,7 @@ export class EsdbConnection {
     return {
       close: () => {
         closed = true;
+        // Closing: a subscription whose connection is gone is unsubscribed already.
         void sub.unsubscribe().catch(() => undefined);
       },
     };
@@ -258,6 +259,7 @@ export class EsdbConnection {
     const deadline = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
         timedOut = true;
+        // The timeout is what the caller is told (rejected below); a cancel that fails only means the read ended first.
         void read.cancel().catch(() => undefined);
         reject(new StoreUnavailableError(`EventStoreDB read: no answer within ${this.readDeadlineMs} ms`));
       }, this.readDeadlineMs);
@@ -287,6 +289,7 @@ export class EsdbConnection {
       throw translate(err);
     } finally {
       clearTimeout(timer);
+      // The read's outcome was returned or thrown above: a drain still running must not become an unhandled rejection.
       drain.catch(() => undefined);
     }
   }

@@ -49,6 +49,7 @@ export class EsdbLiveChannel implements LiveChannel {
       () => {
         this.subscription = undefined;
         if (this.closed) return;
+        // `listen` only opens a subscription, whose failure comes back through this same callback, which tries again.
         this.retry = setTimeout(() => void this.listen(onMessage).catch(() => undefined), RETRY_MS);
         this.retry.unref();
       },

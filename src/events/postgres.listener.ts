@@ -51,6 +51,7 @@ export class PostgresChannelListener {
     client.on('end', () => this.drop(client));
     await client.connect();
     if (this.closed) {
+      // Closed while connecting: the client is not used; a close that fails leaves nothing this process needs.
       await client.end().catch(() => undefined);
       return;
     }
@@ -61,6 +62,7 @@ export class PostgresChannelListener {
       if (listen) await client.query(listen);
     } catch (err) {
       if (this.client === client) this.client = null;
+      // The LISTEN error is the one to report (thrown below); ending the half-set-up client is best effort.
       await client.end().catch(() => undefined);
       throw err;
     }
@@ -95,12 +97,14 @@ export class PostgresChannelListener {
     if (this.retry) clearTimeout(this.retry);
     const client = this.client;
     this.client = null;
+    // Closing: a connection already lost has nothing left to end.
     if (client) await client.end().catch(() => undefined);
   }
 
   private drop(client: Client): void {
     if (this.client !== client) return;
     this.client = null;
+    // The connection is lost already (this is its end or error event); the listener restarts on a new one.
     client.end().catch(() => undefined);
     this.scheduleRestart();
   }
@@ -109,6 +113,7 @@ export class PostgresChannelListener {
     if (this.closed || this.retry) return;
     this.retry = setTimeout(() => {
       this.retry = null;
+      // Not a drop: a start that fails is tried again later.
       if (!this.closed) this.start().catch(() => this.scheduleRestart());
     }, LISTENER_RETRY_MS);
     this.retry.unref();

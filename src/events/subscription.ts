@@ -2,7 +2,7 @@ import { isStoreUnavailable } from './errors';
 import type { EventStore, RecordedEvent, SubscribeOptions, Subscription, TailPage } from './event-store.port';
 import { scannedTo } from './read-helpers';
 import { deepFreeze } from './shared-tail';
-import { pause, storeBackoffMs } from './store-retry';
+import { untilStoreAnswers } from './outlast-store';
 
 const DEFAULT_BATCH = 256;
 /** How long a live subscription sleeps before re-reading when no notification arrives (other processes). */
@@ -89,14 +89,13 @@ export class CatchUpSubscription implements Subscription {
 
   /** Runs `read` until the store answers; undefined once the subscription is closed. */
   private async retrying<T>(read: () => Promise<T>): Promise<T | undefined> {
-    for (let attempt = 1; !this.closed; attempt++) {
-      try {
-        return await read();
-      } catch (err) {
-        if (!isStoreUnavailable(err) || this.closed) throw err;
-        await pause(storeBackoffMs(attempt), this.abort.signal);
-      }
+    if (this.closed) return undefined;
+    try {
+      return await untilStoreAnswers(read, { signal: this.abort.signal });
+    } catch (err) {
+      // Closed while the store was away: the fault ends nothing the consumer still waits for.
+      if (this.closed && isStoreUnavailable(err)) return undefined;
+      throw err;
     }
-    return undefined;
   }
 }

@@ -162,6 +162,7 @@ export class TriadMetrics {
 
     // The decision log projector, read once per scrape for its four series.
     let lag: Promise<DecisionLogLag | undefined> | undefined;
+    // A projector that cannot say its lag omits its series from this scrape; its faults are in /health and the log.
     const decisionLog = () => (lag ??= (sources().decisionLog?.() ?? Promise.resolve(undefined)).catch(() => undefined).finally(() => setImmediate(() => (lag = undefined))));
     const fromLog = (name: string, help: string, pick: (l: DecisionLogLag) => number) =>
       new Gauge({
@@ -268,6 +269,7 @@ export class TriadMetrics {
 
   /** The exposition text: prom-client's series, then the store head and the components' own lines. */
   async text(): Promise<string> {
+    // A store that does not answer omits the head series; the fault itself is counted by triad_store_errors_total.
     const [own, head] = await Promise.all([this.registry.metrics(), this.sources.headPosition?.().catch(() => undefined)]);
     const lines: string[] = [];
     // Left out while the store does not answer (a gauge without labels would say 0).

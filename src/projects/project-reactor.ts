@@ -4,6 +4,7 @@ import type { CommandPath } from '../events/command-handling';
 import type { EventStore } from '../events/event-store.port';
 import type { Clock } from '../shared/ports';
 import { pause } from '../shared/pause';
+import { untilStoreAnswers } from '../events/outlast-store';
 import { InvalidRequestError } from '../shared/errors';
 import { toRunStreamId } from '../team/domain/run-events';
 import { ModelError, type ModelRequest, type ModelResponse } from '../team/models/model.port';
@@ -87,16 +88,25 @@ export class ProjectReactor {
     await this.idle();
   }
 
+  /**
+   * Reconciles, trying again after any failure (a store fault, a launch that failed, conflicts past
+   * the command path's own retries), five times in all: every failure is logged as it happens, and
+   * a project given up on here is reconciled again at its next event or at the next start.
+   */
   private async reconcileSafely(projectId: string): Promise<void> {
-    for (let attempt = 1; attempt <= 5 && !this.stopping.signal.aborted; attempt++) {
+    if (this.stopping.signal.aborted) return;
+    const attempt = async (n: number) => {
       try {
         await this.reconcile(projectId);
-        return;
       } catch (err) {
-        this.deps.logger?.error(`project ${projectId}: reaction failed (attempt ${attempt}): ${(err as Error).message}`);
-        await pause(200 * attempt, this.stopping.signal);
+        this.deps.logger?.error(`project ${projectId}: reaction failed (attempt ${n}): ${(err as Error).message}`);
+        throw err;
       }
-    }
+    };
+    await untilStoreAnswers(attempt, { signal: this.stopping.signal, retryOn: () => true, attempts: 5, backoff: { baseMs: 200, maxMs: 1_000 } }).catch(
+      // Given up on (or stopped): each failure was logged as it happened, and nothing waits for the result.
+      () => undefined,
+    );
   }
 
   /** One pass of the project's reactions, until it has nothing more to do right now. */

@@ -134,6 +134,7 @@ export async function applyPgMigrations<C = undefined>(pool: Pool, m: PgMigratio
     }
     await client.query('COMMIT');
   } catch (err) {
+    // The migration's own error is rethrown below; a ROLLBACK that fails means the connection is gone, which ends the transaction anyway.
     await client.query('ROLLBACK').catch(() => undefined);
     throw err;
   } finally {

@@ -141,6 +141,7 @@ async function openSqliteStorage(file: string, options: StorageOptions): Promise
     const decisions = new SqliteDecisionRecordRepository(db);
     return storage('sqlite', { events, checkpoints, leases, decisions }, () => db.close());
   } catch (err) {
+    // The opening error is the one to report (rethrown below); closing what was opened is best effort.
     await closeInOrder([...opened.reverse().map((s) => () => s.close()), () => db.close()]).catch(() => undefined);
     throw err;
   }
@@ -170,6 +171,7 @@ async function openPostgresStorage(url: string, options: StorageOptions): Promis
     const live = new PostgresLiveChannel(pool, url, events.schema);
     return storage('postgres', { events, checkpoints, leases, decisions, live }, () => pool.end());
   } catch (err) {
+    // The opening error is the one to report (rethrown below); closing what was opened is best effort.
     await closeInOrder([() => events?.close(), () => pool.end()]).catch(() => undefined);
     throw err;
   }
@@ -193,6 +195,7 @@ async function openEsdbStorage(url: string, options: StorageOptions): Promise<St
   try {
     await events.headPosition();
   } catch (err) {
+    // The store did not answer (rethrown below): a close that fails too adds nothing.
     await conn.close().catch(() => undefined);
     const why = err instanceof EsdbAccessError ? err.message : isStoreUnavailable(err) ? 'not reachable' : (err as Error).message;
     // The cause stays attached: `triad serve` waits for a store that is not reachable (isStoreUnavailable).

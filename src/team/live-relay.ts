@@ -188,6 +188,7 @@ export class LiveRelay {
       const left = this.watchers.get(runId)! - 1;
       if (left > 0) return void this.watchers.set(runId, left);
       this.watchers.delete(runId);
+      // A failure is a lost connection: the other processes' record of this watch lapses by itself (watches are renewed, not kept).
       this.channel.unwatch(runId).catch(() => undefined);
     };
   }

@@ -1,6 +1,6 @@
 import type { EventStore, RecordedEvent, Subscription } from '../events/event-store.port';
 import { isStoreUnavailable } from '../events/errors';
-import { pause, storeBackoffMs } from '../events/store-retry';
+import { followAcrossFaults } from '../events/outlast-store';
 import type { HealthRegistry } from '../shared/health';
 import { RUN_STREAM_PREFIX } from './domain/run-events';
 
@@ -97,44 +97,47 @@ export class RunDispatch {
   }
 
   private async run(from: number | undefined): Promise<void> {
-    for (let attempt = 1; !this.stopping.signal.aborted; attempt++) {
-      try {
-        if (from === undefined) from = (await this.store.loadCheckpoint(DISPATCHER_SUBSCRIPTION)) ?? (await this.store.headPosition());
-        this.position = Math.max(this.position, from);
-        if (attempt > 1) {
-          // Restarting after a failure: healthy again once the store answers.
-          await this.store.headPosition();
-          this.health.recovered(COMPONENT);
-          this.logger.log(`dispatching again after position ${this.position}`);
+    await followAcrossFaults({
+      signal: this.stopping.signal,
+      from,
+      life: async ({ after, resumed, seen }) => {
+        try {
+          const start = after ?? (await this.store.loadCheckpoint(DISPATCHER_SUBSCRIPTION)) ?? (await this.store.headPosition());
+          if (after === undefined) seen(start);
+          this.position = Math.max(this.position, start);
+          if (resumed) {
+            // Restarting after a failure: healthy again once the store answers.
+            await this.store.headPosition();
+            this.health.recovered(COMPONENT);
+            this.logger.log(`dispatching again after position ${this.position}`);
+          }
+          const sub = this.store.subscribe({
+            after: this.position,
+            filter: { streamPrefixes: [RUN_STREAM_PREFIX], types: [...WAKES_A_DRIVER] },
+            signal: this.stopping.signal,
+            // A launch or a decision made through this process is dispatched at once.
+            urgent: true,
+          });
+          this.subscription = sub;
+          for await (const event of sub) {
+            const runId = runToWake(event);
+            // Awaited: the lease is decided before the next event (the drive itself goes on in the background).
+            if (runId && !this.supervisor.isDriving(runId) && !placedElsewhere(event, this.supervisor.owner)) await this.supervisor.startIfLeased(runId);
+            this.position = event.position;
+            seen(event.position);
+            await this.save(false);
+          }
+        } finally {
+          this.subscription?.close();
         }
-        const sub = this.store.subscribe({
-          after: this.position,
-          filter: { streamPrefixes: [RUN_STREAM_PREFIX], types: [...WAKES_A_DRIVER] },
-          signal: this.stopping.signal,
-          // A launch or a decision made through this process is dispatched at once.
-          urgent: true,
-        });
-        this.subscription = sub;
-        for await (const event of sub) {
-          const runId = runToWake(event);
-          // Awaited: the lease is decided before the next event (the drive itself goes on in the background).
-          if (runId && !this.supervisor.isDriving(runId) && !placedElsewhere(event, this.supervisor.owner)) await this.supervisor.startIfLeased(runId);
-          this.position = event.position;
-          attempt = 1;
-          await this.save(false);
-        }
-        return;
-      } catch (err) {
-        if (this.stopping.signal.aborted) return;
+      },
+      onFault: (err) => {
         const reason = isStoreUnavailable(err) ? 'the event store is not reachable' : (err as Error).message;
         this.health.failed(COMPONENT, reason);
         this.health.restarted(COMPONENT);
         this.logger.error(`run dispatcher stopped, restarting after position ${this.position}: ${reason}`);
-        await pause(storeBackoffMs(attempt), this.stopping.signal);
-      } finally {
-        this.subscription?.close();
-      }
-    }
+      },
+    });
   }
 
   /** Saves the position, at most once a second unless `force`. */
@@ -150,7 +153,9 @@ export class RunDispatch {
   async stop(): Promise<void> {
     this.stopping.abort();
     this.subscription?.close();
+    // The loop ends with the abort (faults are reported as they happen, see run): only its end is awaited.
     await this.running?.catch(() => undefined);
+    // A position not saved is only replayed at the next start, which is harmless (see DISPATCHER_SUBSCRIPTION).
     await this.save(true).catch(() => undefined);
   }
 }

@@ -121,3 +121,47 @@ describe('the command path', () => {
     expect(events).toEqual([]);
   });
 });
+
+/** A store whose next appends commit, then lose the connection before answering (the outcome unknown to the writer). */
+class DroppingStore extends InMemoryEventStore {
+  drops = 0;
+  override async append(...args: Parameters<InMemoryEventStore['append']>) {
+    const result = await super.append(...args);
+    if (this.drops > 0) {
+      this.drops--;
+      throw Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
+    }
+    return result;
+  }
+}
+
+describe('the durable append', () => {
+  const event = (path: CommandPath) => path.toNewEvents([{ type: 'Noted', data: {} }], { actor: 'system', correlationId: 'c' });
+
+  it('given a store that drops the connection after two commits, then the append is made again with the same ids and recorded once, the outage told once', async () => {
+    const store = new DroppingStore();
+    const path = commandPathFor(store);
+    store.drops = 2;
+    let outages = 0;
+    const result = await path.append('notes-1', event(path), 'no_stream', { signal: new AbortController().signal, onOutage: () => outages++ });
+    expect(result.nextExpectedRevision).toBe(0);
+    expect(await store.readStream('notes-1')).toHaveLength(1);
+    expect(outages).toBe(1);
+  });
+
+  it('given a conflict, then it is not waited out: the caller decides again', async () => {
+    const store = new InMemoryEventStore();
+    const path = commandPathFor(store);
+    await path.append('notes-1', event(path), 'no_stream');
+    await expect(path.append('notes-1', event(path), 'no_stream', { signal: new AbortController().signal })).rejects.toBeInstanceOf(WrongExpectedRevisionError);
+  });
+
+  it('given a store away, when the writer stops, then the last fault is rethrown and nothing more is tried', async () => {
+    const store = new DroppingStore();
+    const path = commandPathFor(store);
+    store.drops = 100;
+    const stop = new AbortController();
+    await expect(path.append('notes-1', event(path), 'no_stream', { signal: stop.signal, onOutage: () => stop.abort() })).rejects.toThrow('ECONNRESET');
+    expect(store.drops).toBe(99);
+  });
+});

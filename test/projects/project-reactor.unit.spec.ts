@@ -208,3 +208,43 @@ it('given a planning claim held by a process that died, when its claim lapses, t
   await reactor.stop();
   expect((await store.readStream('project-prj_r')).map((e) => e.type)).toContain('ProjectPlanned');
 });
+
+describe('a reaction that fails is tried again', () => {
+  /** Deps whose task-run launch fails `n` times (a store gone away for a while), with every logged error kept. */
+  function flaky(n: number) {
+    const world = setup();
+    const errors: string[] = [];
+    const base = world.deps();
+    let failures = n;
+    const deps: ProjectReactorDeps = {
+      ...base,
+      launchTaskRun: async (project, task) => {
+        if (failures-- > 0) throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+        await base.launchTaskRun(project, task);
+      },
+      logger: { log: () => undefined, error: (m) => errors.push(m) },
+    };
+    return { ...world, reactor: new ProjectReactor(deps), errors };
+  }
+
+  it('given a store that fails twice, when poked, then the reaction is made once it answers, each failure logged', async () => {
+    const { path, launches, reactor, errors } = flaky(2);
+    await launchProject(path, data(), tasks);
+    reactor.poke('prj_r');
+    await reactor.idle();
+    expect(launches).toEqual(['a']);
+    expect(errors).toEqual([expect.stringMatching(/attempt 1\): connect ECONNREFUSED/), expect.stringMatching(/attempt 2\)/)]);
+  });
+
+  it('given a reaction that fails every time, then it is given up after five attempts, each logged, until the next poke', async () => {
+    const { path, launches, reactor, errors } = flaky(5);
+    await launchProject(path, data(), tasks);
+    reactor.poke('prj_r');
+    await reactor.idle();
+    expect(launches).toEqual([]);
+    expect(errors).toHaveLength(5);
+    reactor.poke('prj_r');
+    await reactor.idle();
+    expect(launches).toEqual(['a']);
+  });
+});

@@ -36,6 +36,7 @@ async function storeExists(config: TriadConfig): Promise<boolean> {
     const found = await client.query<{ table: string | null }>('SELECT to_regclass($1) AS table', [`${quoteIdent(config.pgSchema ?? 'public')}.events`]);
     return found.rows[0]?.table !== null;
   } finally {
+    // The count is known (or its error thrown); a connection that does not close cleanly is the server's to drop.
     await client.end().catch(() => undefined);
   }
 }

@@ -1,10 +1,8 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import { EVENT_STORE, type EventStore, type RecordedEvent, type Subscription } from '../../events/event-store.port';
+import { EVENT_STORE, type EventStore, type RecordedEvent } from '../../events/event-store.port';
 import { ApiKeyDirectory } from '../identity';
 import { API_KEYS_STREAM, keyEventTrusted, type ApiKeyData } from './api-key-events';
-
-/** Wait before following the store again after the subscription failed. */
-const RETRY_MS = 1000;
+import { followApiKeys } from './follow-api-keys';
 
 /**
  * Feeds the keys stored with `triad keys add` into the ApiKeyDirectory: all of them at boot (before
@@ -14,8 +12,7 @@ const RETRY_MS = 1000;
 @Injectable()
 export class StoredApiKeys implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(StoredApiKeys.name);
-  private subscription?: Subscription;
-  private closed = false;
+  private readonly closing = new AbortController();
 
   constructor(
     @Inject(EVENT_STORE) private readonly store: EventStore,
@@ -28,22 +25,13 @@ export class StoredApiKeys implements OnModuleInit, OnApplicationShutdown {
     void this.follow(history.length > 0 ? history[history.length - 1].position : 0);
   }
 
-  /** Follows the store from `after`; if the subscription fails (a lost connection), resumes where it stopped. */
-  private async follow(after: number): Promise<void> {
-    while (!this.closed) {
-      const sub = this.store.subscribe({ after, filter: { streamPrefixes: [API_KEYS_STREAM] }, batchSize: 100, urgent: true });
-      this.subscription = sub;
-      try {
-        for await (const e of sub) {
-          this.apply(e);
-          after = e.position;
-        }
-      } catch (err) {
-        if (this.closed) return;
-        this.logger.error(`following stored API keys failed (retrying in ${RETRY_MS} ms): ${(err as Error).message}`);
-        await new Promise((r) => setTimeout(r, RETRY_MS).unref());
-      }
-    }
+  /** Follows the store from `from`; if the subscription fails (a lost connection), resumes where it stopped. */
+  private follow(from: number): Promise<void> {
+    return followApiKeys(this.store, from, {
+      signal: this.closing.signal,
+      apply: (e) => this.apply(e),
+      onFault: (err) => this.logger.error(`following stored API keys failed (retrying): ${(err as Error).message}`),
+    });
   }
 
   private apply(e: RecordedEvent): void {
@@ -64,7 +52,6 @@ export class StoredApiKeys implements OnModuleInit, OnApplicationShutdown {
   }
 
   onApplicationShutdown(): void {
-    this.closed = true;
-    this.subscription?.close();
+    this.closing.abort();
   }
 }

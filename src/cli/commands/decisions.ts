@@ -145,6 +145,7 @@ export function addDecisionsCommands(program: Command, { output, withApp, print 
         // Opened here so a bad path fails at once, with its error.
         const file = createWriteStream('', { fd: openSync(opts.out, 'w') });
         const closed = new Promise<void>((resolve, reject) => file.once('close', resolve).once('error', reject));
+        // Not a drop: awaited below; handled now so that a failure before then is not an unhandled rejection.
         closed.catch(() => undefined);
         const n = await writeExport(records, opts.format, file);
         file.end();

@@ -150,6 +150,7 @@ async function driveProjectHere(app: INestApplicationContext, projectId: string,
     if (view.status !== 'planning' && view.status !== 'running') break;
     const going = view.tasks.filter((t) => t.status === 'running');
     if (going.length > 0) {
+      // A read model behind or failing is shown as it is; the next round looks again.
       await runs.catchUp().catch(() => undefined);
       if (going.every((t) => WAITING_FOR_A_HUMAN.has(runs.get(t.runId!)?.status ?? ''))) break;
     }

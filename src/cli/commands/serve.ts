@@ -64,13 +64,15 @@ export function addServeCommand(program: Command, { output }: CliContext): void 
         throw new CliError(`cannot start: the ${config.store} store cannot be opened: ${(err as Error).message}`, EXIT.failed);
       }
       if (!app) {
+        // No app to serve (the command ended early): spans not flushed at exit are lost, nothing else.
         await stopTracing?.().catch(() => undefined);
         return;
       }
       try {
         await app.listen(config.port, config.host);
       } catch (err) {
-        // Nothing may go on without the API: the background work the app started stops with it.
+        // Nothing may go on without the API: the background work the app started stops with it. The
+        // listen error is the one to report (thrown below), not a close or a flush that fails after it.
         await app.close().catch(() => undefined);
         await stopTracing?.().catch(() => undefined);
         throw listenError(config.host, config.port, err);
@@ -92,6 +94,7 @@ export function addServeCommand(program: Command, { output }: CliContext): void 
       else logger.log(`sandbox: ${sandbox.describe()}`, 'Sandbox');
       await stopped;
       await app.close();
+      // At exit: spans that cannot be flushed are lost; the server stopped cleanly all the same.
       await stopTracing?.().catch(() => undefined);
     });
 }

@@ -36,6 +36,7 @@ export function addStoreCommands(program: Command, { output, print }: CliContext
       try {
         report = await copyInto(source, target, { force: opts.force === true, batch: opts.batch, progress });
       } finally {
+        // The copy's report (or its error) is what the operator needs; the source is only read.
         await source.close().catch(() => undefined);
       }
       const v = report.verification;
@@ -69,6 +70,7 @@ async function copyInto(
     storage = await opened(what, () => openTarget(target, { pgPoolSize: 4 }));
     return await copyStore(source, storage, { batchEvents: opts.batch, onProgress: opts.progress });
   } finally {
+    // The copy's report (or its error) is what the operator needs: its appends have all answered by now, so a close that fails loses none of them.
     await storage.close().catch(() => undefined);
   }
 }

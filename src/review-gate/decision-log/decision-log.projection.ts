@@ -1,7 +1,7 @@
 import { UnavailableError } from '../../shared/errors';
 import type { EventFilter, EventStore, RecordedEvent, Subscription } from '../../events/event-store.port';
 import { isStoreUnavailable } from '../../events/errors';
-import { storeBackoffMs } from '../../events/store-retry';
+import { followAcrossFaults } from '../../events/outlast-store';
 import { recordFrom } from './chain';
 import { APPROVAL_DECISION_EVENT_TYPE, DECISION_EVENT_TYPES, type DecisionRecord } from './decision-record';
 import { DecisionLogHeadMovedError, type DecisionRecordRepository } from './decision-record.repository';
@@ -78,8 +78,7 @@ export class DecisionLogProjection {
   private savedPosition = 0;
   private sinceSave = 0;
   private readonly waiters = new Set<() => void>();
-  private wakeRetry?: () => void;
-  private failuresInARow = 0;
+  private readonly stopping = new AbortController();
   private failures = 0;
   /** Between a failure and the restarted subscription's start. */
   private failing = false;
@@ -124,8 +123,9 @@ export class DecisionLogProjection {
   async stop(): Promise<void> {
     this.stopped = true;
     this.subscription?.close();
-    this.wakeRetry?.();
+    this.stopping.abort();
     await this.loop;
+    // A checkpoint not saved at stop only makes the next start resume from the log's last record (see consume).
     await this.saveCheckpoint().catch(() => undefined);
     this.notify();
   }
@@ -158,16 +158,15 @@ export class DecisionLogProjection {
   }
 
   private async run(): Promise<void> {
-    let attempt = 0;
-    while (!this.stopped) {
-      try {
-        await this.consume();
-      } catch (err) {
-        if (this.stopped) break;
+    const base = this.options.retryDelayMs ?? 200;
+    await followAcrossFaults({
+      signal: this.stopping.signal,
+      backoff: { baseMs: base, maxMs: 5_000 },
+      // Each life resumes after the last record's position (see consume): the log is where it stopped.
+      life: ({ seen }) => this.consume(seen),
+      onFault: (err) => {
         this.lastError = err as Error;
         this.head = undefined;
-        // Reset by progress (see `consume`): a projector that fails again at once backs off further.
-        attempt = this.failuresInARow++;
         this.failures++;
         this.failing = true;
         // /health is public: it names the fault, not the raw error (that goes to the log below).
@@ -175,19 +174,12 @@ export class DecisionLogProjection {
         this.options.health?.failed(COMPONENT, reason);
         this.options.health?.restarted(COMPONENT);
         this.options.logger?.error(`decision log projector failed, restarting: ${(err as Error).message}`);
-        const base = this.options.retryDelayMs ?? 200;
-        await new Promise<void>((resolve) => {
-          const t = setTimeout(resolve, storeBackoffMs(attempt + 1, Math.random, base, Math.max(base, 5_000)));
-          this.wakeRetry = () => {
-            clearTimeout(t);
-            resolve();
-          };
-        });
-      }
-    }
+      },
+    });
   }
 
-  private async consume(): Promise<void> {
+  /** One subscription's life: from the log's last record; `seen` after each record (progress starts the backoff over). */
+  private async consume(seen: (position: number) => void): Promise<void> {
     const checkpoint = (await this.store.loadCheckpoint(DECISION_LOG_SUBSCRIPTION)) ?? 0;
     const last = await this.repo.last();
     // Bounded by the head: a position changed in the database must not make the projector skip
@@ -226,7 +218,7 @@ export class DecisionLogProjection {
         next = events.next();
         await this.project(item.value);
         this.lastError = undefined;
-        this.failuresInARow = 0;
+        seen(item.value.position);
         this.advance(item.value.position);
         if (++this.sinceSave >= every) await this.saveCheckpoint();
       }

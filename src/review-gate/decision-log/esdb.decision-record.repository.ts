@@ -124,6 +124,7 @@ export class EsdbDecisionRecordRepository implements DecisionRecordRepository {
    * after the previous one ended, so a caller sees every record appended before it called.
    */
   private sync(): Promise<void> {
+    // The previous read's failure was its own caller's; this one reads again regardless.
     const run = (this.syncing ?? Promise.resolve()).catch(() => undefined).then(() => this.readNew());
     this.syncing = run;
     return run;

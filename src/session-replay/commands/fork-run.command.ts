@@ -85,6 +85,7 @@ export class ForkRunHandler implements ICommandHandler<ForkRunCommand, ForkResul
       const stream = { ...runStream(this.path.store, forkId), initial: () => replayRun(inherited, runId).state };
       await this.path.handle(stream, (): TeamRunEvent[] => [{ type: 'RunForked', data }], { runId: forkId, correlationId: runId, actor: by.id }, { assumeNew: true, maxAttempts: 1 });
     } catch (err) {
+      // The fork's own error is the one to report; a leftover directory of a fork that never existed holds nothing anyone reads.
       await rm(join(this.supervisor.workspaceRoot, forkId), { recursive: true, force: true }).catch(() => undefined);
       throw err;
     }
@@ -108,6 +109,7 @@ export class ForkRunHandler implements ICommandHandler<ForkRunCommand, ForkResul
       const workspace = await this.supervisor.prepareWorkspace(forkId);
       const result = await restoreWorkspace(this.path.store, workspace, manifest);
       if (!result.ok) {
+        // The refusal is the one to report; a directory left over belongs to a fork never recorded (its id is new), which nothing reads.
         await rm(workspace, { recursive: true, force: true }).catch(() => undefined);
         throw new ConflictError(`cannot fork: ${unrecoverableMessage(result.unrecoverable, PARENT)}`);
       }
@@ -118,6 +120,7 @@ export class ForkRunHandler implements ICommandHandler<ForkRunCommand, ForkResul
     const workspace = await this.supervisor.prepareWorkspace(forkId);
     const result = await restoreWorkspace(this.path.store, workspace, manifest);
     if (!result.ok) {
+      // The refusal is the one to report; a directory left over belongs to a fork never recorded (its id is new), which nothing reads.
       await rm(workspace, { recursive: true, force: true }).catch(() => undefined);
       throw new ConflictError(`cannot fork: ${unrecoverableMessage(result.unrecoverable, PARENT)}`);
     }

@@ -5,7 +5,7 @@ import { promises as fs } from 'node:fs';
 import type { NewEvent } from '../../events/event-store.port';
 import { inToolSpan, RunTrace } from '../../observability/tracing';
 import { EventTooLargeError, isStoreUnavailable, WrongExpectedRevisionError } from '../../events/errors';
-import { pause, storeBackoffMs } from '../../events/store-retry';
+import { untilStoreAnswers, waitOut } from '../../events/outlast-store';
 import { CommandPath, type CommandContext, type DomainEvent } from '../../events/command-handling';
 import { takeCheckpoint } from '../../checkpoint/checkpoint';
 import { modelOfCall, nextAction, toolsOfCall, type ContextMeasure, type NextAction } from '../domain/next-action';
@@ -91,6 +91,7 @@ export class RunDriver {
       runId,
       deps,
       workspace,
+      // A workspace not there yet has no real path: undefined, and asked again next time (the tools resolve it themselves).
       realWorkspace: () =>
         (realWorkspace ??= fs.realpath(workspace).catch(() => {
           realWorkspace = undefined;
@@ -176,7 +177,7 @@ export class RunDriver {
           // A read failed (appends wait the store out themselves): pause, then fold whatever the
           // store holds now and decide again from it.
           this.warnOutage();
-          await pause(storeBackoffMs(++outage), this.abort.signal);
+          await waitOut(++outage, this.abort.signal);
           if (!(await this.untilStoreAnswers(async () => (await this.catchUp(), true)))) break;
           continue;
         }
@@ -263,18 +264,16 @@ export class RunDriver {
    * bounded), never ends it. Undefined when the driver is stopped meanwhile.
    */
   private async untilStoreAnswers<T>(work: () => Promise<T>): Promise<T | undefined> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await work();
-      } catch (err) {
-        if (!isStoreUnavailable(err) || this.abort.signal.aborted) {
-          if (this.abort.signal.aborted) return undefined;
-          throw err;
-        }
-        if (attempt === 1) this.warnOutage();
-        await pause(storeBackoffMs(attempt), this.abort.signal);
-        if (this.abort.signal.aborted) return undefined;
-      }
+    try {
+      return await untilStoreAnswers(work, {
+        signal: this.abort.signal,
+        onFault: (_, attempt) => {
+          if (attempt === 1) this.warnOutage();
+        },
+      });
+    } catch (err) {
+      if (this.abort.signal.aborted) return undefined;
+      throw err;
     }
   }
 
@@ -348,6 +347,7 @@ export class RunDriver {
    */
   async suspend(done: Promise<unknown>): Promise<boolean> {
     this.stop('shutdown');
+    // The drive's failure is the supervisor's to report (it reports it where it drives); here only its end matters.
     await done.catch(() => undefined);
     for (let attempt = 0; attempt < 5; attempt++) {
       await this.catchUp();

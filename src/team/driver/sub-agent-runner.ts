@@ -91,13 +91,15 @@ export async function runSpawnCall(ctx: StepContext, spawner: Spawner, call: Too
       );
     }
     await ctx.append(pending.splice(0));
+    // Rejects only when the run stops while it waits for a slot: no slot is held, nothing to release.
     held.release = await request.ready.catch(() => undefined);
     if (!held.release) return stoppedOutcome();
     if (ctx.state.subAgents[path].status === 'queued') await ctx.append([{ type: 'SubAgentStarted', data: { path, at: isoNow(deps.clock) } }]);
     await driveSubAgent(ctx, path, spawner.phaseRole, signal, held, pool);
   } finally {
     if (held.release) held.release();
-    // An append failed before the slot was taken: free it once granted (releasing twice is harmless).
+    // An append failed before the slot was taken: free it once granted (releasing twice is harmless);
+    // rejected, the slot was never granted (the run stopped), so there is nothing to free.
     else if (request) void request.ready.then((release) => release()).catch(() => undefined);
   }
   const after = ctx.state.subAgents[path];
@@ -140,6 +142,7 @@ async function driveSubAgent(ctx: StepContext, path: string, phaseRole: RoleName
             const outcome = await runSpawnCall(ctx, spawner, call, signal);
             if (signal.aborted) return;
             const again = pool.request({ id: `${ctx.runId}/${path}`, parent: current.spawned.parent, priority: current.spawned.priority }, signal);
+            // Rejects only when the run stops while it waits for a slot: no slot is held, nothing to release.
             held.release = await again.ready.catch(() => undefined);
             if (!held.release) return;
             await ctx.append([toolCompleted(path, step.turn, call, outcome, deps.clock.now() - started)]);

@@ -324,6 +324,7 @@ export class ToolRegistry {
 
   /** Closes the sources (their connections and processes). */
   async close(): Promise<void> {
+    // At shutdown, after the runs stopped: one source that cannot close must not keep the others from closing, and nothing uses it any more.
     await Promise.all(this.sources.map((s) => s.close().catch(() => undefined)));
   }
 

@@ -194,6 +194,7 @@ async function replaceWithRedacted(store: EventStore, file: string, effect: { pa
     await fs.chmod(temp, mode);
     await fs.rename(temp, file);
   } catch (err) {
+    // The failure is recorded below (as unrecorded); a temporary file left over holds the redacted copy, never the secret.
     await fs.rm(temp, { force: true }).catch(() => undefined);
     const why = (err as NodeJS.ErrnoException).code ?? 'error';
     return { path: effect.path, unrecorded: `it held a secret of this process and could not be rewritten without it (${why})` };
@@ -251,7 +252,8 @@ export async function restoreWorkspace(store: EventStore, dir: string, manifest:
     const target = path.join(dir, ...p.split('/'));
     const entry = manifest.files.get(p)!;
     await fs.mkdir(path.dirname(target), { recursive: true });
-    // A directory (or link) where the file belongs gives way to it.
+    // A directory (or link) where the file belongs gives way to it. Nothing there (or nothing
+    // readable): the write below creates the file, or fails with the reason.
     const stat = await fs.lstat(target).catch(() => undefined);
     if (stat && !stat.isFile()) await fs.rm(target, { recursive: true, force: true });
     await fs.writeFile(target, contents.get(p)!);

@@ -32,6 +32,7 @@ export async function workerScript(callerFile: string, workerName: string): Prom
   if (!code) {
     code = transpile(source);
     transpiled.set(source, code);
+    // Not a drop: a failed transpile is forgotten so the next call tries again; the caller gets the rejection through `code`.
     code.catch(() => transpiled.delete(source));
   }
   return { script: await code, eval: true };

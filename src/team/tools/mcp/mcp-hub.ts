@@ -128,8 +128,10 @@ class McpServerConnection {
 
   async close(): Promise<void> {
     this.closed = true;
+    // A connection that failed was reported to whoever asked for it: there is nothing to close.
     const client = this.client ?? (await this.connecting?.catch(() => undefined));
     this.client = undefined;
+    // Closing: a server that does not close cleanly is stopped with its sandbox.
     await client?.close().catch(() => undefined);
   }
 
@@ -164,11 +166,13 @@ class McpServerConnection {
     try {
       await client.connect(transport, { timeout: s.startupTimeoutMs, ...(signal ? { signal } : {}) });
     } catch (err) {
+      // The connect error is the one to report (thrown below); closing the half-open client is best effort.
       await client.close().catch(() => undefined);
       this.disposeSandbox();
       throw err;
     }
     if (this.closed) {
+      // Closed while connecting: the client is not used; a close that fails leaves nothing this process needs.
       await client.close().catch(() => undefined);
       throw new Error('triad is shutting down');
     }

@@ -129,6 +129,7 @@ export class Cgroups {
 async function removeCgroup(dir: string, version: 1 | 2): Promise<void> {
   for (let attempt = 0; attempt < 500; attempt++) {
     if (version === 2) await fs.writeFile(join(dir, 'cgroup.kill'), '1').catch(() => undefined); // kernels before 5.14 have no cgroup.kill: the pids below are killed one by one
+    // No process list: the cgroup is gone already, or its rmdir below says why not.
     const procs = await fs.readFile(join(dir, 'cgroup.procs'), 'utf8').catch(() => '');
     for (const pid of procs.split('\n').filter(Boolean)) {
       try {
