@@ -34,6 +34,8 @@ export interface MetricSources {
   decisionLog?: () => Promise<DecisionLogLag | undefined>;
   /** Prometheus text lines kept by components themselves (health registry, lease heartbeat). */
   componentLines?: () => string[];
+  /** Whether a tool name is one this process has: other names a model calls are counted as `other`. */
+  knownTool?: (name: string) => boolean;
 }
 
 export interface DecisionLogLag {
@@ -258,7 +260,9 @@ export class TriadMetrics {
         }
         case 'ToolCallCompleted': {
           const d = e.data as { name: string; isError?: boolean; outcomeUnknown?: boolean };
-          this.toolCalls.inc({ tool: d.name, outcome: d.outcomeUnknown ? 'unknown' : d.isError ? 'error' : 'ok' });
+          // The name is the model's to choose: only the tools this process has are labels.
+          const tool = this.sources.knownTool === undefined || this.sources.knownTool(d.name) ? d.name : 'other';
+          this.toolCalls.inc({ tool, outcome: d.outcomeUnknown ? 'unknown' : d.isError ? 'error' : 'ok' });
           break;
         }
         default:
