@@ -3,6 +3,9 @@ import { Reflector } from '@nestjs/core';
 import { ConsoleSessions, CSRF_HEADER, csrfViolation, readCookie, SESSION_COOKIE, type ConsoleSession } from './console-sessions';
 import { ApiKeyDirectory, hasRole, type HumanRole, type Identity } from './identity';
 import { MAY, type GuardedAction } from './roles';
+import { AuthAttempts } from './auth-attempts';
+import { TRIAD_CONFIG } from '../config/config.module';
+import type { TriadConfig } from '../config/config';
 
 export const ROLES_KEY = 'triad:roles';
 export const PUBLIC_KEY = 'triad:public';
@@ -21,6 +24,8 @@ export interface AuthenticatedRequest {
   /** Express: the Host (X-Forwarded-Host when the proxy is trusted), with its port. */
   host?: string;
   identity?: Identity;
+  /** Express: the client's address (X-Forwarded-For's, when the proxy is trusted). */
+  ip?: string;
   /** Set when the request was authenticated by a console session cookie. */
   consoleSession?: { sessionId: string; session: ConsoleSession };
 }
@@ -47,19 +52,39 @@ export class ApiKeyGuard implements CanActivate {
     private readonly reflector: Reflector,
     @Inject(ApiKeyDirectory) private readonly keys: ApiKeyDirectory,
     @Inject(ConsoleSessions) private readonly sessions: ConsoleSessions,
+    @Inject(AuthAttempts) private readonly attempts: AuthAttempts,
+    @Inject(TRIAD_CONFIG) private readonly config: TriadConfig,
   ) {}
 
-  canActivate(context: ExecutionContext): boolean {
+  async canActivate(context: ExecutionContext): Promise<boolean> {
     const targets = [context.getHandler(), context.getClass()];
     if (this.reflector.getAllAndOverride<boolean>(PUBLIC_KEY, targets)) return true;
     const req = context.switchToHttp().getRequest<AuthenticatedRequest>();
-    const identity = header(req, 'authorization') !== undefined ? this.bearer(req) : this.session(req);
+    const identity = await this.authenticate(req, context.switchToHttp().getResponse<{ setHeader(name: string, value: string): void }>());
     req.identity = identity;
     const roles = this.reflector.getAllAndOverride<HumanRole[] | undefined>(ROLES_KEY, targets);
     if (roles && roles.length > 0 && !hasRole(identity, ...roles)) {
       throw new ForbiddenException(`this action needs the role ${roles.join(' or ')}`);
     }
     return true;
+  }
+
+  /**
+   * The identity of a request's key or session. A request that carries one is first checked
+   * against its address's failed attempts (429 once they are used up), and a refusal counts as one.
+   * A request with neither is refused without counting: a browser that has not signed in sends none.
+   */
+  private async authenticate(req: AuthenticatedRequest, res: { setHeader(name: string, value: string): void }): Promise<Identity> {
+    const bearer = header(req, 'authorization') !== undefined;
+    const credentialed = bearer || readCookie(req.headers.cookie, SESSION_COOKIE) !== undefined;
+    const address = req.ip ?? 'unknown';
+    if (credentialed) await this.attempts.refuseIfLimited(address, (name, value) => res.setHeader(name, value));
+    try {
+      return bearer ? this.bearer(req) : this.session(req);
+    } catch (err) {
+      if (credentialed && err instanceof UnauthorizedException) await this.attempts.failed(address);
+      throw err;
+    }
   }
 
   private bearer(req: AuthenticatedRequest): Identity {
@@ -81,7 +106,7 @@ export class ApiKeyGuard implements CanActivate {
       if (session) this.sessions.close(sessionId);
       throw new UnauthorizedException('the console session has expired or ended; sign in again');
     }
-    const violation = csrfViolation({ method: req.method, origin: header(req, 'origin'), ownOrigin: ownOrigin(req), token: header(req, CSRF_HEADER), session });
+    const violation = csrfViolation({ method: req.method, origin: header(req, 'origin'), ownOrigin: ownOrigin(req), allowedHosts: this.config.http.allowedHosts, token: header(req, CSRF_HEADER), session });
     if (violation) throw new ForbiddenException(violation);
     req.consoleSession = { sessionId, session };
     return identity;

@@ -4,6 +4,8 @@ import { CqrsModule } from '@nestjs/cqrs';
 import { TRIAD_CONFIG } from '../config/config.module';
 import type { TriadConfig } from '../config/config';
 import { ApiKeyGuard } from './auth.guard';
+import { AuthAttempts } from './auth-attempts';
+import { METRICS, type TriadMetrics } from '../observability/metrics';
 import { ConsoleSessions } from './console-sessions';
 import { ConsoleSessionController } from './console-session.controller';
 import { ApiKeyDirectory } from './identity';
@@ -30,8 +32,14 @@ import { StorePersonalKeys } from './passkeys/store-personal-keys';
     // Passkey enrolment (passkeys/): challenges waiting in this process, keys in the apikeys stream.
     { provide: PasskeyChallenges, useFactory: () => new PasskeyChallenges() },
     { provide: PERSONAL_KEYS, useClass: StorePersonalKeys },
+    // Failed authentications per client address (auth-attempts.ts).
+    {
+      provide: AuthAttempts,
+      inject: [TRIAD_CONFIG, METRICS],
+      useFactory: (c: TriadConfig, metrics: TriadMetrics) => new AuthAttempts(c.http.authFailuresPerWindow, c.http.authFailureWindowMs, (outcome) => metrics.observeAuthFailure(outcome)),
+    },
     { provide: APP_GUARD, useClass: ApiKeyGuard },
   ],
-  exports: [ApiKeyDirectory],
+  exports: [ApiKeyDirectory, AuthAttempts],
 })
 export class AuthModule {}

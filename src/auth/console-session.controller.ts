@@ -2,7 +2,10 @@ import { Body, Controller, Delete, ForbiddenException, Get, HttpCode, Inject, Po
 import { IsNotEmpty, IsString, MaxLength } from 'class-validator';
 import type { CookieOptions, Request, Response } from 'express';
 import { ownOrigin, Public, type AuthenticatedRequest } from './auth.guard';
-import { ConsoleSessions, CSRF_HEADER, csrfViolation, readCookie, SESSION_COOKIE, type SessionView } from './console-sessions';
+import { ConsoleSessions, CSRF_HEADER, csrfViolation, readCookie, sameOrigin, SESSION_COOKIE, type SessionView } from './console-sessions';
+import { AuthAttempts } from './auth-attempts';
+import { TRIAD_CONFIG } from '../config/config.module';
+import type { TriadConfig } from '../config/config';
 import { ApiKeyDirectory, hashSecret } from './identity';
 
 export class SignInDto {
@@ -18,17 +21,25 @@ export class ConsoleSessionController {
   constructor(
     @Inject(ApiKeyDirectory) private readonly keys: ApiKeyDirectory,
     @Inject(ConsoleSessions) private readonly sessions: ConsoleSessions,
+    @Inject(AuthAttempts) private readonly attempts: AuthAttempts,
+    @Inject(TRIAD_CONFIG) private readonly config: TriadConfig,
   ) {}
 
   @Post()
   @Public()
   @HttpCode(200)
-  signIn(@Body() body: SignInDto, @Req() req: Request, @Res({ passthrough: true }) res: Response): SessionView {
+  async signIn(@Body() body: SignInDto, @Req() req: Request, @Res({ passthrough: true }) res: Response): Promise<SessionView> {
     // A page of another site must not sign a browser in (login CSRF); JSON bodies already need a preflight.
     const origin = req.headers.origin;
-    if (origin !== undefined && origin !== ownOrigin(req as unknown as AuthenticatedRequest)) throw new ForbiddenException('the request comes from another origin');
+    if (origin !== undefined && !sameOrigin(origin, ownOrigin(req as unknown as AuthenticatedRequest), this.config.http.allowedHosts)) throw new ForbiddenException('the request comes from another origin');
+    // A sign-in is an authentication like a bearer key's: limited by its address's failures.
+    const address = req.ip ?? 'unknown';
+    await this.attempts.refuseIfLimited(address, (name, value) => res.setHeader(name, value));
     const identity = this.keys.authenticate(body.apiKey);
-    if (!identity) throw new UnauthorizedException('the API key is not valid');
+    if (!identity) {
+      await this.attempts.failed(address);
+      throw new UnauthorizedException('the API key is not valid');
+    }
     const opened = this.sessions.open(identity, hashSecret(body.apiKey));
     res.cookie(SESSION_COOKIE, opened.sessionId, { ...this.cookieOptions(req), maxAge: this.sessions.ttlMs });
     res.setHeader('Cache-Control', 'no-store');
@@ -57,6 +68,7 @@ export class ConsoleSessionController {
         method: req.method,
         origin: req.headers.origin,
         ownOrigin: ownOrigin(req as unknown as AuthenticatedRequest),
+        allowedHosts: this.config.http.allowedHosts,
         token: Array.isArray(token) ? token[0] : token,
         session,
       });

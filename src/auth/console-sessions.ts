@@ -1,5 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Identity } from './identity';
+import { originAllowed } from '../http/edge';
 
 /**
  * Web console sessions: an API key is exchanged once (`POST /v1/session`) for a random session id
@@ -106,9 +107,19 @@ export interface CsrfCheckInput {
   origin: string | undefined;
   /** This server's own origin as the request reached it (`https://host:port`). */
   ownOrigin: string;
+  /** The hosts this server answers for (TRIAD_ALLOWED_HOSTS). */
+  allowedHosts: readonly string[];
   /** The CSRF header's value, if any. */
   token: string | undefined;
   session: Pick<ConsoleSession, 'csrfToken'>;
+}
+
+/**
+ * Whether a browser's Origin is this server's: an allowed host (a page whose name was made to
+ * resolve here sends its own name), with the scheme and port the request reached triad by.
+ */
+export function sameOrigin(origin: string, ownOrigin: string, allowedHosts: readonly string[]): boolean {
+  return origin === ownOrigin && originAllowed(origin, allowedHosts);
 }
 
 /**
@@ -119,7 +130,7 @@ export interface CsrfCheckInput {
  */
 export function csrfViolation(input: CsrfCheckInput): string | undefined {
   if (!STATE_CHANGING.has(input.method.toUpperCase())) return undefined;
-  if (input.origin !== undefined && input.origin !== input.ownOrigin) return 'the request comes from another origin';
+  if (input.origin !== undefined && !sameOrigin(input.origin, input.ownOrigin, input.allowedHosts)) return 'the request comes from another origin';
   if (!csrfTokenMatches(input.token, input.session.csrfToken)) return `a console request that changes state needs the session's ${CSRF_HEADER} header`;
   return undefined;
 }

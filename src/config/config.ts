@@ -10,6 +10,7 @@ import { McpConfigError, parseMcpConfig, secretsIn, type McpConfig } from '../te
 import { DEFAULT_SANDBOX_LIMITS, parseNetworkAllowList, passedEnvProblem } from '../team/tools/sandbox/sandbox-policy';
 import type { SandboxSettings } from '../team/tools/sandbox/sandbox';
 import { isAbsolute } from 'node:path';
+import { duplicateKeyIn, duplicateKeyMessage } from '../shared/strict-json';
 
 /**
  * All configuration comes from the environment, read and validated in this one place.
@@ -23,6 +24,23 @@ export interface ApiKeyEntry {
   name: string;
   roles: string[];
   secret: string;
+}
+
+export interface HttpEdgeSettings {
+  /**
+   * Host names (and IP addresses) a request's Host may name, lowercase, IPv6 in brackets; `*`
+   * alone: any. Default on a loopback address: the address, `localhost`, `127.0.0.1` and `[::1]`.
+   */
+  allowedHosts: string[];
+  /** A request's headers must arrive within this long (Node's headersTimeout). */
+  headersTimeoutMs: number;
+  /** A whole request, body included, must arrive within this long (Node's requestTimeout). */
+  requestTimeoutMs: number;
+  /** Failed authentications one client address may make per window before it is refused (429). */
+  authFailuresPerWindow: number;
+  authFailureWindowMs: number;
+  /** When set, `GET /metrics` needs `Authorization: Bearer <this>`. Never printed. */
+  metricsKey?: string;
 }
 
 export interface TriadConfig {
@@ -62,6 +80,8 @@ export interface TriadConfig {
   sessionTtlMs: number;
   /** Express's `trust proxy`: whether X-Forwarded-Proto/-Host name the request's origin (false: not trusted). */
   trustProxy: boolean | number | string;
+  /** The edge of the HTTP server (TRIAD_ALLOWED_HOSTS, TRIAD_HEADERS_TIMEOUT_MS, …): see docs/API.md, "Request rules". */
+  http: HttpEdgeSettings;
   /** The OS sandbox of run_command and stdio MCP servers (TRIAD_SANDBOX and TRIAD_SANDBOX_*). */
   sandbox: SandboxSettings;
   /** The server's signing key and the keys it trusts besides its own (TRIAD_SIGNING_KEY_FILE, TRIAD_TRUSTED_KEYS). */
@@ -173,9 +193,62 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): TriadConfig {
     ...(env.TRIAD_MCP_CONFIG ? { mcp: loadMcpConfig(env.TRIAD_MCP_CONFIG, env) } : {}),
     sessionTtlMs: intEnv(env, 'TRIAD_SESSION_TTL_MS', 8 * 60 * 60 * 1000, 1000, MAX_SESSION_TTL_MS),
     trustProxy: trustProxyEnv(env.TRIAD_TRUST_PROXY),
+    http: httpEdgeSettings(env, host),
     sandbox: sandboxSettings(env),
     signing: signingSettings(env, resolve(dataDir)),
     webauthn: webauthnSettings(env),
+  };
+}
+
+/** Whether `host` (an address or a name, as TRIAD_HOST takes it) reaches this machine only. */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.toLowerCase().replace(/^\[(.*)\]$/, '$1');
+  return h === 'localhost' || h.endsWith('.localhost') || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
+}
+
+/** A host as a Host header's name part carries it: lowercase, IPv6 in brackets, no trailing dot. */
+export function normaliseHostName(host: string): string {
+  const h = host.trim().toLowerCase().replace(/\.$/, '');
+  return isIP(h) === 6 ? `[${h}]` : h;
+}
+
+/**
+ * TRIAD_ALLOWED_HOSTS (comma-separated host names or addresses, no port; `*`: any) and the
+ * edge's time limits. Without TRIAD_ALLOWED_HOSTS a loopback bind allows the names of this
+ * machine; any other bind needs the list: a browser page whose name resolves to the server
+ * (DNS rebinding) must not reach it.
+ */
+export function httpEdgeSettings(env: NodeJS.ProcessEnv, bindHost: string): HttpEdgeSettings {
+  const raw = (env.TRIAD_ALLOWED_HOSTS ?? '').split(',').map((h) => h.trim()).filter((h) => h !== '');
+  let allowedHosts: string[];
+  if (raw.length === 0) {
+    if (!isLoopbackHost(bindHost)) {
+      throw new ConfigError(`TRIAD_HOST=${shown(bindHost)} serves beyond this machine: set TRIAD_ALLOWED_HOSTS to the host names clients reach it by (comma-separated; * for any)`);
+    }
+    allowedHosts = [...new Set([normaliseHostName(bindHost), 'localhost', '127.0.0.1', '[::1]'])];
+  } else if (raw.includes('*')) {
+    if (raw.length > 1) throw new ConfigError('TRIAD_ALLOWED_HOSTS: * allows any host and takes no other entry');
+    allowedHosts = ['*'];
+  } else {
+    for (const h of raw) {
+      const bare = h.replace(/^\[(.*)\]$/, '$1');
+      if (!isIP(bare) && !HOST_NAME.test(bare)) throw new ConfigError(`TRIAD_ALLOWED_HOSTS takes host names or addresses without a port, got '${shown(h)}'`);
+    }
+    allowedHosts = [...new Set(raw.map(normaliseHostName))];
+  }
+  const metricsKey = env.TRIAD_METRICS_KEY || undefined;
+  // Never echoed: it is a secret.
+  if (metricsKey !== undefined && (metricsKey.length < 16 || /\s/.test(metricsKey))) throw new ConfigError('TRIAD_METRICS_KEY must be at least 16 characters with no whitespace');
+  const headersTimeoutMs = intEnv(env, 'TRIAD_HEADERS_TIMEOUT_MS', 10_000, 1_000, 600_000);
+  const requestTimeoutMs = intEnv(env, 'TRIAD_REQUEST_TIMEOUT_MS', 30_000, 1_000, 3_600_000);
+  if (headersTimeoutMs > requestTimeoutMs) throw new ConfigError(`TRIAD_HEADERS_TIMEOUT_MS (${headersTimeoutMs}) may not be longer than TRIAD_REQUEST_TIMEOUT_MS (${requestTimeoutMs}): the headers are part of the request`);
+  return {
+    allowedHosts,
+    headersTimeoutMs,
+    requestTimeoutMs,
+    authFailuresPerWindow: intEnv(env, 'TRIAD_AUTH_FAILURES_PER_WINDOW', 10, 1, 1_000_000),
+    authFailureWindowMs: intEnv(env, 'TRIAD_AUTH_FAILURE_WINDOW_MS', 60_000, 1_000, 86_400_000),
+    ...(metricsKey ? { metricsKey } : {}),
   };
 }
 
@@ -283,12 +356,16 @@ export function sandboxSettings(env: NodeJS.ProcessEnv): SandboxSettings {
 function loadSandboxCredentials(file: string, env: NodeJS.ProcessEnv): Record<string, Record<string, string>> {
   const path = resolve(file);
   let parsed: unknown;
+  let text = '';
   try {
-    parsed = JSON.parse(readFileSync(path, 'utf8'));
+    text = readFileSync(path, 'utf8');
+    parsed = JSON.parse(text);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     throw new ConfigError(`TRIAD_SANDBOX_CREDENTIALS_FILE ${path}: ${code === 'ENOENT' ? 'no such file' : code ? `cannot be read (${code})` : 'is not JSON'}`);
   }
+  const duplicate = duplicateKeyIn(text, 'the file');
+  if (duplicate !== undefined) throw new ConfigError(`TRIAD_SANDBOX_CREDENTIALS_FILE ${path}: ${duplicateKeyMessage(duplicate)}`);
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new ConfigError(`TRIAD_SANDBOX_CREDENTIALS_FILE ${path}: must be an object of hosts, each an object of headers`);
   const out: Record<string, Record<string, string>> = {};
   for (const [host, headers] of Object.entries(parsed)) {
@@ -476,6 +553,8 @@ export function describeConfig(c: TriadConfig): Record<string, unknown> {
     ...(c.mcp ? { mcpServers: c.mcp.servers.map((s) => `${s.name} (${s.transport})`) } : {}),
     sessionTtlMs: c.sessionTtlMs,
     trustProxy: c.trustProxy,
+    allowedHosts: c.http.allowedHosts,
+    metricsKey: c.http.metricsKey ? 'set' : undefined,
     webauthn: c.webauthn,
   };
 }

@@ -22,6 +22,8 @@ import { packageVersion } from '../cli/cli-io';
 import { TRIAD_CONFIG } from '../config/config.module';
 import type { TriadConfig } from '../config/config';
 import { serveConsole } from './console-assets';
+import { edgeChecks, limitServer, MAX_BODY_BYTES, type EdgeRefusal } from './edge';
+import { securityHeaders } from './security-headers';
 
 export const VALIDATION_PIPE = new ValidationPipe({
   whitelist: true,
@@ -40,12 +42,20 @@ export async function createHttpApp(options: { logger?: LogLevel[] | false | Log
   // abortOnError: false: a module that cannot start (the store cannot be opened) is thrown to the
   // caller, which says why, instead of Nest ending the process with the reason only in its log.
   const app = await NestFactory.create<NestExpressApplication>(AppModule, { logger: options.logger ?? ['error', 'warn', 'log'], bodyParser: false, abortOnError: false });
-  answerClientErrorsAsJson(app.getHttpServer());
-  // First, so requests refused by the gates below are counted too.
+  const config = app.get<TriadConfig>(TRIAD_CONFIG);
   const metrics = app.get<symbol, TriadMetrics>(METRICS);
+  const refused = (reason: EdgeRefusal): void => metrics.observeEdgeRefusal(reason);
+  // Node's own limits on how long a request may take to arrive, set before it listens (edge.ts).
+  limitServer(app.getHttpServer(), config.http, refused);
+  answerClientErrorsAsJson(app.getHttpServer(), () => refused('timeout'));
+  app.disable('x-powered-by');
+  // First, so requests refused by the gates below are counted too.
   app.use(httpMetrics((method, route, status, seconds) => metrics.observeHttp(method, route, status, seconds)));
   // Whether X-Forwarded-Proto/-Host say how the request reached triad (the console cookie's Secure, the CSRF origin).
-  app.set('trust proxy', app.get<TriadConfig>(TRIAD_CONFIG).trustProxy);
+  app.set('trust proxy', config.trustProxy);
+  app.use(securityHeaders);
+  // Before routing and before any body is read: a Host triad does not serve, a body over the limit.
+  app.use(edgeChecks(config.http.allowedHosts, refused));
   // No ETag on answers: Express would hash every JSON body (event pages included) for a 304 that
   // triad's clients never ask for; the console's own files keep theirs (serve-static sets them).
   app.set('etag', false);
@@ -54,7 +64,7 @@ export async function createHttpApp(options: { logger?: LogLevel[] | false | Log
   app.use(requireJsonBody);
   // Raw bytes first: UTF-8, then nesting and value counts, both before the body is parsed.
   // Nest's type reserves `verify` for its rawBody option, which triad does not use.
-  app.useBodyParser('json', withUtf8Check({ limit: '2mb', verify: verifyJsonShape }) as NestExpressBodyParserOptionsFor<'json'>);
+  app.useBodyParser('json', withUtf8Check({ limit: MAX_BODY_BYTES, verify: verifyJsonShape }) as NestExpressBodyParserOptionsFor<'json'>);
   app.use(describeDecodingErrors);
   app.use(enforceBodyLimits);
   // After the API-key guard (an app-wide provider, registered when the app is created).

@@ -8,7 +8,7 @@ import type { Duplex } from 'node:stream';
  * Node's bare status line. The connection is closed after it: the parser cannot find where the
  * next request would start.
  */
-export function answerClientErrorsAsJson(server: Server): void {
+export function answerClientErrorsAsJson(server: Server, timedOut: () => void = () => undefined): void {
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     // A response already under way on this connection (an event stream, a long body) cannot be
     // followed by another: the connection is closed, as Node's own handler does.
@@ -25,6 +25,7 @@ export function answerClientErrorsAsJson(server: Server): void {
           : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
             ? [408, 'Request Timeout', 'the request took too long to arrive']
             : [400, 'Bad Request', 'the request is not valid HTTP'];
+    if (statusCode === 408) timedOut();
     const body = JSON.stringify({ statusCode, error, message });
     socket.end(
       `HTTP/1.1 ${statusCode} ${error}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,

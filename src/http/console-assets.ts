@@ -7,17 +7,6 @@ import type { NextFunction, Request, Response } from 'express';
 export const CONSOLE_DIR = resolve(__dirname, '..', 'console');
 
 /**
- * The console's own pages and scripts only, so a tighter policy than a browser's default holds:
- * no inline script, nothing from another origin, no framing.
- */
-const CONSOLE_HEADERS: Record<string, string> = {
-  'Content-Security-Policy': "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
-  'X-Content-Type-Options': 'nosniff',
-  'Referrer-Policy': 'no-referrer',
-  'X-Frame-Options': 'DENY',
-};
-
-/**
  * `GET /` and its assets: the web console, served as static files before the API's routes (which
  * it never shadows: it holds only index.html and assets/). Without a build, `/` says how to make one.
  */
@@ -31,9 +20,9 @@ export function serveConsole(app: NestExpressApplication, dir: string = CONSOLE_
   }
   app.useStaticAssets(dir, {
     index: 'index.html',
-    // Hashed asset names never change; index.html must be read again to find new ones.
+    // Hashed asset names never change; index.html must be read again to find new ones. Its
+    // security headers are every answer's (security-headers.ts).
     setHeaders: (res, path) => {
-      for (const [k, v] of Object.entries(CONSOLE_HEADERS)) res.setHeader(k, v);
       res.setHeader('Cache-Control', path.endsWith('index.html') ? 'no-cache' : 'public, max-age=31536000, immutable');
     },
   });

@@ -1,6 +1,7 @@
 import { BadRequestException, UnsupportedMediaTypeException } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
 import { bodyLimitViolation, rawJsonShapeViolation } from './body-limits';
+import { duplicateKeyIn, duplicateKeyMessage } from '../shared/strict-json';
 
 const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
@@ -46,10 +47,14 @@ export function enforceBodyLimits(req: Request, _res: Response, next: NextFuncti
 
 /**
  * The JSON body parser's `verify` hook: refuses a body nested too deep or holding too many values
- * before JSON.parse reads it (400), so parsing stays cheap whatever arrives.
+ * before JSON.parse reads it (400), so parsing stays cheap whatever arrives, and a body naming a key
+ * twice in one object (400 naming it: JSON.parse would keep the last, another reader the first).
  */
 export function verifyJsonShape(_req: unknown, _res: unknown, buf: Buffer): void {
-  const violation = rawJsonShapeViolation(buf);
+  const shape = rawJsonShapeViolation(buf);
+  // Within the limits only: the duplicate scan then walks a small tree.
+  const duplicate = shape === undefined ? duplicateKeyIn(buf) : undefined;
+  const violation = shape ?? (duplicate === undefined ? undefined : duplicateKeyMessage(duplicate));
   // The status travels through the body parser's error to a 400 with this message.
   if (violation !== undefined) throw Object.assign(new Error(violation), { status: 400, statusCode: 400, expose: true, type: 'entity.verify.failed' });
 }

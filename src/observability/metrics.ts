@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { modelLabelOf } from '../team/models/pricing';
 
 /**
  * The process's Prometheus metrics (prom-client), framework-free so unit tests load it. Three kinds
@@ -33,6 +34,8 @@ export interface MetricSources {
   decisionLog?: () => Promise<DecisionLogLag | undefined>;
   /** Prometheus text lines kept by components themselves (health registry, lease heartbeat). */
   componentLines?: () => string[];
+  /** Whether a tool name is one this process has: other names a model calls are counted as `other`. */
+  knownTool?: (name: string) => boolean;
 }
 
 export interface DecisionLogLag {
@@ -71,6 +74,8 @@ export class TriadMetrics {
   private readonly httpRequests: Counter<'method' | 'route' | 'status'>;
   private readonly httpSeconds: Histogram<'method' | 'route'>;
   private readonly sseOpen: Gauge;
+  private readonly edgeRefusals: Counter<'reason'>;
+  private readonly authFailures: Counter<'outcome'>;
 
   constructor(options: { now?: () => number; defaultMetrics?: boolean } = {}) {
     const now = options.now ?? Date.now;
@@ -204,6 +209,26 @@ export class TriadMetrics {
       registers: [r],
     });
     this.sseOpen = new Gauge({ name: 'triad_sse_streams_open', help: 'Open event streams (text/event-stream).', registers: [r] });
+    this.edgeRefusals = new Counter({
+      name: 'triad_http_refusals_total',
+      help: 'Requests refused at the edge, before routing: host (not an allowed host), no_host, body_too_large (declared Content-Length), expect_too_large (Expect: 100-continue), timeout (headers or body too slow).',
+      labelNames: ['reason'],
+      registers: [r],
+    });
+    this.authFailures = new Counter({
+      name: 'triad_auth_failures_total',
+      help: 'Failed authentications (outcome failed: a wrong key or session) and requests refused 429 because their address failed too often (outcome limited).',
+      labelNames: ['outcome'],
+      registers: [r],
+    });
+  }
+
+  observeEdgeRefusal(reason: string): void {
+    this.edgeRefusals.inc({ reason });
+  }
+
+  observeAuthFailure(outcome: 'failed' | 'limited'): void {
+    this.authFailures.inc({ outcome });
   }
 
   /** The parts read at scrape time (merged with those given before). */
@@ -217,7 +242,7 @@ export class TriadMetrics {
       switch (e.type) {
         case 'ModelCallCompleted': {
           const d = e.data as ModelCallData;
-          const labels = { role: d.role, model: d.model };
+          const labels = { role: d.role, model: modelLabelOf(d.model) };
           this.turns.inc(labels);
           const u = d.usage ?? {};
           this.tokens.inc({ ...labels, type: 'input' }, amount(u.inputTokens));
@@ -236,7 +261,9 @@ export class TriadMetrics {
         }
         case 'ToolCallCompleted': {
           const d = e.data as { name: string; isError?: boolean; outcomeUnknown?: boolean };
-          this.toolCalls.inc({ tool: d.name, outcome: d.outcomeUnknown ? 'unknown' : d.isError ? 'error' : 'ok' });
+          // The name is the model's to choose: only the tools this process has are labels.
+          const tool = this.sources.knownTool === undefined || this.sources.knownTool(d.name) ? d.name : 'other';
+          this.toolCalls.inc({ tool, outcome: d.outcomeUnknown ? 'unknown' : d.isError ? 'error' : 'ok' });
           break;
         }
         default:

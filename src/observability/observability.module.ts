@@ -9,6 +9,8 @@ import { RunSupervisor } from '../team/run-supervisor';
 import { RunsProjection } from '../team/runs.projection';
 import { TeamModule } from '../team/team.module';
 import { MetricsController } from './metrics.controller';
+import { TOOL_REGISTRY } from '../team/tokens';
+import type { ToolRegistry } from '../team/tools/tool-registry';
 import { METRICS, type TriadMetrics } from './metrics';
 
 /**
@@ -28,6 +30,7 @@ export class MetricsWiring implements OnModuleInit, OnModuleDestroy {
     private readonly supervisor: RunSupervisor,
     private readonly runs: RunsProjection,
     private readonly decisionLog: DecisionLogProjector,
+    @Inject(TOOL_REGISTRY) private readonly tools: ToolRegistry,
   ) {}
 
   onModuleInit(): void {
@@ -40,6 +43,7 @@ export class MetricsWiring implements OnModuleInit, OnModuleDestroy {
       headPosition: () => store.headPosition(),
       decisionLog: () => decisionLog.projection.lag(),
       componentLines: () => [...health.metricLines(), ...supervisor.metricLines()],
+      knownTool: (name) => this.tools.get(name) !== undefined,
     });
     this.feed = this.live.all().subscribe((item) => {
       if (item.kind === 'events') this.metrics.observeRunEvents(item.events);

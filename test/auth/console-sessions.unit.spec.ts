@@ -54,18 +54,25 @@ describe('console sessions', () => {
 describe('the CSRF check of a cookie-authenticated request', () => {
   const session = { csrfToken: 'token-123' };
   const own = 'http://127.0.0.1:3000';
+  const allowedHosts = ['127.0.0.1', 'localhost'];
   it('lets reads through without a token', () => {
-    expect(csrfViolation({ method: 'GET', origin: undefined, ownOrigin: own, token: undefined, session })).toBeUndefined();
+    expect(csrfViolation({ method: 'GET', origin: undefined, ownOrigin: own, allowedHosts, token: undefined, session })).toBeUndefined();
   });
   it('needs the session token on a state-changing request', () => {
-    expect(csrfViolation({ method: 'POST', origin: own, ownOrigin: own, token: undefined, session })).toMatch(/x-csrf-token/);
-    expect(csrfViolation({ method: 'DELETE', origin: own, ownOrigin: own, token: 'token-12', session })).toMatch(/x-csrf-token/);
-    expect(csrfViolation({ method: 'POST', origin: own, ownOrigin: own, token: 'token-123', session })).toBeUndefined();
-    expect(csrfViolation({ method: 'POST', origin: undefined, ownOrigin: own, token: 'token-123', session })).toBeUndefined();
+    expect(csrfViolation({ method: 'POST', origin: own, ownOrigin: own, allowedHosts, token: undefined, session })).toMatch(/x-csrf-token/);
+    expect(csrfViolation({ method: 'DELETE', origin: own, ownOrigin: own, allowedHosts, token: 'token-12', session })).toMatch(/x-csrf-token/);
+    expect(csrfViolation({ method: 'POST', origin: own, ownOrigin: own, allowedHosts, token: 'token-123', session })).toBeUndefined();
+    expect(csrfViolation({ method: 'POST', origin: undefined, ownOrigin: own, allowedHosts, token: 'token-123', session })).toBeUndefined();
   });
   it('refuses another origin even with the token', () => {
-    expect(csrfViolation({ method: 'POST', origin: 'https://evil.example', ownOrigin: own, token: 'token-123', session })).toMatch(/another origin/);
-    expect(csrfViolation({ method: 'POST', origin: 'null', ownOrigin: own, token: 'token-123', session })).toMatch(/another origin/);
+    expect(csrfViolation({ method: 'POST', origin: 'https://evil.example', ownOrigin: own, allowedHosts, token: 'token-123', session })).toMatch(/another origin/);
+    expect(csrfViolation({ method: 'POST', origin: 'null', ownOrigin: own, allowedHosts, token: 'token-123', session })).toMatch(/another origin/);
+  });
+  it('given a Host that is not allowed, then an Origin matching it is still another origin', () => {
+    // A DNS-rebinding page: its Origin names its own host, and so does the Host it sends.
+    const rebound = 'http://evil.example:3000';
+    expect(csrfViolation({ method: 'POST', origin: rebound, ownOrigin: rebound, allowedHosts, token: 'token-123', session })).toMatch(/another origin/);
+    expect(csrfViolation({ method: 'POST', origin: rebound, ownOrigin: rebound, allowedHosts: ['*'], token: 'token-123', session })).toBeUndefined();
   });
 });
 

@@ -42,7 +42,7 @@ it('given a port in use or an address not of this machine, then exit 1 in one li
   } finally {
     await new Promise((resolve) => holder.close(resolve));
   }
-  const foreign = serve({ TRIAD_DATA_DIR: join(dir.path, 'foreign'), TRIAD_HOST: '192.0.2.1', TRIAD_PORT: '0', TRIAD_API_KEYS: KEYS });
+  const foreign = serve({ TRIAD_DATA_DIR: join(dir.path, 'foreign'), TRIAD_HOST: '192.0.2.1', TRIAD_ALLOWED_HOSTS: 'triad.example', TRIAD_PORT: '0', TRIAD_API_KEYS: KEYS });
   expect(await foreign.exited).toBe(1);
   expect(foreign.out.stderr).toBe("triad: cannot listen on 192.0.2.1:0: the address is not one of this machine's\n");
   expect(existsSync(join(dir.path, 'foreign'))).toBe(false);

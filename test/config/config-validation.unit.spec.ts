@@ -29,7 +29,32 @@ describe('configuration values', () => {
 
   it('given a host that is neither an address nor a host name, then it is refused', () => {
     for (const bad of [' ', '127.0.0.1:80', 'a b', 'my_host', 'http://x', '-x']) expect(refused({ TRIAD_HOST: bad })).toMatch(/^TRIAD_HOST must be/);
-    for (const good of ['127.0.0.1', '::1', '0.0.0.0', 'localhost', 'db.example.com']) expect(load({ TRIAD_HOST: good }).host).toBe(good);
+    for (const good of ['127.0.0.1', '::1', '0.0.0.0', 'localhost', 'db.example.com']) expect(load({ TRIAD_HOST: good, TRIAD_ALLOWED_HOSTS: 'triad.example' }).host).toBe(good);
+  });
+
+  it('given a loopback bind and no TRIAD_ALLOWED_HOSTS, then the names of this machine are allowed', () => {
+    expect(load({}).http.allowedHosts).toEqual(['127.0.0.1', 'localhost', '[::1]']);
+    expect(load({ TRIAD_HOST: '::1' }).http.allowedHosts).toEqual(['[::1]', 'localhost', '127.0.0.1']);
+    expect(load({ TRIAD_HOST: 'localhost' }).http.allowedHosts).toEqual(['localhost', '127.0.0.1', '[::1]']);
+  });
+
+  it('given a bind beyond this machine and no TRIAD_ALLOWED_HOSTS, then it is refused', () => {
+    for (const host of ['0.0.0.0', '::', '10.1.2.3', 'triad.example']) expect(refused({ TRIAD_HOST: host })).toMatch(/serves beyond this machine: set TRIAD_ALLOWED_HOSTS/);
+  });
+
+  it('given TRIAD_ALLOWED_HOSTS, then its names are normalised, * stands alone, and a port or a URL is refused', () => {
+    expect(load({ TRIAD_HOST: '0.0.0.0', TRIAD_ALLOWED_HOSTS: 'Triad.Example., ::1 , 10.0.0.1' }).http.allowedHosts).toEqual(['triad.example', '[::1]', '10.0.0.1']);
+    expect(load({ TRIAD_HOST: '0.0.0.0', TRIAD_ALLOWED_HOSTS: '*' }).http.allowedHosts).toEqual(['*']);
+    expect(refused({ TRIAD_ALLOWED_HOSTS: '*,triad.example' })).toMatch(/takes no other entry/);
+    for (const bad of ['triad.example:3000', 'http://triad.example', 'a b', '-x']) expect(refused({ TRIAD_ALLOWED_HOSTS: bad })).toMatch(/^TRIAD_ALLOWED_HOSTS takes host names/);
+  });
+
+  it('given edge time limits, then headers may not take longer than the whole request, and a short metrics key is refused unechoed', () => {
+    expect(load({}).http).toMatchObject({ headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, authFailuresPerWindow: 10, authFailureWindowMs: 60_000 });
+    expect(refused({ TRIAD_HEADERS_TIMEOUT_MS: '40000' })).toMatch(/may not be longer than TRIAD_REQUEST_TIMEOUT_MS/);
+    const short = refused({ TRIAD_METRICS_KEY: 'short-secret' });
+    expect(short).toMatch(/TRIAD_METRICS_KEY must be at least 16/);
+    expect(short).not.toContain('short-secret');
   });
 
   it('given intervals and lifetimes past what a timer can wait, then they are refused', () => {
@@ -105,5 +130,7 @@ describe('MCP servers file', () => {
   it('given text that is not JSON, then the message says so without quoting it (it may hold a token)', () => {
     expect(() => parseMcpConfig('{"mcpServers": {"gh": {"env": {"GITHUB_TOKEN": ghp_SuperSecret}}}}', 'f.json')).toThrow(/^is not JSON \(a syntax error/);
     expect(() => parseMcpConfig('{"mcpServers": {"gh": {"env": {"GITHUB_TOKEN": ghp_SuperSecret}}}}', 'f.json')).not.toThrow(/ghp_/);
+    // A server named twice would be the last one's to triad and the first one's to a reader.
+    expect(() => parseMcpConfig('{"mcpServers": {"gh": {"command": "/bin/a"}, "gh": {"command": "/bin/b"}}}', 'f.json')).toThrow('the file.mcpServers.gh is given twice; a key may appear once in an object');
   });
 });

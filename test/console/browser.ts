@@ -13,6 +13,8 @@ export const CHROMIUM = process.env.TRIAD_CHROMIUM ?? '/usr/bin/chromium';
 export interface Browser {
   context: BrowserContext;
   page: Page;
+  /** The Content-Security-Policy violations every page of this browser reported so far. */
+  cspViolations(): string[];
   close(): Promise<void>;
 }
 
@@ -25,11 +27,31 @@ export async function openBrowser(): Promise<Browser> {
     viewport: { width: 1280, height: 900 },
     acceptDownloads: false,
   });
+  // Every page reports what its policy blocked: the browser's own report, and its console line.
+  const violations: string[] = [];
+  await context.exposeBinding('__triadCspViolation', (_source, text: string) => void violations.push(text));
+  await context.addInitScript(() => {
+    const report = (globalThis as unknown as { __triadCspViolation(text: string): void }).__triadCspViolation;
+    // The test project's types have no DOM: the page's window is named through globalThis.
+    const page = globalThis as unknown as { addEventListener(type: string, listener: (e: unknown) => void): void };
+    page.addEventListener('securitypolicyviolation', (e) => {
+      const v = e as { violatedDirective: string; blockedURI: string; sourceFile: string };
+      report(`${v.violatedDirective} blocked ${v.blockedURI || 'inline'} in ${v.sourceFile || 'the page'}`);
+    });
+  });
+  const watch = (p: Page): void => {
+    p.on('console', (m) => {
+      if (m.type() === 'error' && /Content Security Policy/i.test(m.text())) violations.push(m.text());
+    });
+  };
+  context.on('page', watch);
   const page = context.pages()[0] ?? (await context.newPage());
+  watch(page);
   page.setDefaultTimeout(30_000);
   return {
     context,
     page,
+    cspViolations: () => [...violations],
     async close() {
       try {
         await context.close();

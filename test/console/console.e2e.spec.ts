@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { startE2eApp, type E2eApp } from '../support/e2e-app';
+import { waitFor } from '../support/wait-for';
 import { openBrowser, signIn as signInAs, signOut as signOutOf, type Browser } from './browser';
 
 // The web console in a real browser (Debian's Chromium, driven by playwright-core; no browser is
@@ -280,4 +281,20 @@ it('ends the session at sign-out: the cookie is gone and the API refuses it', as
   expect((await context.cookies(app.url)).find((c) => c.name === 'triad_session')).toBeUndefined();
   const res = await fetch(`${app.url}/v1/runs`, { headers: { cookie: `triad_session=${before.value}` } });
   expect(res.status).toBe(401);
+});
+
+it('runs every page above, and the API docs viewer, under its Content-Security-Policy with no violation', async () => {
+  // The docs viewer (Swagger UI) renders the API from its own script files.
+  await page.goto(`${app.url}/docs`);
+  await page.locator('.opblock').first().waitFor();
+  expect(browser.cspViolations()).toEqual([]);
+  // A probe that a violation would reach the test at all: an inline script, which the policy blocks.
+  await page.evaluate(() => {
+    const doc = (globalThis as unknown as { document: { createElement(t: string): { textContent: string }; body: { appendChild(n: unknown): void } } }).document;
+    const probe = doc.createElement('script');
+    probe.textContent = 'globalThis.__inlineRan = true';
+    doc.body.appendChild(probe);
+  });
+  await waitFor('the probe reported', async () => browser.cspViolations().length > 0, 10_000);
+  expect(await page.evaluate(() => (globalThis as unknown as { __inlineRan?: boolean }).__inlineRan)).toBeUndefined();
 });

@@ -45,6 +45,9 @@ export async function startFuzzApp(kind: StoreKind): Promise<FuzzApp> {
     TRIAD_DATA_DIR: dataDir,
     TRIAD_STORE: kind,
     TRIAD_MODEL: 'offline',
+    // The fuzz sends wrong keys on purpose among its requests: the failed-authentication limit
+    // (tested in edge.e2e.spec.ts) would otherwise refuse the rest of its requests 429.
+    TRIAD_AUTH_FAILURES_PER_WINDOW: '1000000',
     TRIAD_API_KEYS: `op:operator:${FUZZ_KEYS.op},rev:reviewer:${FUZZ_KEYS.rev},aud:auditor:${FUZZ_KEYS.aud},adm:admin:${FUZZ_KEYS.adm}`,
     ...(schema ? { TRIAD_PG_URL: PG_URL, TRIAD_PG_SCHEMA: schema } : {}),
   });

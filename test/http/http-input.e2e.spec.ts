@@ -108,9 +108,9 @@ describe('HTTP input rules', () => {
     const before = await eventCount();
     const cases: Array<[string, number]> = [
       ['this is not http\r\n\r\n', 400],
-      [`POST /v1/runs/${runId}/cancel HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n{}`, 400],
-      [`GET /v1/runs HTTP/1.1\r\nHost: x\r\nX-Bad: a\u0001b\r\n\r\n`, 400],
-      [`GET /v1/runs HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431],
+      [`POST /v1/runs/${runId}/cancel HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n{}`, 400],
+      [`GET /v1/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Bad: a\u0001b\r\n\r\n`, 400],
+      [`GET /v1/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431],
     ];
     for (const [bytes, status] of cases) {
       const reply = await exchange(bytes);
@@ -126,7 +126,7 @@ describe('HTTP input rules', () => {
     // closed, and no error is written into the stream's body.
     const streamed = await new Promise<string>((resolve, reject) => {
       const socket = connect(Number(port), hostname, () =>
-        socket.write(`GET /v1/runs/${runId}/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEYS.aud}\r\nAccept: text/event-stream\r\n\r\n`),
+        socket.write(`GET /v1/runs/${runId}/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${KEYS.aud}\r\nAccept: text/event-stream\r\n\r\n`),
       );
       let text = '';
       socket.setEncoding('utf8');
@@ -147,7 +147,7 @@ describe('HTTP input rules', () => {
     // A client that asks for the connection to close is told it will be.
     const head = await new Promise<string>((resolve, reject) => {
       const socket = connect(Number(port), hostname, () =>
-        socket.write(`GET /v1/runs/${runId}/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${KEYS.aud}\r\nAccept: text/event-stream\r\nConnection: close\r\n\r\n`),
+        socket.write(`GET /v1/runs/${runId}/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${KEYS.aud}\r\nAccept: text/event-stream\r\nConnection: close\r\n\r\n`),
       );
       let text = '';
       socket.setEncoding('utf8');

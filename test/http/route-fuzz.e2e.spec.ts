@@ -1,4 +1,6 @@
 import fc from 'fast-check';
+import { request as httpRequest } from 'node:http';
+import { duplicateKeyIn } from '../../src/shared/strict-json';
 import { declaredRoutes, FUZZ_KEYS, startFuzzApp, type FuzzApp, type FuzzKey, type StoreKind, type StoreSnapshot } from './fuzz-support';
 
 // Property-based fuzzing of every HTTP route through the real app, on SQLite and on PostgreSQL:
@@ -83,10 +85,12 @@ interface FuzzRequest {
   body?: string;
   chunked: boolean;
   headers: Record<string, string>;
+  /** A Host header of the fuzz's own (fetch always sends the URL's), sent through node:http. */
+  host?: string;
 }
 
 const describeRequest = (r: FuzzRequest) =>
-  `${r.route.method} ${r.path}${r.query ? `?${r.query}` : ''} as=${JSON.stringify(r.as)} ct=${JSON.stringify(r.contentType)} chunked=${r.chunked} headers=${JSON.stringify(r.headers)} body=${JSON.stringify(r.body?.slice(0, 300))}${(r.body?.length ?? 0) > 300 ? `… (${r.body!.length} chars)` : ''}`;
+  `${r.route.method} ${r.path}${r.query ? `?${r.query}` : ''} host=${JSON.stringify(r.host)} as=${JSON.stringify(r.as)} ct=${JSON.stringify(r.contentType)} chunked=${r.chunked} headers=${JSON.stringify(r.headers)} body=${JSON.stringify(r.body?.slice(0, 300))}${(r.body?.length ?? 0) > 300 ? `… (${r.body!.length} chars)` : ''}`;
 
 /** Percent-encodes any string, lone surrogates included (as the bytes a lax encoder would send). */
 function encodeAny(s: string): string {
@@ -163,6 +167,12 @@ function bodyArb(route: Route): fc.Arbitrary<string | undefined> {
       return JSON.stringify(body);
     });
   const stringField = fc.tuple(field, text).map(([f, v]) => JSON.stringify({ ...valid, [f]: v }));
+  // A valid body with one of its keys given a second time, first or nested, plainly or escaped.
+  const duplicated = fc.tuple(field, anyJson, fc.boolean(), fc.boolean()).map(([f, v, escaped, nested]) => {
+    const name = escaped ? JSON.stringify(f).replace(/^"(.)/, (_m, c: string) => `"\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`) : JSON.stringify(f);
+    const text = JSON.stringify(valid);
+    return nested ? `{"wrap":{${name}:1,${JSON.stringify(f)}:2},${text.slice(1)}` : `{${name}:${JSON.stringify(v)},${text.slice(1)}`;
+  });
   const shaped = fc.oneof(
     fc.tuple(fc.integer({ min: 30, max: 20_000 }), fc.boolean(), field).map(([d, o, f]) => deepText(d, o, f)),
     fc.tuple(fc.integer({ min: 900, max: 300_000 }), field).map(([n, f]) => `{"${f}":[${'7,'.repeat(n)}7]}`),
@@ -176,8 +186,20 @@ function bodyArb(route: Route): fc.Arbitrary<string | undefined> {
     { arbitrary: mutated, weight: 4 },
     { arbitrary: stringField, weight: 2 },
     { arbitrary: shaped, weight: 2 },
+    ...(fields.length > 0 ? [{ arbitrary: duplicated, weight: 2 }] : []),
   );
 }
+
+/** Host headers: this machine's names, any port, and names a rebinding page or a broken client sends. */
+const hostArb = fc.oneof(
+  { arbitrary: fc.constant(undefined), weight: 12 },
+  {
+    arbitrary: fc.constantFrom('127.0.0.1', 'localhost:1', 'LOCALHOST', '[::1]:3000', 'evil.example', '127.0.0.1.evil.example', 'localhost.evil.example:80', '', ' ', 'a'.repeat(300), '127.0.0.1:abc', '%00', '[::1'),
+    weight: 2,
+  },
+  { arbitrary: printable, weight: 1 },
+);
+const ALLOWED_HOST = /^(127\.0\.0\.1|localhost|\[::1\])(:\d*)?$/i;
 
 const contentTypeArb = fc.oneof(
   { arbitrary: fc.constant('application/json'), weight: 12 },
@@ -227,6 +249,7 @@ function requestArb(ids: Record<IdKind, string[]>): fc.Arbitrary<FuzzRequest> {
       body: route.method === 'POST' ? bodyArb(route) : fc.constant(undefined),
       chunked: fc.boolean(),
       headers: headersArb,
+      host: hostArb,
     }),
   );
 }
@@ -239,10 +262,35 @@ interface Reply {
   text: string;
 }
 
+/** One request through node:http, which sends the Host it is given. */
+function sendWithHost(app: FuzzApp, r: FuzzRequest, headers: Record<string, string>): Promise<Reply> {
+  const url = new URL(app.url);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      { host: url.hostname, port: url.port, method: r.route.method, path: `${r.path}${r.query ? `?${r.query}` : ''}`, headers: { ...headers, host: r.host }, setHost: false, timeout: 20_000 },
+      (res) => {
+        const contentType = String(res.headers['content-type'] ?? '');
+        let text = '';
+        res.setEncoding('utf8');
+        if (contentType.startsWith('text/event-stream')) {
+          res.destroy();
+          return resolve({ status: res.statusCode ?? 0, contentType, text: '' });
+        }
+        res.on('data', (chunk: string) => (text += chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, contentType, text }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(r.body);
+  });
+}
+
 async function send(app: FuzzApp, r: FuzzRequest): Promise<Reply> {
   const headers: Record<string, string> = { ...r.headers };
   if (r.as !== null) headers.authorization = typeof r.as === 'string' ? `Bearer ${FUZZ_KEYS[r.as]}` : r.as.raw;
   if (r.contentType !== undefined) headers['content-type'] = r.contentType;
+  if (r.host !== undefined) return sendWithHost(app, r, headers);
   let body: RequestInit['body'] = r.body;
   if (r.body !== undefined && r.chunked) {
     const bytes = new TextEncoder().encode(r.body);
@@ -272,6 +320,8 @@ function checkReply(r: FuzzRequest, reply: Reply): void {
     throw new Error(`${why}\nrequest: ${describeRequest(r)}\nreply: ${reply.status} ${reply.contentType} ${reply.text.slice(0, 500)}`);
   };
   if (reply.status >= 500) fail('a 5xx');
+  if (reply.status < 400 && r.host !== undefined && !ALLOWED_HOST.test(r.host.trim())) fail('a Host this server does not answer for was served');
+  if (reply.status < 400 && r.body !== undefined && duplicateKeyIn(r.body) !== undefined) fail('a body naming a key twice was acted on');
   if (reply.status < 400) return;
   if (!reply.contentType.startsWith('application/json')) fail('an error that is not JSON');
   let body: { statusCode?: unknown; error?: unknown; message?: unknown };

@@ -56,6 +56,10 @@ it('project run with tasks: a bad graph is exit 2 with one line; a given dag run
   expect(cyclic.code).toBe(2);
   expect(cyclic.stderr).toMatch(/^triad: .*cycle: a -> b -> a\n$/);
   expect((await triad(['project', 'run', 'Bad', '--task', 'not json'])).code).toBe(2);
+  // One reading of a task: a key given twice is refused, not read as its last value.
+  const twice = await triad(['project', 'run', 'Bad', '--task', '{"key":"a","goal":"a","acceptanceCriteria":["file a exists"],"dependsOn":[],"dependsOn":["b"]}']);
+  expect(twice.code).toBe(2);
+  expect(twice.stderr).toBe('triad: --task.dependsOn is given twice; a key may appear once in an object\n');
   expect((await triad(['project', 'rnu', 'x'])).code).toBe(2);
   expect((await triad(['project', 'show', 'prj_nope'])).code).toBe(3);
 

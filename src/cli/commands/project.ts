@@ -14,6 +14,7 @@ import { CliError, EXIT } from '../exit-codes';
 import { providerLine } from '../format';
 import { cliIdentity, decisionReason, int } from '../options';
 import { cliKeyHolder } from '../decider-credential';
+import { duplicateKeyIn, duplicateKeyMessage } from '../../shared/strict-json';
 
 const WAITING_FOR_A_HUMAN = new Set(['awaiting_review', 'awaiting_approval']);
 
@@ -181,13 +182,18 @@ export function describeProject(p: ProjectView): string {
 }
 
 function parseTask(raw: string): unknown {
+  let value: unknown;
   try {
-    const value = JSON.parse(raw) as unknown;
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error('not an object');
-    return value;
+    value = JSON.parse(raw) as unknown;
   } catch {
+    value = undefined;
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new CliError(`--task takes a JSON object {"key","goal","acceptanceCriteria":[...],"dependsOn":[...]}, got '${raw.slice(0, 80)}'`, EXIT.usage);
   }
+  const duplicate = duplicateKeyIn(raw, '--task');
+  if (duplicate !== undefined) throw new CliError(duplicateKeyMessage(duplicate), EXIT.usage);
+  return value;
 }
 
 /** The same checks as `POST /v1/projects`; a refusal is exit 2 with its messages. */

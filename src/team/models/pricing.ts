@@ -105,3 +105,18 @@ export function costOf(model: string, usage: Usage): number {
 function round6(n: number): number {
   return Math.round(n * 1e6) / 1e6;
 }
+
+/**
+ * A model id as a metrics label, from a bounded set whatever ids runs are launched with: a known
+ * row's prefix with at most one version part (`claude-sonnet-4-5`, `triad-offline-1`), a date part
+ * dropped (`claude-sonnet-4-5-20250929` is `claude-sonnet-4-5`); any other suffix is the row's
+ * prefix; a model outside the table is `other`.
+ */
+export function modelLabelOf(model: string): string {
+  const id = model.trim().toLowerCase();
+  const bare = id.replace(/^(?:[a-z]{2}\.)?anthropic[/.]/, '').replace('@', '-');
+  const prefix = MODELS_LONGEST_FIRST.find(([p]) => bare === p || bare.startsWith(`${p}-`))?.[0];
+  if (prefix === undefined) return 'other';
+  const rest = bare.slice(prefix.length).replace(/-\d{8}$/, '');
+  return /^(-\d{1,2})?$/.test(rest) ? `${prefix}${rest}` : prefix;
+}

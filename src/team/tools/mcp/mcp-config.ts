@@ -13,6 +13,7 @@
 
 import { isAbsolute, resolve } from 'node:path';
 import { parseNetworkAllowList } from '../sandbox/sandbox-policy';
+import { duplicateKeyIn, duplicateKeyMessage } from '../../../shared/strict-json';
 
 export const DEFAULT_MCP_TIMEOUT_MS = 60_000;
 /** Starting a server (a stdio process may first be installed by npx) and listing its tools. */
@@ -98,6 +99,9 @@ export function parseMcpConfig(text: string, file: string, env: NodeJS.ProcessEn
     // Where, not what: the parser's message quotes the text around the error, which may be a secret.
     throw new McpConfigError(`is not JSON (${jsonErrorPlace(text, err as Error)})`);
   }
+  // Keys only (a server's name, a variable's): never a value.
+  const duplicate = duplicateKeyIn(text, 'the file');
+  if (duplicate !== undefined) throw new McpConfigError(duplicateKeyMessage(duplicate));
   if (!isObject(raw)) throw new McpConfigError('must be a JSON object with "mcpServers"');
   const extra = Object.keys(raw).filter((k) => k !== 'mcpServers');
   if (extra.length > 0) throw new McpConfigError(`has unknown top-level field ${JSON.stringify(extra[0])} (only "mcpServers")`);
