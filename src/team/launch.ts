@@ -24,7 +24,7 @@ import {
   retrySchedule,
   type StagnationPolicy,
   type ToolApprovalPolicy,
-} from './resilience/policies';
+} from './domain/resilience/policies';
 import { hasVisibleText } from '../shared/text';
 import { parseNetworkAllowList } from './tools/sandbox/sandbox-policy';
 import { launchPin, unservedModel, type ModelCatalogue, type ProcessModel } from './domain/model-pin';

@@ -7,7 +7,7 @@ import { CLOCK, newRunId } from '../../shared/system';
 import { buildRunLaunched, launchRun, runIdForIdempotencyKey, type LaunchContext, type LaunchResult, type LaunchRunInput } from '../launch';
 import { placedOn, type Placement } from '../placement';
 import { RunSupervisor } from '../run-supervisor';
-import type { LaunchPolicyDefaults } from '../resilience/policies';
+import type { LaunchPolicyDefaults } from '../domain/resilience/policies';
 import { MODEL_PROVIDER, type ModelProvider } from '../models/model.port';
 import { catalogueOf } from '../models/model-provider.factory';
 import { processModelOf } from '../domain/model-pin';

@@ -13,8 +13,8 @@ import {
   type ChosenStrategy,
   type Complexity,
 } from './loop-strategy';
-import { renderTaskMessage } from '../prompts';
-import { breakerMessage, isTripped } from '../resilience/circuit-breaker';
+import { renderTaskMessage } from './prompts';
+import { breakerMessage, isTripped } from './resilience/circuit-breaker';
 import {
   contextBudget,
   contextLimitOf,
@@ -25,8 +25,8 @@ import {
   planCompaction,
   summaryModelOf,
   type CompactionPlan,
-} from '../resilience/context-window';
-import { correctiveMessage, describeDetection, detectStagnation, type StagnationDetection } from '../resilience/stagnation';
+} from './resilience/context-window';
+import { correctiveMessage, describeDetection, detectStagnation, type StagnationDetection } from './resilience/stagnation';
 import { ROLE_OF_PHASE, SUBMIT_TOOL_OF_ROLE } from './roles';
 import type { ModelCallStartedData, Phase, TerminationReason } from './run-events';
 import { lastAssistantToolUses, newUserMessage, roleTokens, totalTokens, type RunState } from './run-state';

@@ -1,7 +1,7 @@
 import type { AssistantBlock, ContentBlock, RoleName, StopReason, ThinkingSettings, Usage } from '../models/model.port';
 import { SUB_AGENT_EVENT_TYPES, type SubAgentEvent } from './sub-agents';
 import type { FileEffect } from '../workspace/workspace-effects';
-import type { ApprovalThreshold, ContextWindowPolicy, RetryPolicy, StagnationPolicy, ToolApprovalPolicy, ToolRisk } from '../resilience/policies';
+import type { ApprovalThreshold, ContextWindowPolicy, RetryPolicy, StagnationPolicy, ToolApprovalPolicy, ToolRisk } from './resilience/policies';
 import type { Attestation } from '../../attestation/attestation';
 import type { PersonalSignature } from '../../attestation/personal-signature';
 import type { ChosenStrategy, Complexity, LoopSettings, StepLoopState } from './loop-strategy';

@@ -26,10 +26,10 @@ import type {
   WorkSubmittedData,
 } from './run-events';
 import { statusOf, teamRunMachine } from './team-run.machine';
-import { breakerAfter, CLOSED_BREAKER, type BreakerState } from '../resilience/circuit-breaker';
-import { applyCompaction } from '../resilience/context-window';
-import { DEFAULT_STAGNATION_POLICY } from '../resilience/policies';
-import { recordTurn, type StagnationWindow } from '../resilience/stagnation';
+import { breakerAfter, CLOSED_BREAKER, type BreakerState } from './resilience/circuit-breaker';
+import { applyCompaction } from './resilience/context-window';
+import { DEFAULT_STAGNATION_POLICY } from './resilience/policies';
+import { recordTurn, type StagnationWindow } from './resilience/stagnation';
 import { evolveStepLoop, newStepLoop, phaseStrategy, type ChosenStrategy, type StepLoopState } from './loop-strategy';
 import { abandonSubAgents, evolveSubAgents, subAgentTokens, type SubAgents } from './sub-agents';
 import { guardEvent, newGateGuard, type GateGuard } from '../../attestation/decision-gate';

@@ -1,13 +1,13 @@
 // One file over 400 lines on purpose: every step the driver takes without an effect of its own is
 // decided here, as events built from the state, time and ids; split, the driver would ask several
 // deciders for one step.
-import { approvalIdOf } from '../approvals/approval-id';
+import { approvalIdOf } from './approval-id';
 import type { ChatMessage, ModelResponse, RoleName, ToolUseBlock } from '../models/model.port';
-import { costOf } from '../models/pricing';
-import { ROLE_PROMPTS } from '../prompts';
-import { breakerAfter, breakerMessage, isTripped } from '../resilience/circuit-breaker';
-import { SUMMARY_RESERVE_TOKENS, truncatedSummary } from '../resilience/context-window';
-import { maxAttemptsOf, retryDelayMs, type RetryPolicy, type ToolApprovalPolicy, type ToolRisk } from '../resilience/policies';
+import { costOf } from './pricing';
+import { ROLE_PROMPTS } from './prompts';
+import { breakerAfter, breakerMessage, isTripped } from './resilience/circuit-breaker';
+import { SUMMARY_RESERVE_TOKENS, truncatedSummary } from './resilience/context-window';
+import { maxAttemptsOf, retryDelayMs, type RetryPolicy, type ToolApprovalPolicy, type ToolRisk } from './resilience/policies';
 import { charterVersion } from './charter';
 import { loopToolEvents, stageMessage } from './loop-strategy';
 import type { NextAction } from './next-action';

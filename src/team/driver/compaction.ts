@@ -2,7 +2,7 @@ import type { ModelRequest } from '../models/model.port';
 import type { NextAction } from '../domain/next-action';
 import { archivedMessages, contextCompacted, type SummaryOutcome } from '../domain/run-steps';
 import { callOrigin } from '../domain/model-pin';
-import { renderForSummary, SUMMARY_MAX_OUTPUT_TOKENS, SUMMARY_SYSTEM_PROMPT } from '../resilience/context-window';
+import { renderForSummary, SUMMARY_MAX_OUTPUT_TOKENS, SUMMARY_SYSTEM_PROMPT } from '../domain/resilience/context-window';
 import { deadlineOf, isoNow, underRunSignal, type StepContext } from './step-context';
 
 /**

@@ -8,7 +8,7 @@ import { decideModelFailure, modelCallCompleted, modelCallStarted } from '../dom
 import type { TeamRunEvent } from '../domain/run-events';
 import { newUserMessage } from '../domain/run-state';
 import { callOrigin } from '../domain/model-pin';
-import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../resilience/policies';
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../domain/resilience/policies';
 import { deadlineOf, isoNow, type StepContext } from './step-context';
 
 /**

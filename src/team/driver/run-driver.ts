@@ -11,7 +11,7 @@ import { takeCheckpoint } from '../../checkpoint/checkpoint';
 import { modelOfCall, nextAction, toolsOfCall, type ContextMeasure, type NextAction } from '../domain/next-action';
 import type { ChatMessage, RoleName, TokenCountRequest } from '../models/model.port';
 import { TokenCounter } from '../models/token-count';
-import { contextLimitOf } from '../resilience/context-window';
+import { contextLimitOf } from '../domain/resilience/context-window';
 import { agentIdentity, toRunStreamId, type TeamRunEvent } from '../domain/run-events';
 import { evolve, foldRun, initialRunState, newUserMessage, runStatus, type RunState } from '../domain/run-state';
 import type { ModelCallStartedData } from '../domain/run-events';

@@ -1,6 +1,6 @@
 import { pause } from '../../events/store-retry';
 import { ModelError, type ChatMessage, type ContentBlock, type ModelResponse, type RoleName, type ToolUseBlock } from '../models/model.port';
-import { costOf } from '../models/pricing';
+import { costOf } from '../domain/pricing';
 import type { ToolOutcome } from '../tools/tool.port';
 import { redactAnswer } from '../tools/tool-registry';
 import { totalTokens } from '../domain/run-state';

@@ -12,8 +12,8 @@ import {
 import { agentIdentity, type TeamRunEvent } from '../domain/run-events';
 import { decideSpawn, evolveSubAgents, SPAWN_SUB_AGENT_TOOL, SUB_AGENT_TERMINAL } from '../domain/sub-agents';
 import { runSpawnCall, subAgentOfCall, type Spawner } from './sub-agent-runner';
-import { requiresApproval } from '../resilience/policies';
-import { executionSegments, runSegments } from '../resilience/tool-dispatch';
+import { requiresApproval } from '../domain/resilience/policies';
+import { executionSegments, runSegments } from '../domain/resilience/tool-dispatch';
 import { validateSubmission } from '../tools/tool-registry';
 import type { ToolDefinition, ToolOutcome } from '../tools/tool.port';
 import { encodeMachineText } from '../../shared/text';

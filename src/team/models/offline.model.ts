@@ -3,7 +3,7 @@
 // play (and why a resumed run answers byte for byte the same) would be read across files.
 import { pause } from '../../shared/pause';
 import { sha256Hex } from '../../shared/canonical-json';
-import { parseTaskMessage, type TaskMessageInput } from '../prompts';
+import { parseTaskMessage, type TaskMessageInput } from '../domain/prompts';
 import {
   ModelError,
   type AssistantBlock,

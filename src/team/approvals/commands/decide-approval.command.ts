@@ -19,8 +19,8 @@ import {
   SelfApprovalError,
   type ApprovalCommand,
   type Approver,
-} from '../approval-decider';
-import { parseApprovalId } from '../approval-id';
+} from '../../domain/approval-decider';
+import { parseApprovalId } from '../../domain/approval-id';
 
 export class ApproveToolCallCommand {
   constructor(
