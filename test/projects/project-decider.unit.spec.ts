@@ -10,7 +10,7 @@ import {
 } from '../../src/projects/domain/project-decider';
 import type { ProjectEvent, ProjectLaunchedData, ProjectState } from '../../src/projects/domain/project-events';
 import type { ProjectStrategy, TaskSpec } from '../../src/projects/domain/task-graph';
-import { runIdForIdempotencyKey } from '../../src/team/launch';
+import { runIdForIdempotencyKey } from '../../src/team/domain/run-id';
 import { DeciderSpecification } from '../support/decider-specification';
 
 const PROJECT = 'prj_1';

@@ -2,7 +2,7 @@ import { decisionTrust } from '../../attestation/decision-trust';
 import type { RecordedPlace } from '../../attestation/attestation';
 import type { GateRefusal } from '../../attestation/gate-refusal';
 import { ConflictError, ForbiddenError, InvalidRequestError, NotFoundError } from '../../shared/errors';
-import { runIdForIdempotencyKey } from '../../team/launch';
+import { runIdForIdempotencyKey } from '../../team/domain/run-id';
 import { nextTasksToStart, type TaskStatus } from './scheduler';
 import { dependentsOf, normaliseTask, taskGraphProblem, type TaskSpec } from './task-graph';
 import type { ArchitectTurn, ProjectEndedData, ProjectEvent, ProjectLaunchedData, ProjectState, TaskState } from './project-events';

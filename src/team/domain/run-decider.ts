@@ -1,16 +1,38 @@
 import { ConflictError, NotFoundError } from '../../shared/errors';
-import { TERMINAL_STATUSES, type TeamRunEvent } from './run-events';
-import { runStatus, type RunState } from './run-state';
+import { hashOf } from '../../shared/canonical-json';
+import { TERMINAL_STATUSES, type RunLaunchedData, type TeamRunEvent } from './run-events';
+import { evolve, initialRunState, runStatus, type RunState } from './run-state';
 import { pinOf, repinned, samePin, type PinChange } from './model-pin';
+import { decideApproval, type ApprovalCommand } from './approval-decider';
+import { decideReview, type ReviewCommand } from '../../review-gate/domain/review-decider';
+import { decideStep, driverClaimed, runSuspended, type DecidedStep, type StepInputs } from './run-steps';
 
 /**
- * What people and recovery ask of a run from outside its driver, decided on the run's folded
- * state: pure, with time given in the command. (The driver's own steps: `nextAction` picks
- * one, `run-steps.ts` builds its events; review and tool-approval decisions: their deciders.)
+ * The run's decider: every command that records something on a run is decided here on the run's
+ * folded state, pure, with time given in the command — the launch (and its idempotency), cancel,
+ * resume, the human's decisions at the review and tool-approval gates, and the driver's steps.
+ * `nextAction` (next-action.ts) stays the process manager: it picks the driver's next step, this
+ * decides what that step records. Every handler appends through the command path as
+ * `path.handle(stream, (s) => runDecider.decide(command, s))`.
  */
-export type RunCommand =
+export type RunCommand = LaunchRun | OperatorCommand | ReviewCommand | ApprovalCommand | DriverCommand;
+
+/** The launch, built and checked from the request beforehand (launch.ts `buildRunLaunched`). */
+export interface LaunchRun {
+  type: 'LaunchRun';
+  launched: RunLaunchedData;
+}
+
+/** What people and recovery ask of a run from outside its driver. */
+export type OperatorCommand =
   | { type: 'CancelRun'; runId: string; by: string; reason?: string; at: string }
   | { type: 'ResumeRun'; runId: string; by: string; at: string; repin?: PinChange };
+
+/** The driver's own records: its claim, its suspension at a shutdown, and the steps decided on the state alone. */
+export type DriverCommand =
+  | { type: 'ClaimDriver'; runId: string; owner: string; at: string }
+  | { type: 'SuspendRun'; runId: string; owner: string; at: string }
+  | { type: 'TakeStep'; step: DecidedStep; inputs: StepInputs };
 
 export class RunNotFoundError extends NotFoundError {
   override name = 'RunNotFoundError';
@@ -24,7 +46,65 @@ export class RunNotActiveError extends ConflictError {
   override name = 'RunNotActiveError';
 }
 
-export function decideRun(command: RunCommand, state: RunState): TeamRunEvent[] {
+/** An idempotency key reused with a different request. Maps to 409. */
+export class IdempotencyKeyConflictError extends ConflictError {
+  override readonly name = 'IdempotencyKeyConflictError';
+  constructor() {
+    super('this idempotency key was already used for a different launch request');
+  }
+}
+
+export const runDecider = {
+  decide: decideRun,
+  evolve: (state: RunState, event: TeamRunEvent, recorded: { revision: number; position: number }): RunState => evolve(state, event, recorded),
+  initialState: (): RunState => initialRunState(),
+};
+
+function decideRun(command: RunCommand, state: RunState): TeamRunEvent[] {
+  switch (command.type) {
+    case 'LaunchRun':
+      return decideLaunch(command, state);
+    case 'ApproveReview':
+    case 'RejectReview':
+    case 'FireReviewTimeout':
+      return decideReview(command, state);
+    case 'ApproveToolCall':
+    case 'RejectToolCall':
+    case 'FireApprovalTimeout':
+      return decideApproval(command, state);
+    case 'ClaimDriver':
+      return [driverClaimed(command.owner, command.at)];
+    case 'SuspendRun':
+      return [runSuspended(command.owner, command.at)];
+    case 'TakeStep':
+      return decideStep(state, command.step, command.inputs);
+    case 'CancelRun':
+    case 'ResumeRun':
+      return decideOperator(command, state);
+    default: {
+      const never: never = command;
+      throw new Error(`unknown run command ${(never as { type: string }).type}`);
+    }
+  }
+}
+
+/**
+ * A new run records its launch. A retried launch (the same launcher, key and request: the same
+ * run id) finds it recorded and records nothing; the same key with another request is a conflict.
+ */
+function decideLaunch(command: LaunchRun, state: RunState): TeamRunEvent[] {
+  if (!state.launched) return [{ type: 'RunLaunched', data: command.launched }];
+  if (requestFingerprint(state.launched) !== requestFingerprint(command.launched)) throw new IdempotencyKeyConflictError();
+  return [];
+}
+
+/** What makes two launches "the same request" for idempotency: everything but time and id. */
+function requestFingerprint(d: RunLaunchedData): string {
+  const { runId: _r, launchedAt: _t, ...rest } = d;
+  return hashOf(rest);
+}
+
+function decideOperator(command: OperatorCommand, state: RunState): TeamRunEvent[] {
   if (!state.launched) throw new RunNotFoundError(command.runId);
   const status = runStatus(state);
   switch (command.type) {
@@ -46,10 +126,6 @@ export function decideRun(command: RunCommand, state: RunState): TeamRunEvent[] 
       }
       if (state.suspended) events.push({ type: 'RunResumed', data: { by: command.by, at: command.at } });
       return events;
-    }
-    default: {
-      const never: never = command;
-      throw new Error(`unknown run command ${(never as { type: string }).type}`);
     }
   }
 }
