@@ -1,18 +1,6 @@
 import type { ChatMessage, ContentBlock, RoleName, ToolSpec, ToolUseBlock } from '../models/model.port';
-import {
-  autoChoice,
-  complexityOf,
-  endingToolOf,
-  isLoopTool,
-  loopReminder,
-  modelOfStage,
-  nextStepLoopMove,
-  stageMessage,
-  stageOf,
-  toolsOfStage,
-  type ChosenStrategy,
-  type Complexity,
-} from './loop-strategy';
+import { autoChoice, complexityOf, endingToolOf, isLoopTool, loopReminder, modelOfStage, nextStepLoopMove, stageMessage, stageOf, toolsOfStage } from './loop-strategy';
+import { type ChosenStrategy, type Complexity } from './run-events';
 import { renderTaskMessage } from './prompts';
 import { breakerMessage, isTripped } from './resilience/circuit-breaker';
 import {

@@ -30,7 +30,8 @@ import { breakerAfter, CLOSED_BREAKER, type BreakerState } from './resilience/ci
 import { applyCompaction } from './resilience/context-window';
 import { DEFAULT_STAGNATION_POLICY } from './resilience/policies';
 import { recordTurn, type StagnationWindow } from './resilience/stagnation';
-import { evolveStepLoop, newStepLoop, phaseStrategy, type ChosenStrategy, type StepLoopState } from './loop-strategy';
+import { evolveStepLoop, newStepLoop, phaseStrategy, type StepLoopState } from './loop-strategy';
+import { type ChosenStrategy } from './run-events';
 import { abandonSubAgents, evolveSubAgents, subAgentTokens, type SubAgents } from './sub-agents';
 import { guardEvent, newGateGuard, type GateGuard } from '../../attestation/decision-gate';
 import { toRunStreamId } from './run-events';

@@ -7,20 +7,13 @@ import { totalTokens } from '../domain/run-state';
 import type { ModelCallOrigin, TeamRunEvent } from '../domain/run-events';
 import { callOrigin } from '../domain/model-pin';
 import { completedCallData } from '../domain/run-steps';
-import {
-  decideSpawn,
-  nextSubAgentStep,
-  pendingToolUses,
-  SPAWN_SUB_AGENT_TOOL,
-  spawnOutcome,
-  SUB_AGENT_TERMINAL,
-  type SubAgentEvent,
-  type SubAgentRecord,
-} from '../domain/sub-agents';
+import { decideSpawn, nextSubAgentStep, pendingToolUses, SPAWN_SUB_AGENT_TOOL, spawnOutcome, SUB_AGENT_TERMINAL, type SubAgentRecord } from '../domain/sub-agents';
+import { type SubAgentEvent } from '../domain/run-events';
 import { SubAgentPool, type ReleaseSlot } from './sub-agent-pool';
 import { deadlineOf, isoNow, runSandboxContext, type StepContext } from './step-context';
 import { encodeMachineText } from '../../shared/text';
-import { hasNoOwnEffects, type FileEffect } from '../workspace/workspace-effects';
+import { hasNoOwnEffects } from '../workspace/workspace-effects';
+import { type FileEffect } from '../domain/run-events';
 import { withRecordedEffects } from '../workspace/workspace-log';
 import { answerTooLarge, unusableAnswer } from './model-turn';
 

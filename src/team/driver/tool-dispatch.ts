@@ -17,7 +17,8 @@ import { executionSegments, runSegments } from '../domain/resilience/tool-dispat
 import { validateSubmission } from '../tools/tool-registry';
 import type { ToolDefinition, ToolOutcome } from '../tools/tool.port';
 import { encodeMachineText } from '../../shared/text';
-import { hasNoOwnEffects, type FileEffect } from '../workspace/workspace-effects';
+import { hasNoOwnEffects } from '../workspace/workspace-effects';
+import { type FileEffect } from '../domain/run-events';
 import { withRecordedEffects } from '../workspace/workspace-log';
 import { isoNow, runSandboxContext, underRunSignal, type StepContext } from './step-context';
 

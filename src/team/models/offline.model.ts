@@ -17,7 +17,8 @@ import {
 import { NextCall, Replay, stableJson, takenSteps, UnexpectedState, type ToolObservation } from './offline.script-replay';
 import { toMachineText } from '../../shared/text';
 import { offlineDecompositionTurn, SUBMIT_TASK_GRAPH } from '../../projects/decomposition';
-import { SPAWN_SUB_AGENT_TOOL, SUB_AGENT_ROLES, type SubAgentRole } from '../domain/sub-agents';
+import { SPAWN_SUB_AGENT_TOOL } from '../domain/sub-agents';
+import { SUB_AGENT_ROLES, type SubAgentRole } from '../domain/run-events';
 import { COMPLETE_STEP, FAIL_STEP, MAX_STEP_TEXT, SUBMIT_STEPS } from '../domain/loop-strategy';
 
 /**
