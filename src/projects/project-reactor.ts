@@ -7,7 +7,7 @@ import { pause } from '../shared/pause';
 import { InvalidRequestError } from '../shared/errors';
 import { toRunStreamId } from '../team/domain/run-events';
 import { ModelError, type ModelRequest, type ModelResponse } from '../team/models/model.port';
-import { decideProject, type ProjectCommand, type RunOutcome } from './domain/project-decider';
+import { projectDecider, type ProjectCommand, type RunOutcome } from './domain/project-decider';
 import type { ProjectState, TaskState } from './domain/project-events';
 import { decompositionRequest, readDecomposition } from './decomposition';
 import { loadProject, projectContext, projectStream } from './project-stream';
@@ -141,7 +141,7 @@ export class ProjectReactor {
   }
 
   private decide(projectId: string, command: ProjectCommand) {
-    return this.deps.path.handle(projectStream(this.deps.store, projectId), (s) => decideProject(command, s), projectContext(projectId, PROJECT_REACTOR_ACTOR), { maxAttempts: 10 });
+    return this.deps.path.handle(projectStream(this.deps.store, projectId), (s) => projectDecider.decide(command, s), projectContext(projectId, PROJECT_REACTOR_ACTOR), { maxAttempts: 10 });
   }
 
   private now(): string {
