@@ -5,7 +5,9 @@ import type { RunState } from '../../src/team/domain/run-state';
 import { DeciderSpecification } from '../support/decider-specification';
 import { awaitingReview, reviewIdOf } from '../review-gate/gate/review-fixtures';
 import { approve, awaitingApproval, APPROVAL_ID } from './resilience/approval-fixtures';
-import { planned, RUN_ID, runEnded, runLaunched } from './machines/given-when-then';
+import { modelCallStarted, phaseStarted, planned, RUN_ID, runEnded, runLaunched, text, toolUse } from './machines/given-when-then';
+import { retryInMsOf } from '../../src/team/domain/run-steps';
+import type { ToolUseBlock } from '../../src/team/models/model.port';
 
 // The run's one decider: its launch, what people and recovery ask of it (cancel, resume), the
 // human's decisions at its gates, and the driver's records. The gates' own rules have their
@@ -68,6 +70,75 @@ describe('the human decisions and the driver records', () => {
     given([runLaunched()])
       .when({ type: 'TakeStep', step: { kind: 'startPhase', phase: 'planning', role: 'architect' }, inputs: { runId: RUN_ID, at: AT, nowMs: Date.parse(AT), newId: () => 'id1' } })
       .then([{ type: 'PhaseStarted', data: { phase: 'planning', role: 'architect', agent: `agent:architect:${RUN_ID}` } }]);
+  });
+});
+
+describe('what the driver observed', () => {
+  const executing = () => [...planned(), phaseStarted('executing'), modelCallStarted('executor', 1, { callId: 'call_1' })];
+  const callStep = { kind: 'callModel' as const, role: 'executor' as const, turn: 1, retry: false, toolResultIds: [], content: [text('go')] };
+  const usage = { inputTokens: 10, outputTokens: 5 };
+  const call = (id: string) => toolUse(id, 'read_file', { path: 'a.txt' }) as ToolUseBlock;
+
+  it('given a call in flight, when the model answers, then ModelCallCompleted records the answer and its cost', () => {
+    given(executing())
+      .when({ type: 'CompleteModelCall', step: callStep, callId: 'call_1', response: { model: 'scripted', content: [text('done')], stopReason: 'end_turn', usage }, durationMs: 12 })
+      .then([{ type: 'ModelCallCompleted', data: { role: 'executor', turn: 1, callId: 'call_1', content: [text('done')], durationMs: 12, costUsd: expect.any(Number) } }]);
+  });
+
+  it('given a call in flight, when it fails transiently with attempts left, then ModelCallFailed records the wait before the retry', () => {
+    const { events } = given(executing())
+      .when({
+        type: 'FailModelCall',
+        step: callStep,
+        error: { kind: 'overloaded', message: 'Overloaded', status: 529, transient: true },
+        inputs: { attempt: 1, callId: 'call_1', retry: { delaysMs: [100, 200], maxDelayMs: 1_000 }, at: AT, random: () => 0 },
+      })
+      .then([{ type: 'ModelCallFailed', data: { attempt: 1, kind: 'overloaded', retryInMs: 100 } }]);
+    expect(retryInMsOf(events)).toBe(100);
+  });
+
+  it('given a call in flight, when it fails for good, then the run ends and no retry is waited for', () => {
+    const { events } = given(executing())
+      .when({
+        type: 'FailModelCall',
+        step: callStep,
+        error: { kind: 'invalid_request', message: 'bad', status: 400, transient: false },
+        inputs: { attempt: 1, callId: 'call_1', retry: { delaysMs: [100], maxDelayMs: 1_000 }, at: AT, random: () => 0 },
+      })
+      .then([{ type: 'ModelCallFailed' }, { type: 'RunEnded', data: { status: 'failed', reason: 'ERROR' } }]);
+    expect(retryInMsOf(events)).toBeUndefined();
+  });
+
+  it('given tools not safe to repeat, when they are about to run, then each is recorded as requested', () => {
+    given(executing())
+      .when({ type: 'StartToolCalls', role: 'executor', turn: 1, calls: [call('tu_1'), call('tu_2')], at: AT })
+      .then([{ type: 'ToolCallRequested', data: { toolUseId: 'tu_1' } }, { type: 'ToolCallRequested', data: { toolUseId: 'tu_2' } }]);
+  });
+
+  it('given a turn whose calls ended, when it is committed, then the calls are recorded in the model\'s order: a request still unrecorded before its result, a change to the workspace with it', () => {
+    const files = [{ path: 'a.txt', sha256: 'sha256:a', size: 1 }];
+    given(executing())
+      .when({
+        type: 'CommitToolCalls',
+        role: 'executor',
+        turn: 1,
+        calls: [
+          { call: call('tu_1'), record: false, outcome: { output: 'rejected by user: no', isError: true } },
+          { call: call('tu_2'), record: true, outcome: { output: 'A', isError: false }, durationMs: 3, files },
+        ],
+        at: AT,
+      })
+      .then([
+        { type: 'ToolCallCompleted', data: { toolUseId: 'tu_1', isError: true, durationMs: 0 } },
+        { type: 'ToolCallRequested', data: { toolUseId: 'tu_2' } },
+        { type: 'ToolCallCompleted', data: { toolUseId: 'tu_2', output: 'A', durationMs: 3, files } },
+      ]);
+  });
+
+  it('given a submit call, when its submission is invalid, then only its error result is recorded', () => {
+    given(executing())
+      .when({ type: 'SubmitToolCall', role: 'executor', call: toolUse('tu_s', 'submit_work', {}) as ToolUseBlock, checked: { ok: false, error: 'summary is required' }, at: AT })
+      .then([{ type: 'ToolCallCompleted', data: { toolUseId: 'tu_s', isError: true, output: 'invalid submission: summary is required' } }]);
   });
 });
 

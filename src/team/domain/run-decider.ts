@@ -1,11 +1,30 @@
 import { ConflictError, NotFoundError } from '../../shared/errors';
 import { hashOf } from '../../shared/canonical-json';
-import { TERMINAL_STATUSES, type RunLaunchedData, type TeamRunEvent } from './run-events';
+import { TERMINAL_STATUSES, type ModelCallOrigin, type RunLaunchedData, type TeamRunEvent } from './run-events';
 import { evolve, initialRunState, runStatus, type RunState } from './run-state';
 import { pinOf, repinned, samePin, type PinChange } from './model-pin';
 import { decideApproval, type ApprovalCommand } from './approval-decider';
 import { decideReview, type ReviewCommand } from '../../review-gate/domain/review-decider';
-import { decideStep, driverClaimed, runSuspended, type DecidedStep, type StepInputs } from './run-steps';
+import {
+  committedToolCalls,
+  contextCompacted,
+  decideModelFailure,
+  decideStep,
+  driverClaimed,
+  modelCallCompleted,
+  runSuspended,
+  submissionEvents,
+  toolCallRequested,
+  type CallModelStep,
+  type CommittedCall,
+  type CompactStep,
+  type DecidedStep,
+  type ModelFailure,
+  type ModelFailureInputs,
+  type StepInputs,
+  type SummaryOutcome,
+} from './run-steps';
+import type { ModelResponse, RoleName, ToolUseBlock } from '../models/model.port';
 
 /**
  * The run's decider: every command that records something on a run is decided here on the run's
@@ -28,11 +47,23 @@ export type OperatorCommand =
   | { type: 'CancelRun'; runId: string; by: string; reason?: string; at: string }
   | { type: 'ResumeRun'; runId: string; by: string; at: string; repin?: PinChange };
 
-/** The driver's own records: its claim, its suspension at a shutdown, and the steps decided on the state alone. */
+/**
+ * The driver's own records: its claim, its suspension at a shutdown, the steps decided on the
+ * state alone, and what its work came to (a model call's answer or failure, a turn's tool calls,
+ * a submission, a compaction), the shell's observations given in the command.
+ */
 export type DriverCommand =
   | { type: 'ClaimDriver'; runId: string; owner: string; at: string }
   | { type: 'SuspendRun'; runId: string; owner: string; at: string }
-  | { type: 'TakeStep'; step: DecidedStep; inputs: StepInputs };
+  | { type: 'TakeStep'; step: DecidedStep; inputs: StepInputs }
+  | { type: 'CompleteModelCall'; step: CallModelStep; callId: string; response: ModelResponse; durationMs: number; origin?: ModelCallOrigin }
+  /** Its events say whether, and after how long, the call is retried (`retryInMsOf`). */
+  | { type: 'FailModelCall'; step: CallModelStep; error: ModelFailure; inputs: ModelFailureInputs }
+  /** Tools not safe to repeat, recorded as started before they run. */
+  | { type: 'StartToolCalls'; role: RoleName; turn: number; calls: readonly ToolUseBlock[]; at: string }
+  | { type: 'CommitToolCalls'; role: RoleName; turn: number; calls: readonly CommittedCall[]; at: string }
+  | { type: 'SubmitToolCall'; role: RoleName; call: ToolUseBlock; checked: { ok: true; submission: object } | { ok: false; error: string }; at: string }
+  | { type: 'CompactContext'; step: CompactStep; outcome: SummaryOutcome; at: string };
 
 export class RunNotFoundError extends NotFoundError {
   override name = 'RunNotFoundError';
@@ -78,6 +109,18 @@ function decideRun(command: RunCommand, state: RunState): TeamRunEvent[] {
       return [runSuspended(command.owner, command.at)];
     case 'TakeStep':
       return decideStep(state, command.step, command.inputs);
+    case 'CompleteModelCall':
+      return [modelCallCompleted(command.step, command.callId, command.response, command.durationMs, command.origin)];
+    case 'FailModelCall':
+      return decideModelFailure(state, command.step, command.error, command.inputs).events;
+    case 'StartToolCalls':
+      return command.calls.map((call) => toolCallRequested(command.role, command.turn, call, command.at));
+    case 'CommitToolCalls':
+      return committedToolCalls(command.role, command.turn, command.calls, command.at);
+    case 'SubmitToolCall':
+      return submissionEvents(state, command.role, command.call, command.checked, command.at);
+    case 'CompactContext':
+      return [contextCompacted(state, command.step, command.outcome, command.at)];
     case 'CancelRun':
     case 'ResumeRun':
       return decideOperator(command, state);
