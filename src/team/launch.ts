@@ -5,10 +5,9 @@ import { foldRun, type RunState } from './domain/run-state';
 import { runDecider } from './domain/run-decider';
 import type { RoleName } from './models/model.port';
 import { DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TURNS, DEFAULT_TIMEOUT_MS, DEFAULT_TOKEN_BUDGET, ROLES } from './domain/roles';
-import { toRunStreamId, type RunProjectLink, type TeamRunEvent, type ReviewPolicy, type ReviewTimeoutPolicy, type RoleConfig, type RunLaunchedData, type RunSandbox } from './domain/run-events';
+import { LOOP_STRATEGIES, toRunStreamId, type RunProjectLink, type TeamRunEvent, type ReviewPolicy, type ReviewTimeoutPolicy, type RoleConfig, type RunLaunchedData, type RunSandbox } from './domain/run-events';
 import { resolveRoleTools, ToolPolicyError } from './tools/tool-registry';
 import { loopSettingsOf, loopSettingsProblem, type LoopInput } from './domain/loop-strategy';
-import { LOOP_STRATEGIES } from './domain/run-events';
 export type { LoopInput } from './domain/loop-strategy';
 import {
   DEFAULT_RETRY_POLICY,

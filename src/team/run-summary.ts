@@ -1,12 +1,11 @@
 import { pureTransition } from './domain/pure-transition';
 import type { RecordedEvent } from '../events/event-store.port';
 import type { RoleName } from './models/model.port';
-import { LOOP_EVENT_TYPES, RUN_STREAM_PREFIX, type RunCoreEvent, type RunStatus, type TeamRunEvent, type TerminationReason } from './domain/run-events';
+import { LOOP_EVENT_TYPES, RUN_STREAM_PREFIX, type ChosenStrategy, type LoopStrategy, type RunCoreEvent, type RunStatus, type TeamRunEvent, type TerminationReason } from './domain/run-events';
 import { statusOf, teamRunMachine } from './domain/team-run.machine';
 import { initialTeamSnapshot, type TeamSnapshot } from './domain/run-state';
 import { SUB_AGENT_TERMINAL, subAgentLifecycle, type SubAgentStatus } from './domain/sub-agents';
 import type { StepLoopState } from './domain/loop-strategy';
-import type { ChosenStrategy, LoopStrategy } from './domain/run-events';
 import { guardEvent, newGateGuard, type GateGuard, type GateRefusal } from '../attestation/decision-gate';
 import { pinOf, type RunPin } from './domain/model-pin';
 

@@ -1,6 +1,5 @@
 import { IdempotencyKeyConflictError, runDecider, RunNotActiveError, RunNotFoundError, type RunCommand } from '../../src/team/domain/run-decider';
-import type { RunLaunchedData } from '../../src/team/domain/run-events';
-import type { TeamRunEvent } from '../../src/team/domain/run-events';
+import type { RunLaunchedData, TeamRunEvent } from '../../src/team/domain/run-events';
 import type { RunState } from '../../src/team/domain/run-state';
 import { DeciderSpecification } from '../support/decider-specification';
 import { awaitingReview, reviewIdOf } from '../review-gate/gate/review-fixtures';

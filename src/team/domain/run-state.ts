@@ -5,6 +5,7 @@ import { pureTransition } from './pure-transition';
 import type { AssistantBlock, ChatMessage, ContentBlock, RoleName, ToolResultBlock, ToolUseBlock, Usage } from '../models/model.port';
 import { agentLoopMachine } from './agent-loop.machine';
 import type {
+  ChosenStrategy,
   ModelCallStartedData,
   PhaseStartedData,
   PlanSubmittedData,
@@ -31,7 +32,6 @@ import { applyCompaction } from './resilience/context-window';
 import { DEFAULT_STAGNATION_POLICY } from './resilience/policies';
 import { recordTurn, type StagnationWindow } from './resilience/stagnation';
 import { evolveStepLoop, newStepLoop, phaseStrategy, type StepLoopState } from './loop-strategy';
-import { type ChosenStrategy } from './run-events';
 import { abandonSubAgents, evolveSubAgents, subAgentTokens, type SubAgents } from './sub-agents';
 import { guardEvent, newGateGuard, type GateGuard } from '../../attestation/decision-gate';
 import { toRunStreamId } from './run-events';

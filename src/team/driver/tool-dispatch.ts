@@ -3,7 +3,7 @@ import type { ToolUseBlock } from '../models/model.port';
 import type { NextAction } from '../domain/next-action';
 import { rejectionMessage, toolApprovalRequested, UNKNOWN_OUTCOME_MESSAGE } from '../domain/run-steps';
 import { runDecider } from '../domain/run-decider';
-import { agentIdentity, type TeamRunEvent } from '../domain/run-events';
+import { agentIdentity, type FileEffect, type TeamRunEvent } from '../domain/run-events';
 import { decideSpawn, evolveSubAgents, SPAWN_SUB_AGENT_TOOL, SUB_AGENT_TERMINAL } from '../domain/sub-agents';
 import { runSpawnCall, subAgentOfCall, type Spawner } from './sub-agent-runner';
 import { requiresApproval } from '../domain/resilience/policies';
@@ -12,7 +12,6 @@ import { validateSubmission } from '../tools/tool-registry';
 import type { ToolDefinition, ToolOutcome } from '../tools/tool.port';
 import { encodeMachineText } from '../../shared/text';
 import { hasNoOwnEffects } from '../workspace/workspace-effects';
-import { type FileEffect } from '../domain/run-events';
 import { withRecordedEffects } from '../workspace/workspace-log';
 import { isoNow, runSandboxContext, underRunSignal, type StepContext } from './step-context';
 
