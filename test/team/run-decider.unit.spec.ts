@@ -141,6 +141,58 @@ describe('what the driver observed', () => {
   });
 });
 
+describe('what a sub-agent\'s work came to', () => {
+  const PATH = 'executor/1';
+  const spawnedAgent: TeamRunEvent = {
+    type: 'SubAgentSpawned',
+    data: {
+      path: PATH,
+      agent: `agent:coder:${RUN_ID}/${PATH}`,
+      parent: `agent:executor:${RUN_ID}`,
+      depth: 1,
+      toolUseId: 'tu_spawn',
+      role: 'coder',
+      task: 'write it',
+      tools: ['read_file', 'write_file'],
+      limits: { maxTurns: 2, maxTokens: 1_000, timeoutMs: 60_000 },
+      priority: 5,
+      at: AT,
+    },
+  };
+  const withSubAgent = () => [...planned(), phaseStarted('executing'), spawnedAgent];
+  const running = () => [...withSubAgent(), { type: 'SubAgentStarted', data: { path: PATH, at: AT } } as TeamRunEvent];
+
+  it('given a spawned sub-agent, when it gets its slot, then it starts; when it must wait, then it is queued at its priority', () => {
+    given(withSubAgent()).when({ type: 'StartSubAgent', path: PATH, at: AT }).then([{ type: 'SubAgentStarted', data: { path: PATH } }]);
+    given(withSubAgent()).when({ type: 'StartSubAgent', path: PATH, queue: { priority: 5 }, at: AT }).then([{ type: 'SubAgentQueued', data: { path: PATH, priority: 5 } }]);
+  });
+
+  it('given a running sub-agent, when its model answers, then the turn is recorded with its cost', () => {
+    given(running())
+      .when({
+        type: 'RecordSubAgentTurn',
+        path: PATH,
+        turn: { turn: 1, content: [text('write it')], callId: 'call_s1' },
+        response: { model: 'scripted', content: [text('done')], stopReason: 'end_turn', usage: { inputTokens: 10, outputTokens: 5 } },
+        durationMs: 7,
+        origin: {},
+        at: AT,
+      })
+      .then([{ type: 'SubAgentModelCalled', data: { path: PATH, turn: 1, callId: 'call_s1', response: [text('done')], costUsd: expect.any(Number), durationMs: 7 } }]);
+  });
+
+  it('given a running sub-agent, when its tool ran, then the result is recorded under its path', () => {
+    given(running())
+      .when({ type: 'CompleteSubAgentTool', path: PATH, turn: 1, call: toolUse('tu_s', 'read_file', { path: 'a.txt' }) as ToolUseBlock, outcome: { output: 'A', isError: false }, durationMs: 2 })
+      .then([{ type: 'SubAgentToolCompleted', data: { path: PATH, toolUseId: 'tu_s', output: 'A', isError: false, durationMs: 2 } }]);
+  });
+
+  it('given a running sub-agent, when its model fails for good or its time is up, then it ends failed or timed out', () => {
+    given(running()).when({ type: 'FailSubAgent', path: PATH, message: 'the model failed: bad', at: AT }).then([{ type: 'SubAgentFailed', data: { reason: 'ERROR', message: 'the model failed: bad' } }]);
+    given(running()).when({ type: 'TimeOutSubAgent', path: PATH, at: AT }).then([{ type: 'SubAgentTimedOut', data: { message: 'the sub-agent exceeded its timeout' } }]);
+  });
+});
+
 describe('cancel', () => {
   it('given a run being worked on, when cancelled, then it ends CANCELLED naming who and why', () => {
     given(planned()).when(cancel('wrong goal')).then([

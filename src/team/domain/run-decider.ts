@@ -1,12 +1,13 @@
 import { ConflictError, NotFoundError } from '../../shared/errors';
 import { hashOf } from '../../shared/canonical-json';
-import { TERMINAL_STATUSES, type ModelCallOrigin, type RunLaunchedData, type TeamRunEvent } from './run-events';
+import { TERMINAL_STATUSES, type FileEffect, type ModelCallOrigin, type RunLaunchedData, type TeamRunEvent } from './run-events';
 import { evolve, initialRunState, runStatus, type RunState } from './run-state';
 import { pinOf, repinned, samePin, type PinChange } from './model-pin';
 import { decideApproval, type ApprovalCommand } from './approval-decider';
 import { decideReview, type ReviewCommand } from '../../review-gate/domain/review-decider';
 import {
   committedToolCalls,
+  completedCallData,
   contextCompacted,
   decideModelFailure,
   decideStep,
@@ -24,7 +25,8 @@ import {
   type StepInputs,
   type SummaryOutcome,
 } from './run-steps';
-import type { ModelResponse, RoleName, ToolUseBlock } from '../models/model.port';
+import type { ContentBlock, ModelResponse, RoleName, ToolUseBlock } from '../models/model.port';
+import { subAgentModelCalled, subAgentStarted } from './sub-agents';
 
 /**
  * The run's decider: every command that records something on a run is decided here on the run's
@@ -34,7 +36,7 @@ import type { ModelResponse, RoleName, ToolUseBlock } from '../models/model.port
  * decides what that step records. Every handler appends through the command path as
  * `path.handle(stream, (s) => runDecider.decide(command, s))`.
  */
-export type RunCommand = LaunchRun | OperatorCommand | ReviewCommand | ApprovalCommand | DriverCommand;
+export type RunCommand = LaunchRun | OperatorCommand | ReviewCommand | ApprovalCommand | DriverCommand | SubAgentCommand;
 
 /** The launch, built and checked from the request beforehand (launch.ts `buildRunLaunched`). */
 export interface LaunchRun {
@@ -64,6 +66,20 @@ export type DriverCommand =
   | { type: 'CommitToolCalls'; role: RoleName; turn: number; calls: readonly CommittedCall[]; at: string }
   | { type: 'SubmitToolCall'; role: RoleName; call: ToolUseBlock; checked: { ok: true; submission: object } | { ok: false; error: string }; at: string }
   | { type: 'CompactContext'; step: CompactStep; outcome: SummaryOutcome; at: string };
+
+/**
+ * What a sub-agent's work records, once spawned (its spawn is decided by `decideSpawn` on the
+ * batch's own view of the sub-agents, which grows call by call within a turn; the slots of the
+ * pool and the tools are the shell's).
+ */
+export type SubAgentCommand =
+  /** `queue`: no slot yet, it waits at this priority. */
+  | { type: 'StartSubAgent'; path: string; queue?: { priority: number }; at: string }
+  | { type: 'StartSubAgentTool'; path: string; turn: number; call: ToolUseBlock; at: string }
+  | { type: 'CompleteSubAgentTool'; path: string; turn: number; call: ToolUseBlock; outcome: { output: string; isError: boolean }; durationMs: number; outcomeUnknown?: boolean; files?: FileEffect[] }
+  | { type: 'RecordSubAgentTurn'; path: string; turn: { turn: number; content: ContentBlock[]; callId: string }; response: ModelResponse; durationMs: number; origin: ModelCallOrigin; at: string }
+  | { type: 'FailSubAgent'; path: string; message: string; at: string }
+  | { type: 'TimeOutSubAgent'; path: string; at: string };
 
 export class RunNotFoundError extends NotFoundError {
   override name = 'RunNotFoundError';
@@ -124,6 +140,20 @@ function decideRun(command: RunCommand, state: RunState): TeamRunEvent[] {
     case 'CancelRun':
     case 'ResumeRun':
       return decideOperator(command, state);
+    case 'StartSubAgent':
+      return [subAgentStarted(command.path, command.queue, command.at)];
+    case 'StartSubAgentTool':
+      return [{ type: 'SubAgentToolStarted', data: { path: command.path, turn: command.turn, toolUseId: command.call.id, name: command.call.name, at: command.at } }];
+    case 'CompleteSubAgentTool': {
+      const done = completedCallData(command.turn, command.call, command.outcome, command.durationMs, command.outcomeUnknown);
+      return [{ type: 'SubAgentToolCompleted', data: { path: command.path, ...done, ...(command.files ? { files: command.files } : {}) } }];
+    }
+    case 'RecordSubAgentTurn':
+      return [subAgentModelCalled(command.path, command.turn, command.response, command.durationMs, command.origin, command.at)];
+    case 'FailSubAgent':
+      return [{ type: 'SubAgentFailed', data: { path: command.path, reason: 'ERROR', message: command.message, at: command.at } }];
+    case 'TimeOutSubAgent':
+      return [{ type: 'SubAgentTimedOut', data: { path: command.path, message: 'the sub-agent exceeded its timeout', at: command.at } }];
     default: {
       const never: never = command;
       throw new Error(`unknown run command ${(never as { type: string }).type}`);

@@ -1,5 +1,6 @@
-import type { AssistantBlock, ChatMessage, ContentBlock, RoleName, ToolResultBlock, ToolUseBlock } from '../models/model.port';
-import { SUB_AGENT_ROLES, type SubAgentEvent, type SubAgentRole, type SubAgentSpawnedData, type SubAgentToolCompletedData } from './run-events';
+import type { AssistantBlock, ChatMessage, ContentBlock, ModelResponse, RoleName, ToolResultBlock, ToolUseBlock } from '../models/model.port';
+import { costOf } from './pricing';
+import { SUB_AGENT_ROLES, type ModelCallOrigin, type SubAgentEvent, type SubAgentRole, type SubAgentSpawnedData, type SubAgentToolCompletedData } from './run-events';
 
 /**
  * Sub-agents: the pure core. An agent of a run (the executor, or a sub-agent itself) delegates a
@@ -252,6 +253,42 @@ function parseSpawnRequest(input: Record<string, unknown>): SpawnRequest | strin
     request[key] = value;
   }
   return request;
+}
+
+// ---------------------------------------------------------------------------------------------
+// What a sub-agent's work records (the shell runs its model calls and tools; runDecider decides these)
+
+/** A sub-agent given its slot starts; one waiting for a slot is queued at its priority. */
+export function subAgentStarted(path: string, queue: { priority: number } | undefined, at: string): SubAgentEvent {
+  return queue ? { type: 'SubAgentQueued', data: { path, priority: queue.priority, at } } : { type: 'SubAgentStarted', data: { path, at } };
+}
+
+/** One model turn of a sub-agent: the step's new content and the answer, with its cost. */
+export function subAgentModelCalled(
+  path: string,
+  turn: { turn: number; content: ContentBlock[]; callId: string },
+  response: ModelResponse,
+  durationMs: number,
+  origin: ModelCallOrigin,
+  at: string,
+): SubAgentEvent {
+  return {
+    type: 'SubAgentModelCalled',
+    data: {
+      path,
+      turn: turn.turn,
+      callId: turn.callId,
+      model: response.model,
+      ...origin,
+      content: turn.content,
+      response: response.content,
+      stopReason: response.stopReason,
+      usage: response.usage,
+      costUsd: costOf(response.model, response.usage),
+      durationMs,
+      at,
+    },
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
