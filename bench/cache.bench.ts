@@ -1,7 +1,7 @@
 import type { ModelCallCompletedData } from '../src/team/domain/run-events';
 import { runStatus } from '../src/team/domain/run-state';
 import { AnthropicModelProvider } from '../src/team/models/anthropic.provider';
-import { CACHE_READ_MULTIPLIER, CACHE_WRITE_5M_MULTIPLIER, priceOf } from '../src/team/models/pricing';
+import { CACHE_READ_MULTIPLIER, CACHE_WRITE_5M_MULTIPLIER, priceOf } from '../src/team/domain/pricing';
 import { startFakeMessagesApi, type FakeStep, type RecordedRequest } from '../test/support/fake-messages-api';
 import { dataOf, startRun } from '../test/team/driver/driver-support';
 import { cpuProbeText, machineInfo, type MachineInfo } from './machine';

@@ -5,7 +5,7 @@ import { reviewIdOf } from '../src/team/domain/review-id';
 import { agentIdentity, toRunStreamId } from '../src/team/domain/run-events';
 import { buildRunLaunched, type LaunchRunInput } from '../src/team/launch';
 import { OFFLINE_MODEL_ID } from '../src/team/models/offline.model';
-import { ROLE_PROMPTS } from '../src/team/prompts';
+import { ROLE_PROMPTS } from '../src/team/domain/prompts';
 
 /*
  * A run brought to the human review gate without its agents: shared by the decisions benchmark

@@ -2,7 +2,7 @@ import { API_KEYS_STREAM, foldApiKeys } from '../auth/keys/api-key-events';
 import { normaliseName } from '../auth/names';
 import type { ReviewDecidedData, ToolApprovalDecidedData } from '../team/domain/run-events';
 import { parseReviewId } from '../team/domain/review-id';
-import { parseApprovalId } from '../team/approvals/approval-id';
+import { parseApprovalId } from '../team/domain/approval-id';
 import { ATTESTED_EVENT_TYPES, type AttestationProblem } from './attestation';
 import type { KeyTrust } from './decision-trust';
 import { isPersonalSignature, personalSignatureProblem, type DecisionStatement, type PersonalSignatureProblem, type WebAuthnVerifier } from './personal-signature';

@@ -3,7 +3,7 @@ import { isIP } from 'node:net';
 import { join, relative, resolve } from 'node:path';
 import { homedir } from 'node:os';
 import { PG_SCHEMA_NAME } from '../shared/postgres-tables';
-import { DEFAULT_RETRY_DELAYS_MS } from '../team/resilience/policies';
+import { DEFAULT_RETRY_DELAYS_MS } from '../team/domain/resilience/policies';
 import { normaliseName } from '../auth/names';
 import { readFileSync } from 'node:fs';
 import { McpConfigError, parseMcpConfig, secretsIn, type McpConfig } from '../team/tools/mcp/mcp-config';

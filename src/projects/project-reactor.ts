@@ -8,7 +8,7 @@ import { untilStoreAnswers } from '../events/outlast-store';
 import { InvalidRequestError } from '../shared/errors';
 import { toRunStreamId } from '../team/domain/run-events';
 import { ModelError, type ModelRequest, type ModelResponse } from '../team/models/model.port';
-import { decideProject, type ProjectCommand, type RunOutcome } from './domain/project-decider';
+import { projectDecider, type ProjectCommand, type RunOutcome } from './domain/project-decider';
 import type { ProjectState, TaskState } from './domain/project-events';
 import { decompositionRequest, readDecomposition } from './decomposition';
 import { loadProject, projectContext, projectStream } from './project-stream';
@@ -151,7 +151,7 @@ export class ProjectReactor {
   }
 
   private decide(projectId: string, command: ProjectCommand) {
-    return this.deps.path.handle(projectStream(this.deps.store, projectId), (s) => decideProject(command, s), projectContext(projectId, PROJECT_REACTOR_ACTOR), { maxAttempts: 10 });
+    return this.deps.path.handle(projectStream(this.deps.store, projectId), (s) => projectDecider.decide(command, s), projectContext(projectId, PROJECT_REACTOR_ACTOR), { maxAttempts: 10 });
   }
 
   private now(): string {

@@ -12,12 +12,13 @@ import { DEFAULT_MODEL } from '../team/commands/tokens';
 import type { LaunchRunInput } from '../team/launch';
 import { MODEL_PROVIDER, type ModelProvider } from '../team/models/model.port';
 import { RunSupervisor } from '../team/run-supervisor';
-import { decideProject, ProjectNotFoundError, projectView, type ProjectCommand, type ProjectView } from './domain/project-decider';
+import { ProjectNotFoundError, projectIdForIdempotencyKey, projectView, type ProjectCommand, type ProjectView } from './domain/project-decider';
 import type { ProjectLaunchedData, ProjectState, ProjectStatus, TaskState } from './domain/project-events';
 import { DEFAULT_PROJECT_CONCURRENCY } from './domain/scheduler';
 import type { ProjectStrategy, TaskSpec } from './domain/task-graph';
 import { ProjectReactor } from './project-reactor';
-import { existingProject, launchProject, projectContext, projectIdForIdempotencyKey, projectStream } from './project-stream';
+import { existingProject } from './project-stream';
+import { DecideProjectCommand, LaunchProjectCommand } from './commands/project-commands';
 import { ProjectsProjection } from './projects.projection';
 
 export interface LaunchProjectInput {
@@ -35,9 +36,10 @@ export interface LaunchProjectInput {
 export const DEFAULT_PROJECT_STRATEGY: ProjectStrategy = 'dag';
 
 /**
- * Projects' commands (launch, cancel, retry a task, decide the review), their queries, and the
- * reactor that carries projects forward (started by `triad serve` and by the CLI's `project run`
- * and `project retry`, which drive the task runs in their own process).
+ * Projects' commands (launch, cancel, retry a task, decide the review: sent on the CommandBus,
+ * decided by `projectDecider`), their queries, and the reactor that carries projects forward
+ * (started by `triad serve` and by the CLI's `project run` and `project retry`, which drive the
+ * task runs in their own process).
  */
 @Injectable()
 export class ProjectsService implements OnApplicationShutdown {
@@ -145,15 +147,13 @@ export class ProjectsService implements OnApplicationShutdown {
       ...(input.idempotencyKey ? { idempotencyKey: input.idempotencyKey } : {}),
     };
     const tasks = input.tasks?.map((t) => ({ key: t.key, goal: t.goal, acceptanceCriteria: [...t.acceptanceCriteria], dependsOn: [...(t.dependsOn ?? [])] }));
-    const result = await launchProject(this.path, data, tasks);
+    const result = await this.commands.execute<LaunchProjectCommand, { projectId: string; acceptedAt: string }>(new LaunchProjectCommand(data, tasks));
     if (this.started) this.reactor.poke(projectId);
     return { projectId: result.projectId, acceptedAt: result.acceptedAt };
   }
 
   private async decide(projectId: string, command: ProjectCommand, by: string): Promise<ProjectView> {
-    await existingProject(this.path.store, projectId);
-    const { state } = await this.path.handle(projectStream(this.path.store, projectId), (s) => decideProject(command, s), projectContext(projectId, by), { maxAttempts: 10 });
-    return projectView(state);
+    return projectView(await this.commands.execute<DecideProjectCommand, ProjectState>(new DecideProjectCommand(projectId, command, by)));
   }
 
   /** Ends the project cancelled, then cancels its task runs still going (the reactor does it again after a crash). */

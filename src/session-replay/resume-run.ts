@@ -5,7 +5,7 @@ import { ConflictError, InvalidRequestError } from '../shared/errors';
 import type { Clock } from '../shared/ports';
 import { isWellFormedText } from '../shared/text';
 import { endpointOf, pinOf, repinned, type PinChange, type RunPin } from '../team/domain/model-pin';
-import { decideRun } from '../team/domain/run-decider';
+import { runDecider } from '../team/domain/run-decider';
 import { ROLES } from '../team/domain/roles';
 import type { RunLeases } from '../team/leases/run-leases';
 import { catalogueOf } from '../team/models/model-provider.factory';
@@ -110,13 +110,13 @@ export async function resumeRun({ path, checkpoints, leases, clock, supervisor }
     if (repin) throw new ConflictError(`run ${runId} is being driven by this process; re-pin it once it waits for a human or is suspended`);
     // A suspension this driver has recorded while it still winds down (a shutdown): recording the
     // resumption now would be lost on a driver that is stopping; the caller asks again once it has.
-    const resumption = decideRun({ type: 'ResumeRun', runId, by: by.id, at: '' }, await model.load());
+    const resumption = runDecider.decide({ type: 'ResumeRun', runId, by: by.id, at: '' }, await model.load());
     if (resumption.length > 0) throw new ConflictError(`run ${runId} is being suspended by this process; resume it once it has stopped`);
     return { runId, status: 'running', driver: supervisor.owner };
   }
   const holder = await leases.holder(runId, clock.now());
   if (holder && holder !== supervisor.owner) {
-    decideRun({ type: 'ResumeRun', runId, by: by.id, at: '' }, await model.load());
+    runDecider.decide({ type: 'ResumeRun', runId, by: by.id, at: '' }, await model.load());
     throw new DrivenElsewhereError(runId);
   }
   const at = new Date(clock.now()).toISOString();
@@ -124,7 +124,7 @@ export async function resumeRun({ path, checkpoints, leases, clock, supervisor }
     model,
     (state) => {
       if (repin && state.launched) checkServed(runId, pinOf(state.launched), repin);
-      return decideRun({ type: 'ResumeRun', runId, by: by.id, at, ...(repin ? { repin } : {}) }, state);
+      return runDecider.decide({ type: 'ResumeRun', runId, by: by.id, at, ...(repin ? { repin } : {}) }, state);
     },
     runContext(runId, by.id),
     { maxAttempts: 1 },

@@ -1,5 +1,6 @@
 import type { RecordedEvent } from '../events/event-store.port';
-import { applyEdit, hasNoOwnEffects, type FileEffect } from '../team/workspace/workspace-effects';
+import { applyEdit, hasNoOwnEffects } from '../team/workspace/workspace-effects';
+import type { FileEffect } from '../team/domain/run-events';
 
 /**
  * The workspace's files as the executor left them at the end of each iteration, rebuilt from a

@@ -1,13 +1,13 @@
-import { ConflictError, InvalidRequestError } from '../shared/errors';
-import { hashOf } from '../shared/canonical-json';
+import { InvalidRequestError } from '../shared/errors';
 import type { CommandPath } from '../events/command-handling';
 import { runContext, runStream } from './run-stream';
 import { foldRun, type RunState } from './domain/run-state';
+import { runDecider } from './domain/run-decider';
 import type { RoleName } from './models/model.port';
 import { DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TURNS, DEFAULT_TIMEOUT_MS, DEFAULT_TOKEN_BUDGET, ROLES } from './domain/roles';
-import { toRunStreamId, type RunProjectLink, type TeamRunEvent, type ReviewPolicy, type ReviewTimeoutPolicy, type RoleConfig, type RunLaunchedData, type RunSandbox } from './domain/run-events';
+import { LOOP_STRATEGIES, toRunStreamId, type RunProjectLink, type TeamRunEvent, type ReviewPolicy, type ReviewTimeoutPolicy, type RoleConfig, type RunLaunchedData, type RunSandbox } from './domain/run-events';
 import { resolveRoleTools, ToolPolicyError } from './tools/tool-registry';
-import { LOOP_STRATEGIES, loopSettingsOf, loopSettingsProblem, type LoopInput } from './domain/loop-strategy';
+import { loopSettingsOf, loopSettingsProblem, type LoopInput } from './domain/loop-strategy';
 export type { LoopInput } from './domain/loop-strategy';
 import {
   DEFAULT_RETRY_POLICY,
@@ -24,7 +24,7 @@ import {
   retrySchedule,
   type StagnationPolicy,
   type ToolApprovalPolicy,
-} from './resilience/policies';
+} from './domain/resilience/policies';
 import { hasVisibleText } from '../shared/text';
 import { parseNetworkAllowList } from './tools/sandbox/sandbox-policy';
 import { launchPin, unservedModel, type ModelCatalogue, type ProcessModel } from './domain/model-pin';
@@ -92,19 +92,6 @@ export interface LaunchContext {
 /** A launch that cannot be accepted as given (beyond DTO shape checks). Maps to 400. */
 export class InvalidLaunchError extends InvalidRequestError {
   override readonly name = 'InvalidLaunchError';
-}
-
-/** An idempotency key reused with a different request. Maps to 409. */
-export class IdempotencyKeyConflictError extends ConflictError {
-  override readonly name = 'IdempotencyKeyConflictError';
-  constructor() {
-    super('this idempotency key was already used for a different launch request');
-  }
-}
-
-/** The run id an idempotency key stands for: the same launcher and key always name the same run. */
-export function runIdForIdempotencyKey(launchedBy: string, key: string): string {
-  return `run_${hashOf({ launchedBy, key }).slice(0, 24)}`;
 }
 
 /** Applies the launch defaults and checks what a DTO cannot: tool policy per role. */
@@ -236,12 +223,6 @@ function defined<T extends object>(value: T): Partial<T> {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
-/** What makes two launches "the same request" for idempotency: everything but time and id. */
-function requestFingerprint(d: RunLaunchedData): string {
-  const { runId: _r, launchedAt: _t, ...rest } = d;
-  return hashOf(rest);
-}
-
 export interface LaunchResult {
   runId: string;
   acceptedAt: string;
@@ -250,24 +231,20 @@ export interface LaunchResult {
 }
 
 /**
- * Appends RunLaunched to a new run stream. An idempotent retry (the same launcher, key and
- * request) finds the run launched already and returns it; the same key with another request is a
- * conflict.
+ * Appends RunLaunched to a new run stream, as `runDecider` decides it: an idempotent retry (the
+ * same launcher, key and request: the same `ctx.runId`, see `launchRunId`) finds the run launched
+ * already and returns it; the same key with another request is a conflict.
  */
 export async function launchRun(path: CommandPath, input: LaunchRunInput, ctx: LaunchContext, built?: RunLaunchedData): Promise<LaunchResult> {
-  const runId = input.idempotencyKey ? runIdForIdempotencyKey(ctx.launchedBy, input.idempotencyKey) : ctx.runId;
+  const { runId } = ctx;
   // `built`: what the caller built from the same input and context to refuse bad input early.
-  const data = built?.runId === runId ? built : buildRunLaunched(input, { ...ctx, runId });
+  const launched = built ?? buildRunLaunched(input, ctx);
   // Only RunLaunched matters to this decision: an idempotent retry reads that one event, not the run.
   const stream = { ...runStream(path.store, runId), load: async () => foldRun(await path.store.readStream(toRunStreamId(runId), { maxCount: 1 })) };
   // Type arguments given: inferring them from the spread stream model is costly for the checker.
   const { state, events } = await path.handle<RunState, TeamRunEvent>(
     stream,
-    (state): TeamRunEvent[] => {
-      if (!state.launched) return [{ type: 'RunLaunched', data }];
-      if (requestFingerprint(state.launched) !== requestFingerprint(data)) throw new IdempotencyKeyConflictError();
-      return [];
-    },
+    (s) => runDecider.decide({ type: 'LaunchRun', launched }, s),
     { ...runContext(runId, ctx.launchedBy), ...(ctx.placedOn !== undefined ? { placedOn: ctx.placedOn } : {}) },
     { assumeNew: true, maxAttempts: 2 },
   );

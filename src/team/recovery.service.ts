@@ -7,7 +7,7 @@ import { ConflictError } from '../shared/errors';
 import { OutageBackoff } from '../events/store-retry';
 import { CLOCK } from '../shared/system';
 import { TERMINAL_STATUSES } from './domain/run-events';
-import { decideRun } from './domain/run-decider';
+import { runDecider } from './domain/run-decider';
 import { runContext, runStream } from './run-stream';
 import type { Clock } from '../shared/ports';
 import { RunSupervisor } from './run-supervisor';
@@ -110,7 +110,7 @@ export class RecoveryService implements OnApplicationShutdown {
     try {
       const { state } = await this.path.handle(
         runStream(this.path.store, runId, this.checkpoints),
-        (state) => (state.suspended ? decideRun({ type: 'ResumeRun', runId, by: `system:${this.supervisor.owner}`, at }, state) : []),
+        (state) => (state.suspended ? runDecider.decide({ type: 'ResumeRun', runId, by: `system:${this.supervisor.owner}`, at }, state) : []),
         runContext(runId, 'system'),
         { maxAttempts: 1 },
       );

@@ -5,6 +5,6 @@
 export { RunDriver, DEFAULT_CHECKPOINT_EVERY_TURNS } from './driver/run-driver';
 export type { RunDriverDeps, RunObserver } from './driver/step-context';
 export { rejectionMessage, UNKNOWN_OUTCOME_MESSAGE } from './domain/run-steps';
-export { DEFAULT_RETRY_POLICY, type RetryPolicy } from './resilience/policies';
+export { DEFAULT_RETRY_POLICY, type RetryPolicy } from './domain/resilience/policies';
 export { ROLE_OF_PHASE } from './domain/roles';
 export { loadRunState } from './run-stream';

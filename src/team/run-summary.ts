@@ -1,11 +1,11 @@
 import { pureTransition } from './domain/pure-transition';
 import type { RecordedEvent } from '../events/event-store.port';
 import type { RoleName } from './models/model.port';
-import { LOOP_EVENT_TYPES, RUN_STREAM_PREFIX, type RunCoreEvent, type RunStatus, type TeamRunEvent, type TerminationReason } from './domain/run-events';
+import { LOOP_EVENT_TYPES, RUN_STREAM_PREFIX, type ChosenStrategy, type LoopStrategy, type RunCoreEvent, type RunStatus, type TeamRunEvent, type TerminationReason } from './domain/run-events';
 import { statusOf, teamRunMachine } from './domain/team-run.machine';
 import { initialTeamSnapshot, type TeamSnapshot } from './domain/run-state';
 import { SUB_AGENT_TERMINAL, subAgentLifecycle, type SubAgentStatus } from './domain/sub-agents';
-import type { ChosenStrategy, LoopStrategy, StepLoopState } from './domain/loop-strategy';
+import type { StepLoopState } from './domain/loop-strategy';
 import { guardEvent, newGateGuard, type GateGuard, type GateRefusal } from '../attestation/decision-gate';
 import { pinOf, type RunPin } from './domain/model-pin';
 
@@ -142,9 +142,10 @@ function loopsOf(team: Record<RoleName, { loop?: { strategy: LoopStrategy } }>):
 }
 
 /** A fork's loops: the launch's, with the phase's plan where the parent had it at the fork point. */
-function forkedLoops(view: { launched: { team: Record<RoleName, { loop?: { strategy: LoopStrategy } }> }; stepLoop?: StepLoopState; chosenStrategy?: ChosenStrategy }): Pick<RunSummary, 'loops'> {
+function forkedLoops(view: { launched: { team: Record<RoleName, { loop?: { strategy: LoopStrategy } }> }; stepLoop?: unknown; chosenStrategy?: ChosenStrategy }): Pick<RunSummary, 'loops'> {
   const { loops } = loopsOf(view.launched.team);
-  const at = view.stepLoop;
+  // The fork recorded the fold's StepLoopState as it stood (fork-run.command.ts).
+  const at = view.stepLoop as StepLoopState | undefined;
   const loop = at && loops?.[at.role];
   if (!at || !loop) return loops ? { loops } : {};
   loop.running = view.chosenStrategy ?? at.strategy;

@@ -11,7 +11,7 @@ import { LiveRunBus } from './live-run-bus';
 import { createModelProvider, type ModelSelection } from './models/model-provider.factory';
 import { MODEL_PROVIDER } from './models/model.port';
 import { GetRunHandler, ListRunsHandler } from './queries/run.queries';
-import { productLaunchDefaults, retrySchedule } from './resilience/policies';
+import { productLaunchDefaults, retrySchedule } from './domain/resilience/policies';
 import { RETRY_POLICY, RunSupervisor, SUPERVISOR_OPTIONS } from './run-supervisor';
 import { RECOVERY_INTERVAL_MS, RecoveryService } from './recovery.service';
 import { RunDispatcher } from './run-dispatcher';

@@ -4,22 +4,20 @@ import {
   initialProjectState,
   InvalidTaskGraphError,
   ProjectConflictError,
+  projectDecider,
+  ProjectIdempotencyConflictError,
   ProjectSelfReviewError,
   taskRunIdempotencyKey,
   type ProjectCommand,
 } from '../../src/projects/domain/project-decider';
 import type { ProjectEvent, ProjectLaunchedData, ProjectState } from '../../src/projects/domain/project-events';
 import type { ProjectStrategy, TaskSpec } from '../../src/projects/domain/task-graph';
-import { runIdForIdempotencyKey } from '../../src/team/launch';
+import { runIdForIdempotencyKey } from '../../src/team/domain/run-id';
 import { DeciderSpecification } from '../support/decider-specification';
 
 const PROJECT = 'prj_1';
 const AT = '2025-01-02T00:00:00.000Z';
-const given = DeciderSpecification.for<ProjectState, ProjectCommand, ProjectEvent>({
-  decide: decideProject,
-  evolve: (s, e, r) => evolveProject(s, e, r),
-  initialState: () => initialProjectState(PROJECT),
-});
+const given = DeciderSpecification.for<ProjectState, ProjectCommand, ProjectEvent>(projectDecider);
 
 const task = (key: string, dependsOn: string[] = []): TaskSpec => ({ key, goal: `do ${key}`, acceptanceCriteria: [`${key} done`], dependsOn });
 const DAG = [task('a'), task('b', ['a']), task('c', ['a'])];
@@ -63,6 +61,29 @@ describe('launching a project', () => {
   it('given nothing, when launched without tasks, then it waits for the architect (planning)', () => {
     const { state } = given([]).when({ type: 'LaunchProject', data: launchedData() }).then([{ type: 'ProjectLaunched' }]);
     expect(state.status).toBe('planning');
+  });
+
+  it('given a project launched with its tasks, when the same request comes again later, then nothing is decided: it is the same project', () => {
+    given(launched())
+      .when({ type: 'LaunchProject', data: launchedData({ launchedAt: '2025-01-02T00:05:00.000Z' }), tasks: DAG })
+      .thenNothing();
+  });
+
+  it('given a project launched with its tasks, when the same key comes with other tasks, then it is a conflict', () => {
+    given(launched())
+      .when({ type: 'LaunchProject', data: launchedData(), tasks: [task('a')] })
+      .thenThrows(ProjectIdempotencyConflictError, (e) => expect(e.kind).toBe('conflict'));
+  });
+
+  it('given a project the architect planned, when its launch is retried without tasks, then nothing is decided', () => {
+    const past = [...planning(), ...decideProject({ type: 'RecordPlan', tasks: [task('x')], architect: { model: 'm' }, at: AT }, planning().reduce((st, e, i) => evolveProject(st, e, { revision: i }), initialProjectState(PROJECT)))];
+    given(past).when({ type: 'LaunchProject', data: launchedData() }).thenNothing();
+  });
+
+  it('given a project, when another goal comes under its key, then it is a conflict', () => {
+    given(planning())
+      .when({ type: 'LaunchProject', data: launchedData({ goal: 'build something else' }) })
+      .thenThrows(ProjectIdempotencyConflictError);
   });
 
   it.each([

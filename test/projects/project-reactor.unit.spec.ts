@@ -7,6 +7,7 @@ import { ProjectReactor, type ProjectReactorDeps } from '../../src/projects/proj
 import type { ProjectLaunchedData, ProjectState, TaskState } from '../../src/projects/domain/project-events';
 import { toRunStreamId } from '../../src/team/domain/run-events';
 import { launchRun } from '../../src/team/launch';
+import { runIdForIdempotencyKey } from '../../src/team/domain/run-id';
 import { OfflineModelProvider, OFFLINE_MODEL_ID } from '../../src/team/models/offline.model';
 
 // The reactor's durability with an in-memory store and no drivers: task runs are launched through
@@ -29,10 +30,12 @@ function setup() {
     launchTaskRun: async (project: ProjectState, task: TaskState) => {
       if (task.key === failLaunchOf) throw new Error('process died');
       launches.push(task.key);
+      const idempotencyKey = `project:${project.projectId}:task:${task.key}:attempt:${task.attempt}`;
+      const launchedBy = project.launched!.launchedBy;
       await launchRun(
         path,
-        { goal: task.goal, acceptanceCriteria: task.acceptanceCriteria, reviewPolicy: { humanGate: false }, idempotencyKey: `project:${project.projectId}:task:${task.key}:attempt:${task.attempt}` },
-        { runId: 'unused', launchedBy: project.launched!.launchedBy, now: new Date(AT), provider: 'offline', defaultModel: OFFLINE_MODEL_ID, project: { projectId: project.projectId, taskKey: task.key, attempt: task.attempt } },
+        { goal: task.goal, acceptanceCriteria: task.acceptanceCriteria, reviewPolicy: { humanGate: false }, idempotencyKey },
+        { runId: runIdForIdempotencyKey(launchedBy, idempotencyKey), launchedBy, now: new Date(AT), provider: 'offline', defaultModel: OFFLINE_MODEL_ID, project: { projectId: project.projectId, taskKey: task.key, attempt: task.attempt } },
       );
     },
     cancelRun: async () => undefined,

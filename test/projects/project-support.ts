@@ -1,6 +1,6 @@
 import { foldProject as fold, taskRunIdempotencyKey } from '../../src/projects/domain/project-decider';
 import type { ProjectEvent, ProjectState } from '../../src/projects/domain/project-events';
-import { runIdForIdempotencyKey } from '../../src/team/launch';
+import { runIdForIdempotencyKey } from '../../src/team/domain/run-id';
 
 /** A project's state from its recorded events. */
 export function foldProject(events: Array<ProjectEvent & { revision: number }>, projectId: string): ProjectState {

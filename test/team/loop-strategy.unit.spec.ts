@@ -3,7 +3,7 @@ import { modelOfCall, nextAction, toolsOfCall } from '../../src/team/domain/next
 import type { RunLaunchedData, TeamRunEvent } from '../../src/team/domain/run-events';
 import { evolve, initialRunState, type RunState } from '../../src/team/domain/run-state';
 import { contextCompacted, decideStep, isDecidedStep, type DecidedStep, type StepInputs } from '../../src/team/domain/run-steps';
-import { DEFAULT_STAGNATION_POLICY } from '../../src/team/resilience/policies';
+import { DEFAULT_STAGNATION_POLICY } from '../../src/team/domain/resilience/policies';
 import { DeciderSpecification, type Decider } from '../support/decider-specification';
 import {
   fold,

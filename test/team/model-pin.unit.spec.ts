@@ -1,5 +1,5 @@
 import { endpointOf, launchPin, matchPin, pinOf, repinned, waitingFor, type PinChange, type RunPin } from '../../src/team/domain/model-pin';
-import { decideRun, RunNotActiveError, type RunCommand } from '../../src/team/domain/run-decider';
+import { runDecider, RunNotActiveError, type RunCommand } from '../../src/team/domain/run-decider';
 import type { RunLaunchedData, TeamRunEvent } from '../../src/team/domain/run-events';
 import { evolve, initialRunState, type RunState } from '../../src/team/domain/run-state';
 import { modelOfCall } from '../../src/team/domain/next-action';
@@ -101,7 +101,7 @@ describe('a launch', () => {
 });
 
 describe('a re-pin', () => {
-  const given = DeciderSpecification.for<RunState, RunCommand, TeamRunEvent>({ decide: decideRun, evolve, initialState: () => initialRunState(RUN_ID) });
+  const given = DeciderSpecification.for<RunState, RunCommand, TeamRunEvent>(runDecider);
   const AT = '2026-01-02T00:00:00.000Z';
   const resume = (repin: PinChange): RunCommand => ({ type: 'ResumeRun', runId: RUN_ID, by: 'user:olga', at: AT, repin });
   const suspended: TeamRunEvent = { type: 'RunSuspended', data: { reason: 'SHUTDOWN', owner: 'host:1:ab', at: AT } };

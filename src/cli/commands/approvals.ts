@@ -1,7 +1,7 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import type { Command } from 'commander';
-import { parseApprovalId } from '../../team/approvals/approval-id';
+import { parseApprovalId } from '../../team/domain/approval-id';
 import { ApproveToolCallCommand, RejectToolCallCommand, type ApprovalResult } from '../../team/approvals/commands/decide-approval.command';
 import { TERMINAL_STATUSES, type RunStatus } from '../../team/domain/run-events';
 import { RunsProjection } from '../../team/runs.projection';
@@ -12,7 +12,7 @@ import { decisionReason } from '../options';
 import { cliDecider, withCredentialOptions } from '../decider-credential';
 import type { DecisionStatement } from '../../attestation/personal-signature';
 import { EVENT_STORE, type EventStore } from '../../events/event-store.port';
-import { approvalStatement } from '../../team/approvals/approval-decider';
+import { approvalStatement } from '../../team/domain/approval-decider';
 import { loadRunState } from '../../team/run-stream';
 
 /** `triad approvals list|approve|reject`: risky tool calls waiting for a human. */

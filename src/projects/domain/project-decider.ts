@@ -1,8 +1,9 @@
 import { decisionTrust } from '../../attestation/decision-trust';
+import { hashOf } from '../../shared/canonical-json';
 import type { RecordedPlace } from '../../attestation/attestation';
 import type { GateRefusal } from '../../attestation/gate-refusal';
 import { ConflictError, ForbiddenError, InvalidRequestError, NotFoundError } from '../../shared/errors';
-import { runIdForIdempotencyKey } from '../../team/launch';
+import { runIdForIdempotencyKey } from '../../team/domain/run-id';
 import { nextTasksToStart, type TaskStatus } from './scheduler';
 import { dependentsOf, normaliseTask, taskGraphProblem, type TaskSpec } from './task-graph';
 import type { ArchitectTurn, ProjectEndedData, ProjectEvent, ProjectLaunchedData, ProjectState, TaskState } from './project-events';
@@ -46,10 +47,38 @@ export class ProjectSelfReviewError extends ForbiddenError {
   override readonly name = 'ProjectSelfReviewError';
 }
 
+/** An idempotency key reused for another project. Maps to 409. */
+export class ProjectIdempotencyConflictError extends ConflictError {
+  override readonly name = 'ProjectIdempotencyConflictError';
+  constructor() {
+    super('this idempotency key was already used for a different project');
+  }
+}
+
+/**
+ * The project's decider, in the shape of the run's (`runDecider`): its commands (launch, plan,
+ * advance, retry, cancel, the review) decided on the folded project, pure.
+ */
+export const projectDecider = {
+  decide: decideProject,
+  evolve: (state: ProjectState, event: ProjectEvent, recorded: { revision: number; position: number }): ProjectState => evolveProject(state, event, recorded),
+  initialState: (): ProjectState => initialProjectState(),
+};
+
 export const FINAL_PROJECT_STATUSES = new Set(['completed', 'cancelled']);
 
 export function initialProjectState(projectId = ''): ProjectState {
   return { projectId, revision: -1, status: 'planning', tasks: [] };
+}
+
+/** The project id an idempotency key stands for: the same launcher and key always name the same project. */
+export function projectIdForIdempotencyKey(launchedBy: string, key: string): string {
+  return `prj_${hashOf({ launchedBy, key, kind: 'project' }).slice(0, 24)}`;
+}
+
+/** What makes two launches the same request: everything but time and id, and the tasks given. */
+function launchFingerprint(d: ProjectLaunchedData, given: readonly TaskSpec[] | undefined): string {
+  return hashOf({ ...d, projectId: undefined, launchedAt: undefined, tasks: given?.map((t) => ({ key: t.key, goal: t.goal, acceptanceCriteria: t.acceptanceCriteria, dependsOn: t.dependsOn })) ?? null });
 }
 
 /** The idempotency key a task's attempt launches its run with. */
@@ -65,7 +94,12 @@ export function projectIsOver(state: ProjectState): boolean {
 export function decideProject(command: ProjectCommand, state: ProjectState): ProjectEvent[] {
   switch (command.type) {
     case 'LaunchProject': {
-      if (state.launched) return [];
+      if (state.launched) {
+        if (launchFingerprint(state.launched, state.planning?.source === 'user' ? state.tasks : undefined) !== launchFingerprint(command.data, command.tasks?.map(normaliseTask))) {
+          throw new ProjectIdempotencyConflictError();
+        }
+        return [];
+      }
       const events: ProjectEvent[] = [{ type: 'ProjectLaunched', data: command.data }];
       if (command.tasks) {
         const tasks = command.tasks.map(normaliseTask);

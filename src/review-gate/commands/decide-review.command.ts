@@ -12,16 +12,17 @@ import { DecisionProofs } from '../../attestation/decision-proofs';
 import { statementText } from '../../attestation/personal-signature';
 import { loadRunState } from '../../team/run-stream';
 import {
-  decideReview,
   refusedDecider,
   reviewStatement,
   ReviewNotFoundError,
   ReviewNotPendingError,
   type Decider,
+  type ReviewCommand,
 } from '../domain/review-decider';
 import { notPendingMessage, reviewStanding, type ReviewStanding } from '../domain/review-history';
 import { SelfReviewError } from '../domain/self-review';
 import { toRunStreamId } from '../../team/domain/run-events';
+import { runDecider } from '../../team/domain/run-decider';
 
 export class ApproveReviewCommand {
   constructor(
@@ -70,7 +71,7 @@ abstract class DecideReviewHandler {
   protected async decide(
     reviewId: string,
     decider: Decider,
-    build: (decisionId: string, at: string) => Parameters<typeof decideReview>[0],
+    build: (decisionId: string, at: string) => ReviewCommand,
     said?: { outcome: 'approved' | 'rejected'; reason: string },
   ): Promise<DecisionResult> {
     const runId = parseReviewId(reviewId)?.runId;
@@ -95,7 +96,7 @@ abstract class DecideReviewHandler {
         if (signed !== undefined && statementText(reviewStatement(state, reviewId, said!.outcome, said!.reason)) !== signed) {
           throw new ConflictError(`review ${reviewId} changed while its signature was checked; sign it again`);
         }
-        return decideReview(build(decisionId, at), state);
+        return runDecider.decide(build(decisionId, at), state);
       });
       const decided = events.find((e) => e.type === 'ReviewDecided');
       return { decisionId, reviewId, outcome: (decided?.data as { outcome: string }).outcome, runStatus: runStatus(state) };

@@ -1,7 +1,7 @@
 import { hash } from 'node:crypto';
 import { canonicalJson } from '../../shared/canonical-json';
 import { parseReviewId } from '../../team/domain/review-id';
-import { parseApprovalId } from '../../team/approvals/approval-id';
+import { parseApprovalId } from '../../team/domain/approval-id';
 import { RUN_STREAM_PREFIX, type ReviewDecidedData, type ToolApprovalDecidedData } from '../../team/domain/run-events';
 import {
   APPROVAL_DECISION_EVENT_TYPE,

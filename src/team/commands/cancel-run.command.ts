@@ -5,7 +5,7 @@ import type { CommandPath } from '../../events/command-handling';
 import { COMMAND_PATH } from '../../events/command-path.module';
 import { CLOCK } from '../../shared/system';
 import type { Clock } from '../../shared/ports';
-import { decideRun } from '../domain/run-decider';
+import { runDecider } from '../domain/run-decider';
 import { runContext, runStream } from '../run-stream';
 import { RunSupervisor } from '../run-supervisor';
 
@@ -32,7 +32,7 @@ export class CancelRunHandler implements ICommandHandler<CancelRunCommand, { run
   async execute({ runId, by, reason }: CancelRunCommand): Promise<{ runId: string; status: string }> {
     const at = new Date(this.clock.now()).toISOString();
     // A busy driver appends often: decide again on what it wrote, up to ten times.
-    await this.path.handle(runStream(this.path.store, runId), (state) => decideRun({ type: 'CancelRun', runId, by: by.id, reason, at }, state), runContext(runId, by.id), {
+    await this.path.handle(runStream(this.path.store, runId), (state) => runDecider.decide({ type: 'CancelRun', runId, by: by.id, reason, at }, state), runContext(runId, by.id), {
       maxAttempts: 10,
     });
     await this.supervisor.stop(runId, 'cancelled');

@@ -4,13 +4,14 @@ import type { Identity } from '../../auth/identity';
 import type { CommandPath } from '../../events/command-handling';
 import { COMMAND_PATH } from '../../events/command-path.module';
 import { CLOCK, newRunId } from '../../shared/system';
-import { buildRunLaunched, launchRun, runIdForIdempotencyKey, type LaunchContext, type LaunchResult, type LaunchRunInput } from '../launch';
+import { buildRunLaunched, launchRun, type LaunchContext, type LaunchResult, type LaunchRunInput } from '../launch';
 import { placedOn, type Placement } from '../placement';
 import { RunSupervisor } from '../run-supervisor';
-import type { LaunchPolicyDefaults } from '../resilience/policies';
+import type { LaunchPolicyDefaults } from '../domain/resilience/policies';
 import { MODEL_PROVIDER, type ModelProvider } from '../models/model.port';
 import { catalogueOf } from '../models/model-provider.factory';
 import { processModelOf } from '../domain/model-pin';
+import { launchRunId } from '../domain/run-id';
 import type { Clock } from '../../shared/ports';
 import { DEFAULT_MODEL, LAUNCH_POLICY_DEFAULTS } from './tokens';
 import { TOOL_REGISTRY } from '../tokens';
@@ -51,9 +52,7 @@ export class LaunchRunHandler implements ICommandHandler<LaunchRunCommand, Launc
   async execute(command: LaunchRunCommand): Promise<LaunchResult> {
     // MCP servers not reached yet are connected now, so the allow-lists see their tools.
     await this.tools.ready();
-    const launchedBy = command.launchedBy.id;
-    const key = command.input.idempotencyKey;
-    const runId = key ? runIdForIdempotencyKey(launchedBy, key) : newRunId();
+    const runId = launchRunId(command.launchedBy.id, command.input.idempotencyKey, newRunId);
     // Bad input is refused before anything is written, the placement's lease included.
     const ctx = this.context(command, runId);
     const data = buildRunLaunched(command.input, ctx);

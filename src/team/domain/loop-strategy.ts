@@ -1,9 +1,14 @@
 import type { RoleName, ToolSpec, ToolUseBlock } from '../models/model.port';
 import { SUBMIT_TOOL_OF_ROLE } from './roles';
 import type {
+  ChosenStrategy,
+  Complexity,
+  LoopSettings,
   LoopStepCompletedData,
   LoopStepFailedData,
+  LoopStrategy,
   RunLaunchedData,
+  StepStrategy,
   TeamRunEvent,
 } from './run-events';
 
@@ -21,26 +26,6 @@ import type {
  * Pure: what the loop does next is read off the folded run (`StepLoopState`, kept in RunState and
  * its checkpoints), so a run resumes in the step it was in and never redoes a finished one.
  */
-
-export const LOOP_STRATEGIES = ['react', 'plan_execute', 'hybrid', 'auto'] as const;
-export type LoopStrategy = (typeof LOOP_STRATEGIES)[number];
-/** What a phase runs: `auto` is resolved to one of these when the phase starts. */
-export type ChosenStrategy = Exclude<LoopStrategy, 'auto'>;
-export type StepStrategy = Exclude<ChosenStrategy, 'react'>;
-export type Complexity = 'simple' | 'medium' | 'complex';
-
-/** A role's loop settings as recorded in RunLaunched (numbers completed from the defaults at launch). */
-export interface LoopSettings {
-  strategy: LoopStrategy;
-  /** The model of plan calls; absent: the role's model. */
-  plannerModel?: string;
-  /** The model of step and closing turns; absent: the role's model. */
-  executorModel?: string;
-  maxReplans: number;
-  maxPlanSteps: number;
-  /** hybrid: turns per step before the step fails. */
-  maxTurnsPerStep: number;
-}
 
 export const LOOP_DEFAULTS = { maxReplans: 3, maxPlanSteps: 7, maxTurnsPerStep: 5 } as const;
 /** A hybrid plan has at least this many steps. */

@@ -1,20 +1,7 @@
 import type { ChatMessage, ContentBlock, RoleName, ToolSpec, ToolUseBlock } from '../models/model.port';
-import {
-  autoChoice,
-  complexityOf,
-  endingToolOf,
-  isLoopTool,
-  loopReminder,
-  modelOfStage,
-  nextStepLoopMove,
-  stageMessage,
-  stageOf,
-  toolsOfStage,
-  type ChosenStrategy,
-  type Complexity,
-} from './loop-strategy';
-import { renderTaskMessage } from '../prompts';
-import { breakerMessage, isTripped } from '../resilience/circuit-breaker';
+import { autoChoice, complexityOf, endingToolOf, isLoopTool, loopReminder, modelOfStage, nextStepLoopMove, stageMessage, stageOf, toolsOfStage } from './loop-strategy';
+import { renderTaskMessage } from './prompts';
+import { breakerMessage, isTripped } from './resilience/circuit-breaker';
 import {
   contextBudget,
   contextLimitOf,
@@ -25,10 +12,10 @@ import {
   planCompaction,
   summaryModelOf,
   type CompactionPlan,
-} from '../resilience/context-window';
-import { correctiveMessage, describeDetection, detectStagnation, type StagnationDetection } from '../resilience/stagnation';
+} from './resilience/context-window';
+import { correctiveMessage, describeDetection, detectStagnation, type StagnationDetection } from './resilience/stagnation';
 import { ROLE_OF_PHASE, SUBMIT_TOOL_OF_ROLE } from './roles';
-import type { ModelCallStartedData, Phase, TerminationReason } from './run-events';
+import type { ChosenStrategy, Complexity, ModelCallStartedData, Phase, TerminationReason } from './run-events';
 import { lastAssistantToolUses, newUserMessage, roleTokens, totalTokens, type RunState } from './run-state';
 
 /**

@@ -1,10 +1,7 @@
 import type { AssistantBlock, ContentBlock, RoleName, StopReason, ThinkingSettings, Usage } from '../models/model.port';
-import { SUB_AGENT_EVENT_TYPES, type SubAgentEvent } from './sub-agents';
-import type { FileEffect } from '../workspace/workspace-effects';
-import type { ApprovalThreshold, ContextWindowPolicy, RetryPolicy, StagnationPolicy, ToolApprovalPolicy, ToolRisk } from '../resilience/policies';
+import type { ApprovalThreshold, ContextWindowPolicy, RetryPolicy, StagnationPolicy, ToolApprovalPolicy, ToolRisk } from './resilience/policies';
 import type { Attestation } from '../../attestation/attestation';
 import type { PersonalSignature } from '../../attestation/personal-signature';
-import type { ChosenStrategy, Complexity, LoopSettings, StepLoopState } from './loop-strategy';
 import type { RunPin } from './model-pin';
 
 /**
@@ -17,6 +14,12 @@ import type { RunPin } from './model-pin';
  * looked up in one place (as docs/EVENTS.md points here); split by area, each event's data would
  * sit apart from the union and the type list that name it.
  */
+
+/** One path's change, as recorded on ToolCallCompleted.files. Paths are workspace-relative with '/' separators. */
+export type FileEffect =
+  | { path: string; sha256: string; size: number; executable?: true }
+  | { path: string; deleted: true }
+  | { path: string; unrecorded: string; sha256?: string; size?: number };
 
 export type Phase = 'planning' | 'executing' | 'reviewing';
 export type Verdict = 'APPROVE' | 'REQUEST_CHANGES' | 'BLOCK';
@@ -464,7 +467,29 @@ export interface RunForkedData {
    * ignores these and reads the parent's events. `stepLoop` / `chosenStrategy`: where the phase's
    * plan stands at the fork point, when it runs one (absent in forks recorded before loop strategies).
    */
-  view: { launched: RunLaunchedData; team: unknown; stepLoop?: StepLoopState; chosenStrategy?: ChosenStrategy };
+  view: { launched: RunLaunchedData; team: unknown; stepLoop?: unknown; chosenStrategy?: ChosenStrategy };
+}
+
+// A role's loop strategy (its rules and the fold of its plan: domain/loop-strategy.ts)
+
+export const LOOP_STRATEGIES = ['react', 'plan_execute', 'hybrid', 'auto'] as const;
+export type LoopStrategy = (typeof LOOP_STRATEGIES)[number];
+/** What a phase runs: `auto` is resolved to one of these when the phase starts. */
+export type ChosenStrategy = Exclude<LoopStrategy, 'auto'>;
+export type StepStrategy = Exclude<ChosenStrategy, 'react'>;
+export type Complexity = 'simple' | 'medium' | 'complex';
+
+/** A role's loop settings as recorded in RunLaunched (numbers completed from the defaults at launch). */
+export interface LoopSettings {
+  strategy: LoopStrategy;
+  /** The model of plan calls; absent: the role's model. */
+  plannerModel?: string;
+  /** The model of step and closing turns; absent: the role's model. */
+  executorModel?: string;
+  maxReplans: number;
+  maxPlanSteps: number;
+  /** hybrid: turns per step before the step fails. */
+  maxTurnsPerStep: number;
 }
 
 /** `auto` chose the strategy of a role's phase, when the phase started (domain/loop-strategy.ts). */
@@ -562,7 +587,143 @@ export type RunCoreEvent =
   | { type: 'LoopStepCompleted'; data: LoopStepCompletedData }
   | { type: 'LoopStepFailed'; data: LoopStepFailedData };
 
-/** Every event of a run's stream: its own, and its sub-agents' lifecycle and turns (domain/sub-agents.ts). */
+// Sub-agents' events (their fold, spawn decision and next step: domain/sub-agents.ts)
+
+export const SUB_AGENT_ROLES = ['researcher', 'coder', 'reviewer', 'tester', 'analyst', 'creative', 'general'] as const;
+export type SubAgentRole = (typeof SUB_AGENT_ROLES)[number];
+
+export interface SubAgentLimits {
+  maxTurns: number;
+  maxTokens: number;
+  timeoutMs: number;
+}
+
+export interface SubAgentSpawnedData {
+  path: string;
+  /** Path of the spawning sub-agent; absent when the phase agent spawned it. */
+  parentPath?: string;
+  /** `agent:<role>:<runId>/<path>` */
+  agent: string;
+  /** Identity of the agent that spawned it. */
+  parent: string;
+  /** 1 for the phase agent's sub-agents. */
+  depth: number;
+  /** The spawn call (the phase agent's tool_use, or the parent sub-agent's). */
+  toolUseId: string;
+  role: SubAgentRole;
+  task: string;
+  /** Allowed tools: the requested ones that the parent has (the parent's, when none were requested). */
+  tools: string[];
+  limits: SubAgentLimits;
+  priority: number;
+  at: string;
+}
+
+export interface SubAgentAwaitingApprovalData {
+  path: string;
+  approvalId: string;
+  at: string;
+}
+
+export interface SubAgentQueuedData {
+  path: string;
+  priority: number;
+  at: string;
+}
+
+export interface SubAgentStartedData {
+  path: string;
+  at: string;
+}
+
+/** One model turn of a sub-agent: its request's new content (tool results are referenced) and the response. */
+export interface SubAgentModelCalledData extends ModelCallOrigin {
+  path: string;
+  turn: number;
+  callId: string;
+  /** The model the response named. */
+  model: string;
+  /** Content after the tool results that open the new user message (the task, on the first turn). */
+  content: ContentBlock[];
+  response: AssistantBlock[];
+  stopReason: StopReason;
+  usage: Usage;
+  costUsd: number;
+  durationMs: number;
+  at: string;
+}
+
+/** A tool that is not safe to repeat is recorded as started before it runs. */
+export interface SubAgentToolStartedData {
+  path: string;
+  turn: number;
+  toolUseId: string;
+  name: string;
+  at: string;
+}
+
+/** A sub-agent's tool call, recorded as a role's is (ToolCallCompleted, file effects included), under its path instead of a role. */
+export type SubAgentToolCompletedData = Omit<ToolCallCompletedData, 'role'> & { path: string };
+
+export interface SubAgentCompletedData {
+  path: string;
+  result: string;
+  at: string;
+}
+
+export type SubAgentFailureReason = 'MAX_TURNS' | 'BUDGET_EXHAUSTED' | 'ERROR';
+
+export interface SubAgentFailedData {
+  path: string;
+  reason: SubAgentFailureReason;
+  message: string;
+  at: string;
+}
+
+export interface SubAgentCancelledData {
+  path: string;
+  reason: string;
+  at: string;
+}
+
+export interface SubAgentTimedOutData {
+  path: string;
+  message: string;
+  at: string;
+}
+
+export type SubAgentEvent =
+  | { type: 'SubAgentSpawned'; data: SubAgentSpawnedData }
+  | { type: 'SubAgentAwaitingApproval'; data: SubAgentAwaitingApprovalData }
+  | { type: 'SubAgentQueued'; data: SubAgentQueuedData }
+  | { type: 'SubAgentStarted'; data: SubAgentStartedData }
+  | { type: 'SubAgentModelCalled'; data: SubAgentModelCalledData }
+  | { type: 'SubAgentToolStarted'; data: SubAgentToolStartedData }
+  | { type: 'SubAgentToolCompleted'; data: SubAgentToolCompletedData }
+  | { type: 'SubAgentCompleted'; data: SubAgentCompletedData }
+  | { type: 'SubAgentFailed'; data: SubAgentFailedData }
+  | { type: 'SubAgentCancelled'; data: SubAgentCancelledData }
+  | { type: 'SubAgentTimedOut'; data: SubAgentTimedOutData };
+
+export const SUB_AGENT_EVENT_TYPES = [
+  'SubAgentSpawned',
+  'SubAgentAwaitingApproval',
+  'SubAgentQueued',
+  'SubAgentStarted',
+  'SubAgentModelCalled',
+  'SubAgentToolStarted',
+  'SubAgentToolCompleted',
+  'SubAgentCompleted',
+  'SubAgentFailed',
+  'SubAgentCancelled',
+  'SubAgentTimedOut',
+] as const satisfies readonly SubAgentEvent['type'][];
+
+export function isSubAgentEvent(event: { type: string }): event is SubAgentEvent {
+  return (SUB_AGENT_EVENT_TYPES as readonly string[]).includes(event.type);
+}
+
+/** Every event of a run's stream: its own, and its sub-agents' lifecycle and turns. */
 export type TeamRunEvent = RunCoreEvent | SubAgentEvent;
 
 export type TeamRunEventType = TeamRunEvent['type'];

@@ -5,6 +5,7 @@ import { pureTransition } from './pure-transition';
 import type { AssistantBlock, ChatMessage, ContentBlock, RoleName, ToolResultBlock, ToolUseBlock, Usage } from '../models/model.port';
 import { agentLoopMachine } from './agent-loop.machine';
 import type {
+  ChosenStrategy,
   ModelCallStartedData,
   PhaseStartedData,
   PlanSubmittedData,
@@ -26,11 +27,11 @@ import type {
   WorkSubmittedData,
 } from './run-events';
 import { statusOf, teamRunMachine } from './team-run.machine';
-import { breakerAfter, CLOSED_BREAKER, type BreakerState } from '../resilience/circuit-breaker';
-import { applyCompaction } from '../resilience/context-window';
-import { DEFAULT_STAGNATION_POLICY } from '../resilience/policies';
-import { recordTurn, type StagnationWindow } from '../resilience/stagnation';
-import { evolveStepLoop, newStepLoop, phaseStrategy, type ChosenStrategy, type StepLoopState } from './loop-strategy';
+import { breakerAfter, CLOSED_BREAKER, type BreakerState } from './resilience/circuit-breaker';
+import { applyCompaction } from './resilience/context-window';
+import { DEFAULT_STAGNATION_POLICY } from './resilience/policies';
+import { recordTurn, type StagnationWindow } from './resilience/stagnation';
+import { evolveStepLoop, newStepLoop, phaseStrategy, type StepLoopState } from './loop-strategy';
 import { abandonSubAgents, evolveSubAgents, subAgentTokens, type SubAgents } from './sub-agents';
 import { guardEvent, newGateGuard, type GateGuard } from '../../attestation/decision-gate';
 import { toRunStreamId } from './run-events';

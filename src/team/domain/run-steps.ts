@@ -1,18 +1,18 @@
 // One file over 400 lines on purpose: every step the driver takes without an effect of its own is
 // decided here, as events built from the state, time and ids; split, the driver would ask several
 // deciders for one step.
-import { approvalIdOf } from '../approvals/approval-id';
+import { approvalIdOf } from './approval-id';
 import type { ChatMessage, ModelResponse, RoleName, ToolUseBlock } from '../models/model.port';
-import { costOf } from '../models/pricing';
-import { ROLE_PROMPTS } from '../prompts';
-import { breakerAfter, breakerMessage, isTripped } from '../resilience/circuit-breaker';
-import { SUMMARY_RESERVE_TOKENS, truncatedSummary } from '../resilience/context-window';
-import { maxAttemptsOf, retryDelayMs, type RetryPolicy, type ToolApprovalPolicy, type ToolRisk } from '../resilience/policies';
+import { costOf } from './pricing';
+import { ROLE_PROMPTS } from './prompts';
+import { breakerAfter, breakerMessage, isTripped } from './resilience/circuit-breaker';
+import { SUMMARY_RESERVE_TOKENS, truncatedSummary } from './resilience/context-window';
+import { maxAttemptsOf, retryDelayMs, type RetryPolicy, type ToolApprovalPolicy, type ToolRisk } from './resilience/policies';
 import { charterVersion } from './charter';
 import { loopToolEvents, stageMessage } from './loop-strategy';
 import type { NextAction } from './next-action';
 import { reviewIdOf } from './review-id';
-import { agentIdentity, STATUS_OF_REASON, type ModelCallFailedData, type ModelCallOrigin, type ModelCallStartedData, type TeamRunEvent, type ToolApprovalDecidedData } from './run-events';
+import { agentIdentity, STATUS_OF_REASON, type ModelCallFailedData, type ModelCallOrigin, type ModelCallStartedData, type FileEffect, type TeamRunEvent, type ToolApprovalDecidedData } from './run-events';
 import type { RunState } from './run-state';
 
 /**
@@ -200,7 +200,7 @@ export function runSuspended(owner: string, at: string): TeamRunEvent {
 // ---------------------------------------------------------------------------------------------
 // Model turns
 
-type CallModelStep = Extract<NextAction, { kind: 'callModel' }>;
+export type CallModelStep = Extract<NextAction, { kind: 'callModel' }>;
 
 /** A new call's start (not recorded until its outcome is: see the model turn). */
 export function modelCallStarted(step: CallModelStep, call: { callId: string; model: string; at: string }): { type: 'ModelCallStarted'; data: ModelCallStartedData } {
@@ -279,6 +279,12 @@ export function decideModelFailure(state: RunState, step: CallModelStep, error: 
   return { events: [{ type: 'ModelCallFailed', data: { ...failure, retryInMs } }], retryInMs };
 }
 
+/** The wait before the retry a failed call's events decided, if any (ModelCallFailed `retryInMs`). */
+export function retryInMsOf(events: readonly TeamRunEvent[]): number | undefined {
+  const failed = events.find((e) => e.type === 'ModelCallFailed');
+  return failed?.type === 'ModelCallFailed' ? failed.data.retryInMs : undefined;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Tool calls and submissions
 
@@ -347,6 +353,32 @@ export function toolCallCompleted(
   return { type: 'ToolCallCompleted', data: { role, ...completedCallData(turn, call, outcome, durationMs, outcomeUnknown) } };
 }
 
+/** A tool call of a turn as the turn is committed: its outcome, what it changed, what is still to record. */
+export interface CommittedCall {
+  call: ToolUseBlock;
+  /** Its ToolCallRequested is still to be recorded (a repeatable tool's is recorded with its result). */
+  record: boolean;
+  outcome: { output: string; isError: boolean };
+  outcomeUnknown?: boolean;
+  durationMs?: number;
+  /** A spawn call's approval was rejected: its sub-agent is cancelled with the result. */
+  cancelSubAgent?: string;
+  /** What the call changed in the workspace. */
+  files?: FileEffect[];
+}
+
+/** A turn's tool calls committed in the model's order, whatever order they finished in. */
+export function committedToolCalls(role: RoleName, turn: number, calls: readonly CommittedCall[], at: string): TeamRunEvent[] {
+  return calls.flatMap((p): TeamRunEvent[] => {
+    const done = toolCallCompleted(role, turn, p.call, p.outcome, p.durationMs ?? 0, p.outcomeUnknown);
+    return [
+      ...(p.cancelSubAgent ? [{ type: 'SubAgentCancelled' as const, data: { path: p.cancelSubAgent, reason: 'the spawn was rejected by a human', at } }] : []),
+      ...(p.record ? [toolCallRequested(role, turn, p.call, at)] : []),
+      p.files && done.type === 'ToolCallCompleted' ? { ...done, data: { ...done.data, files: p.files } } : done,
+    ];
+  });
+}
+
 /** A submit tool call, checked by the shell (`validateSubmission`): its result, and the submission when valid. */
 export function submissionEvents(
   state: RunState,
@@ -388,7 +420,7 @@ function submissionEvent(state: RunState, role: RoleName, toolUseId: string, inp
 // ---------------------------------------------------------------------------------------------
 // Context compaction
 
-type CompactStep = Extract<NextAction, { kind: 'compactContext' }>;
+export type CompactStep = Extract<NextAction, { kind: 'compactContext' }>;
 
 /**
  * In a plan-first phase the summary ends with where the plan stands (the plan, the step in progress

@@ -1,5 +1,6 @@
-import type { AssistantBlock, ChatMessage, ContentBlock, RoleName, StopReason, ToolResultBlock, ToolUseBlock, Usage } from '../models/model.port';
-import type { ModelCallOrigin, ToolCallCompletedData } from './run-events';
+import type { AssistantBlock, ChatMessage, ContentBlock, ModelResponse, RoleName, ToolResultBlock, ToolUseBlock } from '../models/model.port';
+import { costOf } from './pricing';
+import { SUB_AGENT_ROLES, type ModelCallOrigin, type SubAgentEvent, type SubAgentRole, type SubAgentSpawnedData, type SubAgentToolCompletedData } from './run-events';
 
 /**
  * Sub-agents: the pure core. An agent of a run (the executor, or a sub-agent itself) delegates a
@@ -11,14 +12,11 @@ import type { ModelCallOrigin, ToolCallCompletedData } from './run-events';
  * Paths name the delegation chain: the executor's first sub-agent is `executor/1`, that one's
  * second `executor/1/2`. The identity is `agent:<role>:<runId>/<path>`.
  *
- * One file over 400 lines on purpose: the events, the fold, the spawn decision and the next step
- * of a sub-agent are one pure core, read together (as run-events.ts and run-state.ts are for a run).
+ * The events' data are in the run's catalogue (run-events.ts); here: the fold, the spawn decision
+ * and the next step of a sub-agent, one pure core read together.
  */
 
 export const SPAWN_SUB_AGENT_TOOL = 'spawn_sub_agent';
-
-export const SUB_AGENT_ROLES = ['researcher', 'coder', 'reviewer', 'tester', 'analyst', 'creative', 'general'] as const;
-export type SubAgentRole = (typeof SUB_AGENT_ROLES)[number];
 
 export type SubAgentStatus = 'pending' | 'awaiting_approval' | 'queued' | 'running' | 'completed' | 'failed' | 'cancelled' | 'timed_out';
 export const SUB_AGENT_TERMINAL: ReadonlySet<SubAgentStatus> = new Set(['completed', 'failed', 'cancelled', 'timed_out']);
@@ -36,140 +34,6 @@ export const SUB_AGENT_LIMITS = {
     priority: [1, 10],
   },
 } as const;
-
-export interface SubAgentLimits {
-  maxTurns: number;
-  maxTokens: number;
-  timeoutMs: number;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Events (their data; the union is in run-events.ts)
-
-export interface SubAgentSpawnedData {
-  path: string;
-  /** Path of the spawning sub-agent; absent when the phase agent spawned it. */
-  parentPath?: string;
-  /** `agent:<role>:<runId>/<path>` */
-  agent: string;
-  /** Identity of the agent that spawned it. */
-  parent: string;
-  /** 1 for the phase agent's sub-agents. */
-  depth: number;
-  /** The spawn call (the phase agent's tool_use, or the parent sub-agent's). */
-  toolUseId: string;
-  role: SubAgentRole;
-  task: string;
-  /** Allowed tools: the requested ones that the parent has (the parent's, when none were requested). */
-  tools: string[];
-  limits: SubAgentLimits;
-  priority: number;
-  at: string;
-}
-
-export interface SubAgentAwaitingApprovalData {
-  path: string;
-  approvalId: string;
-  at: string;
-}
-
-export interface SubAgentQueuedData {
-  path: string;
-  priority: number;
-  at: string;
-}
-
-export interface SubAgentStartedData {
-  path: string;
-  at: string;
-}
-
-/** One model turn of a sub-agent: its request's new content (tool results are referenced) and the response. */
-export interface SubAgentModelCalledData extends ModelCallOrigin {
-  path: string;
-  turn: number;
-  callId: string;
-  /** The model the response named. */
-  model: string;
-  /** Content after the tool results that open the new user message (the task, on the first turn). */
-  content: ContentBlock[];
-  response: AssistantBlock[];
-  stopReason: StopReason;
-  usage: Usage;
-  costUsd: number;
-  durationMs: number;
-  at: string;
-}
-
-/** A tool that is not safe to repeat is recorded as started before it runs. */
-export interface SubAgentToolStartedData {
-  path: string;
-  turn: number;
-  toolUseId: string;
-  name: string;
-  at: string;
-}
-
-/** A sub-agent's tool call, recorded as a role's is (ToolCallCompleted, file effects included), under its path instead of a role. */
-export type SubAgentToolCompletedData = Omit<ToolCallCompletedData, 'role'> & { path: string };
-
-export interface SubAgentCompletedData {
-  path: string;
-  result: string;
-  at: string;
-}
-
-export type SubAgentFailureReason = 'MAX_TURNS' | 'BUDGET_EXHAUSTED' | 'ERROR';
-
-export interface SubAgentFailedData {
-  path: string;
-  reason: SubAgentFailureReason;
-  message: string;
-  at: string;
-}
-
-export interface SubAgentCancelledData {
-  path: string;
-  reason: string;
-  at: string;
-}
-
-export interface SubAgentTimedOutData {
-  path: string;
-  message: string;
-  at: string;
-}
-
-export type SubAgentEvent =
-  | { type: 'SubAgentSpawned'; data: SubAgentSpawnedData }
-  | { type: 'SubAgentAwaitingApproval'; data: SubAgentAwaitingApprovalData }
-  | { type: 'SubAgentQueued'; data: SubAgentQueuedData }
-  | { type: 'SubAgentStarted'; data: SubAgentStartedData }
-  | { type: 'SubAgentModelCalled'; data: SubAgentModelCalledData }
-  | { type: 'SubAgentToolStarted'; data: SubAgentToolStartedData }
-  | { type: 'SubAgentToolCompleted'; data: SubAgentToolCompletedData }
-  | { type: 'SubAgentCompleted'; data: SubAgentCompletedData }
-  | { type: 'SubAgentFailed'; data: SubAgentFailedData }
-  | { type: 'SubAgentCancelled'; data: SubAgentCancelledData }
-  | { type: 'SubAgentTimedOut'; data: SubAgentTimedOutData };
-
-export const SUB_AGENT_EVENT_TYPES = [
-  'SubAgentSpawned',
-  'SubAgentAwaitingApproval',
-  'SubAgentQueued',
-  'SubAgentStarted',
-  'SubAgentModelCalled',
-  'SubAgentToolStarted',
-  'SubAgentToolCompleted',
-  'SubAgentCompleted',
-  'SubAgentFailed',
-  'SubAgentCancelled',
-  'SubAgentTimedOut',
-] as const satisfies readonly SubAgentEvent['type'][];
-
-export function isSubAgentEvent(event: { type: string }): event is SubAgentEvent {
-  return (SUB_AGENT_EVENT_TYPES as readonly string[]).includes(event.type);
-}
 
 // ---------------------------------------------------------------------------------------------
 // State: one record per sub-agent, by path (plain JSON: it is checkpointed as is)
@@ -389,6 +253,42 @@ function parseSpawnRequest(input: Record<string, unknown>): SpawnRequest | strin
     request[key] = value;
   }
   return request;
+}
+
+// ---------------------------------------------------------------------------------------------
+// What a sub-agent's work records (the shell runs its model calls and tools; runDecider decides these)
+
+/** A sub-agent given its slot starts; one waiting for a slot is queued at its priority. */
+export function subAgentStarted(path: string, queue: { priority: number } | undefined, at: string): SubAgentEvent {
+  return queue ? { type: 'SubAgentQueued', data: { path, priority: queue.priority, at } } : { type: 'SubAgentStarted', data: { path, at } };
+}
+
+/** One model turn of a sub-agent: the step's new content and the answer, with its cost. */
+export function subAgentModelCalled(
+  path: string,
+  turn: { turn: number; content: ContentBlock[]; callId: string },
+  response: ModelResponse,
+  durationMs: number,
+  origin: ModelCallOrigin,
+  at: string,
+): SubAgentEvent {
+  return {
+    type: 'SubAgentModelCalled',
+    data: {
+      path,
+      turn: turn.turn,
+      callId: turn.callId,
+      model: response.model,
+      ...origin,
+      content: turn.content,
+      response: response.content,
+      stopReason: response.stopReason,
+      usage: response.usage,
+      costUsd: costOf(response.model, response.usage),
+      durationMs,
+      at,
+    },
+  };
 }
 
 // ---------------------------------------------------------------------------------------------

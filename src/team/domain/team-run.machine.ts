@@ -9,7 +9,7 @@ import type {
   TerminationReason,
   VerdictSubmittedData,
 } from './run-events';
-import { sameFindings } from '../resilience/stagnation';
+import { sameFindings } from './resilience/stagnation';
 
 /**
  * The team run: phases, iterations and how a run ends. Driven only by domain events, so folding a

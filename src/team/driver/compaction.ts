@@ -1,8 +1,9 @@
 import type { ModelRequest } from '../models/model.port';
 import type { NextAction } from '../domain/next-action';
-import { archivedMessages, contextCompacted, type SummaryOutcome } from '../domain/run-steps';
+import { archivedMessages, type SummaryOutcome } from '../domain/run-steps';
+import { runDecider } from '../domain/run-decider';
 import { callOrigin } from '../domain/model-pin';
-import { renderForSummary, SUMMARY_MAX_OUTPUT_TOKENS, SUMMARY_SYSTEM_PROMPT } from '../resilience/context-window';
+import { renderForSummary, SUMMARY_MAX_OUTPUT_TOKENS, SUMMARY_SYSTEM_PROMPT } from '../domain/resilience/context-window';
 import { deadlineOf, isoNow, underRunSignal, type StepContext } from './step-context';
 
 /**
@@ -38,5 +39,5 @@ export async function compactContext(ctx: StepContext, step: Extract<NextAction,
   });
   if (ctx.runSignal.aborted) return;
   if (deps.clock.now() >= deadlineOf(ctx.state)) return;
-  await ctx.append([contextCompacted(ctx.state, step, outcome, isoNow(deps.clock))]);
+  await ctx.append(runDecider.decide({ type: 'CompactContext', step, outcome, at: isoNow(deps.clock) }, ctx.state));
 }

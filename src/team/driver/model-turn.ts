@@ -4,11 +4,12 @@ import { EventTooLargeError } from '../../events/errors';
 import { ModelError, type ModelResponse } from '../models/model.port';
 import { modelOfCall, toolsOfCall, type NextAction } from '../domain/next-action';
 import { redactAnswer } from '../tools/tool-registry';
-import { decideModelFailure, modelCallCompleted, modelCallStarted } from '../domain/run-steps';
+import { modelCallStarted, retryInMsOf } from '../domain/run-steps';
+import { runDecider } from '../domain/run-decider';
 import type { TeamRunEvent } from '../domain/run-events';
 import { newUserMessage } from '../domain/run-state';
 import { callOrigin } from '../domain/model-pin';
-import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../resilience/policies';
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../domain/resilience/policies';
 import { deadlineOf, isoNow, type StepContext } from './step-context';
 
 /**
@@ -77,7 +78,7 @@ export async function takeModelTurn(ctx: StepContext, step: Extract<NextAction, 
     // Recorded even if the driver is stopped meanwhile: a recorded response is never asked for again.
     await deps.fairShare?.turn();
     try {
-      await ctx.append([...pending, modelCallCompleted(step, callId!, response, durationMs, callOrigin(deps.model, model, response))]);
+      await ctx.append([...pending, ...runDecider.decide({ type: 'CompleteModelCall', step, callId: callId!, response, durationMs, origin: callOrigin(deps.model, model, response) }, ctx.state)]);
       return;
     } catch (err) {
       // Nothing was written: the call's start goes with the failure recorded instead.
@@ -92,12 +93,16 @@ export async function takeModelTurn(ctx: StepContext, step: Extract<NextAction, 
     if (ctx.runSignal.aborted) return 'stop';
     // The run's timeout aborted the call: the next decision ends the run TIMEOUT.
     if (deps.clock.now() >= deadline) return 'stop';
-    const { events, retryInMs } = decideModelFailure(
+    const events = runDecider.decide(
+      {
+        type: 'FailModelCall',
+        step,
+        error: { kind: error.kind, message: error.message, status: error.details.status, transient: error.transient, retryAfterMs: error.details.retryAfterMs },
+        inputs: { attempt, callId: callId!, retry: retryPolicy(ctx), at: isoNow(deps.clock), random: Math.random },
+      },
       ctx.state,
-      step,
-      { kind: error.kind, message: error.message, status: error.details.status, transient: error.transient, retryAfterMs: error.details.retryAfterMs },
-      { attempt, callId: callId!, retry: retryPolicy(ctx), at: isoNow(deps.clock), random: Math.random },
     );
+    const retryInMs = retryInMsOf(events);
     // The call's start goes with its first recorded outcome.
     await ctx.append([...pending.splice(0), ...events]);
     if (retryInMs === undefined) return 'stop';

@@ -11,11 +11,12 @@ import { takeCheckpoint } from '../../checkpoint/checkpoint';
 import { modelOfCall, nextAction, toolsOfCall, type ContextMeasure, type NextAction } from '../domain/next-action';
 import type { ChatMessage, RoleName, TokenCountRequest } from '../models/model.port';
 import { TokenCounter } from '../models/token-count';
-import { contextLimitOf } from '../resilience/context-window';
+import { contextLimitOf } from '../domain/resilience/context-window';
 import { agentIdentity, toRunStreamId, type TeamRunEvent } from '../domain/run-events';
 import { evolve, foldRun, initialRunState, newUserMessage, runStatus, type RunState } from '../domain/run-state';
 import type { ModelCallStartedData } from '../domain/run-events';
-import { decideStep, driverClaimed, isDecidedStep, needsArtifactHash, runSuspended, type DecidedStep } from '../domain/run-steps';
+import { isDecidedStep, needsArtifactHash, type DecidedStep } from '../domain/run-steps';
+import { runDecider } from '../domain/run-decider';
 import { loadRunState } from '../run-stream';
 import { workspaceDigest } from '../tools/workspace-digest';
 import { loadRunHistory } from '../run-history';
@@ -224,7 +225,7 @@ export class RunDriver {
     const at = isoNow(this.deps.clock);
     if (isDecidedStep(action)) {
       const inputs = await this.inputsOf(action, at);
-      await this.append(decideStep(this.state, action, inputs));
+      await this.append(runDecider.decide({ type: 'TakeStep', step: action, inputs }, this.state));
       return;
     }
     switch (action.kind) {
@@ -327,7 +328,7 @@ export class RunDriver {
       }
       if (String(this.state.team.value) === 'ended' || this.state.suspended) return;
       try {
-        await this.append([driverClaimed(owner, isoNow(this.deps.clock))]);
+        await this.append(runDecider.decide({ type: 'ClaimDriver', runId: this.state.runId, owner, at: isoNow(this.deps.clock) }, this.state));
         this.claimed = true;
         return;
       } catch (err) {
@@ -354,7 +355,7 @@ export class RunDriver {
       if (String(this.state.team.value) === 'ended' || this.state.suspended || this.fenced) return false;
       if (isIdle(nextAction(this.state, this.deps.clock.now()))) return false;
       try {
-        await this.append([runSuspended(this.deps.owner ?? 'local', isoNow(this.deps.clock))]);
+        await this.append(runDecider.decide({ type: 'SuspendRun', runId: this.state.runId, owner: this.deps.owner ?? 'local', at: isoNow(this.deps.clock) }, this.state));
         await this.saveCheckpoint('shutdown');
         return true;
       } catch (err) {

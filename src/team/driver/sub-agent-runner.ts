@@ -1,26 +1,16 @@
 import { pause } from '../../events/store-retry';
 import { ModelError, type ChatMessage, type ContentBlock, type ModelResponse, type RoleName, type ToolUseBlock } from '../models/model.port';
-import { costOf } from '../models/pricing';
 import type { ToolOutcome } from '../tools/tool.port';
 import { redactAnswer } from '../tools/tool-registry';
 import { totalTokens } from '../domain/run-state';
-import type { ModelCallOrigin, TeamRunEvent } from '../domain/run-events';
+import type { FileEffect, SubAgentEvent, TeamRunEvent } from '../domain/run-events';
 import { callOrigin } from '../domain/model-pin';
-import { completedCallData } from '../domain/run-steps';
-import {
-  decideSpawn,
-  nextSubAgentStep,
-  pendingToolUses,
-  SPAWN_SUB_AGENT_TOOL,
-  spawnOutcome,
-  SUB_AGENT_TERMINAL,
-  type SubAgentEvent,
-  type SubAgentRecord,
-} from '../domain/sub-agents';
+import { runDecider } from '../domain/run-decider';
+import { decideSpawn, nextSubAgentStep, pendingToolUses, SPAWN_SUB_AGENT_TOOL, spawnOutcome, SUB_AGENT_TERMINAL, type SubAgentRecord } from '../domain/sub-agents';
 import { SubAgentPool, type ReleaseSlot } from './sub-agent-pool';
 import { deadlineOf, isoNow, runSandboxContext, type StepContext } from './step-context';
 import { encodeMachineText } from '../../shared/text';
-import { hasNoOwnEffects, type FileEffect } from '../workspace/workspace-effects';
+import { hasNoOwnEffects } from '../workspace/workspace-effects';
 import { withRecordedEffects } from '../workspace/workspace-log';
 import { answerTooLarge, unusableAnswer } from './model-turn';
 
@@ -84,17 +74,13 @@ export async function runSpawnCall(ctx: StepContext, spawner: Spawner, call: Too
   try {
     request = pool.request(slot, signal);
     if (status !== 'running' && status !== 'queued') {
-      pending.push(
-        request.immediate
-          ? { type: 'SubAgentStarted', data: { path, at: isoNow(deps.clock) } }
-          : { type: 'SubAgentQueued', data: { path, priority: spawned.priority, at: isoNow(deps.clock) } },
-      );
+      pending.push(...runDecider.decide({ type: 'StartSubAgent', path, ...(request.immediate ? {} : { queue: { priority: spawned.priority } }), at: isoNow(deps.clock) }, ctx.state));
     }
     await ctx.append(pending.splice(0));
     // Rejects only when the run stops while it waits for a slot: no slot is held, nothing to release.
     held.release = await request.ready.catch(() => undefined);
     if (!held.release) return stoppedOutcome();
-    if (ctx.state.subAgents[path].status === 'queued') await ctx.append([{ type: 'SubAgentStarted', data: { path, at: isoNow(deps.clock) } }]);
+    if (ctx.state.subAgents[path].status === 'queued') await ctx.append(runDecider.decide({ type: 'StartSubAgent', path, at: isoNow(deps.clock) }, ctx.state));
     await driveSubAgent(ctx, path, spawner.phaseRole, signal, held, pool);
   } finally {
     if (held.release) held.release();
@@ -133,7 +119,7 @@ async function driveSubAgent(ctx: StepContext, path: string, phaseRole: RoleName
           if (signal.aborted) return;
           const current = ctx.state.subAgents[path];
           if (call.name === SPAWN_SUB_AGENT_TOOL && current.spawned.tools.includes(SPAWN_SUB_AGENT_TOOL)) {
-            if (!alreadyStarted) await ctx.append([{ type: 'SubAgentToolStarted', data: { path, turn: step.turn, toolUseId: call.id, name: call.name, at: isoNow(deps.clock) } }]);
+            if (!alreadyStarted) await ctx.append(runDecider.decide({ type: 'StartSubAgentTool', path, turn: step.turn, call, at: isoNow(deps.clock) }, ctx.state));
             // Waiting for its own sub-agent, it gives its slot up; it takes one again after.
             held.release?.();
             held.release = undefined;
@@ -145,12 +131,12 @@ async function driveSubAgent(ctx: StepContext, path: string, phaseRole: RoleName
             // Rejects only when the run stops while it waits for a slot: no slot is held, nothing to release.
             held.release = await again.ready.catch(() => undefined);
             if (!held.release) return;
-            await ctx.append([toolCompleted(path, step.turn, call, outcome, deps.clock.now() - started)]);
+            await ctx.append(toolCompleted(ctx, path, step.turn, call, outcome, deps.clock.now() - started));
             continue;
           }
           const outcome = await runSubAgentTool(ctx, current, phaseRole, step.turn, call, alreadyStarted, signal);
           if (!outcome) return;
-          await ctx.append([outcome]);
+          await ctx.append(outcome);
         }
         continue;
       default: {
@@ -161,8 +147,8 @@ async function driveSubAgent(ctx: StepContext, path: string, phaseRole: RoleName
   }
 }
 
-function toolCompleted(path: string, turn: number, call: ToolUseBlock, outcome: ToolOutcome, durationMs: number, outcomeUnknown?: boolean, files?: FileEffect[]): TeamRunEvent {
-  return { type: 'SubAgentToolCompleted', data: { path, ...completedCallData(turn, call, outcome, durationMs, outcomeUnknown), ...(files ? { files } : {}) } };
+function toolCompleted(ctx: StepContext, path: string, turn: number, call: ToolUseBlock, outcome: ToolOutcome, durationMs: number, outcomeUnknown?: boolean, files?: FileEffect[]): TeamRunEvent[] {
+  return runDecider.decide({ type: 'CompleteSubAgentTool', path, turn, call, outcome, durationMs, ...(outcomeUnknown ? { outcomeUnknown } : {}), ...(files ? { files } : {}) }, ctx.state);
 }
 
 /** One tool call of a sub-agent, confined to its tools; undefined when the run stopped meanwhile. */
@@ -174,18 +160,18 @@ async function runSubAgentTool(
   call: ToolUseBlock,
   alreadyStarted: boolean,
   signal: AbortSignal,
-): Promise<TeamRunEvent | undefined> {
+): Promise<TeamRunEvent[] | undefined> {
   const { deps } = ctx;
   const path = record.spawned.path;
   const allowed = record.spawned.tools;
   const tool = deps.tools.get(call.name);
   if (alreadyStarted && !tool?.idempotent) {
-    return toolCompleted(path, turn, call, { isError: true, output: 'the outcome of this call is unknown: the process stopped while it ran' }, 0, true);
+    return toolCompleted(ctx, path, turn, call, { isError: true, output: 'the outcome of this call is unknown: the process stopped while it ran' }, 0, true);
   }
   // No approval is asked here: a spawn whose sub-agent gets a high-risk tool was approved as a
   // whole, under the run's policy, before the sub-agent started.
   if (tool && !tool.idempotent && allowed.includes(call.name)) {
-    await ctx.append([{ type: 'SubAgentToolStarted', data: { path, turn, toolUseId: call.id, name: call.name, at: isoNow(deps.clock) } }]);
+    await ctx.append(runDecider.decide({ type: 'StartSubAgentTool', path, turn, call, at: isoNow(deps.clock) }, ctx.state));
   }
   const started = deps.clock.now();
   const realWorkspace = await ctx.realWorkspace();
@@ -204,7 +190,7 @@ async function runSubAgentTool(
     if (tool?.readOnly && deps.workspaceLog?.enabled !== false && !hasNoOwnEffects(call.name)) files = [];
   } else ({ result: outcome, files } = await withRecordedEffects(deps.store, ctx.workspace, call, invoke, { ...deps.workspaceLog, realWorkspace, secrets: deps.tools.secrets }));
   if (signal.aborted) return undefined;
-  return toolCompleted(path, turn, call, outcome, deps.clock.now() - started, undefined, files);
+  return toolCompleted(ctx, path, turn, call, outcome, deps.clock.now() - started, undefined, files);
 }
 
 /**
@@ -259,7 +245,7 @@ async function callSubAgentModel(
       if (signal.aborted) return 'stopped';
       // Its timeout passed: the sub-agent timed out.
       if (deps.clock.now() >= deadline) {
-        await ctx.append([{ type: 'SubAgentTimedOut', data: { path: s.path, message: `the sub-agent exceeded its timeout`, at: isoNow(deps.clock) } }]);
+        await ctx.append(runDecider.decide({ type: 'TimeOutSubAgent', path: s.path, at: isoNow(deps.clock) }, ctx.state));
         return 'recorded';
       }
       failure = err instanceof ModelError ? err : new ModelError('server', String((err as Error)?.message ?? err));
@@ -269,7 +255,9 @@ async function callSubAgentModel(
     }
     if (!failure) {
       try {
-        await ctx.append([modelCalled(ctx, s.path, step, response!, deps.clock.now() - started, callOrigin(deps.model, model, response!))]);
+        const turn = { turn: step.turn, content: step.content, callId: deps.ids.newId() };
+        const origin = callOrigin(deps.model, model, response!);
+        await ctx.append(runDecider.decide({ type: 'RecordSubAgentTurn', path: s.path, turn, response: response!, durationMs: deps.clock.now() - started, origin, at: isoNow(deps.clock) }, ctx.state));
         return 'recorded';
       } catch (err) {
         // Nothing was written: an answer too large for one event is a failed call, asked for again.
@@ -285,28 +273,7 @@ async function callSubAgentModel(
       if (signal.aborted) return 'stopped';
       continue;
     }
-    await ctx.append([{ type: 'SubAgentFailed', data: { path: s.path, reason: 'ERROR', message: `the model failed: ${encodeMachineText(failure.message)}`, at: isoNow(deps.clock) } }]);
+    await ctx.append(runDecider.decide({ type: 'FailSubAgent', path: s.path, message: `the model failed: ${encodeMachineText(failure.message)}`, at: isoNow(deps.clock) }, ctx.state));
     return 'recorded';
   }
-}
-
-function modelCalled(ctx: StepContext, path: string, step: { turn: number; content: ContentBlock[] }, response: ModelResponse, durationMs: number, origin: ModelCallOrigin): TeamRunEvent {
-  const { deps } = ctx;
-  return {
-    type: 'SubAgentModelCalled',
-    data: {
-      path,
-      turn: step.turn,
-      callId: deps.ids.newId(),
-      model: response.model,
-      ...origin,
-      content: step.content,
-      response: response.content,
-      stopReason: response.stopReason,
-      usage: response.usage,
-      costUsd: costOf(response.model, response.usage),
-      durationMs,
-      at: isoNow(deps.clock),
-    },
-  };
 }

@@ -1,23 +1,17 @@
 import { inToolSpan } from '../../observability/tracing';
 import type { ToolUseBlock } from '../models/model.port';
 import type { NextAction } from '../domain/next-action';
-import {
-  rejectionMessage,
-  submissionEvents,
-  toolApprovalRequested,
-  toolCallCompleted,
-  toolCallRequested,
-  UNKNOWN_OUTCOME_MESSAGE,
-} from '../domain/run-steps';
-import { agentIdentity, type TeamRunEvent } from '../domain/run-events';
+import { rejectionMessage, toolApprovalRequested, UNKNOWN_OUTCOME_MESSAGE } from '../domain/run-steps';
+import { runDecider } from '../domain/run-decider';
+import { agentIdentity, type FileEffect, type TeamRunEvent } from '../domain/run-events';
 import { decideSpawn, evolveSubAgents, SPAWN_SUB_AGENT_TOOL, SUB_AGENT_TERMINAL } from '../domain/sub-agents';
 import { runSpawnCall, subAgentOfCall, type Spawner } from './sub-agent-runner';
-import { requiresApproval } from '../resilience/policies';
-import { executionSegments, runSegments } from '../resilience/tool-dispatch';
+import { requiresApproval } from '../domain/resilience/policies';
+import { executionSegments, runSegments } from '../domain/resilience/tool-dispatch';
 import { validateSubmission } from '../tools/tool-registry';
 import type { ToolDefinition, ToolOutcome } from '../tools/tool.port';
 import { encodeMachineText } from '../../shared/text';
-import { hasNoOwnEffects, type FileEffect } from '../workspace/workspace-effects';
+import { hasNoOwnEffects } from '../workspace/workspace-effects';
 import { withRecordedEffects } from '../workspace/workspace-log';
 import { isoNow, runSandboxContext, underRunSignal, type StepContext } from './step-context';
 
@@ -166,7 +160,7 @@ export async function dispatchTools(ctx: StepContext, step: Extract<NextAction, 
           // during it is known; a repeatable one is recorded with its result.
           const durable = segment.filter((p) => p.record && !p.tool!.idempotent);
           if (durable.length === 0) return;
-          await ctx.append(durable.map((p) => toolCallRequested(role, turn, p.call, isoNow(deps.clock))));
+          await ctx.append(runDecider.decide({ type: 'StartToolCalls', role, turn, calls: durable.map((p) => p.call), at: isoNow(deps.clock) }, ctx.state));
           for (const p of durable) p.record = false;
         },
       },
@@ -177,14 +171,7 @@ export async function dispatchTools(ctx: StepContext, step: Extract<NextAction, 
   if (stopped || ctx.runSignal.aborted) return;
 
   // Pass 3 — commit, in the model's order.
-  const events: TeamRunEvent[] = [];
-  for (const p of planned) {
-    if (p.cancelSubAgent) events.push({ type: 'SubAgentCancelled', data: { path: p.cancelSubAgent, reason: 'the spawn was rejected by a human', at: isoNow(deps.clock) } });
-    if (p.record) events.push(toolCallRequested(role, turn, p.call, isoNow(deps.clock)));
-    const done = toolCallCompleted(role, turn, p.call, p.outcome!, p.durationMs ?? 0, p.outcomeUnknown);
-    if (p.files && done.type === 'ToolCallCompleted') done.data.files = p.files;
-    events.push(done);
-  }
+  const events = runDecider.decide({ type: 'CommitToolCalls', role, turn, calls: planned.map((p) => ({ ...p, outcome: p.outcome! })), at: isoNow(deps.clock) }, ctx.state);
   // Results of tools that are safe to repeat are committed together with the next model call's
   // events: one fsync per turn instead of two. If the process dies before that commit, the same
   // calls run again on resume — which is exactly what "safe to repeat" allows.
@@ -196,5 +183,5 @@ export async function dispatchTools(ctx: StepContext, step: Extract<NextAction, 
 /** The role's submit tool call: checked, then recorded as its result and, when valid, the submission. */
 export async function submitToolCall(ctx: StepContext, step: Extract<NextAction, { kind: 'submit' }>, at: string): Promise<void> {
   const checked = validateSubmission(step.role, step.call.input);
-  await ctx.append(submissionEvents(ctx.state, step.role, step.call, checked, at));
+  await ctx.append(runDecider.decide({ type: 'SubmitToolCall', role: step.role, call: step.call, checked, at }, ctx.state));
 }

@@ -17,7 +17,7 @@ import {
   Min,
   ValidateNested,
 } from 'class-validator';
-import { LOOP_STRATEGIES, type LoopStrategy } from '../domain/loop-strategy';
+import { LOOP_STRATEGIES, type LoopStrategy } from '../domain/run-events';
 import { VISIBLE_TEXT } from '../../shared/text';
 
 /**

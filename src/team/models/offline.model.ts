@@ -3,7 +3,7 @@
 // play (and why a resumed run answers byte for byte the same) would be read across files.
 import { pause } from '../../shared/pause';
 import { sha256Hex } from '../../shared/canonical-json';
-import { parseTaskMessage, type TaskMessageInput } from '../prompts';
+import { parseTaskMessage, type TaskMessageInput } from '../domain/prompts';
 import {
   ModelError,
   type AssistantBlock,
@@ -17,7 +17,8 @@ import {
 import { NextCall, Replay, stableJson, takenSteps, UnexpectedState, type ToolObservation } from './offline.script-replay';
 import { toMachineText } from '../../shared/text';
 import { offlineDecompositionTurn, SUBMIT_TASK_GRAPH } from '../../projects/decomposition';
-import { SPAWN_SUB_AGENT_TOOL, SUB_AGENT_ROLES, type SubAgentRole } from '../domain/sub-agents';
+import { SPAWN_SUB_AGENT_TOOL } from '../domain/sub-agents';
+import { SUB_AGENT_ROLES, type SubAgentRole } from '../domain/run-events';
 import { COMPLETE_STEP, FAIL_STEP, MAX_STEP_TEXT, SUBMIT_STEPS } from '../domain/loop-strategy';
 
 /**

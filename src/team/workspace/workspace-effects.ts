@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { NewEvent, RecordedEvent } from '../../events/event-store.port';
 import { fromMachineText } from '../../shared/text';
+import type { FileEffect } from '../domain/run-events';
 
 /**
  * The workspace as part of the log (pure core). Every tool call that may change the workspace
@@ -15,12 +16,6 @@ import { fromMachineText } from '../../shared/text';
  * recorded as `unrecorded` (with its hash when known): the log then says the workspace cannot be
  * rebuilt exactly, and a rebuild refuses rather than guess.
  */
-
-/** One path's change, as recorded on ToolCallCompleted.files. Paths are workspace-relative with '/' separators. */
-export type FileEffect =
-  | { path: string; sha256: string; size: number; executable?: true }
-  | { path: string; deleted: true }
-  | { path: string; unrecorded: string; sha256?: string; size?: number };
 
 /** What the manifest knows of one file. */
 export type ManifestEntry =

@@ -7,22 +7,8 @@ import type { EventStore } from '../../events/event-store.port';
 import { readChunks } from '../../shared/read-chunks';
 import { fromMachineText } from '../../shared/text';
 import { resolveInWorkspace, toWorkspacePath, workspaceReplaced } from '../tools/workspace';
-import {
-  assembleBlob,
-  blobChunks,
-  blobStreamId,
-  differences,
-  diffSnapshots,
-  effectOf,
-  MAX_BLOB_BYTES,
-  SNAPSHOT_LIMITS,
-  unrebuildable,
-  type FileEffect,
-  type SnapshotFile,
-  type SnapshotLimits,
-  type WorkspaceManifest,
-  type WorkspaceSnapshot,
-} from './workspace-effects';
+import { assembleBlob, blobChunks, blobStreamId, differences, diffSnapshots, effectOf, MAX_BLOB_BYTES, SNAPSHOT_LIMITS, unrebuildable, type SnapshotFile, type SnapshotLimits, type WorkspaceManifest, type WorkspaceSnapshot } from './workspace-effects';
+import type { FileEffect } from '../domain/run-events';
 
 /**
  * The workspace log's shell: walking a directory into a snapshot, storing and reading blobs through

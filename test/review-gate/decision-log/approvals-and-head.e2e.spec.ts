@@ -1,8 +1,8 @@
 import { join } from 'node:path';
 import { SIGNING_KEYS_STREAM } from '../../../src/attestation/key-ring';
 import { SqliteEventStore } from '../../../src/events/sqlite.event-store';
-import { decideApproval, type ApprovalCommand } from '../../../src/team/approvals/approval-decider';
-import { approvalIdOf } from '../../../src/team/approvals/approval-id';
+import { decideApproval, type ApprovalCommand } from '../../../src/team/domain/approval-decider';
+import { approvalIdOf } from '../../../src/team/domain/approval-id';
 import type { TeamRunEvent } from '../../../src/team/domain/run-events';
 import { hashOf } from '../../../src/shared/canonical-json';
 import { tempDir } from '../../support/temp-dir';

@@ -1,5 +1,5 @@
-import { ApprovalNotFoundError, ApprovalNotPendingError } from '../../../src/team/approvals/approval-decider';
-import { approvalIdOf } from '../../../src/team/approvals/approval-id';
+import { ApprovalNotFoundError, ApprovalNotPendingError } from '../../../src/team/domain/approval-decider';
+import { approvalIdOf } from '../../../src/team/domain/approval-id';
 import * as gwt from '../../team/machines/given-when-then';
 import { APPROVAL_ID, approve, awaitingApproval, given } from '../../team/resilience/approval-fixtures';
 

@@ -1,6 +1,6 @@
 import { refusedDecider } from '../../../src/review-gate/domain/review-decider';
 import { SelfReviewError, selfReviewRule } from '../../../src/review-gate/domain/self-review';
-import { refusedApprover, SelfApprovalError } from '../../../src/team/approvals/approval-decider';
+import { refusedApprover, SelfApprovalError } from '../../../src/team/domain/approval-decider';
 import type { TeamRunEvent } from '../../../src/team/domain/run-events';
 import * as gwt from '../../team/machines/given-when-then';
 import { approve as approveTool, awaitingApproval, given as givenApproval } from '../../team/resilience/approval-fixtures';

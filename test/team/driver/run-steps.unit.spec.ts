@@ -17,7 +17,7 @@ import {
   type DecidedStep,
   type StepInputs,
 } from '../../../src/team/domain/run-steps';
-import { ROLE_PROMPTS } from '../../../src/team/prompts';
+import { ROLE_PROMPTS } from '../../../src/team/domain/prompts';
 import { DEFAULT_ROLE_TOOLS } from '../../../src/team/tools/tool-registry';
 import { DeciderSpecification, type Decider } from '../../support/decider-specification';
 import {

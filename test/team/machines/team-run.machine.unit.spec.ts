@@ -1,4 +1,4 @@
-import { renderTaskMessage } from '../../../src/team/prompts';
+import { renderTaskMessage } from '../../../src/team/domain/prompts';
 import { STATUS_OF_REASON, type TerminationReason } from '../../../src/team/domain/run-events';
 import {
   gateWaived,

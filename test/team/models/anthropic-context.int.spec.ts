@@ -1,8 +1,8 @@
 import type { ContextCompactedData, ModelCallCompletedData } from '../../../src/team/domain/run-events';
 import { runStatus } from '../../../src/team/domain/run-state';
 import { AnthropicModelProvider } from '../../../src/team/models/anthropic.provider';
-import { costOf } from '../../../src/team/models/pricing';
-import { SUMMARY_SYSTEM_PROMPT } from '../../../src/team/resilience/context-window';
+import { costOf } from '../../../src/team/domain/pricing';
+import { SUMMARY_SYSTEM_PROMPT } from '../../../src/team/domain/resilience/context-window';
 import { fakePromptTokens, startFakeMessagesApi, type FakeMessagesApi, type FakeStep, type RecordedRequest } from '../../support/fake-messages-api';
 import { dataOf, startRun, type Harness } from '../driver/driver-support';
 

@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync, mkdirSync } from 
 import { dirname, join } from 'node:path';
 import type { ChatMessage, ModelRequest, ModelResponse, RoleName, ToolSpec, ToolUseBlock } from '../../../src/team/models/model.port';
 import { OFFLINE_MODEL_ID, OfflineModelProvider, parseCriterion } from '../../../src/team/models/offline.model';
-import { renderTaskMessage, ROLE_PROMPTS, type TaskMessageInput } from '../../../src/team/prompts';
+import { renderTaskMessage, ROLE_PROMPTS, type TaskMessageInput } from '../../../src/team/domain/prompts';
 import { tempDir } from '../../support/temp-dir';
 import { modelProviderContract } from './model-provider.contract';
 

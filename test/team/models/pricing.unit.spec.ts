@@ -1,4 +1,4 @@
-import { CACHE_READ_MULTIPLIER, CACHE_WRITE_5M_MULTIPLIER, contextTokensOf, costOf, MODELS, priceOf } from '../../../src/team/models/pricing';
+import { CACHE_READ_MULTIPLIER, CACHE_WRITE_5M_MULTIPLIER, contextTokensOf, costOf, MODELS, priceOf } from '../../../src/team/domain/pricing';
 
 describe('pricing', () => {
   it.each([

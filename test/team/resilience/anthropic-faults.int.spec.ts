@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { ContextCompactedData, ModelCallFailedData, RunEndedData, StagnationWarnedData } from '../../../src/team/domain/run-events';
 import { runStatus, terminationReason } from '../../../src/team/domain/run-state';
 import { AnthropicModelProvider } from '../../../src/team/models/anthropic.provider';
-import { SUMMARY_HEADER, SUMMARY_SYSTEM_PROMPT } from '../../../src/team/resilience/context-window';
+import { SUMMARY_HEADER, SUMMARY_SYSTEM_PROMPT } from '../../../src/team/domain/resilience/context-window';
 import { httpErrorStep, startFakeMessagesApi, textStep, toolUseStep, type FakeMessagesApi, type FakeStep } from '../../support/fake-messages-api';
 import { dataOf, expectReplayMatchesLive, expectToolPairsIntact, startHarness, type Harness } from './resilience-support';
 import { waitFor } from '../../support/wait-for';

@@ -3,8 +3,8 @@ import {
   ApprovalNotPendingError,
   ApprovalTimeoutNotDueError,
   SelfApprovalError,
-} from '../../../src/team/approvals/approval-decider';
-import { approvalIdOf, parseApprovalId } from '../../../src/team/approvals/approval-id';
+} from '../../../src/team/domain/approval-decider';
+import { approvalIdOf, parseApprovalId } from '../../../src/team/domain/approval-id';
 import { hashOf } from '../../../src/shared/canonical-json';
 import { given as givenRun, RUN_ID, runEnded } from '../machines/given-when-then';
 import { APPROVAL_ID, approve, awaitingApproval, fireTimeout, given, reject, REQUESTED_AT } from './approval-fixtures';

@@ -1,8 +1,8 @@
-import { decideApproval, type ApprovalCommand } from '../../../src/team/approvals/approval-decider';
-import { approvalIdOf } from '../../../src/team/approvals/approval-id';
+import { decideApproval, type ApprovalCommand } from '../../../src/team/domain/approval-decider';
+import { approvalIdOf } from '../../../src/team/domain/approval-id';
 import type { TeamRunEvent, ToolApprovalRequestedData } from '../../../src/team/domain/run-events';
 import { evolve, initialRunState, type RunState } from '../../../src/team/domain/run-state';
-import { DEFAULT_TOOL_APPROVAL, type ToolApprovalPolicy } from '../../../src/team/resilience/policies';
+import { DEFAULT_TOOL_APPROVAL, type ToolApprovalPolicy } from '../../../src/team/domain/resilience/policies';
 import { DeciderSpecification, type Decider } from '../../support/decider-specification';
 import { modelCallCompleted, modelCallStarted, phaseStarted, planSubmitted, RUN_ID, runLaunched, submitTurn, toolUse } from '../machines/given-when-then';
 

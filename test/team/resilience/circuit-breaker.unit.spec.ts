@@ -1,4 +1,4 @@
-import { afterFailure, BREAKER_THRESHOLD, CLOSED_BREAKER, errorSignature, isTripped, normaliseErrorMessage, type BreakerState } from '../../../src/team/resilience/circuit-breaker';
+import { afterFailure, BREAKER_THRESHOLD, CLOSED_BREAKER, errorSignature, isTripped, normaliseErrorMessage, type BreakerState } from '../../../src/team/domain/resilience/circuit-breaker';
 import type { TeamRunEvent } from '../../../src/team/domain/run-events';
 import { given, modelCallCompleted, modelCallStarted, phaseStarted, runLaunched, toolUse } from '../machines/given-when-then';
 

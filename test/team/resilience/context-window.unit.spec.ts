@@ -12,7 +12,7 @@ import {
   SUMMARY_RESERVE_TOKENS,
   summaryModelOf,
   truncatedSummary,
-} from '../../../src/team/resilience/context-window';
+} from '../../../src/team/domain/resilience/context-window';
 import { given, modelCallCompleted, modelCallStarted, phaseStarted, planSubmitted, runLaunched, submitTurn, text, toolCallCompleted, toolUse } from '../machines/given-when-then';
 import { expectToolPairsIntact } from './resilience-support';
 

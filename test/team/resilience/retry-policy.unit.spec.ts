@@ -6,8 +6,8 @@ import {
   retryDelayMs,
   retrySchedule,
   type RetryPolicy,
-} from '../../../src/team/resilience/policies';
-import { breakerAfter, CLOSED_BREAKER, isTripped, type BreakerState } from '../../../src/team/resilience/circuit-breaker';
+} from '../../../src/team/domain/resilience/policies';
+import { breakerAfter, CLOSED_BREAKER, isTripped, type BreakerState } from '../../../src/team/domain/resilience/circuit-breaker';
 import { buildRunLaunched, InvalidLaunchError, type LaunchRunInput } from '../../../src/team/launch';
 
 // Model-call retries, given / when / then: which wait follows which failed attempt, under a

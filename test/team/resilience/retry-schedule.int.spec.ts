@@ -2,7 +2,7 @@ import type { ModelCallFailedData, RunEndedData, RunLaunchedData } from '../../.
 import { runStatus, terminationReason } from '../../../src/team/domain/run-state';
 import { ModelError } from '../../../src/team/models/model.port';
 import { ScriptedModelProvider } from '../../../src/team/models/scripted.model';
-import { PRODUCT_LAUNCH_DEFAULTS } from '../../../src/team/resilience/policies';
+import { PRODUCT_LAUNCH_DEFAULTS } from '../../../src/team/domain/resilience/policies';
 import { dataOf, expectReplayMatchesLive, plan, roleScript, startHarness, submitWork, verdict, type Harness } from './resilience-support';
 
 // The driver retries transient model faults on the run's recorded schedule. Waits go through an

@@ -1,11 +1,11 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { decideApproval, type ApprovalCommand } from '../../../src/team/approvals/approval-decider';
+import { decideApproval, type ApprovalCommand } from '../../../src/team/domain/approval-decider';
 import type { ToolApprovalRequestedData, ToolCallCompletedData } from '../../../src/team/domain/run-events';
 import { foldRun, runStatus } from '../../../src/team/domain/run-state';
 import { nextAction } from '../../../src/team/domain/next-action';
 import { ScriptedModelProvider } from '../../../src/team/models/scripted.model';
-import { PRODUCT_LAUNCH_DEFAULTS } from '../../../src/team/resilience/policies';
+import { PRODUCT_LAUNCH_DEFAULTS } from '../../../src/team/domain/resilience/policies';
 import { dataOf, expectReplayMatchesLive, lastUserMessage, plan, probeTools, respond, roleScript, startHarness, submitWork, toolUse, verdict, type Harness, type ProbeEntry } from './resilience-support';
 
 // Tool approvals on the scripted model: a risky call waits (awaiting_approval) until a human

@@ -2,8 +2,8 @@ import type { ContextCompactedData, ModelCallFailedData, RunEndedData, RunLaunch
 import { runStatus, terminationReason } from '../../../src/team/domain/run-state';
 import { ModelError, type ModelRequest } from '../../../src/team/models/model.port';
 import { ScriptedModelProvider } from '../../../src/team/models/scripted.model';
-import { SUMMARY_HEADER } from '../../../src/team/resilience/context-window';
-import { PRODUCT_LAUNCH_DEFAULTS } from '../../../src/team/resilience/policies';
+import { SUMMARY_HEADER } from '../../../src/team/domain/resilience/context-window';
+import { PRODUCT_LAUNCH_DEFAULTS } from '../../../src/team/domain/resilience/policies';
 import {
   call,
   dataOf,

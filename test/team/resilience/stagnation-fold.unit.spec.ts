@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import type { TeamRunEvent } from '../../../src/team/domain/run-events';
 import { evolve, foldRun, initialRunState, type RunState } from '../../../src/team/domain/run-state';
-import { DEFAULT_STAGNATION_POLICY, type StagnationPolicy } from '../../../src/team/resilience/policies';
+import { DEFAULT_STAGNATION_POLICY, type StagnationPolicy } from '../../../src/team/domain/resilience/policies';
 import { modelCallCompleted, modelCallStarted, phaseStarted, runLaunched, text, toolUse } from '../machines/given-when-then';
 
 // foldRun leaves out the stagnation fingerprints of turns that cannot be in the window once the

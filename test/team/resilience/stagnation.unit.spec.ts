@@ -1,5 +1,5 @@
 import type { TeamRunEvent } from '../../../src/team/domain/run-events';
-import { DEFAULT_STAGNATION_POLICY, type StagnationPolicy } from '../../../src/team/resilience/policies';
+import { DEFAULT_STAGNATION_POLICY, type StagnationPolicy } from '../../../src/team/domain/resilience/policies';
 import {
   detectCycle,
   detectStagnation,
@@ -9,7 +9,7 @@ import {
   sameFindings,
   toolFingerprint,
   type StagnationWindow,
-} from '../../../src/team/resilience/stagnation';
+} from '../../../src/team/domain/resilience/stagnation';
 import {
   given,
   iterationStarted,

@@ -1,4 +1,4 @@
-import { executionSegments, runSegments } from '../../../src/team/resilience/tool-dispatch';
+import { executionSegments, runSegments } from '../../../src/team/domain/resilience/tool-dispatch';
 
 // Execution segments of the three-pass dispatch: read-only runs together, anything else alone,
 // in the model's order.

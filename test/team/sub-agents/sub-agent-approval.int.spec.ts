@@ -1,8 +1,8 @@
-import { decideApproval, type ApprovalCommand } from '../../../src/team/approvals/approval-decider';
+import { decideApproval, type ApprovalCommand } from '../../../src/team/domain/approval-decider';
 import type { ToolApprovalRequestedData, ToolCallCompletedData } from '../../../src/team/domain/run-events';
 import { foldRun, runStatus } from '../../../src/team/domain/run-state';
 import { ScriptedModelProvider, textResponse, toolUseResponse } from '../../../src/team/models/scripted.model';
-import { PRODUCT_LAUNCH_DEFAULTS } from '../../../src/team/resilience/policies';
+import { PRODUCT_LAUNCH_DEFAULTS } from '../../../src/team/domain/resilience/policies';
 import { applyToSummary, type RunSummaryState } from '../../../src/team/run-summary';
 import { dataOf, plan, roleScript, startHarness, verdict, type Harness } from '../resilience/resilience-support';
 

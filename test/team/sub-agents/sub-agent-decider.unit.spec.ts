@@ -1,13 +1,5 @@
-import {
-  decideSpawn,
-  evolveSubAgents,
-  nextSubAgentStep,
-  spawnOutcome,
-  subAgentTokens,
-  type SpawnContext,
-  type SubAgentEvent,
-  type SubAgents,
-} from '../../../src/team/domain/sub-agents';
+import { decideSpawn, evolveSubAgents, nextSubAgentStep, spawnOutcome, subAgentTokens, type SpawnContext, type SubAgents } from '../../../src/team/domain/sub-agents';
+import type { SubAgentEvent } from '../../../src/team/domain/run-events';
 
 const AT = '2026-01-01T00:00:00.000Z';
 const NOW = Date.parse(AT);

@@ -1,16 +1,5 @@
-import {
-  assembleBlob,
-  blobChunks,
-  differences,
-  diffSnapshots,
-  MAX_EFFECTS_PER_CALL,
-  sha256Of,
-  unrebuildable,
-  workspaceAt,
-  type FileEffect,
-  type SnapshotFile,
-  type WorkspaceSnapshot,
-} from '../../../src/team/workspace/workspace-effects';
+import { assembleBlob, blobChunks, differences, diffSnapshots, MAX_EFFECTS_PER_CALL, sha256Of, unrebuildable, workspaceAt, type SnapshotFile, type WorkspaceSnapshot } from '../../../src/team/workspace/workspace-effects';
+import type { FileEffect } from '../../../src/team/domain/run-events';
 
 const file = (text: string, executable = false): SnapshotFile => {
   const bytes = Buffer.from(text);

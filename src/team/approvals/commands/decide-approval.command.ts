@@ -13,14 +13,14 @@ import { loadRunState } from '../../run-stream';
 import {
   approvalStatement,
   ApprovalNotFoundError,
-  decideApproval,
   pendingApproval,
   refusedApprover,
   SelfApprovalError,
   type ApprovalCommand,
   type Approver,
-} from '../approval-decider';
-import { parseApprovalId } from '../approval-id';
+} from '../../domain/approval-decider';
+import { runDecider } from '../../domain/run-decider';
+import { parseApprovalId } from '../../domain/approval-id';
 
 export class ApproveToolCallCommand {
   constructor(
@@ -86,7 +86,7 @@ abstract class DecideApprovalHandler {
       if (signed !== undefined && statementText(approvalStatement(state, approvalId, said!.outcome, said!.reason)) !== signed) {
         throw new ConflictError(`approval ${approvalId} changed while its signature was checked; sign it again`);
       }
-      return decideApproval(command, state);
+      return runDecider.decide(command, state);
     });
     const decided = events[0].data as { outcome: 'approved' | 'rejected' };
     return { approvalId, runId, outcome: decided.outcome, runStatus: runStatus(state) };

@@ -1,5 +1,6 @@
 import type { ToolDefinition } from '../tool.port';
-import { SPAWN_SUB_AGENT_TOOL, SUB_AGENT_LIMITS, SUB_AGENT_ROLES } from '../../domain/sub-agents';
+import { SPAWN_SUB_AGENT_TOOL, SUB_AGENT_LIMITS } from '../../domain/sub-agents';
+import { SUB_AGENT_ROLES } from '../../domain/run-events';
 
 /**
  * spawn_sub_agent: delegates a task to a sub-agent. Offered to the model like any tool, but run by

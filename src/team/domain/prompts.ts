@@ -1,4 +1,4 @@
-import type { RoleName } from './models/model.port';
+import type { RoleName } from '../models/model.port';
 
 /**
  * Role prompts and the task messages each role receives. The text is part of the recorded

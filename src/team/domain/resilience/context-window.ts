@@ -1,6 +1,6 @@
-import type { ChatMessage, ContentBlock } from '../models/model.port';
+import type { ChatMessage, ContentBlock } from '../../models/model.port';
 import type { ContextWindowPolicy } from './policies';
-import { contextTokensOf } from '../models/pricing';
+import { contextTokensOf } from '../pricing';
 
 /**
  * Keeping a conversation inside the model's context window. Pure: token estimates, the budget, and

@@ -1,4 +1,4 @@
-import type { Usage } from './model.port';
+import type { Usage } from '../models/model.port';
 
 /**
  * One table per model: price per million tokens and context window.

@@ -1,4 +1,4 @@
-import { canonicalJson, sha256Hex } from '../../shared/canonical-json';
+import { canonicalJson, sha256Hex } from '../../../shared/canonical-json';
 import type { StagnationPolicy } from './policies';
 
 /**
