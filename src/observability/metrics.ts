@@ -1,5 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { modelLabelOf } from '../team/models/pricing';
+import { modelLabelOf } from '../team/domain/pricing';
 
 /**
  * The process's Prometheus metrics (prom-client), framework-free so unit tests load it. Three kinds
