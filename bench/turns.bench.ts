@@ -20,7 +20,7 @@ import { DEFAULT_CHECKPOINT_EVERY_TURNS, RunDriver } from '../src/team/run-drive
 import { InMemoryCheckpointStore, SqliteCheckpointStore } from '../src/checkpoint/checkpoint-stores';
 import { openStorage } from '../src/storage/storage';
 import { ToolRegistry } from '../src/team/tools/tool-registry';
-import { processFairShare } from '../src/team/fair-share';
+import { processFairShare } from '../src/team/dispatch/fair-share';
 import type { ToolDefinition } from '../src/team/tools/tool.port';
 import { cpuProbeText, dropPostgresSchema, machineInfo, measureFdatasyncRate, sqliteVersion, summarise, type FdatasyncRate, type MachineInfo, type Summary } from './machine';
 

@@ -2,7 +2,7 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { QueryBus } from '@nestjs/cqrs';
 import { LiveRunBus } from '../team/live-run-bus';
 import { GetRunQuery } from '../team/queries/run.queries';
-import { RunSupervisor } from '../team/run-supervisor';
+import { RunSupervisor } from '../team/dispatch/run-supervisor';
 import type { RunSummary } from '../team/run-summary';
 import type { CliContext } from './cli-context';
 import type { CliOutput } from './cli-io';

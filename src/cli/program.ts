@@ -21,7 +21,7 @@ export { EXIT, exitCodeOf };
 // benchmarks observe in it (the supervisor's drivers, the store's reads), from the same module graph
 // as the CLI (one copy of every class, whichever way the program was loaded).
 export { createHttpApp } from '../http/bootstrap';
-export { RunSupervisor } from '../team/run-supervisor';
+export { RunSupervisor } from '../team/dispatch/run-supervisor';
 export { EVENT_STORE } from '../events/event-store.port';
 export { illFormedCliInput };
 

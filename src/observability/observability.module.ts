@@ -5,7 +5,7 @@ import { DecisionLogProjector } from '../review-gate/decision-log/decision-log.p
 import { ReviewGateModule } from '../review-gate/review-gate.module';
 import { HEALTH_REGISTRY, type HealthRegistry } from '../shared/health';
 import { LiveRunBus } from '../team/live-run-bus';
-import { RunSupervisor } from '../team/run-supervisor';
+import { RunSupervisor } from '../team/dispatch/run-supervisor';
 import { RunsProjection } from '../team/runs.projection';
 import { TeamModule } from '../team/team.module';
 import { MetricsController } from './metrics.controller';

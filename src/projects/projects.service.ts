@@ -11,7 +11,7 @@ import { LaunchRunCommand } from '../team/commands/launch-run.command';
 import { DEFAULT_MODEL } from '../team/commands/tokens';
 import type { LaunchRunInput } from '../team/launch';
 import { MODEL_PROVIDER, type ModelProvider } from '../team/models/model.port';
-import { RunSupervisor } from '../team/run-supervisor';
+import { RunSupervisor } from '../team/dispatch/run-supervisor';
 import { decideProject, ProjectNotFoundError, projectView, type ProjectCommand, type ProjectView } from './domain/project-decider';
 import type { ProjectLaunchedData, ProjectState, ProjectStatus, TaskState } from './domain/project-events';
 import { DEFAULT_PROJECT_CONCURRENCY } from './domain/scheduler';

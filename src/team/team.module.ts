@@ -12,9 +12,9 @@ import { createModelProvider, type ModelSelection } from './models/model-provide
 import { MODEL_PROVIDER } from './models/model.port';
 import { GetRunHandler, ListRunsHandler } from './queries/run.queries';
 import { productLaunchDefaults, retrySchedule } from './resilience/policies';
-import { RETRY_POLICY, RunSupervisor, SUPERVISOR_OPTIONS } from './run-supervisor';
-import { RECOVERY_INTERVAL_MS, RecoveryService } from './recovery.service';
-import { RunDispatcher } from './run-dispatcher';
+import { RETRY_POLICY, RunSupervisor, SUPERVISOR_OPTIONS } from './dispatch/run-supervisor';
+import { RECOVERY_INTERVAL_MS, RecoveryService } from './dispatch/recovery.service';
+import { RunDispatcher } from './dispatch/run-dispatcher';
 import { RUN_LEASES } from './leases/run-leases';
 import { CHECKPOINT_STORE } from '../checkpoint/checkpoint-store.port';
 import { STORAGE, type Storage } from '../storage/storage';

@@ -17,7 +17,7 @@ const { launchRun } = require(path.join(dist, 'team/launch.js'));
 const { InMemoryRunLeases } = require(path.join(dist, 'team/leases/run-leases.js'));
 const { LiveRunBus } = require(path.join(dist, 'team/live-run-bus.js'));
 const { OfflineModelProvider } = require(path.join(dist, 'team/models/offline.model.js'));
-const { RunSupervisor } = require(path.join(dist, 'team/run-supervisor.js'));
+const { RunSupervisor } = require(path.join(dist, 'team/dispatch/run-supervisor.js'));
 const { createDefaultToolRegistry } = require(path.join(dist, 'team/tools/tool-registry.js'));
 
 // No app, no signing key: the store is written unsigned here, and this process's folds act on it

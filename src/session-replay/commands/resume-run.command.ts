@@ -7,7 +7,7 @@ import { COMMAND_PATH } from '../../events/command-path.module';
 import type { Clock } from '../../shared/ports';
 import { CLOCK } from '../../shared/system';
 import { RUN_LEASES, type RunLeases } from '../../team/leases/run-leases';
-import { RunSupervisor } from '../../team/run-supervisor';
+import { RunSupervisor } from '../../team/dispatch/run-supervisor';
 import { resumeRun, type ResumeDeps, type ResumeResult } from '../resume-run';
 import type { PinChange } from '../../team/domain/model-pin';
 

@@ -1,4 +1,4 @@
-import type { ProcessLoad } from '../placement';
+import type { ProcessLoad } from '../dispatch/placement';
 
 /**
  * The serving processes' loads as placement reads them (`RunSupervisor.place`). A process at its

@@ -1,5 +1,5 @@
 import { commandPathFor } from '../../../src/events/command-handling';
-import type { FairShare } from '../../../src/team/fair-share';
+import type { FairShare } from '../../../src/team/dispatch/fair-share';
 import type { CheckpointStore } from '../../../src/checkpoint/checkpoint-store.port';
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';

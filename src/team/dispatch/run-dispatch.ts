@@ -1,10 +1,10 @@
-import type { EventStore, RecordedEvent, Subscription } from '../events/event-store.port';
-import { isStoreUnavailable } from '../events/errors';
-import { pause, storeBackoffMs } from '../events/store-retry';
-import type { HealthRegistry } from '../shared/health';
-import { RUN_STREAM_PREFIX } from './domain/run-events';
+import type { EventStore, RecordedEvent, Subscription } from '../../events/event-store.port';
+import { isStoreUnavailable } from '../../events/errors';
+import { pause, storeBackoffMs } from '../../events/store-retry';
+import type { HealthRegistry } from '../../shared/health';
+import { RUN_STREAM_PREFIX } from '../domain/run-events';
 
-import { runIdOfStream } from './run-summary';
+import { runIdOfStream } from '../run-summary';
 
 /**
  * The durable name of the dispatcher's subscription (its saved position survives restarts). One

@@ -1,18 +1,18 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
-import type { CommandPath } from '../events/command-handling';
-import { COMMAND_PATH } from '../events/command-path.module';
-import { CHECKPOINT_STORE, type CheckpointStore } from '../checkpoint/checkpoint-store.port';
-import { isStoreUnavailable } from '../events/errors';
-import { ConflictError } from '../shared/errors';
-import { OutageBackoff } from '../events/store-retry';
-import { CLOCK } from '../shared/system';
-import { TERMINAL_STATUSES } from './domain/run-events';
-import { decideRun } from './domain/run-decider';
-import { runContext, runStream } from './run-stream';
-import type { Clock } from '../shared/ports';
+import type { CommandPath } from '../../events/command-handling';
+import { COMMAND_PATH } from '../../events/command-path.module';
+import { CHECKPOINT_STORE, type CheckpointStore } from '../../checkpoint/checkpoint-store.port';
+import { isStoreUnavailable } from '../../events/errors';
+import { ConflictError } from '../../shared/errors';
+import { OutageBackoff } from '../../events/store-retry';
+import { CLOCK } from '../../shared/system';
+import { TERMINAL_STATUSES } from '../domain/run-events';
+import { decideRun } from '../domain/run-decider';
+import { runContext, runStream } from '../run-stream';
+import type { Clock } from '../../shared/ports';
 import { RunSupervisor } from './run-supervisor';
-import { RunsProjection } from './runs.projection';
-import { RUN_LEASES, type RunLeases } from './leases/run-leases';
+import { RunsProjection } from '../runs.projection';
+import { RUN_LEASES, type RunLeases } from '../leases/run-leases';
 
 export const RECOVERY_INTERVAL_MS = Symbol('RECOVERY_INTERVAL_MS');
 

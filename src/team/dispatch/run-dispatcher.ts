@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
-import { EVENT_STORE, type EventStore } from '../events/event-store.port';
-import { HEALTH_REGISTRY, type HealthRegistry } from '../shared/health';
+import { EVENT_STORE, type EventStore } from '../../events/event-store.port';
+import { HEALTH_REGISTRY, type HealthRegistry } from '../../shared/health';
 import { RunDispatch } from './run-dispatch';
 import { RunSupervisor } from './run-supervisor';
 

@@ -1,8 +1,8 @@
-import { InMemoryEventStore } from '../../src/events/in-memory.event-store';
-import { StoreUnavailableError } from '../../src/events/errors';
-import { HealthRegistry } from '../../src/shared/health';
-import { DISPATCHER_SUBSCRIPTION, placedElsewhere, RunDispatch, runToWake, type DriverStarter } from '../../src/team/run-dispatch';
-import { waitFor } from '../support/wait-for';
+import { InMemoryEventStore } from '../../../src/events/in-memory.event-store';
+import { StoreUnavailableError } from '../../../src/events/errors';
+import { HealthRegistry } from '../../../src/shared/health';
+import { DISPATCHER_SUBSCRIPTION, placedElsewhere, RunDispatch, runToWake, type DriverStarter } from '../../../src/team/dispatch/run-dispatch';
+import { waitFor } from '../../support/wait-for';
 
 // Reactions from the store: the dispatcher starts a driver for every run an event wakes, from a
 // named subscription whose position survives a restart.
