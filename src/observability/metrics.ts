@@ -29,6 +29,10 @@ export interface MetricSources {
   pendingReviews?: () => PendingItem[];
   pendingApprovals?: () => PendingItem[];
   activeDrivers?: () => number;
+  /** Launches placed by this process, by placement (take, hand, queue). */
+  placements?: () => Readonly<Record<string, number>>;
+  /** Runs this process drives at most at once. */
+  maxActiveRuns?: () => number;
   headPosition?: () => Promise<number | undefined>;
   decisionLog?: () => Promise<DecisionLogLag | undefined>;
   /** Prometheus text lines kept by components themselves (health registry, lease heartbeat). */
@@ -108,6 +112,27 @@ export class TriadMetrics {
       registers: [r],
       collect() {
         this.set(sources().activeDrivers?.() ?? 0);
+      },
+    });
+    new Counter({
+      name: 'triad_runs_placed_total',
+      help: 'Runs launched through this process, by placement: driven here, handed to another process, or queued (every process at its cap).',
+      labelNames: ['placement'],
+      registers: [r],
+      collect() {
+        const placed = sources().placements?.();
+        if (!placed) return;
+        this.reset();
+        for (const [placement, n] of Object.entries(placed)) this.inc({ placement }, n);
+      },
+    });
+    new Gauge({
+      name: 'triad_max_active_runs',
+      help: 'Runs this process drives at most at once (TRIAD_MAX_ACTIVE_RUNS).',
+      registers: [r],
+      collect() {
+        const cap = sources().maxActiveRuns?.();
+        if (cap !== undefined) this.set(cap);
       },
     });
     new Gauge({

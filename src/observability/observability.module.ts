@@ -37,9 +37,11 @@ export class MetricsWiring implements OnModuleInit, OnModuleDestroy {
       pendingReviews: () => runs.nonTerminal().flatMap((r) => (r.pendingReview ? [{ since: r.pendingReview.openedAt }] : [])),
       pendingApprovals: () => runs.nonTerminal().flatMap((r) => (r.pendingApprovals ?? []).map((a) => ({ since: a.requestedAt }))),
       activeDrivers: () => supervisor.activeCount,
+      placements: () => supervisor.placement.placed,
+      maxActiveRuns: () => supervisor.pool.maxActiveRuns,
       headPosition: () => store.headPosition(),
       decisionLog: () => decisionLog.projection.lag(),
-      componentLines: () => [...health.metricLines(), ...supervisor.metricLines()],
+      componentLines: () => [...health.metricLines(), ...supervisor.pool.metricLines()],
     });
     this.feed = this.live.all().subscribe((item) => {
       if (item.kind === 'events') this.metrics.observeRunEvents(item.events);

@@ -119,7 +119,7 @@ export class ProjectsService implements OnApplicationShutdown {
     if (result.runId !== task.runId) throw new Error(`task ${task.key}: launched run ${result.runId}, expected ${task.runId}`);
     // The CLI drives a project's task runs in the foreground, as `triad run` drives its run: the
     // project's own concurrency bounds them, not the serving processes' cap.
-    if (this.driveHere && !this.supervisor.isDriving(result.runId)) await this.supervisor.startIfLeased(result.runId, { overCap: true });
+    if (this.driveHere && !this.supervisor.isDriving(result.runId)) await this.supervisor.wake(result.runId, 'project');
   }
 
   private now(): string {
