@@ -1,4 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { HealthFigures } from '../shared/health';
+import type { HeartbeatFigures } from '../team/leases/lease-heartbeat';
 
 /**
  * The process's Prometheus metrics (prom-client), framework-free so unit tests load it. Three kinds
@@ -6,7 +8,8 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
  * - the events this process's drivers record (`observeRunEvents`): model turns, tokens, cost,
  *   call latency, model errors and retries — counted once, where they are recorded;
  * - read models and components, read at scrape time (`use(sources)`): runs by status, pending
- *   reviews and approvals, the decision log projector, the store head, drivers;
+ *   reviews and approvals, the decision log projector, the store head, drivers, placements, the
+ *   health registry's and the lease heartbeat's counts;
  * - the HTTP layer and the store adapter, timed as they work (`observeHttp`, `observeAppend`).
  * Labels are bounded sets (role, model, kind, status, route pattern): never a run, review or
  * request id.
@@ -35,8 +38,10 @@ export interface MetricSources {
   maxActiveRuns?: () => number;
   headPosition?: () => Promise<number | undefined>;
   decisionLog?: () => Promise<DecisionLogLag | undefined>;
-  /** Prometheus text lines kept by components themselves (health registry, lease heartbeat). */
-  componentLines?: () => string[];
+  /** Store errors, restarts and projection positions (the health registry). */
+  health?: () => HealthFigures;
+  /** Lease renewals, failures, losses and delays (the lease heartbeat). */
+  leaseHeartbeat?: () => HeartbeatFigures;
 }
 
 export interface DecisionLogLag {
@@ -114,27 +119,77 @@ export class TriadMetrics {
         this.set(sources().activeDrivers?.() ?? 0);
       },
     });
-    new Counter({
-      name: 'triad_runs_placed_total',
-      help: 'Runs launched through this process, by placement: driven here, handed to another process, or queued (every process at its cap).',
-      labelNames: ['placement'],
-      registers: [r],
-      collect() {
+    // The components' own counts, each read at scrape time; a series whose part is not there is left as it was.
+    const counted = (name: string, help: string, read: () => number | undefined) =>
+      new Counter({
+        name,
+        help,
+        registers: [r],
+        collect() {
+          const n = read();
+          if (n === undefined) return;
+          this.reset();
+          this.inc(n);
+        },
+      });
+    const gauged = (name: string, help: string, read: () => number | undefined) =>
+      new Gauge({
+        name,
+        help,
+        registers: [r],
+        collect() {
+          const n = read();
+          if (n !== undefined) this.set(n);
+        },
+      });
+    type ByLabel = () => ReadonlyArray<readonly [string, number]> | undefined;
+    const countedBy = (name: string, help: string, label: string, read: ByLabel) =>
+      new Counter({
+        name,
+        help,
+        labelNames: [label],
+        registers: [r],
+        collect() {
+          const entries = read();
+          if (!entries) return;
+          this.reset();
+          for (const [value, n] of entries) this.inc({ [label]: value }, n);
+        },
+      });
+    const gaugedBy = (name: string, help: string, label: string, read: ByLabel) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: [label],
+        registers: [r],
+        collect() {
+          const entries = read();
+          if (!entries) return;
+          this.reset();
+          for (const [value, n] of entries) this.set({ [label]: value }, n);
+        },
+      });
+    const health = () => sources().health?.();
+    const heartbeat = () => sources().leaseHeartbeat?.();
+    counted('triad_store_errors_total', 'Store operations that failed to reach the store.', () => health()?.storeErrors);
+    countedBy('triad_restarts_total', 'Restarts after a failure, by component.', 'component', () => health()?.restarts);
+    gaugedBy('triad_projection_position', 'Global position folded by each projection.', 'projection', () => health()?.projectionPositions);
+    counted('triad_lease_renewals_total', "Lease heartbeats that renewed this process's leases.", () => heartbeat()?.renewals);
+    counted('triad_lease_renewal_failures_total', 'Lease heartbeats the store did not answer.', () => heartbeat()?.renewalFailures);
+    counted('triad_leases_lost_total', 'Leases found taken by another process (its driver here stopped).', () => heartbeat()?.leasesLost);
+    gauged('triad_lease_heartbeat_delay_max_seconds', 'Longest delay of a lease heartbeat past its planned time.', () => heartbeat()?.heartbeatDelayMaxSeconds);
+    gauged('triad_event_loop_delay_max_seconds', 'Longest event-loop delay seen since drivers started.', () => heartbeat()?.eventLoopDelayMaxSeconds);
+    countedBy(
+      'triad_runs_placed_total',
+      'Runs launched through this process, by placement: driven here, handed to another process, or queued (every process at its cap).',
+      'placement',
+      () => {
         const placed = sources().placements?.();
-        if (!placed) return;
-        this.reset();
-        for (const [placement, n] of Object.entries(placed)) this.inc({ placement }, n);
+        return placed && Object.entries(placed);
       },
-    });
-    new Gauge({
-      name: 'triad_max_active_runs',
-      help: 'Runs this process drives at most at once (TRIAD_MAX_ACTIVE_RUNS).',
-      registers: [r],
-      collect() {
-        const cap = sources().maxActiveRuns?.();
-        if (cap !== undefined) this.set(cap);
-      },
-    });
+    );
+    gauged('triad_max_active_runs', 'Runs this process drives at most at once (TRIAD_MAX_ACTIVE_RUNS).', () => sources().maxActiveRuns?.());
+
     new Gauge({
       name: 'process_uptime_seconds',
       help: 'Process uptime.',
@@ -291,7 +346,7 @@ export class TriadMetrics {
     return this.registry.contentType;
   }
 
-  /** The exposition text: prom-client's series, then the store head and the components' own lines. */
+  /** The exposition text: prom-client's series, then the store head. */
   async text(): Promise<string> {
     const [own, head] = await Promise.all([this.registry.metrics(), this.sources.headPosition?.().catch(() => undefined)]);
     const lines: string[] = [];
@@ -299,7 +354,6 @@ export class TriadMetrics {
     if (head !== undefined) {
       lines.push('# HELP triad_event_store_head_position Global position of the last event.', '# TYPE triad_event_store_head_position gauge', `triad_event_store_head_position ${head}`);
     }
-    lines.push(...(this.sources.componentLines?.() ?? []));
     return lines.length > 0 ? `${own}${lines.join('\n')}\n` : own;
   }
 }

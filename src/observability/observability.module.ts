@@ -41,7 +41,8 @@ export class MetricsWiring implements OnModuleInit, OnModuleDestroy {
       maxActiveRuns: () => supervisor.pool.maxActiveRuns,
       headPosition: () => store.headPosition(),
       decisionLog: () => decisionLog.projection.lag(),
-      componentLines: () => [...health.metricLines(), ...supervisor.pool.metricLines()],
+      health: () => health.figures(),
+      leaseHeartbeat: () => supervisor.pool.heartbeatFigures(),
     });
     this.feed = this.live.all().subscribe((item) => {
       if (item.kind === 'events') this.metrics.observeRunEvents(item.events);

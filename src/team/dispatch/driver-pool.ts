@@ -7,7 +7,7 @@ import type { Clock } from '../../shared/ports';
 import { matchPin, pinOf, type ProcessModel, type RunPin } from '../domain/model-pin';
 import type { RunState } from '../domain/run-state';
 import type { RunDriver } from '../driver/run-driver';
-import { LeaseHeartbeat } from '../leases/lease-heartbeat';
+import { LeaseHeartbeat, type HeartbeatFigures } from '../leases/lease-heartbeat';
 import type { RunLeases } from '../leases/run-leases';
 import { loadRunState } from '../run-stream';
 import type { ToolRegistry } from '../tools/tool-registry';
@@ -331,9 +331,9 @@ export class DriverPool implements OnApplicationShutdown {
     await active.done;
   }
 
-  /** Prometheus lines of the lease heartbeat. */
-  metricLines(): string[] {
-    return this.heartbeat.metricLines();
+  /** The lease heartbeat's figures, for /metrics. */
+  heartbeatFigures(): HeartbeatFigures {
+    return this.heartbeat.figures();
   }
 
   /**
