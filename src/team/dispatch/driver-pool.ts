@@ -100,7 +100,12 @@ export class DriverPool implements OnApplicationShutdown {
   readonly here: ProcessModel;
 
   constructor(private readonly deps: DriverPoolDeps) {
-    ({ leases: this.leases, clock: this.clock, options: this.options, logger: this.logger, owner: this.owner, here: this.here } = deps);
+    this.leases = deps.leases;
+    this.clock = deps.clock;
+    this.options = deps.options;
+    this.logger = deps.logger;
+    this.owner = deps.owner;
+    this.here = deps.here;
     this.heartbeat = new LeaseHeartbeat({
       leases: deps.leases,
       owner: deps.owner,
