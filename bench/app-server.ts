@@ -16,7 +16,7 @@ const DIST = process.env.TRIAD_BENCH_DIST ?? join(packageRoot(), 'dist');
 // before the bundle (an A/B against older code) has neither, and its modules are loaded instead.
 const ENTRY = join(DIST, 'cli', 'main.js');
 const BOOTSTRAP = join(DIST, 'http', 'bootstrap.js');
-const SUPERVISOR = join(DIST, 'team', 'run-supervisor.js');
+const DRIVER_POOL = join(DIST, 'team', 'dispatch', 'driver-pool.js');
 const EVENT_STORE_PORT = join(DIST, 'events', 'event-store.port.js');
 export const OPERATOR_KEY = 'bench-operator-0123456789abcdef';
 
@@ -28,33 +28,33 @@ export const OPERATOR_KEY = 'bench-operator-0123456789abcdef';
  */
 const SERVER_SCRIPT = `
 const entry = require(process.env.SCALE_ENTRY);
-const { createHttpApp, RunSupervisor, EVENT_STORE } = entry.RunSupervisor ? entry : {
+const { createHttpApp, DriverPool, EVENT_STORE } = entry.DriverPool ? entry : {
   createHttpApp: require(process.env.SCALE_BOOTSTRAP).createHttpApp,
-  RunSupervisor: require(process.env.SCALE_SUPERVISOR).RunSupervisor,
+  DriverPool: require(process.env.SCALE_DRIVER_POOL).DriverPool,
   EVENT_STORE: require(process.env.SCALE_EVENT_STORE).EVENT_STORE,
 };
 const { monitorEventLoopDelay } = require('node:perf_hooks');
 (async () => {
   const app = await createHttpApp({ logger: ['error', 'warn'] });
   await app.listen(0, '127.0.0.1');
-  const sup = app.get(RunSupervisor);
+  const sup = app.get(DriverPool);
   const eventsRead = countReads(app.get(EVENT_STORE));
   const started = new Map();
   const drive = [];
-  const origStart = sup.start.bind(sup);
+  const origWake = sup.wake.bind(sup);
   // A driver counts once it holds the run's lease; one started without getting it counts as
   // declined: a run placed on another process is not tried here, so declines are launches no
   // process was placed for (every one tries them, all but one give up) and recovery's attempts.
   let declined = 0;
   const stopped = [];
-  sup.start = (runId, ...rest) => {
+  sup.wake = (runId, ...rest) => {
     const fresh = !sup.isDriving(runId);
-    const p = origStart(runId, ...rest);
+    const p = origWake(runId, ...rest);
     const active = fresh && sup.drivers.get(runId);
     if (active) {
       const t0 = performance.now();
       const record = () => (drive.push(performance.now() - t0), stopped.push(runId));
-      active.leased.then((leased) => (leased ? p.then(record, record) : declined++), () => declined++);
+      active.leased.then((leased) => (leased ? active.done.then(record, record) : declined++), () => declined++);
     }
     return p;
   };
@@ -135,7 +135,7 @@ export async function startServer(env: NodeJS.ProcessEnv): Promise<Server> {
   // TRIAD_BENCH_NODE_ARGS: extra flags for the server (e.g. --cpu-prof) when profiling.
   const extra = (process.env.TRIAD_BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
   const child: ChildProcess = spawn(process.execPath, ['--expose-gc', ...extra, '-e', SERVER_SCRIPT], {
-    env: { ...env, SCALE_ENTRY: ENTRY, SCALE_BOOTSTRAP: BOOTSTRAP, SCALE_SUPERVISOR: SUPERVISOR, SCALE_EVENT_STORE: EVENT_STORE_PORT },
+    env: { ...env, SCALE_ENTRY: ENTRY, SCALE_BOOTSTRAP: BOOTSTRAP, SCALE_DRIVER_POOL: DRIVER_POOL, SCALE_EVENT_STORE: EVENT_STORE_PORT },
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
   });
   let stderr = '';

@@ -11,7 +11,7 @@ import { runStatus } from '../src/team/domain/run-state';
 import { buildRunLaunched } from '../src/team/launch';
 import type { AssistantBlock, ModelProvider, ModelRequest, ModelResponse } from '../src/team/models/model.port';
 import { executionSegments, runSegments, type DispatchMode } from '../src/team/domain/resilience/tool-dispatch';
-import { RunDriver } from '../src/team/run-driver';
+import { RunDriver } from '../src/team/driver/run-driver';
 import { ToolRegistry } from '../src/team/tools/tool-registry';
 import type { ToolDefinition } from '../src/team/tools/tool.port';
 import { cpuProbeText, machineInfo, type MachineInfo } from './machine';

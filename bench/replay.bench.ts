@@ -17,7 +17,7 @@ import { contextBudget, DEFAULT_MARGIN_TOKENS, estimateMessageTokens, estimateTe
 import { teamRunMachine } from '../src/team/domain/team-run.machine';
 import { buildRunLaunched } from '../src/team/launch';
 import { ROLE_PROMPTS } from '../src/team/domain/prompts';
-import { loadRunState } from '../src/team/run-driver';
+import { loadRunState } from '../src/team/run-stream';
 import { FOLD_PAGE_EVENTS } from '../src/team/run-history';
 import { cpuProbeText, machineInfo, sqliteVersion, type MachineInfo } from './machine';
 

@@ -16,11 +16,11 @@ import { runStatus, type RunState } from '../src/team/domain/run-state';
 import { buildRunLaunched } from '../src/team/launch';
 import { ModelError, type ModelProvider, type ModelRequest, type ModelResponse } from '../src/team/models/model.port';
 import { toolUseResponse } from '../src/team/models/scripted.model';
-import { DEFAULT_CHECKPOINT_EVERY_TURNS, RunDriver } from '../src/team/run-driver';
+import { DEFAULT_CHECKPOINT_EVERY_TURNS, RunDriver } from '../src/team/driver/run-driver';
 import { InMemoryCheckpointStore, SqliteCheckpointStore } from '../src/checkpoint/checkpoint-stores';
 import { openStorage } from '../src/storage/storage';
 import { ToolRegistry } from '../src/team/tools/tool-registry';
-import { processFairShare } from '../src/team/fair-share';
+import { processFairShare } from '../src/team/dispatch/fair-share';
 import type { ToolDefinition } from '../src/team/tools/tool.port';
 import { cpuProbeText, dropPostgresSchema, machineInfo, measureFdatasyncRate, sqliteVersion, summarise, type FdatasyncRate, type MachineInfo, type Summary } from './machine';
 

@@ -2,7 +2,7 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { QueryBus } from '@nestjs/cqrs';
 import { LiveRunBus } from '../team/live-run-bus';
 import { GetRunQuery } from '../team/queries/run.queries';
-import { RunSupervisor } from '../team/run-supervisor';
+import { DriverPool } from '../team/dispatch/driver-pool';
 import type { RunSummary } from '../team/run-summary';
 import type { CliContext } from './cli-context';
 import type { CliOutput } from './cli-io';
@@ -76,16 +76,16 @@ export async function resumeWhenFree(ctx: CliContext, app: INestApplicationConte
  * lapses with the run still in flight (that process died). The CLI's answer is the same either way.
  */
 async function driveOrAwait(ctx: CliContext, app: INestApplicationContext, runId: string): Promise<void> {
-  const supervisor = app.get(RunSupervisor);
+  const pool = app.get(DriverPool);
   let told = false;
   let unheld = 0;
   for (;;) {
     // A state: the driver here ran and stopped — at a gate or an end, on its own (shutdown, a store
     // fault), or because another process took the lease over (then that process drives on).
-    const drove = (await supervisor.start(runId, { overCap: true })) !== undefined;
+    const drove = (await (await pool.wake(runId, 'here')).stopped) !== undefined;
     const run = await readRun(app, runId);
     if (SETTLED.has(run.status)) return;
-    const holder = await supervisor.drivenElsewhere(runId);
+    const holder = await pool.drivenElsewhere(runId);
     if (holder !== undefined) {
       unheld = 0;
       if (!told) ctx.output.err(`run ${runId} is driven by another process (${holder}); waiting for it to reach a gate or an end\n`);

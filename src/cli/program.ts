@@ -18,10 +18,10 @@ import { illFormedCliInput } from './well-formed-args';
 
 export { EXIT, exitCodeOf };
 // For the test harness and the benchmarks' servers: the app `triad serve` builds, and what the
-// benchmarks observe in it (the supervisor's drivers, the store's reads), from the same module graph
+// benchmarks observe in it (the driver pool, the store's reads), from the same module graph
 // as the CLI (one copy of every class, whichever way the program was loaded).
 export { createHttpApp } from '../http/bootstrap';
-export { RunSupervisor } from '../team/run-supervisor';
+export { DriverPool } from '../team/dispatch/driver-pool';
 export { EVENT_STORE } from '../events/event-store.port';
 export { illFormedCliInput };
 

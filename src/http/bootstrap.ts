@@ -10,10 +10,10 @@ import { answerClientErrorsAsJson } from './client-errors';
 import { methodNotAllowed } from './method-not-allowed';
 import { describeDecodingErrors, enforceBodyLimits, requireJsonBody, verifyJsonShape } from './request-body.middleware';
 import { ReviewTimers } from '../review-gate/review-timers';
-import { RecoveryService } from '../team/recovery.service';
-import { RunDispatcher } from '../team/run-dispatcher';
+import { RecoveryService } from '../team/dispatch/recovery.service';
+import { RunDispatcher } from '../team/dispatch/run-dispatch';
 import { ProjectsService } from '../projects/projects.service';
-import { RunSupervisor } from '../team/run-supervisor';
+import { RunSupervisor } from '../team/dispatch/run-supervisor';
 import { ApprovalTimers } from '../team/approvals/approval-timers';
 import { METRICS, type TriadMetrics } from '../observability/metrics';
 import { httpMetrics } from '../observability/http-metrics';
@@ -76,7 +76,7 @@ export async function createHttpApp(options: { logger?: LogLevel[] | false | Log
   await app.init();
   // Background work of a serving process: drivers for the runs that need one, durable review and
   // approval timers, and crash recovery.
-  // Advertised first: launches made here from now on are placed (see RunSupervisor.place).
+  // Advertised first: launches made here from now on are placed (see Placement.place).
   await app.get(RunSupervisor).startServing();
   await app.get(RunDispatcher).start();
   await app.get(ProjectsService).start();

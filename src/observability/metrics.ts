@@ -1,5 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { modelLabelOf } from '../team/domain/pricing';
+import type { HealthFigures } from '../shared/health';
+import type { HeartbeatFigures } from '../team/leases/lease-heartbeat';
 
 /**
  * The process's Prometheus metrics (prom-client), framework-free so unit tests load it. Three kinds
@@ -7,7 +9,8 @@ import { modelLabelOf } from '../team/domain/pricing';
  * - the events this process's drivers record (`observeRunEvents`): model turns, tokens, cost,
  *   call latency, model errors and retries — counted once, where they are recorded;
  * - read models and components, read at scrape time (`use(sources)`): runs by status, pending
- *   reviews and approvals, the decision log projector, the store head, drivers;
+ *   reviews and approvals, the decision log projector, the store head, drivers, placements, the
+ *   health registry's and the lease heartbeat's counts;
  * - the HTTP layer and the store adapter, timed as they work (`observeHttp`, `observeAppend`).
  * Labels are bounded sets (role, model, kind, status, route pattern): never a run, review or
  * request id.
@@ -30,10 +33,16 @@ export interface MetricSources {
   pendingReviews?: () => PendingItem[];
   pendingApprovals?: () => PendingItem[];
   activeDrivers?: () => number;
+  /** Launches placed by this process, by placement (take, hand, queue). */
+  placements?: () => Readonly<Record<string, number>>;
+  /** Runs this process drives at most at once. */
+  maxActiveRuns?: () => number;
   headPosition?: () => Promise<number | undefined>;
   decisionLog?: () => Promise<DecisionLogLag | undefined>;
-  /** Prometheus text lines kept by components themselves (health registry, lease heartbeat). */
-  componentLines?: () => string[];
+  /** Store errors, restarts and projection positions (the health registry). */
+  health?: () => HealthFigures;
+  /** Lease renewals, failures, losses and delays (the lease heartbeat). */
+  leaseHeartbeat?: () => HeartbeatFigures;
   /** Whether a tool name is one this process has: other names a model calls are counted as `other`. */
   knownTool?: (name: string) => boolean;
 }
@@ -115,6 +124,77 @@ export class TriadMetrics {
         this.set(sources().activeDrivers?.() ?? 0);
       },
     });
+    // The components' own counts, each read at scrape time; a series whose part is not there is left as it was.
+    const counted = (name: string, help: string, read: () => number | undefined) =>
+      new Counter({
+        name,
+        help,
+        registers: [r],
+        collect() {
+          const n = read();
+          if (n === undefined) return;
+          this.reset();
+          this.inc(n);
+        },
+      });
+    const gauged = (name: string, help: string, read: () => number | undefined) =>
+      new Gauge({
+        name,
+        help,
+        registers: [r],
+        collect() {
+          const n = read();
+          if (n !== undefined) this.set(n);
+        },
+      });
+    type ByLabel = () => ReadonlyArray<readonly [string, number]> | undefined;
+    const countedBy = (name: string, help: string, label: string, read: ByLabel) =>
+      new Counter({
+        name,
+        help,
+        labelNames: [label],
+        registers: [r],
+        collect() {
+          const entries = read();
+          if (!entries) return;
+          this.reset();
+          for (const [value, n] of entries) this.inc({ [label]: value }, n);
+        },
+      });
+    const gaugedBy = (name: string, help: string, label: string, read: ByLabel) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: [label],
+        registers: [r],
+        collect() {
+          const entries = read();
+          if (!entries) return;
+          this.reset();
+          for (const [value, n] of entries) this.set({ [label]: value }, n);
+        },
+      });
+    const health = () => sources().health?.();
+    const heartbeat = () => sources().leaseHeartbeat?.();
+    counted('triad_store_errors_total', 'Store operations that failed to reach the store.', () => health()?.storeErrors);
+    countedBy('triad_restarts_total', 'Restarts after a failure, by component.', 'component', () => health()?.restarts);
+    gaugedBy('triad_projection_position', 'Global position folded by each projection.', 'projection', () => health()?.projectionPositions);
+    counted('triad_lease_renewals_total', "Lease heartbeats that renewed this process's leases.", () => heartbeat()?.renewals);
+    counted('triad_lease_renewal_failures_total', 'Lease heartbeats the store did not answer.', () => heartbeat()?.renewalFailures);
+    counted('triad_leases_lost_total', 'Leases found taken by another process (its driver here stopped).', () => heartbeat()?.leasesLost);
+    gauged('triad_lease_heartbeat_delay_max_seconds', 'Longest delay of a lease heartbeat past its planned time.', () => heartbeat()?.heartbeatDelayMaxSeconds);
+    gauged('triad_event_loop_delay_max_seconds', 'Longest event-loop delay seen since drivers started.', () => heartbeat()?.eventLoopDelayMaxSeconds);
+    countedBy(
+      'triad_runs_placed_total',
+      'Runs launched through this process, by placement: driven here, handed to another process, or queued (every process at its cap).',
+      'placement',
+      () => {
+        const placed = sources().placements?.();
+        return placed && Object.entries(placed);
+      },
+    );
+    gauged('triad_max_active_runs', 'Runs this process drives at most at once (TRIAD_MAX_ACTIVE_RUNS).', () => sources().maxActiveRuns?.());
+
     new Gauge({
       name: 'process_uptime_seconds',
       help: 'Process uptime.',
@@ -294,7 +374,7 @@ export class TriadMetrics {
     return this.registry.contentType;
   }
 
-  /** The exposition text: prom-client's series, then the store head and the components' own lines. */
+  /** The exposition text: prom-client's series, then the store head. */
   async text(): Promise<string> {
     // A store that does not answer omits the head series; the fault itself is counted by triad_store_errors_total.
     const [own, head] = await Promise.all([this.registry.metrics(), this.sources.headPosition?.().catch(() => undefined)]);
@@ -303,7 +383,6 @@ export class TriadMetrics {
     if (head !== undefined) {
       lines.push('# HELP triad_event_store_head_position Global position of the last event.', '# TYPE triad_event_store_head_position gauge', `triad_event_store_head_position ${head}`);
     }
-    lines.push(...(this.sources.componentLines?.() ?? []));
     return lines.length > 0 ? `${own}${lines.join('\n')}\n` : own;
   }
 }

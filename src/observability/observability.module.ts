@@ -5,7 +5,7 @@ import { DecisionLogProjector } from '../review-gate/decision-log/decision-log.p
 import { ReviewGateModule } from '../review-gate/review-gate.module';
 import { HEALTH_REGISTRY, type HealthRegistry } from '../shared/health';
 import { LiveRunBus } from '../team/live-run-bus';
-import { RunSupervisor } from '../team/run-supervisor';
+import { RunSupervisor } from '../team/dispatch/run-supervisor';
 import { RunsProjection } from '../team/runs.projection';
 import { TeamModule } from '../team/team.module';
 import { MetricsController } from './metrics.controller';
@@ -40,9 +40,12 @@ export class MetricsWiring implements OnModuleInit, OnModuleDestroy {
       pendingReviews: () => runs.nonTerminal().flatMap((r) => (r.pendingReview ? [{ since: r.pendingReview.openedAt }] : [])),
       pendingApprovals: () => runs.nonTerminal().flatMap((r) => (r.pendingApprovals ?? []).map((a) => ({ since: a.requestedAt }))),
       activeDrivers: () => supervisor.activeCount,
+      placements: () => supervisor.placement.placed,
+      maxActiveRuns: () => supervisor.pool.maxActiveRuns,
       headPosition: () => store.headPosition(),
       decisionLog: () => decisionLog.projection.lag(),
-      componentLines: () => [...health.metricLines(), ...supervisor.metricLines()],
+      health: () => health.figures(),
+      leaseHeartbeat: () => supervisor.pool.heartbeatFigures(),
       knownTool: (name) => this.tools.get(name) !== undefined,
     });
     this.feed = this.live.all().subscribe((item) => {

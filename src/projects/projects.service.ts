@@ -11,7 +11,7 @@ import { LaunchRunCommand } from '../team/commands/launch-run.command';
 import { DEFAULT_MODEL } from '../team/commands/tokens';
 import type { LaunchRunInput } from '../team/launch';
 import { MODEL_PROVIDER, type ModelProvider } from '../team/models/model.port';
-import { RunSupervisor } from '../team/run-supervisor';
+import { RunSupervisor } from '../team/dispatch/run-supervisor';
 import { ProjectNotFoundError, projectIdForIdempotencyKey, projectView, type ProjectCommand, type ProjectView } from './domain/project-decider';
 import type { ProjectLaunchedData, ProjectState, ProjectStatus, TaskState } from './domain/project-events';
 import { DEFAULT_PROJECT_CONCURRENCY } from './domain/scheduler';
@@ -121,7 +121,7 @@ export class ProjectsService implements OnApplicationShutdown {
     if (result.runId !== task.runId) throw new Error(`task ${task.key}: launched run ${result.runId}, expected ${task.runId}`);
     // The CLI drives a project's task runs in the foreground, as `triad run` drives its run: the
     // project's own concurrency bounds them, not the serving processes' cap.
-    if (this.driveHere && !this.supervisor.isDriving(result.runId)) await this.supervisor.startIfLeased(result.runId, { overCap: true });
+    if (this.driveHere && !this.supervisor.isDriving(result.runId)) await this.supervisor.wake(result.runId, 'project');
   }
 
   private now(): string {

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { CLOCK } from '../shared/system';
-import { DueTimeoutScanner, type DueTimeout } from '../team/due-timeouts';
+import { DueTimeoutScanner, type DueTimeout } from '../team/dispatch/due-timeouts';
 import type { Clock } from '../shared/ports';
 import type { RunSummary } from '../team/run-summary';
 import { RunsProjection } from '../team/runs.projection';

@@ -25,11 +25,12 @@ export class InvalidRepinError extends InvalidRequestError {
   override name = 'InvalidRepinError';
 }
 
-/** What resuming a run needs of the serving process's supervisor. */
+/** What resuming a run needs of the serving process's drivers (DriverPool). */
 export interface ResumingSupervisor {
   readonly owner: string;
   isDriving(runId: string): boolean;
-  startIfLeased(runId: string, options: { overCap?: boolean }): Promise<boolean>;
+  /** Drives the run here, over the cap (a human asked); resolves once its lease is decided. */
+  wake(runId: string, why: 'resume'): Promise<{ driving: boolean }>;
   /** What a run pinned to `pin` waits for when this process's model is not its pin. */
   pinWait(pin: RunPin): string | undefined;
 }
@@ -136,7 +137,7 @@ export async function resumeRun({ path, checkpoints, leases, clock, supervisor }
   if (waitingFor) return { runId, status: 'waiting', waitingFor, ...repinnedPins };
   // This process takes the run when it can: a suspended run's RunResumed wakes the dispatchers
   // too, a crashed run's (nothing recorded) is otherwise recovery's once its lease expires.
-  const leased = await supervisor.startIfLeased(runId, { overCap: true });
-  if (!leased) throw new DrivenElsewhereError(runId);
+  const { driving } = await supervisor.wake(runId, 'resume');
+  if (!driving) throw new DrivenElsewhereError(runId);
   return { runId, status: 'running', driver: supervisor.owner, ...repinnedPins };
 }

@@ -22,6 +22,16 @@ interface ProjectionHealth {
   failing?: string;
 }
 
+/** What /metrics reports of the registry (TriadMetrics makes prom-client series of them). */
+export interface HealthFigures {
+  /** Store operations that failed to reach the store. */
+  storeErrors: number;
+  /** Restarts after a failure, by component. */
+  restarts: ReadonlyArray<readonly [component: string, count: number]>;
+  /** Global position folded by each projection. */
+  projectionPositions: ReadonlyArray<readonly [projection: string, position: number]>;
+}
+
 export interface HealthAssessment {
   ok: boolean;
   reasons: string[];
@@ -100,14 +110,12 @@ export class HealthRegistry implements StoreHealthSink {
     return { ok: reasons.length === 0, reasons };
   }
 
-  /** Prometheus text lines for the counters kept here. */
-  metricLines(): string[] {
-    const lines = ['# HELP triad_store_errors_total Store operations that failed to reach the store.', '# TYPE triad_store_errors_total counter'];
-    lines.push(`triad_store_errors_total ${this.storeErrors}`);
-    lines.push('# HELP triad_restarts_total Restarts after a failure, by component.', '# TYPE triad_restarts_total counter');
-    for (const [component, n] of this.restarts) lines.push(`triad_restarts_total{component="${component}"} ${n}`);
-    lines.push('# HELP triad_projection_position Global position folded by each projection.', '# TYPE triad_projection_position gauge');
-    for (const [name, p] of this.projections) lines.push(`triad_projection_position{projection="${name}"} ${p.position}`);
-    return lines;
+  /** The counts kept here, for /metrics. */
+  figures(): HealthFigures {
+    return {
+      storeErrors: this.storeErrors,
+      restarts: [...this.restarts],
+      projectionPositions: [...this.projections].map(([name, p]) => [name, p.position] as const),
+    };
   }
 }

@@ -9,7 +9,7 @@ import type { DecisionRecord } from '../review-gate/decision-log/decision-record
 import { BEFORE_FIRST_SEQ } from '../review-gate/decision-log/decision-record.repository';
 import { canonicalJson } from '../shared/canonical-json';
 import { ConflictError } from '../shared/errors';
-import { DISPATCHER_SUBSCRIPTION } from '../team/run-dispatch';
+import { DISPATCHER_SUBSCRIPTION } from '../team/dispatch/run-dispatch';
 import { runIdOfStream } from '../team/run-summary';
 import type { Storage } from './storage';
 

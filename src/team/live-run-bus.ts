@@ -5,7 +5,7 @@ import { PROCESS_ID } from '../shared/system';
 import { STORAGE, type Storage } from '../storage/storage';
 import { LiveRelay } from './live-relay';
 import type { RoleName } from './models/model.port';
-import type { RunObserver } from './run-driver';
+import type { RunObserver } from './driver/step-context';
 
 export type LiveRunItem =
   | { kind: 'events'; runId: string; events: RecordedEvent[] }

@@ -9,14 +9,26 @@ import { DEFAULT_MODEL, LAUNCH_POLICY_DEFAULTS } from './commands/tokens';
 import { RunsController } from './http/runs.controller';
 import { LiveRunBus } from './live-run-bus';
 import { createModelProvider, type ModelSelection } from './models/model-provider.factory';
-import { MODEL_PROVIDER } from './models/model.port';
+import { MODEL_PROVIDER, type ModelProvider } from './models/model.port';
 import { GetRunHandler, ListRunsHandler } from './queries/run.queries';
 import { productLaunchDefaults, retrySchedule } from './domain/resilience/policies';
-import { RETRY_POLICY, RunSupervisor, SUPERVISOR_OPTIONS } from './run-supervisor';
-import { RECOVERY_INTERVAL_MS, RecoveryService } from './recovery.service';
-import { RunDispatcher } from './run-dispatcher';
-import { RUN_LEASES } from './leases/run-leases';
-import { CHECKPOINT_STORE } from '../checkpoint/checkpoint-store.port';
+import { RunSupervisor } from './dispatch/run-supervisor';
+import { DISPATCH_OPTIONS, type DispatchOptions, RETRY_POLICY } from './dispatch/dispatch-options';
+import { DriverFactory } from './dispatch/driver-factory';
+import { DriverPool } from './dispatch/driver-pool';
+import { LeaseClaims } from './dispatch/lease-claims';
+import { Placement } from './dispatch/run-placement';
+import { RunWorkspaces } from './dispatch/run-workspaces';
+import { RECOVERY_INTERVAL_MS, RecoveryService } from './dispatch/recovery.service';
+import { RunDispatcher } from './dispatch/run-dispatch';
+import { RUN_LEASES, type RunLeases } from './leases/run-leases';
+import { EVENT_STORE, type EventStore } from '../events/event-store.port';
+import { HEALTH_REGISTRY, type HealthRegistry } from '../shared/health';
+import { CLOCK, PROCESS_ID } from '../shared/system';
+import type { Clock } from '../shared/ports';
+import { processModelOf } from './domain/model-pin';
+import type { ToolRegistry } from './tools/tool-registry';
+import { CHECKPOINT_STORE, type CheckpointStore } from '../checkpoint/checkpoint-store.port';
 import { STORAGE, type Storage } from '../storage/storage';
 import { RunsProjection } from './runs.projection';
 import { SANDBOX, TOOL_REGISTRY } from './tokens';
@@ -36,20 +48,52 @@ export const TEAM_QUERY_HANDLERS = [GetRunHandler, ListRunsHandler];
     ...TEAM_COMMAND_HANDLERS,
     ...TEAM_QUERY_HANDLERS,
     RunsProjection,
+    RunWorkspaces,
+    DriverFactory,
+    // The dispatch wing's parts are framework-free (their unit specs build them): wired here.
+    {
+      provide: DriverPool,
+      inject: [DriverFactory, RunWorkspaces, EVENT_STORE, CHECKPOINT_STORE, RUN_LEASES, TOOL_REGISTRY, MODEL_PROVIDER, CLOCK, DISPATCH_OPTIONS, PROCESS_ID, HEALTH_REGISTRY],
+      useFactory: (factory: DriverFactory, workspaces: RunWorkspaces, store: EventStore, checkpoints: CheckpointStore, leases: RunLeases, tools: ToolRegistry, model: ModelProvider, clock: Clock, options: DispatchOptions, owner: string, health: HealthRegistry) =>
+        new DriverPool({
+          newDriver: (runId) => factory.create(runId),
+          prepareWorkspace: (runId) => workspaces.prepare(runId),
+          store,
+          checkpoints,
+          leases,
+          tools,
+          here: processModelOf(model),
+          clock,
+          options,
+          owner,
+          health,
+          logger: new Logger(DriverPool.name),
+        }),
+    },
+    {
+      provide: Placement,
+      inject: [DriverPool, RUN_LEASES, CLOCK, DISPATCH_OPTIONS, PROCESS_ID],
+      useFactory: (pool: DriverPool, leases: RunLeases, clock: Clock, options: DispatchOptions, owner: string) => new Placement(pool, leases, clock, options, owner, new Logger(Placement.name)),
+    },
+    {
+      provide: RunDispatcher,
+      inject: [EVENT_STORE, HEALTH_REGISTRY, DriverPool],
+      useFactory: (store: EventStore, health: HealthRegistry, pool: DriverPool) => new RunDispatcher(store, health, pool, new Logger(RunDispatcher.name)),
+    },
+    LeaseClaims,
     RunSupervisor,
     RecoveryService,
-    RunDispatcher,
     LiveRunBus,
     // Next to the events, in the storage opened once by the events module (closed there too).
     { provide: CHECKPOINT_STORE, inject: [STORAGE], useFactory: (s: Storage) => s.checkpoints },
     { provide: RUN_LEASES, inject: [STORAGE], useFactory: (s: Storage) => s.leases },
-    { provide: SUPERVISOR_OPTIONS, inject: [TRIAD_CONFIG], useFactory: (c: TriadConfig) => ({ leaseTtlMs: c.leaseTtlMs, checkpointEveryTurns: c.checkpointEveryTurns, maxActiveRuns: c.maxActiveRuns }) },
+    { provide: DISPATCH_OPTIONS, inject: [TRIAD_CONFIG], useFactory: (c: TriadConfig) => ({ leaseTtlMs: c.leaseTtlMs, checkpointEveryTurns: c.checkpointEveryTurns, maxActiveRuns: c.maxActiveRuns }) },
     { provide: RECOVERY_INTERVAL_MS, inject: [TRIAD_CONFIG], useFactory: (c: TriadConfig) => c.recoveryIntervalMs },
     { provide: MODEL_SELECTION, inject: [TRIAD_CONFIG], useFactory: (c: TriadConfig) => createModelProvider(c) },
     { provide: MODEL_PROVIDER, inject: [MODEL_SELECTION], useFactory: (s: ModelSelection) => s.provider },
     { provide: DEFAULT_MODEL, inject: [MODEL_SELECTION], useFactory: (s: ModelSelection) => s.defaultModel },
     // The built-in tools, and the MCP servers of TRIAD_MCP_CONFIG: connected on first need (a
-    // launch, a run driven here; `triad serve` at start), closed by the supervisor's shutdown. The
+    // launch, a run driven here; `triad serve` at start), closed by the driver pool's shutdown. The
     // MCP SDK is loaded only when servers are configured.
     // The host is probed once, when first asked (serve asks at start, to say what the sandbox can do).
     { provide: SANDBOX, inject: [TRIAD_CONFIG], useFactory: (c: TriadConfig) => Sandbox.open(c.sandbox) },
@@ -69,6 +113,6 @@ export const TEAM_QUERY_HANDLERS = [GetRunHandler, ListRunsHandler];
     { provide: RETRY_POLICY, inject: [TRIAD_CONFIG], useFactory: (c: TriadConfig) => retrySchedule(c.modelRetryDelaysMs) },
     { provide: LAUNCH_POLICY_DEFAULTS, inject: [RETRY_POLICY], useFactory: productLaunchDefaults },
   ],
-  exports: [SANDBOX, RunSupervisor, RecoveryService, RunDispatcher, CHECKPOINT_STORE, RUN_LEASES, RunsProjection, LiveRunBus, MODEL_PROVIDER, TOOL_REGISTRY, DEFAULT_MODEL],
+  exports: [SANDBOX, RunSupervisor, DriverPool, Placement, RecoveryService, RunDispatcher, CHECKPOINT_STORE, RUN_LEASES, RunsProjection, LiveRunBus, MODEL_PROVIDER, TOOL_REGISTRY, DEFAULT_MODEL],
 })
 export class TeamModule {}

@@ -1,4 +1,4 @@
-import { DEFAULT_CHECKPOINT_EVERY_TURNS } from '../../src/team/run-driver';
+import { DEFAULT_CHECKPOINT_EVERY_TURNS } from '../../src/team/driver/run-driver';
 import { SUITES } from '../../bench/bench-command';
 import { runTurnsBench, type TurnsBenchResult } from '../../bench/turns.bench';
 import { tempDir } from '../support/temp-dir';

@@ -6,7 +6,7 @@ import { runStatus } from '../../src/team/domain/run-state';
 import { launchRun } from '../../src/team/launch';
 import type { ModelRequest, ModelResponse } from '../../src/team/models/model.port';
 import { OfflineModelProvider } from '../../src/team/models/offline.model';
-import { RunDriver } from '../../src/team/run-driver';
+import { RunDriver } from '../../src/team/driver/run-driver';
 import { createDefaultToolRegistry } from '../../src/team/tools/tool-registry';
 import { createWorkspace } from '../../src/team/tools/workspace';
 import { tempDir } from '../support/temp-dir';

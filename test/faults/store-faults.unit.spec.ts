@@ -75,7 +75,7 @@ describe('health registry', () => {
     expect(h.assess()).toEqual({ ok: false, reasons: ['the event store is not reachable'] });
     h.storeAnswered();
     expect(h.assess().ok).toBe(true);
-    expect(h.metricLines()).toContain('triad_store_errors_total 1');
+    expect(h.figures().storeErrors).toBe(1);
   });
 
   it('a failing projection is degraded until it folds again, and its restarts are counted', () => {
@@ -85,7 +85,7 @@ describe('health registry', () => {
     expect(h.assess()).toEqual({ ok: false, reasons: ['projection runs is failing: boom'] });
     h.projectionAt('runs', 11);
     expect(h.assess().ok).toBe(true);
-    expect(h.metricLines()).toContain('triad_restarts_total{component="runs"} 1');
+    expect(h.figures().restarts).toEqual([['runs', 1]]);
   });
 
   it('a projection is far behind when a head seen 30 s ago is still not folded', () => {

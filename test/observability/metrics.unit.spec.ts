@@ -111,7 +111,10 @@ describe('TriadMetrics', () => {
       activeDrivers: () => 1,
       headPosition: () => Promise.resolve(42),
       decisionLog: () => Promise.resolve({ events: 3, seconds: 7.5, failing: true, failures: 2 }),
-      componentLines: () => ['# HELP triad_leases_lost_total Leases lost.', '# TYPE triad_leases_lost_total counter', 'triad_leases_lost_total 0'],
+      health: () => ({ storeErrors: 4, restarts: [['runs', 2]], projectionPositions: [['runs', 40]] }),
+      leaseHeartbeat: () => ({ renewals: 9, renewalFailures: 1, leasesLost: 0, heartbeatDelayMaxSeconds: 0.012, eventLoopDelayMaxSeconds: 0.034 }),
+      placements: () => ({ take: 3, hand: 1, queue: 0 }),
+      maxActiveRuns: () => 5,
     });
     let text = await m.text();
     expect(value(text, 'triad_runs{status="awaiting_review"}')).toBe(2);
@@ -126,6 +129,17 @@ describe('TriadMetrics', () => {
     expect(value(text, 'triad_decision_log_projector_failing')).toBe(1);
     expect(value(text, 'triad_decision_log_projector_failures_total')).toBe(2);
     expect(value(text, 'triad_leases_lost_total')).toBe(0);
+    expect(value(text, 'triad_lease_renewals_total')).toBe(9);
+    expect(value(text, 'triad_lease_renewal_failures_total')).toBe(1);
+    expect(value(text, 'triad_lease_heartbeat_delay_max_seconds')).toBe(0.012);
+    expect(value(text, 'triad_event_loop_delay_max_seconds')).toBe(0.034);
+    expect(value(text, 'triad_store_errors_total')).toBe(4);
+    expect(value(text, 'triad_restarts_total{component="runs"}')).toBe(2);
+    expect(value(text, 'triad_projection_position{projection="runs"}')).toBe(40);
+    expect(value(text, 'triad_runs_placed_total{placement="take"}')).toBe(3);
+    expect(value(text, 'triad_runs_placed_total{placement="hand"}')).toBe(1);
+    expect(value(text, 'triad_runs_placed_total{placement="queue"}')).toBe(0);
+    expect(value(text, 'triad_max_active_runs')).toBe(5);
     // A status no run has any more is no longer reported.
     statuses = ['completed'];
     text = await m.text();

@@ -13,7 +13,7 @@ const OWNER = 'host:1:me';
 const ANN = { id: 'user:ann', name: 'ann', roles: ['operator'] } satisfies Identity;
 
 function handlerOver(store: InMemoryEventStore, driving: boolean) {
-  const supervisor = { owner: OWNER, isDriving: () => driving, startIfLeased: async () => true, pinWait: () => undefined } satisfies ResumingSupervisor;
+  const supervisor = { owner: OWNER, isDriving: () => driving, wake: async () => ({ driving: true }), pinWait: () => undefined } satisfies ResumingSupervisor;
   const leases = { holder: async () => (driving ? OWNER : undefined) } as unknown as RunLeases;
   const checkpoints = { latest: async () => undefined, save: async () => undefined, close: async () => undefined };
   const deps = { path: commandPathFor(store), checkpoints, leases, clock: { now: () => Date.parse('2026-01-01T00:00:00Z') }, supervisor };

@@ -1,5 +1,5 @@
-// A RunSupervisor over in-memory parts, run from dist/ by plain Node (jest's module runtime cannot
-// load NestJS's ES modules): it places a run here as a launch does, launches it, lets the clock
+// A driver pool and placement over in-memory parts, run from dist/ by plain Node (a process of its
+// own, with its own clock): it places a run here as a launch does, launches it, lets the clock
 // move SUPERVISOR_LEASE_ADVANCE_MS, starts the run's driver and prints one JSON line: the runs whose
 // lease was taken, in order, and whether the run reached the review gate. With SUPERVISOR_BURST=N
 // it places N runs at once instead, under a cap of SUPERVISOR_CAP, and prints their placements.
@@ -17,7 +17,11 @@ const { launchRun } = require(path.join(dist, 'team/launch.js'));
 const { InMemoryRunLeases } = require(path.join(dist, 'team/leases/run-leases.js'));
 const { LiveRunBus } = require(path.join(dist, 'team/live-run-bus.js'));
 const { OfflineModelProvider } = require(path.join(dist, 'team/models/offline.model.js'));
-const { RunSupervisor } = require(path.join(dist, 'team/run-supervisor.js'));
+const { DriverPool } = require(path.join(dist, 'team/dispatch/driver-pool.js'));
+const { Placement } = require(path.join(dist, 'team/dispatch/run-placement.js'));
+const { RunDriver } = require(path.join(dist, 'team/driver/run-driver.js'));
+const { processModelOf } = require(path.join(dist, 'team/domain/model-pin.js'));
+const { createWorkspace } = require(path.join(dist, 'team/tools/workspace.js'));
 const { createDefaultToolRegistry } = require(path.join(dist, 'team/tools/tool-registry.js'));
 
 // No app, no signing key: the store is written unsigned here, and this process's folds act on it
@@ -38,36 +42,45 @@ async function main() {
   const clock = { now: () => now };
   const owner = 'proc-a';
   const commandPath = commandPathFor(store, owner);
-  const supervisor = new RunSupervisor(
-    store,
-    new OfflineModelProvider(),
-    createDefaultToolRegistry(),
-    clock,
-    { newId: () => randomUUID() },
-    loadConfig({ TRIAD_DATA_DIR: process.env.SUPERVISOR_LEASE_DIR }),
-    { maxAttempts: 2, baseDelayMs: 1, maxDelayMs: 2 },
-    leases,
-    new InMemoryCheckpointStore(),
-    { leaseTtlMs: ttl, checkpointEveryTurns: 100, maxActiveRuns: Number(process.env.SUPERVISOR_CAP ?? 10) },
-    new LiveRunBus({}, owner),
-    owner,
-    commandPath,
-  );
-  await supervisor.startServing();
+  const model = new OfflineModelProvider();
+  const tools = createDefaultToolRegistry();
+  const checkpoints = new InMemoryCheckpointStore();
+  const options = { leaseTtlMs: ttl, checkpointEveryTurns: 100, maxActiveRuns: Number(process.env.SUPERVISOR_CAP ?? 10) };
+  const workspaceRoot = path.join(loadConfig({ TRIAD_DATA_DIR: process.env.SUPERVISOR_LEASE_DIR }).dataDir, 'workspaces');
+  const logger = { log: () => undefined, warn: (m) => process.stderr.write(`${m}\n`), error: (m) => process.stderr.write(`${m}\n`) };
+  const newDriver = (runId) =>
+    new RunDriver(runId, {
+      store,
+      path: commandPath,
+      model,
+      tools,
+      clock,
+      ids: { newId: () => randomUUID() },
+      workspaceRoot,
+      retry: { maxAttempts: 2, baseDelayMs: 1, maxDelayMs: 2 },
+      observer: new LiveRunBus({}, owner),
+      owner,
+      checkpoints,
+      checkpointEveryTurns: options.checkpointEveryTurns,
+    });
+  const pool = new DriverPool({ newDriver, prepareWorkspace: (runId) => createWorkspace(workspaceRoot, runId), store, checkpoints, leases, tools, here: processModelOf(model), clock, options, owner, logger });
+  const placement = new Placement(pool, leases, clock, options, owner, logger);
+  const shutdown = () => Promise.all([placement.onApplicationShutdown(), pool.onApplicationShutdown()]);
+  await placement.startServing();
   const burst = Number(process.env.SUPERVISOR_BURST ?? 0);
   if (burst > 0) {
-    const placements = await Promise.all(Array.from({ length: burst }, (_, i) => supervisor.place(`run_burst_${i}`)));
-    await supervisor.onApplicationShutdown();
-    process.stdout.write(`${JSON.stringify({ placements: placements.map((p) => p.kind), load: supervisor.load, takes })}\n`);
+    const placements = await Promise.all(Array.from({ length: burst }, (_, i) => placement.place(`run_burst_${i}`)));
+    await shutdown();
+    process.stdout.write(`${JSON.stringify({ placements: placements.map((p) => p.kind), load: pool.load, takes })}\n`);
     return;
   }
   const runId = 'run_lease_child';
-  const placement = await supervisor.place(runId);
+  const placed = await placement.place(runId);
   await launchRun(commandPath, { goal: 'Write hello.txt', acceptanceCriteria: ['hello.txt exists'] }, { runId, launchedBy: 'user:ann', now: new Date(now), provider: 'offline', defaultModel: 'offline' });
   now += Number(process.env.SUPERVISOR_LEASE_ADVANCE_MS);
-  const state = await supervisor.start(runId);
-  await supervisor.onApplicationShutdown();
-  process.stdout.write(`${JSON.stringify({ placement, takes, atGate: state !== undefined && state.review !== undefined})}\n`);
+  const state = await (await pool.wake(runId, 'event')).stopped;
+  await shutdown();
+  process.stdout.write(`${JSON.stringify({ placement: placed, takes, atGate: state !== undefined && state.review !== undefined})}\n`);
 }
 
 main().catch((err) => {

@@ -6,7 +6,7 @@ import { InMemoryEventStore } from '../../src/events/in-memory.event-store';
 import { runStatus, terminationReason } from '../../src/team/domain/run-state';
 import { launchRun } from '../../src/team/launch';
 import { OfflineModelProvider } from '../../src/team/models/offline.model';
-import { RunDriver } from '../../src/team/run-driver';
+import { RunDriver } from '../../src/team/driver/run-driver';
 import { createDefaultToolRegistry } from '../../src/team/tools/tool-registry';
 import { createWorkspace } from '../../src/team/tools/workspace';
 import { tempDir } from '../support/temp-dir';

@@ -14,7 +14,7 @@ import { evolve } from '../../team/domain/run-state';
 import { teamRunMachine } from '../../team/domain/team-run.machine';
 import type { Clock } from '../../shared/ports';
 import { loadRunHistory } from '../../team/run-history';
-import { RunSupervisor } from '../../team/run-supervisor';
+import { RunSupervisor } from '../../team/dispatch/run-supervisor';
 import { unrebuildable, workspaceAt } from '../../team/workspace/workspace-effects';
 import { restoreWorkspace, unrecoverableMessage } from '../../team/workspace/workspace-log';
 import { forkPoint, InvalidForkError } from '../fork';

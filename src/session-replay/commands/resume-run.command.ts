@@ -7,7 +7,7 @@ import { COMMAND_PATH } from '../../events/command-path.module';
 import type { Clock } from '../../shared/ports';
 import { CLOCK } from '../../shared/system';
 import { RUN_LEASES, type RunLeases } from '../../team/leases/run-leases';
-import { RunSupervisor } from '../../team/run-supervisor';
+import { DriverPool } from '../../team/dispatch/driver-pool';
 import { resumeRun, type ResumeDeps, type ResumeResult } from '../resume-run';
 import type { PinChange } from '../../team/domain/model-pin';
 
@@ -30,9 +30,9 @@ export class ResumeRunHandler implements ICommandHandler<ResumeRunCommand, Resum
     @Inject(CHECKPOINT_STORE) checkpoints: CheckpointStore,
     @Inject(RUN_LEASES) leases: RunLeases,
     @Inject(CLOCK) clock: Clock,
-    supervisor: RunSupervisor,
+    pool: DriverPool,
   ) {
-    this.deps = { path, checkpoints, leases, clock, supervisor };
+    this.deps = { path, checkpoints, leases, clock, supervisor: pool };
   }
 
   execute({ runId, by, repin }: ResumeRunCommand) {

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { CLOCK } from '../../shared/system';
-import { DueTimeoutScanner, type DueTimeout } from '../due-timeouts';
+import { DueTimeoutScanner, type DueTimeout } from '../dispatch/due-timeouts';
 import type { Clock } from '../../shared/ports';
 import type { RunSummary } from '../run-summary';
 import { RunsProjection } from '../runs.projection';

@@ -7,7 +7,7 @@ import { CLOCK } from '../../shared/system';
 import type { Clock } from '../../shared/ports';
 import { runDecider } from '../domain/run-decider';
 import { runContext, runStream } from '../run-stream';
-import { RunSupervisor } from '../run-supervisor';
+import { RunSupervisor } from '../dispatch/run-supervisor';
 
 export class CancelRunCommand {
   constructor(

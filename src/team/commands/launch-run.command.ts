@@ -5,8 +5,8 @@ import type { CommandPath } from '../../events/command-handling';
 import { COMMAND_PATH } from '../../events/command-path.module';
 import { CLOCK, newRunId } from '../../shared/system';
 import { buildRunLaunched, launchRun, type LaunchContext, type LaunchResult, type LaunchRunInput } from '../launch';
-import { placedOn, type Placement } from '../placement';
-import { RunSupervisor } from '../run-supervisor';
+import { placedOn, type PlacementDecision } from '../dispatch/placement';
+import { RunSupervisor } from '../dispatch/run-supervisor';
 import type { LaunchPolicyDefaults } from '../domain/resilience/policies';
 import { MODEL_PROVIDER, type ModelProvider } from '../models/model.port';
 import { catalogueOf } from '../models/model-provider.factory';
@@ -56,7 +56,7 @@ export class LaunchRunHandler implements ICommandHandler<LaunchRunCommand, Launc
     // Bad input is refused before anything is written, the placement's lease included.
     const ctx = this.context(command, runId);
     const data = buildRunLaunched(command.input, ctx);
-    let placement: Placement | undefined;
+    let placement: PlacementDecision | undefined;
     try {
       placement = await this.supervisor.place(runId);
     } catch (err) {

@@ -12,7 +12,7 @@ import type { ToolRegistry } from '../tools/tool-registry';
 import type { RunLaunchedData, TeamRunEvent } from '../domain/run-events';
 import type { ToolContext } from '../tools/tool.port';
 import type { RunState } from '../domain/run-state';
-import type { FairShare } from '../fair-share';
+import type { FairShare } from '../dispatch/fair-share';
 import type { TokenCounter } from '../models/token-count';
 import type { Clock, Ids } from '../../shared/ports';
 import type { SubAgentPool } from './sub-agent-pool';

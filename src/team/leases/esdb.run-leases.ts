@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { EsdbConnection, EsdbRecord } from '../../events/esdb.client';
-import type { ProcessLoad } from '../placement';
+import type { ProcessLoad } from '../dispatch/placement';
 import type { RunLeases } from './run-leases';
 
 /** Lease states kept per run on the server (older ones are dropped by its scavenge). */

@@ -7,6 +7,20 @@ import type { RunLeases } from './run-leases';
  */
 export const HEARTBEATS_PER_TTL = 4;
 
+/** What /metrics reports of the heartbeat (TriadMetrics makes prom-client series of them). */
+export interface HeartbeatFigures {
+  /** Lease heartbeats that renewed this process's leases. */
+  renewals: number;
+  /** Lease heartbeats the store did not answer. */
+  renewalFailures: number;
+  /** Leases found taken by another process (its driver here stopped). */
+  leasesLost: number;
+  /** Longest delay of a lease heartbeat past its planned time. */
+  heartbeatDelayMaxSeconds: number;
+  /** Longest event-loop delay seen since drivers started (undefined before). */
+  eventLoopDelayMaxSeconds?: number;
+}
+
 export interface LeaseHeartbeatOptions {
   leases: RunLeases;
   owner: string;
@@ -108,30 +122,15 @@ export class LeaseHeartbeat {
     this.loopDelay?.disable();
   }
 
-  /** Prometheus lines: renewals, failures, leases lost, heartbeat and event-loop delays. */
-  metricLines(): string[] {
+  /** Renewals, failures, leases lost, heartbeat and event-loop delays (to the millisecond), for /metrics. */
+  figures(): HeartbeatFigures {
     const c = this.counters;
-    const lines = [
-      "# HELP triad_lease_renewals_total Lease heartbeats that renewed this process's leases.",
-      '# TYPE triad_lease_renewals_total counter',
-      `triad_lease_renewals_total ${c.renewals}`,
-      '# HELP triad_lease_renewal_failures_total Lease heartbeats the store did not answer.',
-      '# TYPE triad_lease_renewal_failures_total counter',
-      `triad_lease_renewal_failures_total ${c.renewalFailures}`,
-      '# HELP triad_leases_lost_total Leases found taken by another process (its driver here stopped).',
-      '# TYPE triad_leases_lost_total counter',
-      `triad_leases_lost_total ${c.leasesLost}`,
-      '# HELP triad_lease_heartbeat_delay_max_seconds Longest delay of a lease heartbeat past its planned time.',
-      '# TYPE triad_lease_heartbeat_delay_max_seconds gauge',
-      `triad_lease_heartbeat_delay_max_seconds ${(Math.max(0, c.maxDelayMs) / 1000).toFixed(3)}`,
-    ];
-    if (this.loopDelay) {
-      lines.push(
-        '# HELP triad_event_loop_delay_max_seconds Longest event-loop delay seen since drivers started.',
-        '# TYPE triad_event_loop_delay_max_seconds gauge',
-        `triad_event_loop_delay_max_seconds ${(this.loopDelay.max / 1e9).toFixed(3)}`,
-      );
-    }
-    return lines;
+    return {
+      renewals: c.renewals,
+      renewalFailures: c.renewalFailures,
+      leasesLost: c.leasesLost,
+      heartbeatDelayMaxSeconds: Math.round(Math.max(0, c.maxDelayMs)) / 1000,
+      ...(this.loopDelay ? { eventLoopDelayMaxSeconds: Math.round(this.loopDelay.max / 1e6) / 1000 } : {}),
+    };
   }
 }

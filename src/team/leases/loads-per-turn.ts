@@ -1,7 +1,7 @@
-import type { ProcessLoad } from '../placement';
+import type { ProcessLoad } from '../dispatch/placement';
 
 /**
- * The serving processes' loads as placement reads them (`RunSupervisor.place`). A process at its
+ * The serving processes' loads as placement reads them (`Placement.place`). A process at its
  * cap reads every process's load for each launch it places; here at most one read is in flight,
  * shared by every launch that asks before it answers (the callers waiting on one PostgreSQL round
  * trip), and its answer is reused for the rest of the event-loop turn it answers in (the requests

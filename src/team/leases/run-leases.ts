@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { Pool } from 'pg';
 import { LazyPgTable, type TableLogger } from '../../shared/postgres-tables';
-import type { ProcessLoad } from '../placement';
+import type { ProcessLoad } from '../dispatch/placement';
 
 /**
  * Run leases: which process may drive a run, until when. A lease is taken only when it is free or

@@ -3,7 +3,7 @@ import { QueryHandler, type IQueryHandler } from '@nestjs/cqrs';
 import type { RunStatus } from '../domain/run-events';
 import type { RunSummary } from '../run-summary';
 import { RunsProjection } from '../runs.projection';
-import { RunSupervisor } from '../run-supervisor';
+import { RunSupervisor } from '../dispatch/run-supervisor';
 
 /** Statuses in which a run needs a driver (not ended, not waiting for a human). */
 const NEEDS_A_DRIVER: ReadonlySet<RunStatus> = new Set(['queued', 'planning', 'executing', 'reviewing', 'suspended']);

@@ -1,5 +1,5 @@
 import { commandPathFor } from '../../../src/events/command-handling';
-import type { FairShare } from '../../../src/team/fair-share';
+import type { FairShare } from '../../../src/team/dispatch/fair-share';
 import type { CheckpointStore } from '../../../src/checkpoint/checkpoint-store.port';
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -10,7 +10,9 @@ import { launchRun, type LaunchRunInput } from '../../../src/team/launch';
 import { ModelError, type ModelProvider, type ModelRequest, type ModelResponse, type RoleName } from '../../../src/team/models/model.port';
 import { toolUseResponse, type ScriptFunction, type ScriptStep } from '../../../src/team/models/scripted.model';
 import type { Clock } from '../../../src/shared/ports';
-import { RunDriver, type RetryPolicy, type RunObserver } from '../../../src/team/run-driver';
+import { RunDriver } from '../../../src/team/driver/run-driver';
+import type { RetryPolicy } from '../../../src/team/domain/resilience/policies';
+import type { RunObserver } from '../../../src/team/driver/step-context';
 import { createDefaultToolRegistry } from '../../../src/team/tools/tool-registry';
 import { createWorkspace } from '../../../src/team/tools/workspace';
 import { tempDir } from '../../support/temp-dir';

@@ -1,6 +1,6 @@
 import type { ModelCallCompletedData } from '../../../src/team/domain/run-events';
 import { runStatus } from '../../../src/team/domain/run-state';
-import { FairShare } from '../../../src/team/fair-share';
+import { FairShare } from '../../../src/team/dispatch/fair-share';
 import { ScriptedModelProvider } from '../../../src/team/models/scripted.model';
 import { dataOf, plan, roleScript, startRun, submitWork, verdict, writeFile, type Harness } from './driver-support';
 

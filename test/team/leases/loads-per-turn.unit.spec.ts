@@ -1,5 +1,5 @@
 import { LoadsPerTurn } from '../../../src/team/leases/loads-per-turn';
-import { placeRun, type ProcessLoad } from '../../../src/team/placement';
+import { placeRun, type ProcessLoad } from '../../../src/team/dispatch/placement';
 
 /** A store of adverts that counts its reads, and a turn that ends when the test says so. */
 function given(loads: ProcessLoad[]) {

@@ -12,7 +12,8 @@ import type { ScriptFunction, ScriptStep } from '../../../src/team/models/script
 import type { LaunchPolicyDefaults, RetryPolicy } from '../../../src/team/domain/resilience/policies';
 import type { DispatchMode } from '../../../src/team/domain/resilience/tool-dispatch';
 import type { Clock } from '../../../src/shared/ports';
-import { RunDriver, type RunObserver } from '../../../src/team/run-driver';
+import { RunDriver } from '../../../src/team/driver/run-driver';
+import type { RunObserver } from '../../../src/team/driver/step-context';
 import { loadRunHistory } from '../../../src/team/run-history';
 import { createBuiltinTools } from '../../../src/team/tools/builtin-tools';
 import { ToolRegistry } from '../../../src/team/tools/tool-registry';

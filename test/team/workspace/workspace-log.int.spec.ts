@@ -11,7 +11,8 @@ import { runStatus, terminationReason } from '../../../src/team/domain/run-state
 import { launchRun } from '../../../src/team/launch';
 import { ModelError, type ModelProvider, type ModelRequest } from '../../../src/team/models/model.port';
 import { OfflineModelProvider } from '../../../src/team/models/offline.model';
-import { RunDriver, type RunDriverDeps } from '../../../src/team/run-driver';
+import { RunDriver } from '../../../src/team/driver/run-driver';
+import type { RunDriverDeps } from '../../../src/team/driver/step-context';
 import { loadRunHistory } from '../../../src/team/run-history';
 import { createBuiltinTools } from '../../../src/team/tools/builtin-tools';
 import { createDefaultToolRegistry } from '../../../src/team/tools/tool-registry';

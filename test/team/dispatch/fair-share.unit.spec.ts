@@ -1,4 +1,4 @@
-import { FairShare } from '../../src/team/fair-share';
+import { FairShare } from '../../../src/team/dispatch/fair-share';
 
 const macrotask = () => new Promise<void>((r) => setImmediate(r));
 

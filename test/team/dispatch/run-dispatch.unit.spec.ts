@@ -1,33 +1,54 @@
-import { InMemoryEventStore } from '../../src/events/in-memory.event-store';
-import { StoreUnavailableError } from '../../src/events/errors';
-import { HealthRegistry } from '../../src/shared/health';
-import { DISPATCHER_SUBSCRIPTION, placedElsewhere, RunDispatch, runToWake, type DriverStarter } from '../../src/team/run-dispatch';
-import { waitFor } from '../support/wait-for';
+import { InMemoryEventStore } from '../../../src/events/in-memory.event-store';
+import { StoreUnavailableError } from '../../../src/events/errors';
+import { HealthRegistry } from '../../../src/shared/health';
+import { DISPATCHER_SUBSCRIPTION, placedElsewhere, RunDispatcher, runToWake, type DriverWaker } from '../../../src/team/dispatch/run-dispatch';
+import type { WakeReason } from '../../../src/team/dispatch/driver-pool';
+import { waitFor } from '../../support/wait-for';
 
 // Reactions from the store: the dispatcher starts a driver for every run an event wakes, from a
 // named subscription whose position survives a restart.
 
-/** A supervisor that records the runs it was asked to take. */
-function fakeSupervisor(driving = new Set<string>()) {
+/**
+ * A driver pool that records the runs it was asked to wake; with `slots`, it drives that many at
+ * once (those of `busy` and those woken since) and queues the others.
+ */
+function fakeDrivers(driving = new Set<string>(), slots?: { count: number; busy: Set<string> }) {
   const asked: string[] = [];
-  const supervisor = {
+  const whys: WakeReason[] = [];
+  /** Every wake, driven or queued. */
+  const tried: string[] = [];
+  const listeners = new Set<() => void>();
+  const drivers = {
     owner: 'proc_here',
     isDriving: (runId: string) => driving.has(runId),
-    startIfLeased: async (runId: string) => (asked.push(runId), true),
-  } satisfies DriverStarter;
-  return { supervisor, asked };
+    wake: async (runId: string, why: WakeReason) => {
+      tried.push(runId);
+      if (slots && slots.busy.size >= slots.count) return { driving: false, queued: true };
+      asked.push(runId);
+      whys.push(why);
+      slots?.busy.add(runId);
+      return { driving: true, queued: false };
+    },
+    onSlotFreed: (listener: () => void) => (listeners.add(listener), () => listeners.delete(listener)),
+  } satisfies DriverWaker;
+  /** A driver stops here: its slot frees. */
+  const stopped = (runId: string) => {
+    slots?.busy.delete(runId);
+    for (const listener of listeners) listener();
+  };
+  return { drivers, asked, whys, tried, stopped, listeners };
 }
 
 const event = (type: string, data: unknown = {}) => ({ type, data });
 /** An event appended by a launch placed on `owner` (RunSupervisor.place). */
 const placed = (type: string, owner: string) => ({ type, data: {}, metadata: { placedOn: owner } });
 
-async function dispatcherOn(store: InMemoryEventStore, driving?: Set<string>) {
-  const { supervisor, asked } = fakeSupervisor(driving);
+async function dispatcherOn(store: InMemoryEventStore, driving?: Set<string>, slots?: { count: number; busy: Set<string> }) {
+  const fake = fakeDrivers(driving, slots);
   const health = new HealthRegistry();
-  const dispatcher = new RunDispatch(store, health, supervisor);
+  const dispatcher = new RunDispatcher(store, health, fake.drivers);
   await dispatcher.start();
-  return { dispatcher, asked, health };
+  return { dispatcher, health, ...fake };
 }
 
 describe('runToWake', () => {
@@ -162,4 +183,28 @@ describe('the run dispatcher', () => {
       await dispatcher.stop();
     }
   });
+
+  it('given every slot taken, when runs are launched and then a slot frees, then the dispatcher wakes the queued runs in launch order, one per free slot', async () => {
+    const store = new InMemoryEventStore();
+    const { dispatcher, asked, whys, tried, stopped, listeners } = await dispatcherOn(store, undefined, { count: 1, busy: new Set(['run_busy']) });
+    try {
+      await store.append('run-run_q1', [event('RunLaunched')]);
+      await store.append('run-run_q2', [event('RunLaunched')]);
+      await waitFor('both launches tried', async () => tried.length >= 2, 10_000, 10);
+      expect(asked).toEqual([]);
+
+      stopped('run_busy');
+      await waitFor('the first queued run', async () => asked.length >= 1, 10_000, 10);
+      expect(asked).toEqual(['run_q1']);
+      expect(whys).toEqual(['queued']);
+
+      stopped('run_q1');
+      await waitFor('the second queued run', async () => asked.length >= 2, 10_000, 10);
+      expect(asked).toEqual(['run_q1', 'run_q2']);
+    } finally {
+      await dispatcher.stop();
+    }
+    expect(listeners.size).toBe(0);
+  });
 });
+

@@ -1,4 +1,4 @@
-import { placedOn, placeRun, type ProcessLoad } from '../../src/team/placement';
+import { placedOn, placeRun, type ProcessLoad } from '../../../src/team/dispatch/placement';
 
 const me = (active: number, cap = 2): ProcessLoad => ({ owner: 'me', active, cap });
 const other = (owner: string, active: number, cap = 2): ProcessLoad => ({ owner, active, cap });

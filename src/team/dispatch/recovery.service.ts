@@ -1,18 +1,18 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
-import type { CommandPath } from '../events/command-handling';
-import { COMMAND_PATH } from '../events/command-path.module';
-import { CHECKPOINT_STORE, type CheckpointStore } from '../checkpoint/checkpoint-store.port';
-import { isStoreUnavailable } from '../events/errors';
-import { ConflictError } from '../shared/errors';
-import { OutageBackoff } from '../events/store-retry';
-import { CLOCK } from '../shared/system';
-import { TERMINAL_STATUSES } from './domain/run-events';
-import { runDecider } from './domain/run-decider';
-import { runContext, runStream } from './run-stream';
-import type { Clock } from '../shared/ports';
-import { RunSupervisor } from './run-supervisor';
-import { RunsProjection } from './runs.projection';
-import { RUN_LEASES, type RunLeases } from './leases/run-leases';
+import type { CommandPath } from '../../events/command-handling';
+import { COMMAND_PATH } from '../../events/command-path.module';
+import { CHECKPOINT_STORE, type CheckpointStore } from '../../checkpoint/checkpoint-store.port';
+import { isStoreUnavailable } from '../../events/errors';
+import { ConflictError } from '../../shared/errors';
+import { OutageBackoff } from '../../events/store-retry';
+import { CLOCK } from '../../shared/system';
+import { TERMINAL_STATUSES } from '../domain/run-events';
+import { runDecider } from '../domain/run-decider';
+import { runContext, runStream } from '../run-stream';
+import type { Clock } from '../../shared/ports';
+import { DriverPool } from './driver-pool';
+import { RunsProjection } from '../runs.projection';
+import { RUN_LEASES, type RunLeases } from '../leases/run-leases';
 
 export const RECOVERY_INTERVAL_MS = Symbol('RECOVERY_INTERVAL_MS');
 
@@ -34,7 +34,7 @@ export class RecoveryService implements OnApplicationShutdown {
 
   constructor(
     private readonly runs: RunsProjection,
-    private readonly supervisor: RunSupervisor,
+    private readonly drivers: DriverPool,
     @Inject(COMMAND_PATH) private readonly path: CommandPath,
     @Inject(CHECKPOINT_STORE) private readonly checkpoints: CheckpointStore,
     @Inject(CLOCK) private readonly clock: Clock,
@@ -44,8 +44,9 @@ export class RecoveryService implements OnApplicationShutdown {
 
   start(): void {
     if (this.timer) return;
-    // A driver that stops frees a slot: a queued run (every process was at its cap) may start now.
-    this.unlisten = this.supervisor.onSlotFreed(() => this.scanSoon());
+    // A driver that stops frees a slot, a failed driver's wait ends: a run no live lease covers may
+    // start now (queued launches are the dispatcher's, which wakes them first).
+    this.unlisten = this.drivers.onSlotFreed(() => this.scanSoon());
     void this.scan();
     if (this.intervalMs > 0) {
       this.timer = setInterval(() => void this.scan(), this.intervalMs);
@@ -77,15 +78,15 @@ export class RecoveryService implements OnApplicationShutdown {
       const waiting = this.runs
         .list()
         .reverse()
-        .filter((run) => !TERMINAL_STATUSES.has(run.status) && run.status !== 'awaiting_review' && run.status !== 'awaiting_approval' && !this.supervisor.isDriving(run.runId));
+        .filter((run) => !TERMINAL_STATUSES.has(run.status) && run.status !== 'awaiting_review' && run.status !== 'awaiting_approval' && !this.drivers.isDriving(run.runId));
       // One statement for all of them: runs a live lease covers (driven elsewhere, or placed) are skipped.
-      const held = waiting.length > 0 && this.supervisor.hasRoom ? await this.leases.held(waiting.map((r) => r.runId), this.clock.now()) : undefined;
+      const held = waiting.length > 0 && this.drivers.hasRoom ? await this.leases.held(waiting.map((r) => r.runId), this.clock.now()) : undefined;
       for (const run of waiting) {
         if (!held) break;
-        if (held.has(run.runId) || this.supervisor.isDriving(run.runId)) continue;
+        if (held.has(run.runId) || this.drivers.isDriving(run.runId)) continue;
         // A run pinned to another model is not resumed in this process's name: `start` leaves it to one that matches.
-        if (run.status === 'suspended' && this.supervisor.pinWait(run.pin) === undefined && !(await this.resumeSuspended(run.runId))) continue;
-        candidates.push(this.supervisor.startIfLeased(run.runId).then((leased) => leased && started.push(run.runId)));
+        if (run.status === 'suspended' && this.drivers.pinWait(run.pin) === undefined && !(await this.resumeSuspended(run.runId))) continue;
+        candidates.push(this.drivers.wake(run.runId, 'recovery').then(({ driving }) => driving && started.push(run.runId)));
       }
       // Only the runs whose lease this process took: the others are driven by a live process.
       await Promise.all(candidates);
@@ -110,7 +111,7 @@ export class RecoveryService implements OnApplicationShutdown {
     try {
       const { state } = await this.path.handle(
         runStream(this.path.store, runId, this.checkpoints),
-        (state) => (state.suspended ? runDecider.decide({ type: 'ResumeRun', runId, by: `system:${this.supervisor.owner}`, at }, state) : []),
+        (state) => (state.suspended ? runDecider.decide({ type: 'ResumeRun', runId, by: `system:${this.drivers.owner}`, at }, state) : []),
         runContext(runId, 'system'),
         { maxAttempts: 1 },
       );

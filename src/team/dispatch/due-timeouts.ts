@@ -1,11 +1,11 @@
 import { Logger, type OnApplicationShutdown } from '@nestjs/common';
-import { ConflictError, NotFoundError } from '../shared/errors';
+import { ConflictError, NotFoundError } from '../../shared/errors';
 import type { CommandBus } from '@nestjs/cqrs';
-import { isStoreUnavailable } from '../events/errors';
-import { OutageBackoff } from '../events/store-retry';
-import type { Clock } from '../shared/ports';
-import type { RunSummary } from './run-summary';
-import type { RunsProjection } from './runs.projection';
+import { isStoreUnavailable } from '../../events/errors';
+import { OutageBackoff } from '../../events/store-retry';
+import type { Clock } from '../../shared/ports';
+import type { RunSummary } from '../run-summary';
+import type { RunsProjection } from '../runs.projection';
 
 export interface DueTimeout {
   id: string;

@@ -1,4 +1,4 @@
-import { doublingDelayMs } from '../shared/pause';
+import { doublingDelayMs } from '../../shared/pause';
 
 /**
  * Drivers that stopped on an error (not a model failure, which the run's retry schedule covers,

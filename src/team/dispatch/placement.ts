@@ -14,10 +14,10 @@ export interface ProcessLoad {
   cap: number;
 }
 
-export type Placement = { kind: 'take' } | { kind: 'hand'; to: string } | { kind: 'queue' };
+export type PlacementDecision = { kind: 'take' } | { kind: 'hand'; to: string } | { kind: 'queue' };
 
 /** Decides where a run goes, given this process's load and the live others' advertised loads. */
-export function placeRun(me: ProcessLoad, others: readonly ProcessLoad[]): Placement {
+export function placeRun(me: ProcessLoad, others: readonly ProcessLoad[]): PlacementDecision {
   if (me.active < me.cap) return { kind: 'take' };
   let best: ProcessLoad | undefined;
   for (const p of others) {
@@ -28,7 +28,7 @@ export function placeRun(me: ProcessLoad, others: readonly ProcessLoad[]): Place
 }
 
 /** The process a placement chose (its lease taken in that process's name), if any: `self` for a take. */
-export function placedOn(placement: Placement | undefined, self: string): string | undefined {
+export function placedOn(placement: PlacementDecision | undefined, self: string): string | undefined {
   if (placement?.kind === 'take') return self;
   return placement?.kind === 'hand' ? placement.to : undefined;
 }

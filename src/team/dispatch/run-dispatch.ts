@@ -1,10 +1,12 @@
-import type { EventStore, RecordedEvent, Subscription } from '../events/event-store.port';
-import { isStoreUnavailable } from '../events/errors';
-import { followAcrossFaults } from '../events/outlast-store';
-import type { HealthRegistry } from '../shared/health';
-import { RUN_STREAM_PREFIX } from './domain/run-events';
-
-import { runIdOfStream } from './run-summary';
+import type { OnApplicationShutdown } from '@nestjs/common';
+import type { EventStore, RecordedEvent, Subscription } from '../../events/event-store.port';
+import { isStoreUnavailable } from '../../events/errors';
+import { followAcrossFaults } from '../../events/outlast-store';
+import type { HealthRegistry } from '../../shared/health';
+import { RUN_STREAM_PREFIX } from '../domain/run-events';
+import { runIdOfStream } from '../run-summary';
+import type { DispatchLogger } from './dispatch-options';
+import type { Wake, WakeReason } from './driver-pool';
 
 /**
  * The durable name of the dispatcher's subscription (its saved position survives restarts). One
@@ -31,7 +33,7 @@ export function runToWake(event: Pick<RecordedEvent, 'type' | 'streamId'>): stri
 
 /**
  * Whether an event leaves its run to another process: it was placed on that one before it was
- * appended (metadata `placedOn`, see RunSupervisor.place), which holds the run's lease already, so
+ * appended (metadata `placedOn`, see Placement.place), which holds the run's lease already, so
  * trying it here would cost a lease statement only to find it held. If that process died before
  * driving the run, the lease it was placed under expires and recovery takes the run.
  */
@@ -44,12 +46,13 @@ export function placedElsewhere(event: Pick<RecordedEvent, 'metadata'>, owner: s
 const SAVE_EVERY_MS = 1000;
 const COMPONENT = 'run dispatcher';
 
-/** What the dispatcher needs of the supervisor: who it is, whether a run is driven here, and to take one. */
-export interface DriverStarter {
+/** What the dispatcher needs of the driver pool: who it is, whether a run is driven here, to wake one, and to hear of free slots. */
+export interface DriverWaker {
   readonly owner: string;
   isDriving(runId: string): boolean;
-  /** Resolves once the lease is decided: true when this process drives the run. */
-  startIfLeased(runId: string): Promise<boolean>;
+  /** Resolves once the lease is decided. */
+  wake(runId: string, why: WakeReason): Promise<Pick<Wake, 'driving' | 'queued'>>;
+  onSlotFreed(listener: () => void): () => void;
 }
 
 /**
@@ -59,23 +62,32 @@ export interface DriverStarter {
  * another process is left to that one without a statement (placedElsewhere). A launch, a resume, a
  * fork or a decision is never lost to a process stopping between its append and the driver's
  * start: the event is in the store, and the subscription resumes from its saved position (events
- * seen twice are harmless — a run already driven, or with nothing to do, is left alone). Runs whose
+ * seen twice are harmless — a run already driven, or with nothing to do, is left alone). A run woken
+ * while every slot here is taken (queued: no process had room for its launch) waits in this
+ * dispatcher's queue and is woken again, in launch order, when a slot frees here; every serving
+ * process saw its launch and queued it too, so the first with a free slot takes it. Runs whose
  * driver died with its process, or placed on a process that died before driving them, are
- * recovery's (RecoveryService: expired leases).
+ * recovery's (RecoveryService: expired leases). `triad serve` starts it; team.module.ts builds it
+ * (framework-free, so that unit specs build it too).
  */
-export class RunDispatch {
+export class RunDispatcher implements OnApplicationShutdown {
   private subscription?: Subscription;
   private readonly stopping = new AbortController();
   private running?: Promise<void>;
   private position = 0;
   private saved = 0;
   private savedAt = 0;
+  /** Runs woken while every slot here was taken, in the order they came: woken again when a slot frees. */
+  private readonly queued = new Set<string>();
+  private waking?: Promise<void>;
+  private wakeAgain = false;
+  private unlisten?: () => void;
 
   constructor(
     private readonly store: EventStore,
     private readonly health: HealthRegistry,
-    private readonly supervisor: DriverStarter,
-    private readonly logger: { log(message: string): void; error(message: string): void } = { log: () => undefined, error: () => undefined },
+    private readonly drivers: DriverWaker,
+    private readonly logger: DispatchLogger = { log: () => undefined, warn: () => undefined, error: () => undefined },
   ) {}
 
   /**
@@ -84,6 +96,7 @@ export class RunDispatch {
    */
   async start(): Promise<void> {
     if (this.running) return;
+    this.unlisten ??= this.drivers.onSlotFreed(() => this.slotFreed());
     // A store that never had a dispatcher (a new store, or one written by an older triad) starts
     // at its head: what came before is recovery's, not a burst of old launches. A store that does
     // not answer now is waited out in the background (from its saved position, or its head then).
@@ -122,7 +135,7 @@ export class RunDispatch {
           for await (const event of sub) {
             const runId = runToWake(event);
             // Awaited: the lease is decided before the next event (the drive itself goes on in the background).
-            if (runId && !this.supervisor.isDriving(runId) && !placedElsewhere(event, this.supervisor.owner)) await this.supervisor.startIfLeased(runId);
+            if (runId && !this.drivers.isDriving(runId) && !placedElsewhere(event, this.drivers.owner)) await this.wake(runId);
             this.position = event.position;
             seen(event.position);
             await this.save(false);
@@ -140,6 +153,42 @@ export class RunDispatch {
     });
   }
 
+  /** Wakes the run's driver; a run this process has no slot for waits in the queue. */
+  private async wake(runId: string): Promise<void> {
+    if ((await this.drivers.wake(runId, 'event')).queued) this.queued.add(runId);
+  }
+
+  /** A slot freed here: the queued runs are woken, one wake at a time (a wake asked for meanwhile follows). */
+  private slotFreed(): void {
+    if (this.queued.size === 0) return;
+    if (this.waking) {
+      this.wakeAgain = true;
+      return;
+    }
+    this.waking = this.wakeQueued()
+      .catch((err: unknown) => this.logger.error(`queued runs not woken (the next free slot tries again): ${(err as Error).message}`))
+      .finally(() => {
+        this.waking = undefined;
+        if (this.wakeAgain) {
+          this.wakeAgain = false;
+          this.slotFreed();
+        }
+      });
+  }
+
+  /**
+   * Wakes the queued runs in the order they came until one finds every slot taken again. A run
+   * driven now, here or elsewhere (its lease held), or left to a process matching its pin leaves
+   * the queue; one that has ended or waits for a human meanwhile gets a driver that stops at once.
+   */
+  private async wakeQueued(): Promise<void> {
+    for (const runId of this.queued) {
+      if (this.stopping.signal.aborted) return;
+      if ((await this.drivers.wake(runId, 'queued')).queued) return;
+      this.queued.delete(runId);
+    }
+  }
+
   /** Saves the position, at most once a second unless `force`. */
   private async save(force: boolean): Promise<void> {
     if (this.position <= this.saved || (!force && Date.now() - this.savedAt < SAVE_EVERY_MS)) return;
@@ -152,10 +201,18 @@ export class RunDispatch {
   /** Stops dispatching and saves the position. */
   async stop(): Promise<void> {
     this.stopping.abort();
+    this.unlisten?.();
     this.subscription?.close();
-    // The loop ends with the abort (faults are reported as they happen, see run): only its end is awaited.
-    await this.running?.catch(() => undefined);
-    // A position not saved is only replayed at the next start, which is harmless (see DISPATCHER_SUBSCRIPTION).
-    await this.save(true).catch(() => undefined);
+    // The loop ends by itself once stopped (it catches what it meets): nothing is dropped here.
+    await this.running;
+    await this.waking;
+    await this.save(true).catch((err: unknown) => {
+      // The next start replays the events since the last saved position: harmless (see DISPATCHER_SUBSCRIPTION).
+      this.logger.warn(`dispatcher position not saved at stop: ${(err as Error).message}`);
+    });
+  }
+
+  onApplicationShutdown(): Promise<void> {
+    return this.stop();
   }
 }

@@ -1,4 +1,4 @@
-import { DriverFailures, FAILING_GRACE_MS, FIRST_RETRY_MS, MAX_RETRY_MS } from '../../src/team/driver-failures';
+import { DriverFailures, FAILING_GRACE_MS, FIRST_RETRY_MS, MAX_RETRY_MS } from '../../../src/team/dispatch/driver-failures';
 
 describe('DriverFailures', () => {
   it('given failures in a row, each waits twice as long as the one before, up to the cap', () => {

@@ -1,14 +1,14 @@
 import { execFile } from 'node:child_process';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { tempDir } from '../support/temp-dir';
+import { tempDir } from '../../support/temp-dir';
 
 /**
  * A run placed on this process at its launch holds the lease taken then: its driver starts without
  * taking it again while nearly all of the TTL is left, and takes it again when less is. The
- * supervisor runs from dist/ in a child (test/support/supervisor-lease-child.js).
+ * driver pool and placement run from dist/ in a child (test/support/supervisor-lease-child.js).
  */
-const CHILD = resolve(__dirname, '..', 'support', 'supervisor-lease-child.js');
+const CHILD = resolve(__dirname, '..', '..', 'support', 'supervisor-lease-child.js');
 const TTL = 15_000;
 
 async function placeThenStart(advanceMs: number) {
@@ -23,7 +23,7 @@ async function placeThenStart(advanceMs: number) {
   }
 }
 
-describe('the supervisor starting a run it placed here', () => {
+describe('the driver pool starting a run placed here', () => {
   it('given a run placed here just now, when its driver starts, then the lease is not taken again and the run is driven to the gate', async () => {
     const out = await placeThenStart(0);
     expect(out.placement).toEqual({ kind: 'take' });
