@@ -1,4 +1,4 @@
-import { transition, type AnyStateMachine, type EventFromLogic, type SnapshotFrom } from 'xstate';
+import { transition, type AnyStateMachine, type EventFromLogic, type Snapshot, type SnapshotFrom, type StateValue } from 'xstate';
 import { compileFlatMachine } from './flat-machine';
 
 /** One step of a machine: the snapshot after the event, the one given left as it is. */
@@ -25,4 +25,24 @@ export function pureTransition<M extends AnyStateMachine>(machine: M, options: {
   if (descriptors.some((d) => d.includes('*'))) return step;
   const handled = new Set<string>(descriptors);
   return (snapshot, event) => (handled.has((event as { type: string }).type) ? step(snapshot, event) : snapshot);
+}
+
+/** A machine snapshot as checkpoints, replays and forks store it: xstate's persisted form. */
+export type StoredSnapshot = Snapshot<unknown>;
+
+/**
+ * The one way a machine snapshot is stored (checkpoints, the replay and context views, a fork's
+ * view): xstate's persisted form, so a stored snapshot reads the same whatever stepped it.
+ */
+export function persistSnapshot<M extends AnyStateMachine>(machine: M, snapshot: SnapshotFrom<M>): StoredSnapshot {
+  return machine.getPersistedSnapshot(snapshot);
+}
+
+/**
+ * The one way a stored snapshot is brought back (a checkpoint, a fork's view, a fork's new run id):
+ * xstate resolves its state value and context into a whole snapshot (active nodes, tags, status),
+ * never copied field by field, so a restored snapshot steps exactly as the one that was stored.
+ */
+export function restoreSnapshot<M extends AnyStateMachine>(machine: M, stored: { value: StateValue; context: unknown }): SnapshotFrom<M> {
+  return machine.resolveState({ value: stored.value, context: stored.context }) as SnapshotFrom<M>;
 }
