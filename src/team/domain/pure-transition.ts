@@ -11,14 +11,13 @@ export type MachineStep<M extends AnyStateMachine> = (snapshot: SnapshotFrom<M>,
  * snapshots `transition()` gives — a differential test holds them equal — at a fraction of the cost:
  * `transition()` builds a throwaway actor (and its initial snapshot) for every event.
  *
- * Measured against the public API alone (`engine: 'xstate'`), a run of 1,000 executor turns driven
- * as the turns benchmark drives it (in-memory store, checkpoints every 100 turns, to its verdict;
- * medians of 5 after warm-up, 2 shared cores, load 5-9): 266-496 µs per turn with this step,
- * 292-830 µs with `transition()` alone, 1.1 to 2.1 times as much pair by pair (1.3 times best
- * against best); folding that run's 4,017 events, 3.9-7.5 ms against 75-125 ms. The public API
- * costs well over 10% of a turn, so the fast step stays; docs/ARCHITECTURE.md ("Stepping the
- * machines") has the replay figures. `engine: 'xstate'` always takes xstate's own step, to
- * measure one against the other again.
+ * Measured in `bench turns` (1,000 turns, medians of 5 runs; each pair this step, then
+ * `transition()` alone with the same skip of unhandled events; 2 shared cores at load 5 to 19, so
+ * the figures drift, but every pair agrees): the in-memory store's cost per turn 369 / 1,439,
+ * 878 / 1,364 and 775 / 1,690 µs; the durable SQLite run 444 / 276 turns/s (2.25 / 3.63 s).
+ * The public API costs 55% to 290% more per turn, far over the 10% that would let it replace
+ * this step; folding a 1,000-turn run's 4,017 events takes 4-8 ms here and 75-125 ms with
+ * `transition()`. `engine: 'xstate'` always takes xstate's own step, to measure again.
  */
 export function pureTransition<M extends AnyStateMachine>(machine: M, options: { engine?: 'fast' | 'xstate' } = {}): MachineStep<M> {
   const flat = options.engine === 'xstate' ? undefined : compileFlatMachine(machine);
