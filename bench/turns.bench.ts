@@ -5,6 +5,7 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { CheckpointStore } from '../src/checkpoint/checkpoint-store.port';
+import { decisionTrust, installDecisionTrust } from '../src/attestation/decision-trust';
 import { redactUrl } from '../src/config/config';
 import type { AppendOptions, EventStore, NewEvent } from '../src/events/event-store.port';
 import { InMemoryEventStore } from '../src/events/in-memory.event-store';
@@ -453,7 +454,23 @@ async function rowBytesOf(store: EventStore, runId: string): Promise<number> {
 
 // ---------------------------------------------------------------------------------------------
 
+/**
+ * The runs are driven by a bare RunDriver, without the server's signing of its appends, so the
+ * system's waiver of the human gate is unsigned; a process trusts no unsigned decision, and the
+ * driver would record the waiver again and again. Like the test process, the benchmark trusts them
+ * while it runs (the cost of signing is the decisions benchmark's), and then puts back the trust it found.
+ */
 export async function runTurnsBench(opts: TurnsBenchOptions): Promise<TurnsBenchResult> {
+  const trust = decisionTrust();
+  installDecisionTrust({ refusal: () => undefined });
+  try {
+    return await turnsBench(opts);
+  } finally {
+    installDecisionTrust(trust);
+  }
+}
+
+async function turnsBench(opts: TurnsBenchOptions): Promise<TurnsBenchResult> {
   const started = Date.now();
   const turns = positiveInt(opts.turns, 2000);
   const runs = positiveInt(opts.runs, 5);

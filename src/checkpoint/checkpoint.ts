@@ -5,6 +5,7 @@ import type { ChatMessage } from '../team/models/model.port';
 import { teamRunMachine } from '../team/domain/team-run.machine';
 import { decisionTrust } from '../attestation/decision-trust';
 import { toRunStreamId } from '../team/domain/run-events';
+import { persistSnapshot, restoreSnapshot } from '../team/domain/pure-transition';
 
 /**
  * A checkpoint: a run's folded state at a stream revision — the rebuilt context (conversations,
@@ -46,8 +47,8 @@ function serializeRunStateText(state: RunState): string {
       revision: state.revision,
       position: state.position,
       launched: state.launched,
-      team: teamRunMachine.getPersistedSnapshot(state.team),
-      loop: state.loop ? agentLoopMachine.getPersistedSnapshot(state.loop) : null,
+      team: persistSnapshot(teamRunMachine, state.team),
+      loop: state.loop ? persistSnapshot(agentLoopMachine, state.loop) : null,
       phase: state.phase ?? null,
       usage: state.usage,
       lastToolUses: [...state.lastToolUses.values()],
@@ -119,8 +120,8 @@ export function deserializeRunState(s: SerializedRunState): RunState {
     revision: s.revision as number,
     position: s.position as number,
     launched: opt(s.launched),
-    team: teamRunMachine.resolveState({ value: team.value, context: team.context }),
-    loop: loop ? agentLoopMachine.resolveState({ value: loop.value, context: loop.context }) : undefined,
+    team: restoreSnapshot(teamRunMachine, team),
+    loop: loop ? restoreSnapshot(agentLoopMachine, loop) : undefined,
     phase: opt(s.phase),
     conversations: s.conversations as RunState['conversations'],
     usage: s.usage as RunState['usage'],

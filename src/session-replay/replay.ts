@@ -5,6 +5,7 @@ import { agentLoopMachine } from '../team/domain/agent-loop.machine';
 import { TEAM_RUN_EVENT_TYPES, type TeamRunEvent, type TerminationReason } from '../team/domain/run-events';
 import { evolve, initialRunState, runStatus, terminationReason, type RoleUsage, type RunState } from '../team/domain/run-state';
 import { teamRunMachine } from '../team/domain/team-run.machine';
+import { persistSnapshot } from '../team/domain/pure-transition';
 import { ROLES } from '../team/domain/roles';
 
 /** Schema version of each event type this build writes (the command path's); older ones need an upcaster to be understood. */
@@ -111,8 +112,8 @@ export function contextOf(state: RunState, completeness: Completeness): RunConte
     roles,
     usage,
     machine: {
-      team: teamRunMachine.getPersistedSnapshot(state.team),
-      loop: state.loop ? agentLoopMachine.getPersistedSnapshot(state.loop) : null,
+      team: persistSnapshot(teamRunMachine, state.team),
+      loop: state.loop ? persistSnapshot(agentLoopMachine, state.loop) : null,
     },
     ...(state.forkedFrom ? { forkedFrom: state.forkedFrom } : {}),
     ...(Object.keys(state.subAgents).length > 0 ? { subAgents: subAgentContexts(state) } : {}),

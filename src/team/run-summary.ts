@@ -1,4 +1,4 @@
-import { pureTransition } from './domain/pure-transition';
+import { pureTransition, restoreSnapshot } from './domain/pure-transition';
 import type { RecordedEvent } from '../events/event-store.port';
 import type { RoleName } from './models/model.port';
 import { LOOP_EVENT_TYPES, RUN_STREAM_PREFIX, type ChosenStrategy, type LoopStrategy, type RunCoreEvent, type RunStatus, type TeamRunEvent, type TerminationReason } from './domain/run-events';
@@ -234,7 +234,7 @@ export function applyToSummary(state: RunSummaryState | undefined, recorded: Rec
     const zero = () => ({ inputTokens: 0, outputTokens: 0, turns: 0 });
     const forkedTeam = event.type === 'RunForked' ? (event.data.view.team as { value: never; context: never }) : undefined;
     state = {
-      team: forkedTeam ? teamRunMachine.resolveState({ value: forkedTeam.value, context: forkedTeam.context }) : initialTeamSnapshot(),
+      team: forkedTeam ? restoreSnapshot(teamRunMachine, forkedTeam) : initialTeamSnapshot(),
       suspended: false,
       summary: {
         runId: d.runId,

@@ -12,6 +12,7 @@ import { ROLES } from '../../team/domain/roles';
 import type { ForkOverrides, RunForkedData, TeamRunEvent } from '../../team/domain/run-events';
 import { evolve } from '../../team/domain/run-state';
 import { teamRunMachine } from '../../team/domain/team-run.machine';
+import { persistSnapshot } from '../../team/domain/pure-transition';
 import type { Clock } from '../../shared/ports';
 import { loadRunHistory } from '../../team/run-history';
 import { RunSupervisor } from '../../team/dispatch/run-supervisor';
@@ -74,7 +75,7 @@ export class ForkRunHandler implements ICommandHandler<ForkRunCommand, ForkResul
     evolve(state, { type: 'RunForked', data }, { revision: 0, position: 0 });
     data.view = {
       launched: state.launched!,
-      team: teamRunMachine.getPersistedSnapshot(state.team),
+      team: persistSnapshot(teamRunMachine, state.team),
       ...(state.stepLoop ? { stepLoop: structuredClone(state.stepLoop) } : {}),
       ...(state.chosenStrategy ? { chosenStrategy: state.chosenStrategy } : {}),
     };

@@ -1,7 +1,7 @@
 // One file over 400 lines on purpose: it is the fold of a run — the state, `evolve` over every event
 // type (ending in a `never` check) and the views derived from it — and a fold is read whole.
 import { initialTransition, type SnapshotFrom } from 'xstate';
-import { pureTransition } from './pure-transition';
+import { pureTransition, restoreSnapshot } from './pure-transition';
 import type { AssistantBlock, ChatMessage, ContentBlock, RoleName, ToolResultBlock, ToolUseBlock, Usage } from '../models/model.port';
 import { agentLoopMachine } from './agent-loop.machine';
 import type {
@@ -414,8 +414,7 @@ function applyFork(state: RunState, fork: RunForkedData): void {
   state.forkedFrom = fork.parent;
   state.driver = undefined;
   state.suspended = false;
-  // A snapshot is built by xstate (resolved from a value and a context), not copied field by field.
-  state.team = teamRunMachine.resolveState({ value: state.team.value, context: { ...state.team.context, runId: fork.runId } });
+  state.team = restoreSnapshot(teamRunMachine, { value: state.team.value, context: { ...state.team.context, runId: fork.runId } });
   const prompt = state.phase ? fork.overrides.team?.[state.phase.role]?.systemPrompt : undefined;
   if (state.phase && prompt) state.phase = { ...state.phase, system: prompt };
 }
