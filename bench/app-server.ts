@@ -11,13 +11,7 @@ import { packageRoot } from '../src/cli/cli-io';
  */
 
 /** TRIAD_BENCH_DIST: another build of the app to measure (an A/B against older code), inside the checkout so it finds node_modules. */
-const DIST = process.env.TRIAD_BENCH_DIST ?? join(packageRoot(), 'dist');
-// The program as `triad serve` loads it (the bundle dist/triad.cjs, through the entry); a build from
-// before the bundle (an A/B against older code) has neither, and its modules are loaded instead.
-const ENTRY = join(DIST, 'cli', 'main.js');
-const BOOTSTRAP = join(DIST, 'http', 'bootstrap.js');
-const SUPERVISOR = join(DIST, 'team', 'run-supervisor.js');
-const EVENT_STORE_PORT = join(DIST, 'events', 'event-store.port.js');
+export const DEFAULT_DIST = process.env.TRIAD_BENCH_DIST ?? join(packageRoot(), 'dist');
 export const OPERATOR_KEY = 'bench-operator-0123456789abcdef';
 
 /**
@@ -130,7 +124,16 @@ export interface Server {
   stop(): Promise<void>;
 }
 
-export async function startServer(env: NodeJS.ProcessEnv): Promise<Server> {
+/**
+ * `dist`: the build to run (default this checkout's dist/, or TRIAD_BENCH_DIST). The program as
+ * `triad serve` loads it (the bundle dist/triad.cjs, through the entry); a build from before the
+ * bundle (an A/B against older code) has neither, and its modules are loaded instead.
+ */
+export async function startServer(env: NodeJS.ProcessEnv, dist: string = DEFAULT_DIST): Promise<Server> {
+  const ENTRY = join(dist, 'cli', 'main.js');
+  const BOOTSTRAP = join(dist, 'http', 'bootstrap.js');
+  const SUPERVISOR = join(dist, 'team', 'run-supervisor.js');
+  const EVENT_STORE_PORT = join(dist, 'events', 'event-store.port.js');
   if (!existsSync(BOOTSTRAP)) throw new Error(`${BOOTSTRAP} is missing: build dist/ first (npm run build)`);
   // TRIAD_BENCH_NODE_ARGS: extra flags for the server (e.g. --cpu-prof) when profiling.
   const extra = (process.env.TRIAD_BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
@@ -272,9 +275,11 @@ export interface ServerEnvOptions {
   latencyMs: number;
   /** TRIAD_MAX_ACTIVE_RUNS of the server (TRIAD_MAX_ACTIVE_RUNS set by the caller wins). */
   maxActiveRuns: number;
+  /** A Messages-API server to use instead of the offline model (the `provider` benchmark). */
+  anthropic?: { baseUrl: string; apiKey: string };
 }
 
-/** The environment of one server: the offline model at the given latency, an operator key, nothing else of the caller's store or model. */
+/** The environment of one server: the offline model at the given latency (or the Messages-API server given), an operator key, nothing else of the caller's store or model. */
 export function serverEnv(o: ServerEnvOptions): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -291,5 +296,6 @@ export function serverEnv(o: ServerEnvOptions): NodeJS.ProcessEnv {
   if (o.store === 'postgres' && o.pgUrl) env.TRIAD_PG_URL = o.pgUrl;
   else delete env.TRIAD_PG_URL;
   if (o.store === 'postgres' && o.pgSchema) env.TRIAD_PG_SCHEMA = o.pgSchema;
+  if (o.anthropic) Object.assign(env, { TRIAD_MODEL: 'anthropic', ANTHROPIC_BASE_URL: o.anthropic.baseUrl, ANTHROPIC_API_KEY: o.anthropic.apiKey });
   return env;
 }
