@@ -48,7 +48,8 @@ const { monitorEventLoopDelay } = require('node:perf_hooks');
     if (active) {
       const t0 = performance.now();
       const record = () => (drive.push(performance.now() - t0), stopped.push(runId));
-      active.leased.then((leased) => (leased ? p.then(record, record) : declined++), () => declined++);
+      // A build from before leases (an A/B against older code) drives every run it starts.
+      (active.leased ?? Promise.resolve(true)).then((leased) => (leased ? p.then(record, record) : declined++), () => declined++);
     }
     return p;
   };
