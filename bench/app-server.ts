@@ -145,7 +145,7 @@ export async function startServer(env: NodeJS.ProcessEnv, dist: string = DEFAULT
   let stderr = '';
   child.stderr!.on('data', (c: Buffer) => (stderr = (stderr + c.toString('utf8')).slice(-20_000)));
   let seq = 0;
-  const pending = new Map<number, (v: Record<string, unknown>) => void>();
+  const pending = new Map<number, { res: (v: Record<string, unknown>) => void; rej: (e: Error) => void }>();
   const port = await new Promise<number>((resolvePort, reject) => {
     const timer = setTimeout(() => reject(new Error(`the server did not start within 60 s\n${stderr}`)), 60_000);
     child.on('message', (m: Record<string, unknown>) => {
@@ -153,21 +153,25 @@ export async function startServer(env: NodeJS.ProcessEnv, dist: string = DEFAULT
         clearTimeout(timer);
         resolvePort(m.port);
       } else if (typeof m.id === 'number') {
-        pending.get(m.id)?.(m);
+        pending.get(m.id)?.res(m);
         pending.delete(m.id);
       }
     });
     child.once('exit', (code, signal) => {
       clearTimeout(timer);
-      reject(new Error(`the server exited (${code ?? signal})\n${stderr}`));
+      const exited = new Error(`the server exited (${code ?? signal})\n${stderr}`);
+      reject(exited);
+      // A question the server will never answer fails instead of hanging the benchmark.
+      for (const ask of pending.values()) ask.rej(exited);
+      pending.clear();
     });
   });
   return {
     port,
     ask: <T>(msg: Record<string, unknown>) =>
-      new Promise<T>((res) => {
+      new Promise<T>((res, rej) => {
         const id = ++seq;
-        pending.set(id, res as (v: Record<string, unknown>) => void);
+        pending.set(id, { res: res as (v: Record<string, unknown>) => void, rej });
         child.send({ ...msg, id });
       }),
     stderr: () => stderr,

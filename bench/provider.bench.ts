@@ -52,7 +52,7 @@ export interface ProviderSample {
   modelCallsPerRun: number;
   /** HTTP requests the loopback server received per model call, and by kind. */
   requestsPerModelCall: number;
-  requests: { messages: number; countTokens: number; modelCalls: number };
+  requests: { messages: number; countTokens: number; modelCalls: number; /** TCP connections they came on. */ connections: number };
   serverCpuMsPerRun: number;
   serverCpuMsPerModelCall: number;
   eventLoopLagMs: { p50: number; p99: number; max: number };
@@ -130,19 +130,22 @@ async function sample(opts: Required<Omit<ProviderBenchOptions, 'vs'>>, build: {
     maxActiveRuns: opts.runs + 1,
     anthropic: { baseUrl: api.url, apiKey: API_KEY },
   });
-  const server = await startServer(env, build.dist);
+  const server = await startServer(env, build.dist).catch(async (err: unknown) => {
+    await api.stop();
+    throw err;
+  });
   const agent = new Agent({ keepAlive: true, maxSockets: opts.concurrency });
   try {
     // One run through the whole path first: it loads what the first run loads, and names the calls of a run.
     const warm = await httpCall(agent, server.port, 'POST', '/v1/runs', LAUNCH_BODY);
     if (warm.status !== 202) throw new Error(`warm-up launch answered ${warm.status}: ${warm.body}`);
     const warmId = (JSON.parse(warm.body) as { runId: string }).runId;
-    await httpCall(agent, server.port, 'POST', `/v1/runs/${warmId}/wait?timeoutMs=600000`);
-    const events = (JSON.parse((await httpCall(agent, server.port, 'GET', `/v1/runs/${warmId}/events`)).body) as { events: Array<{ type: string; data: { status?: string } }> }).events;
-    const modelCallsPerRun = events.filter((e) => e.type === 'ModelCallStarted').length;
-    const run = JSON.parse((await httpCall(agent, server.port, 'GET', `/v1/runs/${warmId}`)).body) as { status?: string };
-    if (run.status !== 'awaiting_review') throw new Error(`the warm-up run is ${run.status}, not awaiting_review`);
+    // Polled, not `POST /wait`: an older build's wait does not end at the review gate.
+    const status = async () => (JSON.parse((await httpCall(agent, server.port, 'GET', `/v1/runs/${warmId}`)).body) as { status?: string }).status;
+    if (!(await waitUntil(async () => (await status()) === 'awaiting_review', opts.timeoutMs))) throw new Error(`the warm-up run is ${await status()}, not awaiting_review`);
     await waitUntilDriven([server], 1, opts.timeoutMs, 'the warm-up run');
+    const events = (JSON.parse((await httpCall(agent, server.port, 'GET', `/v1/runs/${warmId}/events`)).body) as { events: Array<{ type: string }> }).events;
+    const modelCallsPerRun = events.filter((e) => e.type === 'ModelCallStarted').length;
 
     const base = (await server.ask<{ mem: { heapUsed: number; rss: number } }>({ cmd: 'baseline' })).mem;
     const before = { ...api.received };
@@ -162,7 +165,7 @@ async function sample(opts: Required<Omit<ProviderBenchOptions, 'vs'>>, build: {
     const healthTimes = (await health.stop()).sort((a, b) => a - b);
     const end = await server.ask<{ lag: { p50: number; p99: number; max: number }; atPeak: { active: number; heapUsed: number; rss: number } }>({ cmd: 'stop' });
     const modelCalls = modelCallsPerRun * opts.runs;
-    const requests = { messages: api.received.messages - before.messages, countTokens: api.received.countTokens - before.countTokens, modelCalls };
+    const requests = { messages: api.received.messages - before.messages, countTokens: api.received.countTokens - before.countTokens, modelCalls, connections: api.received.connections - before.connections };
     const latencyFloorMs = modelCallsPerRun * opts.latencyMs;
     const perActive = (bytes: number) => (end.atPeak.active > 0 ? round2(bytes / 1024 / end.atPeak.active) : 0);
     // Recorded delay minus the histogram's 1 ms resolution.
@@ -199,7 +202,7 @@ async function sample(opts: Required<Omit<ProviderBenchOptions, 'vs'>>, build: {
 function describe(s: ProviderSample): string {
   return (
     `${s.build}: ${s.timedOut ? 'TIMED OUT; ' : ''}wall ${s.wallMs} ms (floor ${s.latencyFloorMs}, x${s.wallToFloor}); launches ${s.launchesPerSec}/s (${s.launchMs} ms); ` +
-    `server CPU ${s.serverCpuMsPerRun} ms/run, ${s.serverCpuMsPerModelCall} ms/model call; ${s.requestsPerModelCall} HTTP requests/model call (${s.requests.messages} messages + ${s.requests.countTokens} count_tokens for ${s.requests.modelCalls} calls); ` +
+    `server CPU ${s.serverCpuMsPerRun} ms/run, ${s.serverCpuMsPerModelCall} ms/model call; ${s.requestsPerModelCall} HTTP requests/model call (${s.requests.messages} messages + ${s.requests.countTokens} count_tokens for ${s.requests.modelCalls} calls, on ${s.requests.connections} connections); ` +
     `lag p50/p99/max ${s.eventLoopLagMs.p50}/${s.eventLoopLagMs.p99}/${s.eventLoopLagMs.max} ms; /health p50/p99 ${s.healthMs.p50}/${s.healthMs.p99} ms (${s.healthMs.samples}); ` +
     `heap ${s.memory.heapPerActiveRunKiB} KiB, rss ${s.memory.rssPerActiveRunKiB} KiB per active run (${s.memory.peakActive} active); load ${s.loadAverage.join(' ')}; ${cpuProbeText(s)} before it`
   );

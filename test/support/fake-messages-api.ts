@@ -215,8 +215,8 @@ export class FakeMessagesApi {
   readonly countRequests: RecordedRequest[] = [];
   /** Billed usage per answered messages request, in order (with `promptCache`). */
   readonly billed: Array<{ input_tokens: number; cache_creation_input_tokens: number; cache_read_input_tokens: number }> = [];
-  /** Requests received, recorded or not: messages requests and token counts. */
-  readonly received = { messages: 0, countTokens: 0 };
+  /** Requests received, recorded or not (messages requests and token counts), and the connections they came on. */
+  readonly received = { messages: 0, countTokens: 0, connections: 0 };
   /** When set, `count_tokens` requests get this HTTP error (to test the fallback). */
   countTokensFault: FakeHttpError | undefined;
   private readonly queue: FakeStep[] = [];
@@ -244,6 +244,7 @@ export class FakeMessagesApi {
     if (this.server) return this;
     const server = createServer((req, res) => void this.handle(req, res));
     server.on('connection', (socket) => {
+      this.received.connections += 1;
       this.sockets.add(socket);
       socket.on('close', () => this.sockets.delete(socket));
     });
@@ -282,6 +283,7 @@ export class FakeMessagesApi {
     this.counter = 0;
     this.received.messages = 0;
     this.received.countTokens = 0;
+    this.received.connections = 0;
     return this;
   }
 
