@@ -11,13 +11,7 @@ import { packageRoot } from '../src/cli/cli-io';
  */
 
 /** TRIAD_BENCH_DIST: another build of the app to measure (an A/B against older code), inside the checkout so it finds node_modules. */
-const DIST = process.env.TRIAD_BENCH_DIST ?? join(packageRoot(), 'dist');
-// The program as `triad serve` loads it (the bundle dist/triad.cjs, through the entry); a build from
-// before the bundle (an A/B against older code) has neither, and its modules are loaded instead.
-const ENTRY = join(DIST, 'cli', 'main.js');
-const BOOTSTRAP = join(DIST, 'http', 'bootstrap.js');
-const DRIVER_POOL = join(DIST, 'team', 'dispatch', 'driver-pool.js');
-const EVENT_STORE_PORT = join(DIST, 'events', 'event-store.port.js');
+export const DEFAULT_DIST = process.env.TRIAD_BENCH_DIST ?? join(packageRoot(), 'dist');
 export const OPERATOR_KEY = 'bench-operator-0123456789abcdef';
 
 /**
@@ -28,11 +22,12 @@ export const OPERATOR_KEY = 'bench-operator-0123456789abcdef';
  */
 const SERVER_SCRIPT = `
 const entry = require(process.env.SCALE_ENTRY);
-const { createHttpApp, DriverPool, EVENT_STORE } = entry.DriverPool ? entry : {
-  createHttpApp: require(process.env.SCALE_BOOTSTRAP).createHttpApp,
-  DriverPool: require(process.env.SCALE_DRIVER_POOL).DriverPool,
-  EVENT_STORE: require(process.env.SCALE_EVENT_STORE).EVENT_STORE,
-};
+const load = (name, file) => entry[name] ?? require(process.env[file])[name];
+const createHttpApp = load('createHttpApp', 'SCALE_BOOTSTRAP');
+const EVENT_STORE = load('EVENT_STORE', 'SCALE_EVENT_STORE');
+// This build starts drivers through DriverPool.wake; an older one (an A/B) through RunSupervisor.start.
+const DriverPool = entry.DriverPool ?? entry.RunSupervisor ?? require(process.env.SCALE_DRIVERS)[process.env.SCALE_DRIVERS_CLASS];
+const START = typeof DriverPool.prototype.wake === 'function' ? 'wake' : 'start';
 const { monitorEventLoopDelay } = require('node:perf_hooks');
 (async () => {
   const app = await createHttpApp({ logger: ['error', 'warn'] });
@@ -41,20 +36,21 @@ const { monitorEventLoopDelay } = require('node:perf_hooks');
   const eventsRead = countReads(app.get(EVENT_STORE));
   const started = new Map();
   const drive = [];
-  const origWake = sup.wake.bind(sup);
+  const origWake = sup[START].bind(sup);
   // A driver counts once it holds the run's lease; one started without getting it counts as
   // declined: a run placed on another process is not tried here, so declines are launches no
   // process was placed for (every one tries them, all but one give up) and recovery's attempts.
   let declined = 0;
   const stopped = [];
-  sup.wake = (runId, ...rest) => {
+  sup[START] = (runId, ...rest) => {
     const fresh = !sup.isDriving(runId);
     const p = origWake(runId, ...rest);
     const active = fresh && sup.drivers.get(runId);
     if (active) {
       const t0 = performance.now();
       const record = () => (drive.push(performance.now() - t0), stopped.push(runId));
-      active.leased.then((leased) => (leased ? active.done.then(record, record) : declined++), () => declined++);
+      // A build from before leases (an A/B against older code) drives every run it starts.
+      (active.leased ?? Promise.resolve(true)).then((leased) => (leased ? p.then(record, record) : declined++), () => declined++);
     }
     return p;
   };
@@ -130,18 +126,28 @@ export interface Server {
   stop(): Promise<void>;
 }
 
-export async function startServer(env: NodeJS.ProcessEnv): Promise<Server> {
+/**
+ * `dist`: the build to run (default this checkout's dist/, or TRIAD_BENCH_DIST). The program as
+ * `triad serve` loads it (the bundle dist/triad.cjs, through the entry); a build from before the
+ * bundle (an A/B against older code) has neither, and its modules are loaded instead.
+ */
+export async function startServer(env: NodeJS.ProcessEnv, dist: string = DEFAULT_DIST): Promise<Server> {
+  const ENTRY = join(dist, 'cli', 'main.js');
+  const BOOTSTRAP = join(dist, 'http', 'bootstrap.js');
+  const pool = join(dist, 'team', 'dispatch', 'driver-pool.js');
+  const [DRIVERS, DRIVERS_CLASS] = existsSync(pool) ? [pool, 'DriverPool'] : [join(dist, 'team', 'run-supervisor.js'), 'RunSupervisor'];
+  const EVENT_STORE_PORT = join(dist, 'events', 'event-store.port.js');
   if (!existsSync(BOOTSTRAP)) throw new Error(`${BOOTSTRAP} is missing: build dist/ first (npm run build)`);
   // TRIAD_BENCH_NODE_ARGS: extra flags for the server (e.g. --cpu-prof) when profiling.
   const extra = (process.env.TRIAD_BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
   const child: ChildProcess = spawn(process.execPath, ['--expose-gc', ...extra, '-e', SERVER_SCRIPT], {
-    env: { ...env, SCALE_ENTRY: ENTRY, SCALE_BOOTSTRAP: BOOTSTRAP, SCALE_DRIVER_POOL: DRIVER_POOL, SCALE_EVENT_STORE: EVENT_STORE_PORT },
+    env: { ...env, SCALE_ENTRY: ENTRY, SCALE_BOOTSTRAP: BOOTSTRAP, SCALE_DRIVERS: DRIVERS, SCALE_DRIVERS_CLASS: DRIVERS_CLASS, SCALE_EVENT_STORE: EVENT_STORE_PORT },
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
   });
   let stderr = '';
   child.stderr!.on('data', (c: Buffer) => (stderr = (stderr + c.toString('utf8')).slice(-20_000)));
   let seq = 0;
-  const pending = new Map<number, (v: Record<string, unknown>) => void>();
+  const pending = new Map<number, { res: (v: Record<string, unknown>) => void; rej: (e: Error) => void }>();
   const port = await new Promise<number>((resolvePort, reject) => {
     const timer = setTimeout(() => reject(new Error(`the server did not start within 60 s\n${stderr}`)), 60_000);
     child.on('message', (m: Record<string, unknown>) => {
@@ -149,21 +155,25 @@ export async function startServer(env: NodeJS.ProcessEnv): Promise<Server> {
         clearTimeout(timer);
         resolvePort(m.port);
       } else if (typeof m.id === 'number') {
-        pending.get(m.id)?.(m);
+        pending.get(m.id)?.res(m);
         pending.delete(m.id);
       }
     });
     child.once('exit', (code, signal) => {
       clearTimeout(timer);
-      reject(new Error(`the server exited (${code ?? signal})\n${stderr}`));
+      const exited = new Error(`the server exited (${code ?? signal})\n${stderr}`);
+      reject(exited);
+      // A question the server will never answer fails instead of hanging the benchmark.
+      for (const ask of pending.values()) ask.rej(exited);
+      pending.clear();
     });
   });
   return {
     port,
     ask: <T>(msg: Record<string, unknown>) =>
-      new Promise<T>((res) => {
+      new Promise<T>((res, rej) => {
         const id = ++seq;
-        pending.set(id, res as (v: Record<string, unknown>) => void);
+        pending.set(id, { res: res as (v: Record<string, unknown>) => void, rej });
         child.send({ ...msg, id });
       }),
     stderr: () => stderr,
@@ -272,9 +282,11 @@ export interface ServerEnvOptions {
   latencyMs: number;
   /** TRIAD_MAX_ACTIVE_RUNS of the server (TRIAD_MAX_ACTIVE_RUNS set by the caller wins). */
   maxActiveRuns: number;
+  /** A Messages-API server to use instead of the offline model (the `provider` benchmark). */
+  anthropic?: { baseUrl: string; apiKey: string };
 }
 
-/** The environment of one server: the offline model at the given latency, an operator key, nothing else of the caller's store or model. */
+/** The environment of one server: the offline model at the given latency (or the Messages-API server given), an operator key, nothing else of the caller's store or model. */
 export function serverEnv(o: ServerEnvOptions): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -291,5 +303,6 @@ export function serverEnv(o: ServerEnvOptions): NodeJS.ProcessEnv {
   if (o.store === 'postgres' && o.pgUrl) env.TRIAD_PG_URL = o.pgUrl;
   else delete env.TRIAD_PG_URL;
   if (o.store === 'postgres' && o.pgSchema) env.TRIAD_PG_SCHEMA = o.pgSchema;
+  if (o.anthropic) Object.assign(env, { TRIAD_MODEL: 'anthropic', ANTHROPIC_BASE_URL: o.anthropic.baseUrl, ANTHROPIC_API_KEY: o.anthropic.apiKey });
   return env;
 }

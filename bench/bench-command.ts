@@ -9,6 +9,7 @@ import { runDispatchBench } from './dispatch.bench';
 import { runLaunchesBench } from './launches.bench';
 import { runEsdbBench } from './esdb.bench';
 import { runProcsBench } from './procs.bench';
+import { runProviderBench } from './provider.bench';
 import { runReplayBench } from './replay.bench';
 import { runSandboxBench } from './sandbox.bench';
 import { runScaleBench } from './scale.bench';
@@ -87,6 +88,9 @@ export const SUITES: Record<BenchSuite, Suite> = {
       log,
     });
   },
+  // Run alone, --runs is the runs launched; in `all`, 200 runs (the loopback model answers after 1 s).
+  provider: async (opts, log, scratch, all) =>
+    runProviderBench({ runs: all ? 200 : opts.runs, latencyMs: opts.latencyMs, repeat: opts.repeat, vs: opts.vs, dataDir: scratch, log }),
 };
 
 const isSuite = (name: string): name is BenchSuite => (BENCH_SUITES as readonly string[]).includes(name);
@@ -98,9 +102,9 @@ export const runBenchCommand: BenchModule['runBenchCommand'] = async (suite, opt
     process.stderr.write(`triad: unknown benchmark suite '${suite}' (suites: ${BENCH_SUITES.join(', ')}, all)\n`);
     return 2;
   }
-  // --runs is repetitions (1 to 100) everywhere but in `launches`, `scale` and `procs` run alone, where it is the runs launched.
-  if (suite !== 'launches' && suite !== 'scale' && suite !== 'procs' && opts.runs !== undefined && opts.runs > 100) {
-    process.stderr.write(`triad: --runs must be at most 100 (repetitions) except for the launches, scale and procs suites\n`);
+  // --runs is repetitions (1 to 100) everywhere but in `launches`, `scale`, `procs` and `provider` run alone, where it is the runs launched.
+  if (!['launches', 'scale', 'procs', 'provider'].includes(suite) && opts.runs !== undefined && opts.runs > 100) {
+    process.stderr.write(`triad: --runs must be at most 100 (repetitions) except for the launches, scale, procs and provider suites\n`);
     return 2;
   }
   for (const name of names) {

@@ -2,6 +2,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import { modelLabelOf } from '../team/domain/pricing';
 import type { HealthFigures } from '../shared/health';
 import type { HeartbeatFigures } from '../team/leases/lease-heartbeat';
+import { tokenCountTally } from '../team/models/token-count';
 
 /**
  * The process's Prometheus metrics (prom-client), framework-free so unit tests load it. Three kinds
@@ -221,6 +222,18 @@ export class TriadMetrics {
     });
     this.modelErrors = new Counter({ name: 'triad_model_errors_total', help: 'Failed model calls, by failure kind.', labelNames: ['kind'], registers: [r] });
     this.modelRetries = new Counter({ name: 'triad_model_retries_total', help: 'Failed model calls that are retried, by failure kind.', labelNames: ['kind'], registers: [r] });
+    new Counter({
+      name: 'triad_token_counts_total',
+      help: 'Token counts before model calls: asked of the provider (ok or failed, then the estimate decided) or skipped (the estimate was far from the limit).',
+      labelNames: ['outcome'],
+      registers: [r],
+      collect() {
+        this.reset();
+        this.inc({ outcome: 'ok' }, tokenCountTally.ok);
+        this.inc({ outcome: 'failed' }, tokenCountTally.failed);
+        this.inc({ outcome: 'skipped' }, tokenCountTally.skipped);
+      },
+    });
     this.toolCalls = new Counter({ name: 'triad_tool_calls_total', help: 'Tool calls completed, by tool and outcome (ok, error, unknown).', labelNames: ['tool', 'outcome'], registers: [r] });
     this.appendSeconds = new Histogram({
       name: 'triad_store_append_duration_seconds',

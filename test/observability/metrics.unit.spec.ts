@@ -1,4 +1,5 @@
 import { TriadMetrics, type MetricEvent } from '../../src/observability/metrics';
+import { tokenCountTally, TokenCounter } from '../../src/team/models/token-count';
 
 // The metrics a process exposes, fed the way the app feeds them: recorded run events, sources read
 // at scrape time, HTTP and store observations.
@@ -145,6 +146,19 @@ describe('TriadMetrics', () => {
     text = await m.text();
     expect(value(text, 'triad_runs{status="awaiting_review"}')).toBeUndefined();
     expect(value(text, 'triad_runs{status="completed"}')).toBe(1);
+  });
+
+  it('counts the token counts of every run: asked (ok, failed) and skipped', async () => {
+    const m = new TriadMetrics({ defaultMetrics: false });
+    const before = { ...tokenCountTally };
+    const request = { model: 'claude-sonnet-4-6', system: 's', tools: [], messages: [{ role: 'user' as const, content: 'hello' }] };
+    await new TokenCounter({ countTokens: async () => 7 }).count(request);
+    await new TokenCounter({ countTokens: async () => Promise.reject(new Error('down')) }).count(request);
+    new TokenCounter({ countTokens: async () => 7 }).worthAsking(request, 180_000);
+    const text = await m.text();
+    expect(value(text, 'triad_token_counts_total{outcome="ok"}')).toBe(before.ok + 1);
+    expect(value(text, 'triad_token_counts_total{outcome="failed"}')).toBe(before.failed + 1);
+    expect(value(text, 'triad_token_counts_total{outcome="skipped"}')).toBe(before.skipped + 1);
   });
 
   it('leaves the store head out while the store does not answer', async () => {

@@ -144,6 +144,13 @@ export interface FakeMessagesApiOptions {
   fallback?: (request: RecordedRequest, index: number) => FakeStep;
   /** Bill cache writes and reads by the request's breakpoints (overrides the steps' input usage). */
   promptCache?: boolean;
+  /** Wait this long (ms) before answering each messages request, as a remote model thinks (default 0). */
+  latencyMs?: number;
+  /**
+   * Keep every request in `requests` / `countRequests` (default true). A benchmark sending thousands
+   * turns it off and reads the tallies in `received` instead.
+   */
+  record?: boolean;
 }
 
 /** A request value less the prompt-cache breakpoints (`cache_control`), to compare with a stored conversation. */
@@ -208,6 +215,8 @@ export class FakeMessagesApi {
   readonly countRequests: RecordedRequest[] = [];
   /** Billed usage per answered messages request, in order (with `promptCache`). */
   readonly billed: Array<{ input_tokens: number; cache_creation_input_tokens: number; cache_read_input_tokens: number }> = [];
+  /** Requests received, recorded or not (messages requests and token counts), and the connections they came on. */
+  readonly received = { messages: 0, countTokens: 0, connections: 0 };
   /** When set, `count_tokens` requests get this HTTP error (to test the fallback). */
   countTokensFault: FakeHttpError | undefined;
   private readonly queue: FakeStep[] = [];
@@ -235,6 +244,7 @@ export class FakeMessagesApi {
     if (this.server) return this;
     const server = createServer((req, res) => void this.handle(req, res));
     server.on('connection', (socket) => {
+      this.received.connections += 1;
       this.sockets.add(socket);
       socket.on('close', () => this.sockets.delete(socket));
     });
@@ -271,6 +281,9 @@ export class FakeMessagesApi {
     this.cache.clear();
     this.countTokensFault = undefined;
     this.counter = 0;
+    this.received.messages = 0;
+    this.received.countTokens = 0;
+    this.received.connections = 0;
     return this;
   }
 
@@ -291,8 +304,8 @@ export class FakeMessagesApi {
     }
     const recorded: RecordedRequest = { method: req.method ?? '', path: (req.url ?? '').split('?')[0], headers, body, rawBody };
     if (recorded.method === 'POST' && recorded.path === '/v1/messages/count_tokens') {
-      const index = this.countRequests.length;
-      this.countRequests.push(recorded);
+      const index = this.received.countTokens++;
+      if (this.options.record !== false) this.countRequests.push(recorded);
       if (this.options.apiKey !== undefined && apiKeyOf(recorded) !== this.options.apiKey) {
         return sendError(res, { kind: 'http_error', status: 401, message: 'invalid x-api-key' });
       }
@@ -300,8 +313,8 @@ export class FakeMessagesApi {
       if (!body || typeof body.model !== 'string' || !Array.isArray(body.messages)) return sendError(res, { kind: 'http_error', status: 400, message: 'model and messages are required' });
       return sendJson(res, 200, { input_tokens: fakePromptTokens(body) }, { 'request-id': `req_fake_count_${index + 1}` });
     }
-    const index = this.requests.length;
-    this.requests.push(recorded);
+    const index = this.received.messages++;
+    if (this.options.record !== false) this.requests.push(recorded);
     if (recorded.method !== 'POST' || recorded.path !== '/v1/messages') {
       return sendError(res, { kind: 'http_error', status: 404, message: `Not found: ${recorded.method} ${recorded.path}` });
     }
@@ -321,6 +334,7 @@ export class FakeMessagesApi {
     }
     const requestId = `req_fake_${++this.counter}`;
     const stream = body.stream === true;
+    if (this.options.latencyMs) await sleep(this.options.latencyMs);
 
     switch (step.kind) {
       case 'response':

@@ -6,7 +6,7 @@ import { CliError, EXIT } from '../exit-codes';
 import { int } from '../options';
 
 /** The benchmark suites, in the order `all` runs them; bench/bench-command.ts has one per name. */
-export const BENCH_SUITES = ['store', 'turns', 'decisions', 'replay', 'dispatch', 'esdb', 'cache', 'startup', 'sandbox', 'launches', 'scale', 'procs'] as const;
+export const BENCH_SUITES = ['store', 'turns', 'decisions', 'replay', 'dispatch', 'esdb', 'cache', 'startup', 'sandbox', 'launches', 'scale', 'procs', 'provider'] as const;
 export type BenchSuite = (typeof BENCH_SUITES)[number];
 
 export interface BenchOptions {
@@ -24,6 +24,8 @@ export interface BenchOptions {
   launchOn?: 'each' | 'first';
   /** The procs suite: --runs for each process, not in all (each process as busy as one alone). */
   perProcess?: boolean;
+  /** The provider suite: another build's dist/ measured alternately with this checkout's. */
+  vs?: string;
   json?: boolean;
 }
 
@@ -62,17 +64,18 @@ export function addBenchCommand(program: Command, load: () => Promise<BenchModul
     .argument('[suite]', `${BENCH_SUITES.join(' | ')} | all`, 'all')
     .allowUnknownOption(false)
     .addOption(
-      new Option('--runs <n>', 'repetitions per scenario (median reported); for launches, scale and procs, the runs launched').argParser(int('--runs', 1, 100_000)),
+      new Option('--runs <n>', 'repetitions per scenario (median reported); for launches, scale, procs and provider, the runs launched').argParser(int('--runs', 1, 100_000)),
     )
     .option('--turns <n>', 'turns for the turns/replay/cache suites', int('--turns', 1, 10_000_000))
-    .option('--latency-ms <ms>', 'scale, procs: model latency per call (default 1000; procs 500)', int('--latency-ms', 0, 600_000))
-    .option('--repeat <n>', 'launches, scale, procs: repetitions (median reported; default 1, launches 3)', int('--repeat', 1, 100))
+    .option('--latency-ms <ms>', 'scale, procs, provider: model latency per call (default 1000; procs 500)', int('--latency-ms', 0, 600_000))
+    .option('--repeat <n>', 'launches, scale, procs, provider: repetitions (median reported; default 1, launches 3)', int('--repeat', 1, 100))
     .option('--warm-up <n>', 'launches, scale, procs: launches (scale, procs: runs driven to the gate, per process for procs) before measuring (default launches 5000, others 0)', int('--warm-up', 0, 100_000))
     .option('--processes <list>', 'procs: server process counts, comma-separated (default 1,2,3)', processCounts)
     .addOption(
       new Option('--launch-on <where>', 'procs: launch round-robin on each server, or every run on the first (the others drive nothing)').choices(['each', 'first']),
     )
     .option('--per-process', 'procs: --runs for each process (each as busy as one alone), not in all')
+    .option('--vs <dist>', "provider: another build's dist/ directory, measured alternately with this one (A/B)")
     .option('--json', 'print one JSON line per suite')
     .action(async (suite: string, opts: BenchOptions) => {
       const bench = await load();

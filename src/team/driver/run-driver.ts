@@ -11,7 +11,7 @@ import { takeCheckpoint } from '../../checkpoint/checkpoint';
 import { modelOfCall, nextAction, toolsOfCall, type ContextMeasure, type NextAction } from '../domain/next-action';
 import type { ChatMessage, RoleName, TokenCountRequest } from '../models/model.port';
 import { TokenCounter } from '../models/token-count';
-import { contextLimitOf } from '../domain/resilience/context-window';
+import { contextLimitOf, DEFAULT_MARGIN_TOKENS } from '../domain/resilience/context-window';
 import { agentIdentity, toRunStreamId, type TeamRunEvent } from '../domain/run-events';
 import { evolve, foldRun, initialRunState, newUserMessage, runStatus, type RunState } from '../domain/run-state';
 import type { ModelCallStartedData } from '../domain/run-events';
@@ -190,17 +190,20 @@ export class RunDriver {
   }
 
   /**
-   * The next action. Before a new model call whose conversation has a known context limit, the
-   * provider counts its tokens (remembered per prefix; the estimate stands in when it cannot), and
-   * the decision is taken again with the count: it may be a compaction instead.
+   * The next action. Before a new model call whose conversation has a known context limit and is
+   * estimated near it, the provider counts its tokens (remembered per prefix; the estimate stands
+   * in when it cannot), and the decision is taken again with the count: it may be a compaction instead.
    */
   private async decide(): Promise<NextAction> {
     const action = nextAction(this.state, this.deps.clock.now(), this.measure);
     if (action.kind !== 'callModel' || action.retry || !this.counter) return action;
     const launched = this.state.launched!;
-    if (contextLimitOf(modelOfCall(this.state, action.role), launched.contextWindow) === undefined) return action;
+    const limit = contextLimitOf(modelOfCall(this.state, action.role), launched.contextWindow);
+    if (limit === undefined) return action;
     const upcoming = newUserMessage(this.state, { toolResultIds: action.toolResultIds, content: action.content } as unknown as ModelCallStartedData);
     const request = this.countRequest(action.role, [...this.state.conversations[action.role].messages, upcoming]);
+    // Counted only near the limit the count is held to (token-count.ts says the rule).
+    if (!this.counter.worthAsking(request, limit - (launched.contextWindow?.marginTokens ?? DEFAULT_MARGIN_TOKENS))) return action;
     // The count waits no longer than the run may (the provider's own limit is shorter still).
     const untilDeadline = AbortSignal.timeout(Math.max(0, deadlineOf(this.state) - this.deps.clock.now()));
     const counted = await this.counter.count({ ...request, signal: AbortSignal.any([this.abort.signal, untilDeadline]) });

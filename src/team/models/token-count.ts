@@ -1,5 +1,32 @@
 import { createHash } from 'node:crypto';
+import { estimateTextTokens, estimateTokens } from '../domain/resilience/context-window';
 import type { ModelProvider, TokenCountRequest } from './model.port';
+
+/**
+ * A count is asked for only once the local estimate (about 4 characters a token) reaches this
+ * share of the limit the request must stay under. Code and JSON tokenise nearer 3 characters a
+ * token, so a count runs above the estimate, but not twice it: below half the limit the request
+ * fits whatever the count says, and asking would cost a round trip (and the provider's rate limit)
+ * before every call for nothing.
+ */
+export const COUNT_FROM_SHARE = 0.5;
+
+/** The rule: whether a request estimated at `estimateTokens` is close enough to `limitTokens` to be counted. */
+export function worthCounting(estimateTokens: number, limitTokens: number): boolean {
+  return estimateTokens >= limitTokens * COUNT_FROM_SHARE;
+}
+
+/** The local estimate of a whole request: system prompt, tools' JSON and messages. */
+export function estimateRequestTokens(request: TokenCountRequest): number {
+  return estimateTextTokens(request.system) + estimateTextTokens(JSON.stringify(request.tools)) + estimateTokens(request.messages);
+}
+
+/**
+ * This process's token counts, all runs together (each run has its own TokenCounter): what
+ * `/metrics` reports. `ok` and `failed` (the estimate stood in): requests made to the provider;
+ * `skipped`: calls whose estimate was far enough from the limit that none was made.
+ */
+export const tokenCountTally = { ok: 0, failed: 0, skipped: 0 };
 
 /**
  * The provider's token counts (Anthropic's token-counting endpoint), remembered per prompt prefix:
@@ -31,7 +58,20 @@ export class TokenCounter {
 
   /** The remembered count of this prompt, without asking the provider; undefined when unknown or failed. */
   lookup(request: TokenCountRequest): number | undefined {
+    // Most runs never come near their limit and count nothing: no hash of their conversation then.
+    if (this.counts.size === 0) return undefined;
     return this.counts.get(prefixKey(request)) ?? undefined;
+  }
+
+  /**
+   * Whether this request, which must stay under `limitTokens`, is worth a count (`worthCounting`
+   * on its local estimate, or a count of it is known already); a request that is not is tallied
+   * as skipped.
+   */
+  worthAsking(request: TokenCountRequest, limitTokens: number): boolean {
+    if (worthCounting(estimateRequestTokens(request), limitTokens) || this.lookup(request) !== undefined) return true;
+    tokenCountTally.skipped += 1;
+    return false;
   }
 
   /** The provider's count of this prompt (remembered), or undefined when it cannot count it. */
@@ -49,9 +89,11 @@ export class TokenCounter {
     let counted: number | null;
     try {
       counted = await this.provider.countTokens(request);
+      tokenCountTally.ok += 1;
     } catch (err) {
       if (request.signal?.aborted) return undefined;
       this.fallbacks += 1;
+      tokenCountTally.failed += 1;
       this.logger?.warn(`token count failed, using the estimate: ${(err as Error)?.message ?? String(err)}`);
       counted = null;
     }

@@ -1,5 +1,5 @@
 import { ModelError, type TokenCountRequest } from '../../../src/team/models/model.port';
-import { prefixKey, TokenCounter } from '../../../src/team/models/token-count';
+import { COUNT_FROM_SHARE, estimateRequestTokens, prefixKey, tokenCountTally, TokenCounter, worthCounting } from '../../../src/team/models/token-count';
 
 const base: TokenCountRequest = {
   model: 'claude-sonnet-4-6',
@@ -74,5 +74,61 @@ describe('token counter', () => {
       prefixKey(withMessage('x')),
     ]);
     expect(keys.size).toBe(6);
+  });
+});
+
+describe('when a token count is worth asking for', () => {
+  const long = (chars: number): TokenCountRequest => ({ ...base, messages: [{ role: 'user', content: 'x'.repeat(chars) }] });
+
+  it('given an estimate below half the limit, then no count: the estimate decides alone', () => {
+    expect(COUNT_FROM_SHARE).toBe(0.5);
+    expect(worthCounting(0, 180_000)).toBe(false);
+    expect(worthCounting(89_999, 180_000)).toBe(false);
+  });
+
+  it('given an estimate at half the limit or more (over it too), then a count', () => {
+    expect(worthCounting(90_000, 180_000)).toBe(true);
+    expect(worthCounting(179_999, 180_000)).toBe(true);
+    expect(worthCounting(250_000, 180_000)).toBe(true);
+  });
+
+  it('estimates the whole request: system prompt, tools and messages at 4 characters a token', () => {
+    const bare = estimateRequestTokens({ ...base, system: '', tools: [], messages: [] });
+    expect(bare).toBe(1); // "[]", the tools' JSON
+    expect(estimateRequestTokens(long(4_000))).toBe(estimateRequestTokens(long(0)) + 1_000);
+    expect(estimateRequestTokens({ ...base, system: 'y'.repeat(400) })).toBe(estimateRequestTokens({ ...base, system: '' }) + 100);
+    expect(estimateRequestTokens(base)).toBeGreaterThan(estimateRequestTokens({ ...base, tools: [] }));
+  });
+
+  it('given a short conversation and a 180k limit, when the driver asks, then no: the skip is tallied and the provider never called', async () => {
+    const asked: TokenCountRequest[] = [];
+    const counter = new TokenCounter({ countTokens: async (r) => (asked.push(r), 1) });
+    const skipped = tokenCountTally.skipped;
+    expect(counter.worthAsking(long(4_000), 180_000)).toBe(false);
+    expect(tokenCountTally.skipped).toBe(skipped + 1);
+    expect(asked).toEqual([]);
+  });
+
+  it('given a conversation near the limit, then yes, and the count is tallied as asked', async () => {
+    const counter = new TokenCounter({ countTokens: async () => 95_000 });
+    const before = { ...tokenCountTally };
+    const near = long(4 * 95_000);
+    expect(counter.worthAsking(near, 180_000)).toBe(true);
+    expect(await counter.count(near)).toBe(95_000);
+    expect(tokenCountTally).toEqual({ ...before, ok: before.ok + 1 });
+  });
+
+  it('given a prompt counted before, then yes whatever the estimate: the known count is free', async () => {
+    const counter = new TokenCounter({ countTokens: async () => 10 });
+    await counter.count(long(100));
+    expect(counter.worthAsking(long(100), 180_000)).toBe(true);
+    expect(counter.worthAsking(long(101), 180_000)).toBe(false);
+  });
+
+  it('given a failing count, then it is tallied as failed', async () => {
+    const counter = new TokenCounter({ countTokens: async () => Promise.reject(new ModelError('server', 'down')) });
+    const failed = tokenCountTally.failed;
+    expect(await counter.count(base)).toBeUndefined();
+    expect(tokenCountTally.failed).toBe(failed + 1);
   });
 });
