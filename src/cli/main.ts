@@ -20,6 +20,7 @@ if (require.main === module) {
     process.stderr.write(`triad: ${illFormed}\n`);
     process.exitCode = EXIT.usage;
   } else {
+    // runCli never rejects: every error is written to stderr and becomes the exit code.
     void runCli(process.argv.slice(2)).then((code) => (process.exitCode = code));
   }
 }

@@ -36,6 +36,7 @@ export interface WaitForStoreOptions<T> {
 export async function waitForStore<T>(options: WaitForStoreOptions<T>): Promise<T | undefined> {
   let server: Server | undefined;
   let stop = false;
+  // `stopped` only ever resolves (a signal arrived): there is no rejection to handle.
   void options.stopped.then(() => (stop = true));
   const reason = `the ${options.store} store is not reachable; triad is waiting for it`;
   try {

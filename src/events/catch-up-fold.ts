@@ -42,6 +42,7 @@ export class CatchUpFold {
   /** Starts folding in the background (it runs until `close`). */
   start(): void {
     this.health.projectionAt(this.name, 0);
+    // Never rejects: each fault goes to `onFault` (the log and /health) and folding resumes after it.
     void this.run();
   }
 

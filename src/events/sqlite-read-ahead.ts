@@ -113,6 +113,7 @@ export class SqliteReadAhead {
     this.rejectWaiting(err);
     const worker = this.worker;
     this.worker = undefined;
+    // The failure is told to the waiting readers above; terminate does not reject, and its exit code is of no interest.
     if (worker && !this.closed) void worker.terminate();
   }
 

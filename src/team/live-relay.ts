@@ -152,6 +152,7 @@ export class LiveRelay {
       this.pending.shift();
       if (this.dropped++ === 0) this.logger?.warn('live text relay is behind: dropping the oldest text (display only)');
     }
+    // Never rejects: text that cannot be sent is logged and dropped (display only).
     if (!this.sending) void this.drain();
   }
 

@@ -22,6 +22,8 @@ export class StoredApiKeys implements OnModuleInit, OnApplicationShutdown {
   async onModuleInit(): Promise<void> {
     const history = await this.store.readStream(API_KEYS_STREAM);
     for (const e of history) this.apply(e);
+    // Runs until shutdown, in the background: following never rejects (each fault is logged by
+    // `onFault` and followed by a retry; the abort at shutdown ends it).
     void this.follow(history.length > 0 ? history[history.length - 1].position : 0);
   }
 

@@ -80,7 +80,8 @@ export function addServeCommand(program: Command, { output }: CliContext): void 
       const address = app.getHttpServer().address();
       const port = address !== null && typeof address === 'object' ? address.port : config.port;
       // MCP servers are connected now rather than at the first launch: a server that cannot start
-      // shows in the log at once (and is tried again when a launch or a run needs it).
+      // shows in the log at once (and is tried again when a launch or a run needs it). Nothing waits
+      // for it, and it never rejects: a server that fails is logged and left out.
       void app.get<ToolRegistry>(TOOL_REGISTRY).ready();
       const model = app.get<ModelProvider>(MODEL_PROVIDER);
       const sandbox = app.get<Sandbox>(SANDBOX);

@@ -42,6 +42,7 @@ export abstract class DueTimeoutScanner implements OnApplicationShutdown {
   /** Starts periodic scans (the HTTP app starts them; one-shot CLI commands do not). */
   start(): void {
     if (this.intervalMs <= 0 || this.timer) return;
+    // A scan never rejects (it logs each failure; the next interval scans again): nobody waits for it.
     void this.scan();
     this.timer = setInterval(() => void this.scan(), this.intervalMs);
     this.timer.unref();

@@ -47,6 +47,7 @@ export class RecoveryService implements OnApplicationShutdown {
     // A driver that stops frees a slot, a failed driver's wait ends: a run no live lease covers may
     // start now (queued launches are the dispatcher's, which wakes them first).
     this.unlisten = this.drivers.onSlotFreed(() => this.scanSoon());
+    // A scan never rejects (it logs each failure; the next interval scans again): nobody waits for it.
     void this.scan();
     if (this.intervalMs > 0) {
       this.timer = setInterval(() => void this.scan(), this.intervalMs);

@@ -114,6 +114,7 @@ async function runSearchWorker(request: SearchRequest, timeoutMs: number, signal
       clearTimeout(timer);
       signal.removeEventListener('abort', onAbort);
       outcome();
+      // The answer is settled; the worker's exit code is of no interest (terminate does not reject).
       void worker.terminate();
     };
     const timer = setTimeout(() => settle(() => resolve('timeout')), timeoutMs);
