@@ -1,7 +1,7 @@
 import { isStoreUnavailable } from './errors';
-import type { EventStore, RecordedEvent, SubscribeOptions, Subscription, TailPage } from './event-store.port';
+import type { EventStore, RecordedEvent, SubscribeOptions, Subscription, TailPage } from './event-store/event-store.port';
 import { scannedTo } from './read-helpers';
-import { deepFreeze } from './shared-tail';
+import { deepFreeze } from './event-store/shared-tail';
 import { untilStoreAnswers } from './outlast-store';
 
 const DEFAULT_BATCH = 256;

@@ -1,16 +1,16 @@
 import { join } from 'node:path';
 import { ConfigError, type TriadConfig } from '../config/config';
-import type { EventStore } from '../events/event-store.port';
-import { InMemoryEventStore } from '../events/in-memory.event-store';
+import type { EventStore } from '../events/event-store/event-store.port';
+import { InMemoryEventStore } from '../events/event-store/in-memory.event-store';
 import { openPostgresPool } from '../events/postgres.database';
-import { PostgresEventStore } from '../events/postgres.event-store';
+import { PostgresEventStore } from '../events/event-store/postgres.event-store';
 import { openSqliteDatabase } from '../events/sqlite.database';
-import { SqliteEventStore } from '../events/sqlite.event-store';
+import { SqliteEventStore } from '../events/event-store/sqlite.event-store';
 import type { UpcasterRegistry } from '../events/upcasting';
 import type { CheckpointStore } from '../checkpoint/checkpoint-store.port';
 import { EsdbCheckpointStore } from '../checkpoint/esdb.checkpoint-store';
 import type { EsdbConnection } from '../events/esdb.client';
-import { EsdbEventStore } from '../events/esdb.event-store';
+import { EsdbEventStore } from '../events/event-store/esdb.event-store';
 import { isStoreUnavailable } from '../events/errors';
 import { EsdbDecisionRecordRepository } from '../review-gate/decision-log/esdb.decision-record.repository';
 import { EsdbRunLeases } from '../team/leases/esdb.run-leases';
@@ -22,9 +22,9 @@ import { SqliteDecisionRecordRepository } from '../review-gate/decision-log/sqli
 import type { StoreHealthSink } from '../shared/health';
 import type { TableLogger } from '../shared/postgres-tables';
 import { InMemoryRunLeases, PostgresRunLeases, SqliteRunLeases, type RunLeases } from '../team/leases/run-leases';
-import type { LiveChannel } from '../team/live-relay';
-import { PostgresLiveChannel } from '../events/postgres.live-channel';
-import { EsdbLiveChannel } from '../events/esdb.live-channel';
+import type { LiveChannel } from '../team/live/live-relay';
+import { PostgresLiveChannel } from '../events/live-channel/postgres.live-channel';
+import { EsdbLiveChannel } from '../events/live-channel/esdb.live-channel';
 
 /** The process's Storage (a Nest provider of the global events module). */
 export const STORAGE = Symbol('STORAGE');

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Client, Pool } from 'pg';
 import { takeCheckpoint } from '../../src/checkpoint/checkpoint';
 import { PostgresCheckpointStore } from '../../src/checkpoint/checkpoint-stores';
-import { PostgresEventStore } from '../../src/events/postgres.event-store';
+import { PostgresEventStore } from '../../src/events/event-store/postgres.event-store';
 import type { DriverClaimedData } from '../../src/team/domain/run-events';
 import { initialRunState } from '../../src/team/domain/run-state';
 import { PostgresRunLeases } from '../../src/team/leases/run-leases';

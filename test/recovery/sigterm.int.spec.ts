@@ -3,8 +3,8 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { restoreCheckpoint, serializeRunState, type Checkpoint } from '../../src/checkpoint/checkpoint';
 import { SqliteCheckpointStore } from '../../src/checkpoint/checkpoint-stores';
-import { SqliteEventStore } from '../../src/events/sqlite.event-store';
-import type { RecordedEvent } from '../../src/events/event-store.port';
+import { SqliteEventStore } from '../../src/events/event-store/sqlite.event-store';
+import type { RecordedEvent } from '../../src/events/event-store/event-store.port';
 import { SqliteRunLeases } from '../../src/team/leases/run-leases';
 import type { LaunchRunInput } from '../../src/team/launch';
 import {

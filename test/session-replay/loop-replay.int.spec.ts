@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import type { Checkpoint } from '../../src/checkpoint/checkpoint';
 import { takeCheckpoint } from '../../src/checkpoint/checkpoint';
 import { InMemoryCheckpointStore } from '../../src/checkpoint/checkpoint-stores';
-import type { RecordedEvent } from '../../src/events/event-store.port';
+import type { RecordedEvent } from '../../src/events/event-store/event-store.port';
 import { foldRun, initialRunState, runStatus } from '../../src/team/domain/run-state';
 import type { LoopInput } from '../../src/team/launch';
 import { OfflineModelProvider } from '../../src/team/models/offline.model';

@@ -12,7 +12,7 @@ import { createDefaultToolRegistry } from '../../src/team/tools/tool-registry';
 import { contextOf, replayRun } from '../../src/session-replay/replay';
 import { tempDir } from '../support/temp-dir';
 import { comparable, driveRandomRun, NO_WAIT_RETRY, runScriptArb, scriptedModel, stateJson, launchInputOf } from './replay-support';
-import { InMemoryEventStore } from '../../src/events/in-memory.event-store';
+import { InMemoryEventStore } from '../../src/events/event-store/in-memory.event-store';
 import { launchRun } from '../../src/team/launch';
 import { createWorkspace } from '../../src/team/tools/workspace';
 import { toRunStreamId } from '../../src/team/domain/run-events';

@@ -1,5 +1,5 @@
 import type { Identity } from '../../src/auth/identity';
-import { InMemoryEventStore } from '../../src/events/in-memory.event-store';
+import { InMemoryEventStore } from '../../src/events/event-store/in-memory.event-store';
 import { commandPathFor } from '../../src/events/command-handling';
 import { resumeRun, type ResumingSupervisor } from '../../src/session-replay/resume-run';
 import { ConflictError } from '../../src/shared/errors';

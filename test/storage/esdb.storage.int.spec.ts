@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { EsdbCheckpointStore } from '../../src/checkpoint/esdb.checkpoint-store';
 import { ConfigError } from '../../src/config/config';
 import { EsdbConnection } from '../../src/events/esdb.client';
-import { EsdbEventStore } from '../../src/events/esdb.event-store';
+import { EsdbEventStore } from '../../src/events/event-store/esdb.event-store';
 import { EsdbDecisionRecordRepository } from '../../src/review-gate/decision-log/esdb.decision-record.repository';
 import { openStorage } from '../../src/storage/storage';
 import { EsdbRunLeases } from '../../src/team/leases/esdb.run-leases';

@@ -1,6 +1,6 @@
 import type { OnApplicationShutdown } from '@nestjs/common';
 import type { CheckpointStore } from '../../checkpoint/checkpoint-store.port';
-import type { EventStore } from '../../events/event-store.port';
+import type { EventStore } from '../../events/event-store/event-store.port';
 import { isStoreUnavailable } from '../../events/errors';
 import type { HealthRegistry } from '../../shared/health';
 import type { Clock } from '../../shared/ports';

@@ -1,5 +1,5 @@
 import { InMemoryCheckpointStore } from '../../../src/checkpoint/checkpoint-stores';
-import { InMemoryEventStore } from '../../../src/events/in-memory.event-store';
+import { InMemoryEventStore } from '../../../src/events/event-store/in-memory.event-store';
 import { HealthRegistry } from '../../../src/shared/health';
 import type { RunState } from '../../../src/team/domain/run-state';
 import type { RunDriver } from '../../../src/team/driver/run-driver';

@@ -2,9 +2,9 @@
 // (positions as log offsets, idempotent appends by id, copy-in with the position map, reads and
 // subscriptions resuming after a position) depend on one another's invariants, stated once below.
 import { createHash } from 'node:crypto';
-import type { StoreHealthSink } from '../shared/health';
-import { InvalidAppendError, RecordedPositionError, StoreUnavailableError, WrongExpectedRevisionError } from './errors';
-import type { EsdbConnection, EsdbExpected, EsdbNewEvent, EsdbPosition, EsdbRecord } from './esdb.client';
+import type { StoreHealthSink } from '../../shared/health';
+import { InvalidAppendError, RecordedPositionError, StoreUnavailableError, WrongExpectedRevisionError } from '../errors';
+import type { EsdbConnection, EsdbExpected, EsdbNewEvent, EsdbPosition, EsdbRecord } from '../esdb.client';
 import {
   DEFAULT_MAX_EVENT_BYTES,
   type AppendOptions,
@@ -24,7 +24,7 @@ import {
   type TailPage,
 } from './event-store.port';
 import type { StoreOptions } from './in-memory.event-store';
-import { PositionNotifier } from './position-notifier';
+import { PositionNotifier } from '../position-notifier';
 import {
   planRecordedAppend,
   prepareEvents,
@@ -34,10 +34,10 @@ import {
   validateStreamId,
   type PreparedEvent,
   type StoredIdentity,
-} from './prepare';
-import { extentBatches, matchesFilter, pagesByReadStream, scannedTo, streamWindow } from './read-helpers';
+} from '../prepare';
+import { extentBatches, matchesFilter, pagesByReadStream, scannedTo, streamWindow } from '../read-helpers';
 import { SharedTail, type TailEvent, type TailRead } from './shared-tail';
-import { CatchUpSubscription } from './subscription';
+import { CatchUpSubscription } from '../subscription';
 
 export interface EsdbStoreOptions extends StoreOptions {
   /**

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
-import { isStoreUnavailable } from './errors';
+import { isStoreUnavailable } from '../errors';
 import type { EventFilter, RecordedEvent, TailPage } from './event-store.port';
-import { matchesFilter } from './read-helpers';
+import { matchesFilter } from '../read-helpers';
 
 /** An event as the tail keeps it. */
 export interface TailEvent {

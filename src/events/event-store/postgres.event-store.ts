@@ -1,7 +1,7 @@
 import type { Pool, QueryConfig, QueryResultRow } from 'pg';
-import { ConflictError } from '../shared/errors';
-import type { StoreHealthSink } from '../shared/health';
-import { classifyStoreError, isStoreUnavailable, StoreUnavailableError, WrongExpectedRevisionError } from './errors';
+import { ConflictError } from '../../shared/errors';
+import type { StoreHealthSink } from '../../shared/health';
+import { classifyStoreError, isStoreUnavailable, StoreUnavailableError, WrongExpectedRevisionError } from '../errors';
 import {
   DEFAULT_MAX_EVENT_BYTES,
   type AppendOptions,
@@ -20,13 +20,13 @@ import {
   type TailPage,
 } from './event-store.port';
 import type { StoreOptions } from './in-memory.event-store';
-import { GroupCommit, settleOneByOne, takeUpTo, type Waiting } from '../shared/group-commit';
-import { settledWithin } from '../shared/pause';
-import { PG_SCHEMA_NAME } from '../shared/postgres-tables';
-import { CoalescedNotify } from './coalesced-notify';
-import { PositionNotifier } from './position-notifier';
-import { migratePostgresEventStore, openPostgresPool, type PostgresPoolOptions } from './postgres.database';
-import { PostgresAppendListener, postgresEventsChannel } from './postgres.listener';
+import { GroupCommit, settleOneByOne, takeUpTo, type Waiting } from '../../shared/group-commit';
+import { settledWithin } from '../../shared/pause';
+import { PG_SCHEMA_NAME } from '../../shared/postgres-tables';
+import { CoalescedNotify } from '../coalesced-notify';
+import { PositionNotifier } from '../position-notifier';
+import { migratePostgresEventStore, openPostgresPool, type PostgresPoolOptions } from '../postgres.database';
+import { PostgresAppendListener, postgresEventsChannel } from '../postgres.listener';
 import { postgresStatements, readAllQuery, tailQuery } from './postgres.queries';
 import {
   checkExpectedRevision,
@@ -40,10 +40,10 @@ import {
   type PreparedEvent,
   type StoredIdentity,
   type StoredRow,
-} from './prepare';
-import { extentBatches, pagesByReadStream, scannedTo, streamWindow } from './read-helpers';
+} from '../prepare';
+import { extentBatches, pagesByReadStream, scannedTo, streamWindow } from '../read-helpers';
 import { SharedTail } from './shared-tail';
-import { CatchUpSubscription } from './subscription';
+import { CatchUpSubscription } from '../subscription';
 
 export interface PostgresStoreOptions extends StoreOptions {
   /** Where the LISTEN connection goes (it cannot be a pooled one): the pool's server. */

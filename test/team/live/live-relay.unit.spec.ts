@@ -1,5 +1,5 @@
-import { decodeDeltas, encodeByRun, encodeDeltas, LiveRelay, MAX_MESSAGE_BYTES, type LiveChannel, type LiveDelta, type LiveMessage } from '../../src/team/live-relay';
-import { waitFor } from '../support/wait-for';
+import { decodeDeltas, encodeByRun, encodeDeltas, LiveRelay, MAX_MESSAGE_BYTES, type LiveChannel, type LiveDelta, type LiveMessage } from '../../../src/team/live/live-relay';
+import { waitFor } from '../../support/wait-for';
 
 const delta = (text: string, turn = 1): LiveDelta => ({ runId: 'run_1', role: 'executor', turn, text });
 

@@ -1,4 +1,4 @@
-import type { RoleName } from './models/model.port';
+import type { RoleName } from '../models/model.port';
 
 /**
  * Live model text between processes: a driver's streamed text is never stored, so an SSE client

@@ -2,15 +2,15 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import { join } from 'node:path';
 import type { Worker } from 'node:worker_threads';
-import type { RecordedEvent } from '../../src/events/event-store.port';
-import { SqliteReadAhead } from '../../src/events/sqlite-read-ahead';
-import { MAX_APPENDS_PER_COMMIT, SqliteEventStore } from '../../src/events/sqlite.event-store';
-import { UpcasterRegistry } from '../../src/events/upcasting';
-import { DurabilityError } from '../../src/events/wal-sync';
-import { StoreUnavailableError } from '../../src/events/errors';
-import { HealthRegistry } from '../../src/shared/health';
-import { openUnsyncedConnection } from '../../src/shared/sqlite-side-connection';
-import { tempDir } from '../support/temp-dir';
+import type { RecordedEvent } from '../../../src/events/event-store/event-store.port';
+import { SqliteReadAhead } from '../../../src/events/event-store/sqlite-read-ahead';
+import { MAX_APPENDS_PER_COMMIT, SqliteEventStore } from '../../../src/events/event-store/sqlite.event-store';
+import { UpcasterRegistry } from '../../../src/events/upcasting';
+import { DurabilityError } from '../../../src/events/wal-sync';
+import { StoreUnavailableError } from '../../../src/events/errors';
+import { HealthRegistry } from '../../../src/shared/health';
+import { openUnsyncedConnection } from '../../../src/shared/sqlite-side-connection';
+import { tempDir } from '../../support/temp-dir';
 import { eventStoreContract } from './event-store.contract';
 
 eventStoreContract('sqlite', () => {

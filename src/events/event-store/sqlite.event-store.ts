@@ -2,7 +2,7 @@
 // commit, the WAL fdatasync and the read-ahead share one connection and one ordering argument.
 import type Database from 'better-sqlite3';
 import { realpathSync, statSync } from 'node:fs';
-import { StoreUnavailableError, classifyStoreError } from './errors';
+import { StoreUnavailableError, classifyStoreError } from '../errors';
 import {
   DEFAULT_MAX_EVENT_BYTES,
   type AppendOptions,
@@ -21,7 +21,7 @@ import {
   type TailPage,
 } from './event-store.port';
 import type { StoreOptions } from './in-memory.event-store';
-import { PositionNotifier } from './position-notifier';
+import { PositionNotifier } from '../position-notifier';
 import {
   checkExpectedRevision,
   decodeRawRow,
@@ -37,15 +37,15 @@ import {
   type RawRow,
   type RawStreamRow,
   type StoredIdentity,
-} from './prepare';
-import { EXTENT_BATCH_STREAMS, extentBatches, pageCount, pagesWindow, scannedTo, streamWindow } from './read-helpers';
-import { migrateSqliteEventStore, openSqliteDatabase, type SqliteDatabaseOptions } from './sqlite.database';
+} from '../prepare';
+import { EXTENT_BATCH_STREAMS, extentBatches, pageCount, pagesWindow, scannedTo, streamWindow } from '../read-helpers';
+import { migrateSqliteEventStore, openSqliteDatabase, type SqliteDatabaseOptions } from '../sqlite.database';
 import { decodePageText, extentsQuery, readAllQuery, sqliteStatements, tailQuery } from './sqlite.queries';
 import { SqliteReadAhead } from './sqlite-read-ahead';
 import { SharedTail } from './shared-tail';
-import { CatchUpSubscription } from './subscription';
-import { DurabilityError, WalSync } from './wal-sync';
-import type { StoreHealthSink } from '../shared/health';
+import { CatchUpSubscription } from '../subscription';
+import { DurabilityError, WalSync } from '../wal-sync';
+import type { StoreHealthSink } from '../../shared/health';
 
 interface PendingAppend {
   streamId: string;
