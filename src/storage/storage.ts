@@ -22,7 +22,7 @@ import { SqliteDecisionRecordRepository } from '../review-gate/decision-log/sqli
 import type { StoreHealthSink } from '../shared/health';
 import type { TableLogger } from '../shared/postgres-tables';
 import { InMemoryRunLeases, PostgresRunLeases, SqliteRunLeases, type RunLeases } from '../team/leases/run-leases';
-import type { LiveChannel } from '../team/live/live-relay';
+import type { LiveChannel } from '../events/live-channel/live-channel.port';
 import { PostgresLiveChannel } from '../events/live-channel/postgres.live-channel';
 import { EsdbLiveChannel } from '../events/live-channel/esdb.live-channel';
 

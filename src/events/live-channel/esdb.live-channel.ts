@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { LiveChannel, LiveMessage } from '../../team/live/live-relay';
+import type { LiveChannel, LiveMessage } from './live-channel.port';
 import type { EsdbConnection } from '../esdb.client';
 
 /** Live messages kept on the server (older ones dropped by its scavenge): only the newest matter. */

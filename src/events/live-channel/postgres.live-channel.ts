@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Pool } from 'pg';
 import { settledWithin } from '../../shared/pause';
-import type { LiveChannel, LiveMessage } from '../../team/live/live-relay';
+import type { LiveChannel, LiveMessage } from './live-channel.port';
 import { PostgresChannelListener, postgresLiveRunChannel, postgresLiveWatchChannel } from '../postgres.listener';
 
 /** How often a process repeats which runs it watches. */
