@@ -23,7 +23,7 @@ import {
   type Subscription,
   type TailPage,
 } from './event-store.port';
-import type { StoreOptions } from './in-memory.event-store';
+import type { StoreOptions } from './store-options';
 import { PositionNotifier } from '../position-notifier';
 import {
   planRecordedAppend,

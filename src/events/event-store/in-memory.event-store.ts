@@ -26,12 +26,7 @@ import {
 } from '../prepare';
 import { extentBatches, matchesFilter, pageStream, pagesByReadStream } from '../read-helpers';
 import { CatchUpSubscription } from '../subscription';
-import type { UpcasterRegistry } from '../upcasting';
-
-export interface StoreOptions {
-  maxEventBytes?: number;
-  upcasters?: UpcasterRegistry;
-}
+import type { StoreOptions } from './store-options';
 
 interface MemoryRow extends StoredRow {
   contentHash: string;

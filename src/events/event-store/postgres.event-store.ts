@@ -19,7 +19,7 @@ import {
   type Subscription,
   type TailPage,
 } from './event-store.port';
-import type { StoreOptions } from './in-memory.event-store';
+import type { StoreOptions } from './store-options';
 import { GroupCommit, settleOneByOne, takeUpTo, type Waiting } from '../../shared/group-commit';
 import { settledWithin } from '../../shared/pause';
 import { PG_SCHEMA_NAME } from '../../shared/postgres-tables';
