@@ -3,7 +3,7 @@ import { mkdirSync, rmSync, statSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { checkpointJson, deserializeRunState, takeCheckpoint, type Checkpoint } from '../src/checkpoint/checkpoint';
-import { SqliteCheckpointStore } from '../src/checkpoint/checkpoint-stores';
+import { SqliteCheckpointStore } from '../src/checkpoint/sqlite.checkpoint-store';
 import type { NewEvent, RecordedEvent } from '../src/events/event-store/event-store.port';
 import { decodeRawStreamRow, STREAM_ROW_COLUMNS, type RawStreamRow } from '../src/events/prepare';
 import { SqliteEventStore } from '../src/events/event-store/sqlite.event-store';

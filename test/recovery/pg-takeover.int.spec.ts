@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client, Pool } from 'pg';
 import { takeCheckpoint } from '../../src/checkpoint/checkpoint';
-import { PostgresCheckpointStore } from '../../src/checkpoint/checkpoint-stores';
+import { PostgresCheckpointStore } from '../../src/checkpoint/postgres.checkpoint-store';
 import { PostgresEventStore } from '../../src/events/event-store/postgres.event-store';
 import type { DriverClaimedData } from '../../src/team/domain/run-events';
 import { initialRunState } from '../../src/team/domain/run-state';

@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { restoreCheckpoint, serializeRunState, type Checkpoint } from '../../src/checkpoint/checkpoint';
-import { SqliteCheckpointStore } from '../../src/checkpoint/checkpoint-stores';
+import { SqliteCheckpointStore } from '../../src/checkpoint/sqlite.checkpoint-store';
 import { SqliteEventStore } from '../../src/events/event-store/sqlite.event-store';
 import type { RecordedEvent } from '../../src/events/event-store/event-store.port';
 import { SqliteRunLeases } from '../../src/team/leases/run-leases';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { dirname } from 'node:path';
 import type { Checkpoint } from '../../src/checkpoint/checkpoint';
 import { takeCheckpoint } from '../../src/checkpoint/checkpoint';
-import { InMemoryCheckpointStore } from '../../src/checkpoint/checkpoint-stores';
+import { InMemoryCheckpointStore } from '../../src/checkpoint/in-memory.checkpoint-store';
 import type { RecordedEvent } from '../../src/events/event-store/event-store.port';
 import { foldRun, initialRunState, runStatus } from '../../src/team/domain/run-state';
 import type { LoopInput } from '../../src/team/launch';

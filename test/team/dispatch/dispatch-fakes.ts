@@ -1,4 +1,4 @@
-import { InMemoryCheckpointStore } from '../../../src/checkpoint/checkpoint-stores';
+import { InMemoryCheckpointStore } from '../../../src/checkpoint/in-memory.checkpoint-store';
 import { InMemoryEventStore } from '../../../src/events/event-store/in-memory.event-store';
 import { HealthRegistry } from '../../../src/shared/health';
 import type { RunState } from '../../../src/team/domain/run-state';
