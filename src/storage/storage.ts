@@ -23,7 +23,10 @@ import { PostgresDecisionRecordRepository } from '../review-gate/decision-log/po
 import { SqliteDecisionRecordRepository } from '../review-gate/decision-log/sqlite.decision-record.repository';
 import type { StoreHealthSink } from '../shared/health';
 import type { TableLogger } from '../shared/postgres-tables';
-import { InMemoryRunLeases, PostgresRunLeases, SqliteRunLeases, type RunLeases } from '../team/leases/run-leases';
+import { InMemoryRunLeases } from '../team/leases/in-memory.run-leases';
+import { PostgresRunLeases } from '../team/leases/postgres.run-leases';
+import { SqliteRunLeases } from '../team/leases/sqlite.run-leases';
+import type { RunLeases } from '../team/leases/run-leases.port';
 import type { LiveChannel } from '../events/live-channel/live-channel.port';
 import { PostgresLiveChannel } from '../events/live-channel/postgres.live-channel';
 import { EsdbLiveChannel } from '../events/live-channel/esdb.live-channel';

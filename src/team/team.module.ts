@@ -21,7 +21,7 @@ import { Placement } from './dispatch/run-placement';
 import { RunWorkspaces } from './dispatch/run-workspaces';
 import { RECOVERY_INTERVAL_MS, RecoveryService } from './dispatch/recovery.service';
 import { RunDispatcher } from './dispatch/run-dispatch';
-import { RUN_LEASES, type RunLeases } from './leases/run-leases';
+import { RUN_LEASES, type RunLeases } from './leases/run-leases.port';
 import { EVENT_STORE, type EventStore } from '../events/event-store/event-store.port';
 import { HEALTH_REGISTRY, type HealthRegistry } from '../shared/health';
 import { CLOCK, PROCESS_ID } from '../shared/system';

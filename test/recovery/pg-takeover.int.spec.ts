@@ -6,7 +6,7 @@ import { PostgresCheckpointStore } from '../../src/checkpoint/postgres.checkpoin
 import { PostgresEventStore } from '../../src/events/event-store/postgres.event-store';
 import type { DriverClaimedData } from '../../src/team/domain/run-events';
 import { initialRunState } from '../../src/team/domain/run-state';
-import { PostgresRunLeases } from '../../src/team/leases/run-leases';
+import { PostgresRunLeases } from '../../src/team/leases/postgres.run-leases';
 import type { LaunchRunInput } from '../../src/team/launch';
 import { tempDir } from '../support/temp-dir';
 import {

@@ -5,7 +5,7 @@ import { restoreCheckpoint, serializeRunState, type Checkpoint } from '../../src
 import { SqliteCheckpointStore } from '../../src/checkpoint/sqlite.checkpoint-store';
 import { SqliteEventStore } from '../../src/events/event-store/sqlite.event-store';
 import type { RecordedEvent } from '../../src/events/event-store/event-store.port';
-import { SqliteRunLeases } from '../../src/team/leases/run-leases';
+import { SqliteRunLeases } from '../../src/team/leases/sqlite.run-leases';
 import type { LaunchRunInput } from '../../src/team/launch';
 import {
   callKey,

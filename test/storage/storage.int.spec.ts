@@ -14,7 +14,9 @@ import { InMemoryDecisionRecordRepository } from '../../src/review-gate/decision
 import { PostgresDecisionRecordRepository } from '../../src/review-gate/decision-log/postgres.decision-record.repository';
 import { SqliteDecisionRecordRepository } from '../../src/review-gate/decision-log/sqlite.decision-record.repository';
 import { openStorage, type Storage } from '../../src/storage/storage';
-import { InMemoryRunLeases, PostgresRunLeases, SqliteRunLeases } from '../../src/team/leases/run-leases';
+import { InMemoryRunLeases } from '../../src/team/leases/in-memory.run-leases';
+import { PostgresRunLeases } from '../../src/team/leases/postgres.run-leases';
+import { SqliteRunLeases } from '../../src/team/leases/sqlite.run-leases';
 import { dropSchema, freshSchema, PG_URL, withClient } from '../support/pg';
 import { tempDir } from '../support/temp-dir';
 import { waitFor } from '../support/wait-for';

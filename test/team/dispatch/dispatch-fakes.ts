@@ -4,7 +4,7 @@ import { HealthRegistry } from '../../../src/shared/health';
 import type { RunState } from '../../../src/team/domain/run-state';
 import type { RunDriver } from '../../../src/team/driver/run-driver';
 import { DriverPool } from '../../../src/team/dispatch/driver-pool';
-import { InMemoryRunLeases } from '../../../src/team/leases/run-leases';
+import { InMemoryRunLeases } from '../../../src/team/leases/in-memory.run-leases';
 
 /** A driver that drives until the test ends it (`finish`, `fail`) or the pool stops it. */
 export class FakeDriver {
