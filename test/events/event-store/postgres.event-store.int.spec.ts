@@ -144,7 +144,7 @@ describe('postgres store specifics', () => {
 
     const written = await Promise.all(
       Array.from({ length: processes }, (_, p) =>
-        runChild(join(__dirname, '..', 'support', 'pg-appender.js'), {
+        runChild(join(__dirname, '..', '..', 'support', 'pg-appender.js'), {
           TRIAD_PG_URL: PG_URL,
           PG_SCHEMA: schema,
           WRITER: `writer${'x'.repeat(p)}`,

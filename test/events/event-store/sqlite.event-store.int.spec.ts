@@ -497,7 +497,7 @@ describe('sqlite store specifics', () => {
     it('given a process reading a long stream without closing the store, then it waits for the thread pages it needs and then exits on its own', async () => {
       await store.append('run-a', Array.from({ length: 5000 }, (_, i) => ({ type: 'Ok', data: { i, pad: 'p'.repeat(100) } })));
       const script = `
-        const { SqliteEventStore } = require(${JSON.stringify(join(__dirname, '..', '..', 'dist', 'events', 'sqlite.event-store.js'))});
+        const { SqliteEventStore } = require(${JSON.stringify(join(__dirname, '..', '..', '..', 'dist', 'events', 'event-store', 'sqlite.event-store.js'))});
         (async () => {
           const store = new SqliteEventStore({ file: ${JSON.stringify(file)} });
           await store.startReadAhead();
@@ -514,7 +514,7 @@ describe('sqlite store specifics', () => {
     it('given a read left waiting by its caller, when the store closes, then the pages the thread owed it do not end the process', async () => {
       await store.append('run-a', Array.from({ length: 5000 }, (_, i) => ({ type: 'Ok', data: { i } })));
       const script = `
-        const { SqliteEventStore } = require(${JSON.stringify(join(__dirname, '..', '..', 'dist', 'events', 'sqlite.event-store.js'))});
+        const { SqliteEventStore } = require(${JSON.stringify(join(__dirname, '..', '..', '..', 'dist', 'events', 'event-store', 'sqlite.event-store.js'))});
         (async () => {
           const store = new SqliteEventStore({ file: ${JSON.stringify(file)} });
           await store.startReadAhead();
