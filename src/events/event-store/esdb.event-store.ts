@@ -19,12 +19,8 @@ import {
   type ReadStreamPagesOptions,
   type RecordedEvent,
   type StreamExtent,
-  type SubscribeOptions,
-  type Subscription,
-  type TailPage,
 } from './event-store.port';
 import type { StoreOptions } from './store-options';
-import { PositionNotifier } from '../position-notifier';
 import {
   planRecordedAppend,
   prepareEvents,
@@ -36,8 +32,8 @@ import {
   type StoredIdentity,
 } from '../prepare';
 import { extentBatches, matchesFilter, pagesByReadStream, scannedTo, streamWindow } from '../read-helpers';
-import { SharedTail, type TailEvent, type TailRead } from './shared-tail';
-import { CatchUpSubscription } from '../subscription';
+import type { TailEvent, TailRead } from './shared-tail';
+import { TailedStore } from './tailed-store';
 
 export interface EsdbStoreOptions extends StoreOptions {
   /**
@@ -116,13 +112,10 @@ interface PositionMapEntry {
  * head it saw, so a filtered read needs no separate read of the head.
  * The connection is handed in by the storage, which closes it after this store.
  */
-export class EsdbEventStore implements EventStore {
+export class EsdbEventStore extends TailedStore implements EventStore {
   readonly kind = 'esdb';
   readonly namespace: string;
   private readonly prefix: string;
-  private readonly notifier = new PositionNotifier();
-  /** What is new, read once for all of this process's subscriptions. */
-  readonly tail: SharedTail;
   private readonly maxEventBytes: number;
   private readonly positions = new Map<number, EsdbPosition>();
   private readonly checkpointStreams = new Set<string>();
@@ -137,17 +130,11 @@ export class EsdbEventStore implements EventStore {
     private readonly conn: EsdbConnection,
     private readonly options: EsdbStoreOptions = {},
   ) {
+    super();
     this.namespace = options.namespace ?? 'triad';
     if (!NAMESPACE.test(this.namespace)) throw new Error(`invalid EventStoreDB namespace '${this.namespace}'`);
     this.prefix = `${this.namespace}:`;
     this.maxEventBytes = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
-    this.tail = new SharedTail({
-      // A scan that reads to the end of `$all` sees the head: no read of it first.
-      readAfter: (after, maxCount, filters) => this.scanAll(after, maxCount, filters),
-      readHead: () => this.headPosition(),
-      knownHead: () => this.notifier.known,
-      announce: (position) => this.notifier.notify(position),
-    });
   }
 
   /**
@@ -403,21 +390,9 @@ export class EsdbEventStore implements EventStore {
     return `${this.namespace}.position-map`;
   }
 
-  subscribe(options: SubscribeOptions = {}): Subscription {
-    return new CatchUpSubscription(this, options);
-  }
-
-  /** One read of what is new for all of this process's subscriptions (see SharedTail). */
-  readTail(after: number, maxCount: number, filter?: EventFilter, urgent?: boolean): Promise<TailPage | undefined> {
-    return this.tail.read(after, maxCount, filter, urgent);
-  }
-
-  expedite(): void {
-    this.tail.hurry();
-  }
-
-  waitForEvents(after: number, timeoutMs: number, signal?: AbortSignal): Promise<void> {
-    return this.notifier.wait(after, timeoutMs, signal);
+  /** The shared tail's read: a scan that reads to the end of `$all` sees the head, so no read of it first. */
+  protected readAfter(after: number, maxCount: number, filters: readonly EventFilter[] | undefined): Promise<TailRead> {
+    return this.scanAll(after, maxCount, filters);
   }
 
   async loadCheckpoint(name: string): Promise<number | null> {
