@@ -1,6 +1,4 @@
-// One file over 400 lines on purpose: it is one adapter of the event store port, and its parts
-// (positions as log offsets, idempotent appends by id, copy-in with the position map, reads and
-// subscriptions resuming after a position) depend on one another's invariants, stated once below.
+// One file over 400 lines on purpose: one adapter whose parts (log-offset positions, appends idempotent by id, copy-in, resumable reads) rest on invariants stated once below.
 import { createHash } from 'node:crypto';
 import type { StoreHealthSink } from '../../shared/health';
 import { InvalidAppendError, RecordedPositionError, StoreUnavailableError, WrongExpectedRevisionError } from '../errors';

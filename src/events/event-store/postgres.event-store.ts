@@ -1,3 +1,4 @@
+// One file over 400 lines on purpose: one adapter whose batched appends, NOTIFY and reads rest on one ordering argument (position order is commit order), stated below.
 import type { Pool, QueryConfig, QueryResultRow } from 'pg';
 import { ConflictError } from '../../shared/errors';
 import type { StoreHealthSink } from '../../shared/health';

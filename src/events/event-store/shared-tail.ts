@@ -1,3 +1,4 @@
+// One file over 400 lines on purpose: one cache whose reads, gathering, interests and resets share one invariant (which filters are covered after which position).
 import { performance } from 'node:perf_hooks';
 import { isStoreUnavailable } from '../errors';
 import type { EventFilter, RecordedEvent, TailPage } from './event-store.port';

@@ -1,5 +1,4 @@
-// One file over 400 lines on purpose: it is one adapter of the event store port, and the group
-// commit, the WAL fdatasync and the read-ahead share one connection and one ordering argument.
+// One file over 400 lines on purpose: one adapter whose group commit, WAL fdatasync and read-ahead share one connection and one ordering argument.
 import type Database from 'better-sqlite3';
 import { realpathSync, statSync } from 'node:fs';
 import { StoreUnavailableError, classifyStoreError } from '../errors';
