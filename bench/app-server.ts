@@ -136,7 +136,8 @@ export async function startServer(env: NodeJS.ProcessEnv, dist: string = DEFAULT
   const BOOTSTRAP = join(dist, 'http', 'bootstrap.js');
   const pool = join(dist, 'team', 'dispatch', 'driver-pool.js');
   const [DRIVERS, DRIVERS_CLASS] = existsSync(pool) ? [pool, 'DriverPool'] : [join(dist, 'team', 'run-supervisor.js'), 'RunSupervisor'];
-  const EVENT_STORE_PORT = join(dist, 'events', 'event-store.port.js');
+  // Where the port is in this build (a folder of its own), or in an older one (an A/B).
+  const EVENT_STORE_PORT = [join(dist, 'events', 'event-store', 'event-store.port.js'), join(dist, 'events', 'event-store.port.js')].find((f) => existsSync(f)) ?? '';
   if (!existsSync(BOOTSTRAP)) throw new Error(`${BOOTSTRAP} is missing: build dist/ first (npm run build)`);
   // TRIAD_BENCH_NODE_ARGS: extra flags for the server (e.g. --cpu-prof) when profiling.
   const extra = (process.env.TRIAD_BENCH_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);

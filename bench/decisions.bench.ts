@@ -6,8 +6,8 @@ import { mkdirSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { redactUrl } from '../src/config/config';
-import type { EventStore } from '../src/events/event-store.port';
-import { SqliteEventStore } from '../src/events/sqlite.event-store';
+import type { EventStore } from '../src/events/event-store/event-store.port';
+import { SqliteEventStore } from '../src/events/event-store/sqlite.event-store';
 import { recordFrom, type DecisionEvent } from '../src/review-gate/decision-log/chain';
 import { expectationFrom, verifyChain, verifyChainAsync, verifyInOrder } from '../src/review-gate/decision-log/chain-verification';
 import { DecisionLog } from '../src/review-gate/decision-log/decision-log';
@@ -320,7 +320,7 @@ async function apiPart(
   Object.assign(process.env, env);
   // Loaded here, not at the top: the rest of this file (the seeding helper) stays framework-free.
   const { createHttpApp } = await import('../src/http/bootstrap');
-  const { EVENT_STORE } = await import('../src/events/event-store.port');
+  const { EVENT_STORE } = await import('../src/events/event-store/event-store.port');
   const app = await createHttpApp({ logger: ['error', 'warn'] });
   try {
     await app.listen(0, '127.0.0.1');

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { loadavg } from 'node:os';
 import { redactUrl } from '../src/config/config';
 import { EsdbConnection } from '../src/events/esdb.client';
-import { EsdbEventStore } from '../src/events/esdb.event-store';
-import type { NewEvent } from '../src/events/event-store.port';
+import { EsdbEventStore } from '../src/events/event-store/esdb.event-store';
+import type { NewEvent } from '../src/events/event-store/event-store.port';
 import { startFakeEsdb, type FakeEsdbServer } from '../test/support/esdb-server/esdb-server';
 import { cpuProbeText, machineInfo, summarise, summariseFine, type MachineInfo, type Summary } from './machine';
 

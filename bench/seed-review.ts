@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { EventStore, NewEvent } from '../src/events/event-store.port';
+import type { EventStore, NewEvent } from '../src/events/event-store/event-store.port';
 import { charterVersion } from '../src/team/domain/charter';
 import { reviewIdOf } from '../src/team/domain/review-id';
 import { agentIdentity, toRunStreamId } from '../src/team/domain/run-events';

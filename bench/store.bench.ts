@@ -3,9 +3,9 @@ import { rmSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { redactUrl } from '../src/config/config';
-import type { EventStore, ExpectedRevision, NewEvent } from '../src/events/event-store.port';
-import { PostgresEventStore } from '../src/events/postgres.event-store';
-import { SqliteEventStore } from '../src/events/sqlite.event-store';
+import type { EventStore, ExpectedRevision, NewEvent } from '../src/events/event-store/event-store.port';
+import { PostgresEventStore } from '../src/events/event-store/postgres.event-store';
+import { SqliteEventStore } from '../src/events/event-store/sqlite.event-store';
 import {
   cpuProbeText,
   dropPostgresSchema,

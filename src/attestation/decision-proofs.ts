@@ -3,7 +3,7 @@ import { API_KEYS_STREAM, foldApiKeys } from '../auth/keys/api-key-events';
 import { normaliseName } from '../auth/names';
 import { TRIAD_CONFIG } from '../config/config.module';
 import type { TriadConfig } from '../config/config';
-import { EVENT_STORE, type EventStore } from '../events/event-store.port';
+import { EVENT_STORE, type EventStore } from '../events/event-store/event-store.port';
 import { ForbiddenError } from '../shared/errors';
 import { personalSignatureProblem, statementText, type DecisionStatement, type PersonalSignature, type WebAuthnVerifier } from './personal-signature';
 

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { withAppend } from '../events/append-proxy';
-import type { EventStore, ExpectedRevision, NewEvent } from '../events/event-store.port';
+import type { EventStore, ExpectedRevision, NewEvent } from '../events/event-store/event-store.port';
 import type { SigningSettings } from '../config/config';
 import { ATTESTED_EVENT_TYPES, publicKeyText, type Signer, type SignedHead } from './attestation';
 import { ConflictError, InvalidRequestError } from '../shared/errors';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { EsdbConnection, EsdbRecord } from '../events/esdb.client';
 import { checkpointJson, type Checkpoint } from './checkpoint';
 import type { CheckpointStore } from './checkpoint-store.port';
-import { parseCheckpointText } from './checkpoint-stores';
+import { parseCheckpointText } from './stored-checkpoint';
 
 /** Checkpoints kept per run on the server (older ones are dropped by its scavenge). */
 const KEEP = 2;

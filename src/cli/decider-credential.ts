@@ -7,7 +7,7 @@ import { hasRole, ApiKeyDirectory, type Identity } from '../auth/identity';
 import { MAY, type GuardedAction } from '../auth/roles';
 import { SSH_NAMESPACE, statementText, type DecisionStatement } from '../attestation/personal-signature';
 import { sshKeyFingerprint } from '../attestation/ssh-signature';
-import { EVENT_STORE, type EventStore } from '../events/event-store.port';
+import { EVENT_STORE, type EventStore } from '../events/event-store/event-store.port';
 import type { Decider } from '../review-gate/domain/review-decider';
 import { CliError, EXIT } from './exit-codes';
 import { userName } from './options';

@@ -1,6 +1,6 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { QueryBus } from '@nestjs/cqrs';
-import { LiveRunBus } from '../team/live-run-bus';
+import { LiveRunBus } from '../team/live/live-run-bus';
 import { GetRunQuery } from '../team/queries/run.queries';
 import { DriverPool } from '../team/dispatch/driver-pool';
 import type { RunSummary } from '../team/run-summary';

@@ -1,5 +1,5 @@
 import { describeRefusal } from '../attestation/gate-refusal';
-import type { RecordedEvent } from '../events/event-store.port';
+import type { RecordedEvent } from '../events/event-store/event-store.port';
 import type { TeamRunEvent } from '../team/domain/run-events';
 import type { ModelProvider } from '../team/models/model.port';
 import type { RunSummary } from '../team/run-summary';

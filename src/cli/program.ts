@@ -22,7 +22,7 @@ export { EXIT, exitCodeOf };
 // as the CLI (one copy of every class, whichever way the program was loaded).
 export { createHttpApp } from '../http/bootstrap';
 export { DriverPool } from '../team/dispatch/driver-pool';
-export { EVENT_STORE } from '../events/event-store.port';
+export { EVENT_STORE } from '../events/event-store/event-store.port';
 export { illFormedCliInput };
 
 /** Commander's messages (unknown command, missing argument...) as one `triad: ...` line. */

@@ -1,4 +1,4 @@
-import type { EventStore } from './event-store.port';
+import type { EventStore } from './event-store/event-store.port';
 
 /**
  * The event store with its `append` replaced (timed, signed, …); every other member is the

@@ -1,4 +1,4 @@
-import type { EventFilter, EventStore, RecordedEvent, Subscription } from './event-store.port';
+import type { EventFilter, EventStore, RecordedEvent, Subscription } from './event-store/event-store.port';
 import { isStoreUnavailable, StoreUnavailableError } from './errors';
 import { followAcrossFaults } from './outlast-store';
 import type { HealthRegistry } from '../shared/health';

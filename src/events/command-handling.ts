@@ -2,7 +2,7 @@ import type { Clock, Ids } from '../shared/ports';
 import { systemClock, uuidIds } from '../shared/system';
 import { untilStoreAnswers } from './outlast-store';
 import { WrongExpectedRevisionError } from './errors';
-import type { AppendResult, EventMetadata, EventStore, ExpectedRevision, NewEvent, RecordedEvent } from './event-store.port';
+import type { AppendResult, EventMetadata, EventStore, ExpectedRevision, NewEvent, RecordedEvent } from './event-store/event-store.port';
 
 export interface DomainEvent {
   type: string;

@@ -2,7 +2,7 @@ import { Global, Module } from '@nestjs/common';
 import type { Clock, Ids } from '../shared/ports';
 import { CLOCK, IDS, newProcessId, PROCESS_ID, systemClock, uuidIds } from '../shared/system';
 import { CommandPath } from './command-handling';
-import { EVENT_STORE, type EventStore } from './event-store.port';
+import { EVENT_STORE, type EventStore } from './event-store/event-store.port';
 
 export const COMMAND_PATH = Symbol('COMMAND_PATH');
 

@@ -1,5 +1,5 @@
 import { ConflictError, InvalidRequestError, UnavailableError } from '../shared/errors';
-import type { ExpectedRevision } from './event-store.port';
+import type { ExpectedRevision } from './event-store/event-store.port';
 
 /** The stream's revision is not the one the caller expected: someone else appended first. */
 export class WrongExpectedRevisionError extends ConflictError {

@@ -1,7 +1,7 @@
 import { Global, Inject, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { TRIAD_CONFIG } from '../config/config.module';
 import type { TriadConfig } from '../config/config';
-import { EVENT_STORE } from './event-store.port';
+import { EVENT_STORE } from './event-store/event-store.port';
 import { HEALTH_REGISTRY, HealthRegistry } from '../shared/health';
 import { openStorage, STORAGE, type Storage } from '../storage/storage';
 import { METRICS, TriadMetrics } from '../observability/metrics';

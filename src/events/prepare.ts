@@ -1,6 +1,6 @@
 import { uuidv7 } from '../shared/uuidv7';
 import { canonicalJson, sha256Hex } from '../shared/canonical-json';
-import type { AppendResult, EventMetadata, ExpectedRevision, NewEvent, RecordedEvent } from './event-store.port';
+import type { AppendResult, EventMetadata, ExpectedRevision, NewEvent, RecordedEvent } from './event-store/event-store.port';
 import { EventIdConflictError, EventTooLargeError, InvalidAppendError, RecordedPositionError, WrongExpectedRevisionError } from './errors';
 import type { UpcasterRegistry } from './upcasting';
 import { describeIllFormed, findIllFormedText, isWellFormedText } from '../shared/text';

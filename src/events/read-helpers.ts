@@ -1,4 +1,4 @@
-import { DEFAULT_PAGE_EVENTS, type EventFilter, type EventStore, type ReadStreamOptions, type ReadStreamPagesOptions, type RecordedEvent } from './event-store.port';
+import { DEFAULT_PAGE_EVENTS, type EventFilter, type EventStore, type ReadStreamOptions, type ReadStreamPagesOptions, type RecordedEvent } from './event-store/event-store.port';
 import { InvalidAppendError } from './errors';
 import { validateStreamId } from './prepare';
 

@@ -1,8 +1,11 @@
 import { isStoreUnavailable } from './errors';
-import type { EventStore, RecordedEvent, SubscribeOptions, Subscription, TailPage } from './event-store.port';
+import type { EventStore, RecordedEvent, SubscribeOptions, Subscription, TailPage } from './event-store/event-store.port';
 import { scannedTo } from './read-helpers';
-import { deepFreeze } from './shared-tail';
+import { deepFreeze } from './event-store/shared-tail';
 import { untilStoreAnswers } from './outlast-store';
+
+/** What a subscription reads of a store: the port's reads, its shared tail when it keeps one, and named checkpoints. */
+export type SubscribedStore = Pick<EventStore, 'readAll' | 'readTail' | 'headPosition' | 'waitForEvents' | 'loadCheckpoint' | 'saveCheckpoint'>;
 
 const DEFAULT_BATCH = 256;
 /** How long a live subscription sleeps before re-reading when no notification arrives (other processes). */
@@ -21,7 +24,7 @@ export class CatchUpSubscription implements Subscription {
   private readonly abort = new AbortController();
 
   constructor(
-    private readonly store: EventStore,
+    private readonly store: SubscribedStore,
     private readonly options: SubscribeOptions,
   ) {
     options.signal?.addEventListener('abort', () => this.close(), { once: true });

@@ -1,4 +1,4 @@
-import type { EventMetadata } from './event-store.port';
+import type { EventMetadata } from './event-store/event-store.port';
 
 /**
  * Turns an event of `type` at `fromVersion` into the next version. Upcasters chain: an event at

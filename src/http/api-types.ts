@@ -3,7 +3,7 @@
  * (type-only: `import type`), so the page and the server cannot disagree on a field unnoticed.
  * Nothing here exists at run time.
  */
-import type { RecordedEvent } from '../events/event-store.port';
+import type { RecordedEvent } from '../events/event-store/event-store.port';
 import type { RunSummary, PendingApproval } from '../team/run-summary';
 import type { LaunchRunInput } from '../team/launch';
 import type { RunStatus, TeamRunEvent, TeamRunEventType, TerminationReason, ForkOverrides } from '../team/domain/run-events';

@@ -1,5 +1,5 @@
 import type { Request, Response } from 'express';
-import type { EventStore, RecordedEvent } from '../events/event-store.port';
+import type { EventStore, RecordedEvent } from '../events/event-store/event-store.port';
 import type { TriadMetrics } from '../observability/metrics';
 
 /** What one stream's Server-Sent Events need besides the request. */

@@ -1,7 +1,7 @@
 import { Controller, Get, Inject, Res } from '@nestjs/common';
 import type { Response } from 'express';
 import { Public } from '../auth/auth.guard';
-import { EVENT_STORE, type EventStore } from '../events/event-store.port';
+import { EVENT_STORE, type EventStore } from '../events/event-store/event-store.port';
 import { DurabilityError } from '../events/wal-sync';
 import { HEALTH_REGISTRY, type HealthRegistry } from '../shared/health';
 import { MODEL_PROVIDER, type ModelProvider } from '../team/models/model.port';

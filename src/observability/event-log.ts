@@ -1,4 +1,4 @@
-import type { NewEvent } from '../events/event-store.port';
+import type { NewEvent } from '../events/event-store/event-store.port';
 
 /**
  * The events worth a log line — a run's lifecycle and every human decision — as this process

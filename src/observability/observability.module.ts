@@ -1,10 +1,10 @@
 import { Inject, Injectable, Module, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import type { Subscription } from 'rxjs';
-import { EVENT_STORE, type EventStore } from '../events/event-store.port';
+import { EVENT_STORE, type EventStore } from '../events/event-store/event-store.port';
 import { DecisionLogProjector } from '../review-gate/decision-log/decision-log.providers';
 import { ReviewGateModule } from '../review-gate/review-gate.module';
 import { HEALTH_REGISTRY, type HealthRegistry } from '../shared/health';
-import { LiveRunBus } from '../team/live-run-bus';
+import { LiveRunBus } from '../team/live/live-run-bus';
 import { RunSupervisor } from '../team/dispatch/run-supervisor';
 import { RunsProjection } from '../team/runs.projection';
 import { TeamModule } from '../team/team.module';

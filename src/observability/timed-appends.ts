@@ -1,5 +1,5 @@
 import { withAppend } from '../events/append-proxy';
-import type { EventStore, NewEvent } from '../events/event-store.port';
+import type { EventStore, NewEvent } from '../events/event-store/event-store.port';
 
 export interface AppendObserver {
   /** Each append's duration and whether it succeeded. */

@@ -1,7 +1,7 @@
 import { foldRunHistory } from '../team/run-history';
 import { initialRunState } from '../team/domain/run-state';
 import type { CommandPath } from '../events/command-handling';
-import type { EventStore } from '../events/event-store.port';
+import type { EventStore } from '../events/event-store/event-store.port';
 import type { Clock } from '../shared/ports';
 import { pause } from '../shared/pause';
 import { untilStoreAnswers } from '../events/outlast-store';

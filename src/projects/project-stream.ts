@@ -1,5 +1,5 @@
 import type { CommandContext, CommandPath, StreamModel } from '../events/command-handling';
-import type { EventStore } from '../events/event-store.port';
+import type { EventStore } from '../events/event-store/event-store.port';
 import { evolveProject, initialProjectState, projectDecider, ProjectNotFoundError, type ProjectCommand } from './domain/project-decider';
 import { PROJECT_EVENT_TYPES, toProjectStreamId, type ProjectEvent, type ProjectLaunchedData, type ProjectState } from './domain/project-events';
 import type { TaskSpec } from './domain/task-graph';

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { CatchUpFold } from '../events/catch-up-fold';
-import { EVENT_STORE, type EventStore, type RecordedEvent } from '../events/event-store.port';
+import { EVENT_STORE, type EventStore, type RecordedEvent } from '../events/event-store/event-store.port';
 import { HEALTH_REGISTRY, type HealthRegistry } from '../shared/health';
 import { runIdOfStream } from '../team/run-summary';
 import type { RunLaunchedData } from '../team/domain/run-events';

@@ -1,5 +1,5 @@
 import { InvalidRequestError } from '../shared/errors';
-import type { RecordedEvent } from '../events/event-store.port';
+import type { RecordedEvent } from '../events/event-store/event-store.port';
 import { runIdOfStream } from '../team/run-summary';
 
 export class InvalidForkError extends InvalidRequestError {

@@ -1,5 +1,5 @@
 import { EVENT_SCHEMA_VERSION } from '../events/command-handling';
-import type { RecordedEvent } from '../events/event-store.port';
+import type { RecordedEvent } from '../events/event-store/event-store.port';
 import type { ChatMessage, RoleName } from '../team/models/model.port';
 import { agentLoopMachine } from '../team/domain/agent-loop.machine';
 import { TEAM_RUN_EVENT_TYPES, type TeamRunEvent, type TerminationReason } from '../team/domain/run-events';

@@ -7,7 +7,7 @@ import { isWellFormedText } from '../shared/text';
 import { endpointOf, pinOf, repinned, type PinChange, type RunPin } from '../team/domain/model-pin';
 import { runDecider } from '../team/domain/run-decider';
 import { ROLES } from '../team/domain/roles';
-import type { RunLeases } from '../team/leases/run-leases';
+import type { RunLeases } from '../team/leases/run-leases.port';
 import { catalogueOf } from '../team/models/model-provider.factory';
 import type { RoleName } from '../team/models/model.port';
 import { runContext, runStream } from '../team/run-stream';

@@ -1,4 +1,4 @@
-import type { RecordedEvent } from '../events/event-store.port';
+import type { RecordedEvent } from '../events/event-store/event-store.port';
 import type { TeamRunEvent } from '../team/domain/run-events';
 import type { RunContext } from './replay';
 import { describeRunPin } from '../team/domain/model-pin';

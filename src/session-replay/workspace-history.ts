@@ -1,4 +1,4 @@
-import type { RecordedEvent } from '../events/event-store.port';
+import type { RecordedEvent } from '../events/event-store/event-store.port';
 import { applyEdit, hasNoOwnEffects } from '../team/workspace/workspace-effects';
 import type { FileEffect } from '../team/domain/run-events';
 

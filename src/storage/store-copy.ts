@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { checkpointJson, type Checkpoint } from '../checkpoint/checkpoint';
-import type { EventStore, RecordedEvent } from '../events/event-store.port';
+import type { EventStore, RecordedEvent } from '../events/event-store/event-store.port';
 import { API_KEYS_STREAM } from '../auth/keys/api-key-events';
 import { DecisionLog } from '../review-gate/decision-log/decision-log';
 import { describeVerification } from '../review-gate/decision-log/describe-verification';

@@ -1,4 +1,4 @@
-import { DEFAULT_PAGE_EVENTS, type EventStore, type RecordedEvent } from '../events/event-store.port';
+import { DEFAULT_PAGE_EVENTS, type EventStore, type RecordedEvent } from '../events/event-store/event-store.port';
 import { toRunStreamId, type RunForkedData } from './domain/run-events';
 import { foldRun, type RunState } from './domain/run-state';
 

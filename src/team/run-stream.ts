@@ -1,7 +1,7 @@
 import { restoreCheckpoint } from '../checkpoint/checkpoint';
 import type { CheckpointStore } from '../checkpoint/checkpoint-store.port';
 import type { CommandContext, StreamModel } from '../events/command-handling';
-import type { EventStore } from '../events/event-store.port';
+import type { EventStore } from '../events/event-store/event-store.port';
 import { toRunStreamId, type TeamRunEvent } from './domain/run-events';
 import { evolve, initialRunState, type RunState } from './domain/run-state';
 import { foldRunHistory } from './run-history';

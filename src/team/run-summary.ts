@@ -1,5 +1,5 @@
 import { pureTransition, restoreSnapshot } from './domain/pure-transition';
-import type { RecordedEvent } from '../events/event-store.port';
+import type { RecordedEvent } from '../events/event-store/event-store.port';
 import type { RoleName } from './models/model.port';
 import { LOOP_EVENT_TYPES, RUN_STREAM_PREFIX, type ChosenStrategy, type LoopStrategy, type RunCoreEvent, type RunStatus, type TeamRunEvent, type TerminationReason } from './domain/run-events';
 import { statusOf, teamRunMachine } from './domain/team-run.machine';

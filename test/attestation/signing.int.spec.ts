@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { openSigning } from '../../src/attestation/signing';
-import { SqliteEventStore } from '../../src/events/sqlite.event-store';
+import { SqliteEventStore } from '../../src/events/event-store/sqlite.event-store';
 import { tempDir } from '../support/temp-dir';
 import { decisionEvent } from '../review-gate/decision-log/fixtures';
 

@@ -1,7 +1,7 @@
 import { API_KEYS_STREAM } from '../../src/auth/keys/api-key-events';
 import { followApiKeys } from '../../src/auth/keys/follow-api-keys';
-import type { ReadAllOptions, RecordedEvent } from '../../src/events/event-store.port';
-import { InMemoryEventStore } from '../../src/events/in-memory.event-store';
+import type { ReadAllOptions, RecordedEvent } from '../../src/events/event-store/event-store.port';
+import { InMemoryEventStore } from '../../src/events/event-store/in-memory.event-store';
 import { waitFor } from '../support/wait-for';
 
 /** A store whose next reads of the global order fail with an error the subscription does not wait out: it ends. */

@@ -1,4 +1,4 @@
-import { InMemoryCheckpointStore } from '../../src/checkpoint/checkpoint-stores';
+import { InMemoryCheckpointStore } from '../../src/checkpoint/in-memory.checkpoint-store';
 import { checkpointStoreContract } from './checkpoint-store.contract';
 
 /** How this suite builds the adapter. */

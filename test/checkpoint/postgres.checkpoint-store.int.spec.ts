@@ -1,5 +1,5 @@
 import { Pool } from 'pg';
-import { PostgresCheckpointStore } from '../../src/checkpoint/checkpoint-stores';
+import { PostgresCheckpointStore } from '../../src/checkpoint/postgres.checkpoint-store';
 import { quoteIdent } from '../../src/shared/postgres-tables';
 import { dropSchema, freshSchema, PG_URL, withClient } from '../support/pg';
 import { checkpointStoreContract } from './checkpoint-store.contract';

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { CHECKPOINT_SCHEMA_VERSION, type Checkpoint } from '../../src/checkpoint/checkpoint';
-import { SqliteCheckpointStore } from '../../src/checkpoint/checkpoint-stores';
+import { SqliteCheckpointStore } from '../../src/checkpoint/sqlite.checkpoint-store';
 import { openWalDatabase } from '../support/sqlite';
 import { tempDir } from '../support/temp-dir';
 import { checkpointStoreContract } from './checkpoint-store.contract';

@@ -1,4 +1,4 @@
-import type { RecordedEvent } from '../../src/events/event-store.port';
+import type { RecordedEvent } from '../../src/events/event-store/event-store.port';
 import { describeEvent } from '../../src/cli/format';
 
 const recorded = (type: string, data: unknown): RecordedEvent =>

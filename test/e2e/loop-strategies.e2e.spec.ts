@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { RecordedEvent } from '../../src/events/event-store.port';
+import type { RecordedEvent } from '../../src/events/event-store/event-store.port';
 import type { RunSummary } from '../../src/team/run-summary';
 import { startE2eApp, type E2eApp } from '../support/e2e-app';
 import { runCliInProcess, stopInProcessCli } from '../support/in-process-cli';

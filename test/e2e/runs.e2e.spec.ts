@@ -1,4 +1,4 @@
-import type { RecordedEvent } from '../../src/events/event-store.port';
+import type { RecordedEvent } from '../../src/events/event-store/event-store.port';
 import type { RunSummary } from '../../src/team/run-summary';
 import { E2E_KEYS, sseReader, startE2eApp, type E2eApp, type RequestOptions, type SseEvent } from '../support/e2e-app';
 import { waitForRun } from '../support/app-client';

@@ -1,6 +1,6 @@
 import { CatchUpFold } from '../../src/events/catch-up-fold';
-import type { ReadAllOptions, RecordedEvent } from '../../src/events/event-store.port';
-import { InMemoryEventStore } from '../../src/events/in-memory.event-store';
+import type { ReadAllOptions, RecordedEvent } from '../../src/events/event-store/event-store.port';
+import { InMemoryEventStore } from '../../src/events/event-store/in-memory.event-store';
 import { HealthRegistry } from '../../src/shared/health';
 import { waitFor } from '../support/wait-for';
 

@@ -1,5 +1,5 @@
 import { CommandPath, commandPathFor, EVENT_SCHEMA_VERSION } from '../../src/events/command-handling';
-import { InMemoryEventStore } from '../../src/events/in-memory.event-store';
+import { InMemoryEventStore } from '../../src/events/event-store/in-memory.event-store';
 import { WrongExpectedRevisionError } from '../../src/events/errors';
 import { toRunStreamId, type RunForkedData, type TeamRunEvent } from '../../src/team/domain/run-events';
 import { foldRun, runStatus, type RunState } from '../../src/team/domain/run-state';

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import type { RecordedEvent } from '../../src/events/event-store.port';
+import type { RecordedEvent } from '../../src/events/event-store/event-store.port';
 import { openStorage, type Storage } from '../../src/storage/storage';
 import { tempDir } from '../support/temp-dir';
 import { PG_URL } from '../support/pg';

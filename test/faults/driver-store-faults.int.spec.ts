@@ -1,7 +1,7 @@
 import { commandPathFor } from '../../src/events/command-handling';
 import { randomUUID } from 'node:crypto';
-import { InMemoryEventStore } from '../../src/events/in-memory.event-store';
-import type { AppendOptions, AppendResult, NewEvent, ReadStreamOptions, RecordedEvent } from '../../src/events/event-store.port';
+import { InMemoryEventStore } from '../../src/events/event-store/in-memory.event-store';
+import type { AppendOptions, AppendResult, NewEvent, ReadStreamOptions, RecordedEvent } from '../../src/events/event-store/event-store.port';
 import { runStatus } from '../../src/team/domain/run-state';
 import { launchRun } from '../../src/team/launch';
 import type { ModelRequest, ModelResponse } from '../../src/team/models/model.port';

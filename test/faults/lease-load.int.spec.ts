@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { PostgresEventStore } from '../../src/events/postgres.event-store';
+import { PostgresEventStore } from '../../src/events/event-store/postgres.event-store';
 import type { DriverClaimedData } from '../../src/team/domain/run-events';
 import { dropSchema, freshSchema, PG_URL, withClient } from '../support/pg';
 import { tempDir } from '../support/temp-dir';

@@ -1,6 +1,6 @@
 import { StoreUnavailableError } from '../../src/events/errors';
 import { LeaseHeartbeat } from '../../src/team/leases/lease-heartbeat';
-import { InMemoryRunLeases } from '../../src/team/leases/run-leases';
+import { InMemoryRunLeases } from '../../src/team/leases/in-memory.run-leases';
 
 // Lease renewal is one statement per process per heartbeat, and only a lease taken by another
 // process stops a driver; a renewal the store does not answer stops nothing. What renewAll does in

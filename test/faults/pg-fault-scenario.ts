@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { PostgresEventStore } from '../../src/events/postgres.event-store';
+import { PostgresEventStore } from '../../src/events/event-store/postgres.event-store';
 import type { DriverClaimedData } from '../../src/team/domain/run-events';
 import { dropSchema, freshSchema, PG_URL, withClient } from '../support/pg';
 import { TcpProxy } from '../support/tcp-proxy';

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { resolve } from 'node:path';
-import type { RecordedEvent } from '../../src/events/event-store.port';
+import type { RecordedEvent } from '../../src/events/event-store/event-store.port';
 import type { DriverClaimedData } from '../../src/team/domain/run-events';
 import { foldRun, initialRunState } from '../../src/team/domain/run-state';
 import { waitFor } from '../support/wait-for';

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { StoreUnavailableError } from '../../src/events/errors';
-import { SqliteEventStore } from '../../src/events/sqlite.event-store';
+import { SqliteEventStore } from '../../src/events/event-store/sqlite.event-store';
 import { tempDir } from '../support/temp-dir';
 
 // Another connection holding the SQLite write lock past the busy timeout: the append fails as

@@ -1,6 +1,6 @@
 import { classifyStoreError, EventIdConflictError, isStoreUnavailable, StoreUnavailableError, WrongExpectedRevisionError } from '../../src/events/errors';
-import { InMemoryEventStore } from '../../src/events/in-memory.event-store';
-import type { ReadAllOptions, RecordedEvent } from '../../src/events/event-store.port';
+import { InMemoryEventStore } from '../../src/events/event-store/in-memory.event-store';
+import type { ReadAllOptions, RecordedEvent } from '../../src/events/event-store/event-store.port';
 import { OutageBackoff, storeBackoffMs, STORE_RETRY_MAX_MS } from '../../src/events/store-retry';
 import { HealthRegistry } from '../../src/shared/health';
 

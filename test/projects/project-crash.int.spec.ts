@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { SqliteEventStore } from '../../src/events/sqlite.event-store';
+import { SqliteEventStore } from '../../src/events/event-store/sqlite.event-store';
 import { foldProject, runIdForIdempotencyKeyOf } from './project-support';
 import { toProjectStreamId, type ProjectEvent } from '../../src/projects/domain/project-events';
 import { toRunStreamId } from '../../src/team/domain/run-events';

@@ -1,5 +1,5 @@
 import { commandPathFor } from '../../src/events/command-handling';
-import { InMemoryEventStore } from '../../src/events/in-memory.event-store';
+import { InMemoryEventStore } from '../../src/events/event-store/in-memory.event-store';
 import { launchProject, loadProject, projectContext, projectStream } from '../../src/projects/project-stream';
 import { decideProject } from '../../src/projects/domain/project-decider';
 import { InvalidRequestError } from '../../src/shared/errors';

@@ -1,4 +1,4 @@
-import type { RecordedEvent } from '../../src/events/event-store.port';
+import type { RecordedEvent } from '../../src/events/event-store/event-store.port';
 import type { ProjectView } from '../../src/projects/domain/project-decider';
 import type { RunSummary } from '../../src/team/run-summary';
 import { sseReader, startE2eApp, type E2eApp } from '../support/e2e-app';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { RecordedEvent } from '../../src/events/event-store.port';
-import { SqliteEventStore } from '../../src/events/sqlite.event-store';
+import type { RecordedEvent } from '../../src/events/event-store/event-store.port';
+import { SqliteEventStore } from '../../src/events/event-store/sqlite.event-store';
 import type { LaunchRunInput } from '../../src/team/launch';
 import {
   callKey,

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { EventStore, RecordedEvent } from '../../src/events/event-store.port';
+import type { EventStore, RecordedEvent } from '../../src/events/event-store/event-store.port';
 import { toRunStreamId } from '../../src/team/domain/run-events';
 import { foldRun, initialRunState, runStatus, type RunState } from '../../src/team/domain/run-state';
 import { loadRunHistory } from '../../src/team/run-history';

@@ -1,8 +1,8 @@
 import { commandPathFor } from '../../src/events/command-handling';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { RecordedEvent } from '../../src/events/event-store.port';
-import { SqliteEventStore } from '../../src/events/sqlite.event-store';
+import type { RecordedEvent } from '../../src/events/event-store/event-store.port';
+import { SqliteEventStore } from '../../src/events/event-store/sqlite.event-store';
 import { toProjectStreamId, type ProjectEvent, type TaskStartedData } from '../../src/projects/domain/project-events';
 import { isSubAgentEvent, toRunStreamId, type RunLaunchedData, type SubAgentEvent } from '../../src/team/domain/run-events';
 import { runStatus } from '../../src/team/domain/run-state';

@@ -1,7 +1,7 @@
 import { commandPathFor } from '../../src/events/command-handling';
 import { randomUUID } from 'node:crypto';
-import type { AppendOptions, EventStore, NewEvent } from '../../src/events/event-store.port';
-import { InMemoryEventStore } from '../../src/events/in-memory.event-store';
+import type { AppendOptions, EventStore, NewEvent } from '../../src/events/event-store/event-store.port';
+import { InMemoryEventStore } from '../../src/events/event-store/in-memory.event-store';
 import { toRunStreamId, type DriverClaimedData } from '../../src/team/domain/run-events';
 import { runStatus } from '../../src/team/domain/run-state';
 import { launchRun } from '../../src/team/launch';

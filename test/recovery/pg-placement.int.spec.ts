@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { PostgresEventStore } from '../../src/events/postgres.event-store';
+import { PostgresEventStore } from '../../src/events/event-store/postgres.event-store';
 import type { DriverClaimedData } from '../../src/team/domain/run-events';
 import type { LaunchRunInput } from '../../src/team/launch';
 import { followRunEvents } from '../support/e2e-app';

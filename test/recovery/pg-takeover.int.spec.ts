@@ -2,11 +2,11 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client, Pool } from 'pg';
 import { takeCheckpoint } from '../../src/checkpoint/checkpoint';
-import { PostgresCheckpointStore } from '../../src/checkpoint/checkpoint-stores';
-import { PostgresEventStore } from '../../src/events/postgres.event-store';
+import { PostgresCheckpointStore } from '../../src/checkpoint/postgres.checkpoint-store';
+import { PostgresEventStore } from '../../src/events/event-store/postgres.event-store';
 import type { DriverClaimedData } from '../../src/team/domain/run-events';
 import { initialRunState } from '../../src/team/domain/run-state';
-import { PostgresRunLeases } from '../../src/team/leases/run-leases';
+import { PostgresRunLeases } from '../../src/team/leases/postgres.run-leases';
 import type { LaunchRunInput } from '../../src/team/launch';
 import { tempDir } from '../support/temp-dir';
 import {

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { Client } from 'pg';
-import type { RecordedEvent } from '../../src/events/event-store.port';
-import { PostgresEventStore } from '../../src/events/postgres.event-store';
+import type { RecordedEvent } from '../../src/events/event-store/event-store.port';
+import { PostgresEventStore } from '../../src/events/event-store/postgres.event-store';
 import { toRunStreamId, type DriverClaimedData } from '../../src/team/domain/run-events';
 import type { LaunchRunInput } from '../../src/team/launch';
 import { workspaceAt } from '../../src/team/workspace/workspace-effects';

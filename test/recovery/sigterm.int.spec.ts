@@ -2,10 +2,10 @@ import Database from 'better-sqlite3';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { restoreCheckpoint, serializeRunState, type Checkpoint } from '../../src/checkpoint/checkpoint';
-import { SqliteCheckpointStore } from '../../src/checkpoint/checkpoint-stores';
-import { SqliteEventStore } from '../../src/events/sqlite.event-store';
-import type { RecordedEvent } from '../../src/events/event-store.port';
-import { SqliteRunLeases } from '../../src/team/leases/run-leases';
+import { SqliteCheckpointStore } from '../../src/checkpoint/sqlite.checkpoint-store';
+import { SqliteEventStore } from '../../src/events/event-store/sqlite.event-store';
+import type { RecordedEvent } from '../../src/events/event-store/event-store.port';
+import { SqliteRunLeases } from '../../src/team/leases/sqlite.run-leases';
 import type { LaunchRunInput } from '../../src/team/launch';
 import {
   callKey,

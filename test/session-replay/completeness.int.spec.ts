@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import type { RecordedEvent } from '../../src/events/event-store.port';
+import type { RecordedEvent } from '../../src/events/event-store/event-store.port';
 import { toRunStreamId } from '../../src/team/domain/run-events';
 import { contextOf, replayRun } from '../../src/session-replay/replay';
 import { driveRandomRun, runScriptArb, stateJson, type DrivenRun } from './replay-support';

@@ -1,4 +1,4 @@
-import type { RecordedEvent } from '../../src/events/event-store.port';
+import type { RecordedEvent } from '../../src/events/event-store/event-store.port';
 import { openStorage } from '../../src/storage/storage';
 import type { RunSummary } from '../../src/team/run-summary';
 import { E2E_API_KEYS_ENV, E2E_KEYS, startE2eApp, type E2eApp } from '../support/e2e-app';

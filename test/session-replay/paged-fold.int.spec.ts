@@ -1,4 +1,4 @@
-import { InMemoryEventStore } from '../../src/events/in-memory.event-store';
+import { InMemoryEventStore } from '../../src/events/event-store/in-memory.event-store';
 import { toRunStreamId, type RunForkedData, type TeamRunEvent } from '../../src/team/domain/run-events';
 import { foldRun, initialRunState } from '../../src/team/domain/run-state';
 import { loadRunState } from '../../src/team/run-stream';

@@ -1,10 +1,10 @@
 import type { Identity } from '../../src/auth/identity';
-import { InMemoryEventStore } from '../../src/events/in-memory.event-store';
+import { InMemoryEventStore } from '../../src/events/event-store/in-memory.event-store';
 import { commandPathFor } from '../../src/events/command-handling';
 import { resumeRun, type ResumingSupervisor } from '../../src/session-replay/resume-run';
 import { ConflictError } from '../../src/shared/errors';
 import { toRunStreamId } from '../../src/team/domain/run-events';
-import type { RunLeases } from '../../src/team/leases/run-leases';
+import type { RunLeases } from '../../src/team/leases/run-leases.port';
 import { awaitingReview, RUN_ID as GATE_RUN_ID } from '../review-gate/gate/review-fixtures';
 
 // Resume asked of a run this process's driver has not let go of yet: the run's events decide.

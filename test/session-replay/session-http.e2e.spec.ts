@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SqliteEventStore } from '../../src/events/sqlite.event-store';
-import type { RecordedEvent } from '../../src/events/event-store.port';
+import { SqliteEventStore } from '../../src/events/event-store/sqlite.event-store';
+import type { RecordedEvent } from '../../src/events/event-store/event-store.port';
 import type { ModelCallStartedData, RunForkedData, ToolCallRequestedData } from '../../src/team/domain/run-events';
 import { loadRunHistory } from '../../src/team/run-history';
 import { contextOf, replayRun, type RunContext } from '../../src/session-replay/replay';

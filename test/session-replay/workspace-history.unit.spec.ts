@@ -1,4 +1,4 @@
-import type { RecordedEvent } from '../../src/events/event-store.port';
+import type { RecordedEvent } from '../../src/events/event-store/event-store.port';
 import { resolveBlobContents, workspaceHistory } from '../../src/session-replay/workspace-history';
 
 let revision = 0;

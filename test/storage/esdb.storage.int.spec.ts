@@ -1,18 +1,14 @@
-import { randomUUID } from 'node:crypto';
-import { EsdbCheckpointStore } from '../../src/checkpoint/esdb.checkpoint-store';
 import { ConfigError } from '../../src/config/config';
 import { EsdbConnection } from '../../src/events/esdb.client';
-import { EsdbEventStore } from '../../src/events/esdb.event-store';
+import { EsdbEventStore } from '../../src/events/event-store/esdb.event-store';
 import { EsdbDecisionRecordRepository } from '../../src/review-gate/decision-log/esdb.decision-record.repository';
 import { openStorage } from '../../src/storage/storage';
-import { EsdbRunLeases } from '../../src/team/leases/esdb.run-leases';
-import { checkpointStoreContract } from '../checkpoint/checkpoint-store.contract';
 import { decisionRecordRepositoryContract } from '../review-gate/decision-log/decision-record.repository.contract';
-import { runLeasesContract } from '../team/leases/run-leases.contract';
 import { esdbTarget, freshNamespace, type EsdbTarget } from '../support/esdb';
 
-// The stores beside the events on EventStoreDB, each through its port's contract suite, and the
-// storage that opens them: one server for the whole file.
+// The decision log beside the events on EventStoreDB, through its repository's contract suite, and
+// the storage that opens every store: one server for the whole file. The checkpoint store and the
+// run leases run their contracts beside their ports (test/checkpoint/, test/team/leases/).
 
 let target: EsdbTarget;
 const connections: EsdbConnection[] = [];
@@ -32,28 +28,6 @@ function connect(): EsdbConnection {
   connections.push(conn);
   return conn;
 }
-
-checkpointStoreContract('esdb', async () => {
-  const namespace = freshNamespace();
-  return {
-    open: async () => new EsdbCheckpointStore(connect(), namespace),
-    overwrite: async (runId, text) => {
-      const stream = new EsdbCheckpointStore(connect(), namespace).stream(runId);
-      await connect().append(stream, [{ id: randomUUID(), type: 'RunCheckpoint', data: Buffer.from(text), metadata: Buffer.from('{"revision":3}') }], 'any');
-    },
-    cleanup: async () => undefined,
-  };
-});
-
-runLeasesContract(
-  'esdb',
-  async () => {
-    const namespace = freshNamespace();
-    return { open: async () => new EsdbRunLeases(connect(), namespace), cleanup: async () => undefined };
-  },
-  // EventStoreDB has no query over all leases: a process's load is what it advertised.
-  { contenders: 8, leasesCountAsLoad: false },
-);
 
 decisionRecordRepositoryContract(
   'esdb',

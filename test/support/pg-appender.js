@@ -2,7 +2,7 @@
 // processes, retrying on expected-revision conflicts, and prints each acknowledged event id.
 // Plain JS over dist/ so it runs without jest's transform.
 // Env: TRIAD_PG_URL, PG_SCHEMA, WRITER (a tag), APPENDS, STREAMS (comma separated).
-const { PostgresEventStore } = require('../../dist/events/postgres.event-store.js');
+const { PostgresEventStore } = require('../../dist/events/event-store/postgres.event-store.js');
 const { WrongExpectedRevisionError } = require('../../dist/events/errors.js');
 
 async function main() {

@@ -10,7 +10,7 @@ const WAIT_BOUND_FIRST = [
   'test/review-gate/gate/review-timeouts.e2e.spec.ts',
   'test/recovery/crash.int.spec.ts',
   'test/faults/lease-load.int.spec.ts',
-  'test/events/postgres.event-store.int.spec.ts',
+  'test/events/event-store/postgres.event-store.int.spec.ts',
   'test/faults/pg-cut-1s.int.spec.ts',
 ];
 

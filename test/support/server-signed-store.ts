@@ -2,7 +2,7 @@ import { attestInPlace } from '../../src/attestation/signing';
 import { loadOrCreateSigningKey } from '../../src/attestation/signing-key';
 import { signingSettings } from '../../src/config/config';
 import { withAppend } from '../../src/events/append-proxy';
-import type { EventStore } from '../../src/events/event-store.port';
+import type { EventStore } from '../../src/events/event-store/event-store.port';
 
 /**
  * A store a test writes to as the server would: events of attested types are signed with the

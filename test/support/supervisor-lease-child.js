@@ -9,13 +9,13 @@ const path = require('node:path');
 const { randomUUID } = require('node:crypto');
 
 const dist = path.resolve(__dirname, '..', '..', 'dist');
-const { InMemoryCheckpointStore } = require(path.join(dist, 'checkpoint/checkpoint-stores.js'));
+const { InMemoryCheckpointStore } = require(path.join(dist, 'checkpoint/in-memory.checkpoint-store.js'));
 const { loadConfig } = require(path.join(dist, 'config/config.js'));
 const { commandPathFor } = require(path.join(dist, 'events/command-handling.js'));
-const { InMemoryEventStore } = require(path.join(dist, 'events/in-memory.event-store.js'));
+const { InMemoryEventStore } = require(path.join(dist, 'events/event-store/in-memory.event-store.js'));
 const { launchRun } = require(path.join(dist, 'team/launch.js'));
-const { InMemoryRunLeases } = require(path.join(dist, 'team/leases/run-leases.js'));
-const { LiveRunBus } = require(path.join(dist, 'team/live-run-bus.js'));
+const { InMemoryRunLeases } = require(path.join(dist, 'team/leases/in-memory.run-leases.js'));
+const { LiveRunBus } = require(path.join(dist, 'team/live/live-run-bus.js'));
 const { OfflineModelProvider } = require(path.join(dist, 'team/models/offline.model.js'));
 const { DriverPool } = require(path.join(dist, 'team/dispatch/driver-pool.js'));
 const { Placement } = require(path.join(dist, 'team/dispatch/run-placement.js'));

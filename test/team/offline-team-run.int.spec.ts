@@ -2,7 +2,7 @@ import { commandPathFor } from '../../src/events/command-handling';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { InMemoryEventStore } from '../../src/events/in-memory.event-store';
+import { InMemoryEventStore } from '../../src/events/event-store/in-memory.event-store';
 import { runStatus, terminationReason } from '../../src/team/domain/run-state';
 import { launchRun } from '../../src/team/launch';
 import { OfflineModelProvider } from '../../src/team/models/offline.model';

@@ -1,4 +1,4 @@
-import type { RecordedEvent } from '../../src/events/event-store.port';
+import type { RecordedEvent } from '../../src/events/event-store/event-store.port';
 import { TEAM_RUN_EVENT_TYPES } from '../../src/team/domain/run-events';
 import { teamRunMachine } from '../../src/team/domain/team-run.machine';
 import { applyToSummary, SUMMARY_EVENT_TYPES, type RunSummaryState } from '../../src/team/run-summary';

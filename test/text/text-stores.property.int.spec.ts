@@ -4,7 +4,7 @@ import { seedRunAwaitingReview } from '../../bench/seed-review';
 import { commandPathFor } from '../../src/events/command-handling';
 import { runContext, runStream } from '../../src/team/run-stream';
 import { InvalidAppendError } from '../../src/events/errors';
-import type { EventStore } from '../../src/events/event-store.port';
+import type { EventStore } from '../../src/events/event-store/event-store.port';
 import { DecisionLog } from '../../src/review-gate/decision-log/decision-log';
 import { DecisionLogProjection } from '../../src/review-gate/decision-log/decision-log.projection';
 import type { DecisionRecordRepository } from '../../src/review-gate/decision-log/decision-record.repository';

@@ -1,4 +1,4 @@
-import type { EventStore, RecordedEvent } from '../../events/event-store.port';
+import type { EventStore, RecordedEvent } from '../../events/event-store/event-store.port';
 import { followAcrossFaults, type StoreBackoff } from '../../events/outlast-store';
 import { API_KEYS_STREAM } from './api-key-events';
 

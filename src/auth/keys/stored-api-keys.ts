@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import { EVENT_STORE, type EventStore, type RecordedEvent } from '../../events/event-store.port';
+import { EVENT_STORE, type EventStore, type RecordedEvent } from '../../events/event-store/event-store.port';
 import { ApiKeyDirectory } from '../identity';
 import { API_KEYS_STREAM, keyEventTrusted, type ApiKeyData } from './api-key-events';
 import { followApiKeys } from './follow-api-keys';

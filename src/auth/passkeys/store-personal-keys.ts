@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import type { PersonalKey, RegisteredPersonalKey } from '../../attestation/personal-signature';
-import { EVENT_STORE, type EventStore } from '../../events/event-store.port';
+import { EVENT_STORE, type EventStore } from '../../events/event-store/event-store.port';
 import { RegisterPublicKeyCommand } from '../keys/add-api-key.command';
 import { API_KEYS_STREAM, foldApiKeys } from '../keys/api-key-events';
 import { normaliseName } from '../names';

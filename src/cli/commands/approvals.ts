@@ -11,7 +11,7 @@ import { CliError, EXIT } from '../exit-codes';
 import { decisionReason } from '../options';
 import { cliDecider, withCredentialOptions } from '../decider-credential';
 import type { DecisionStatement } from '../../attestation/personal-signature';
-import { EVENT_STORE, type EventStore } from '../../events/event-store.port';
+import { EVENT_STORE, type EventStore } from '../../events/event-store/event-store.port';
 import { approvalStatement } from '../../team/domain/approval-decider';
 import { loadRunState } from '../../team/run-stream';
 

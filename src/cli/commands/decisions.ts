@@ -13,7 +13,7 @@ import type { CliContext } from '../cli-context';
 import { CliError, EXIT } from '../exit-codes';
 import { cliIdentity, int } from '../options';
 import { Signing } from '../../attestation/signing';
-import { EVENT_STORE, type EventStore } from '../../events/event-store.port';
+import { EVENT_STORE, type EventStore } from '../../events/event-store/event-store.port';
 
 /** `triad decisions list|verify|head|export`: the tamper-evident decision log. */
 export function addDecisionsCommands(program: Command, { output, withApp, print }: CliContext): void {

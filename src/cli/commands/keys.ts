@@ -6,7 +6,7 @@ import type { PersonalKey } from '../../attestation/personal-signature';
 import { sshLineFingerprint } from '../../attestation/ssh-signature';
 import { CliError, EXIT } from '../exit-codes';
 import { API_KEYS_STREAM, foldApiKeys, parseKeyRoles, validateKeyName } from '../../auth/keys/api-key-events';
-import { EVENT_STORE, type EventStore } from '../../events/event-store.port';
+import { EVENT_STORE, type EventStore } from '../../events/event-store/event-store.port';
 import type { CliContext } from '../cli-context';
 import { cliIdentity } from '../options';
 

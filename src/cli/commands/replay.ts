@@ -1,6 +1,6 @@
 import { CommandBus } from '@nestjs/cqrs';
 import type { Command } from 'commander';
-import { EVENT_STORE, type EventStore } from '../../events/event-store.port';
+import { EVENT_STORE, type EventStore } from '../../events/event-store/event-store.port';
 import { ForkRunCommand, validateOverrides, type ForkResult } from '../../session-replay/commands/fork-run.command';
 import { ResumeRunCommand } from '../../session-replay/commands/resume-run.command';
 import { DrivenElsewhereError, parsePinChange } from '../../session-replay/resume-run';

@@ -8,7 +8,7 @@ import { driveHere } from '../drive-here';
 import { decisionReason } from '../options';
 import { cliDecider, withCredentialOptions } from '../decider-credential';
 import type { DecisionStatement } from '../../attestation/personal-signature';
-import { EVENT_STORE, type EventStore } from '../../events/event-store.port';
+import { EVENT_STORE, type EventStore } from '../../events/event-store/event-store.port';
 import { reviewStatement, ReviewNotFoundError } from '../../review-gate/domain/review-decider';
 import { loadRunState } from '../../team/run-stream';
 import type { INestApplicationContext } from '@nestjs/common';

@@ -4,7 +4,7 @@ import { instanceToPlain } from 'class-transformer';
 import { May } from '../../auth/auth.guard';
 import { CurrentIdentity } from '../../auth/current-identity.decorator';
 import type { Identity } from '../../auth/identity';
-import { EVENT_STORE, type EventStore, type RecordedEvent } from '../../events/event-store.port';
+import { EVENT_STORE, type EventStore, type RecordedEvent } from '../../events/event-store/event-store.port';
 import { sseStart, streamEventsAsSse, wantsSse } from '../../http/event-stream-sse';
 import { METRICS, type TriadMetrics } from '../../observability/metrics';
 import { parseIntParam } from '../../team/http/runs.controller';

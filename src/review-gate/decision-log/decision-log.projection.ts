@@ -1,5 +1,5 @@
 import { UnavailableError } from '../../shared/errors';
-import type { EventFilter, EventStore, RecordedEvent, Subscription } from '../../events/event-store.port';
+import type { EventFilter, EventStore, RecordedEvent, Subscription } from '../../events/event-store/event-store.port';
 import { isStoreUnavailable } from '../../events/errors';
 import { followAcrossFaults } from '../../events/outlast-store';
 import { recordFrom } from './chain';

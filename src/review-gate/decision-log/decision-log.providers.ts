@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit, type Provider } from '@nestjs/common';
-import { EVENT_STORE, type EventStore, type RecordedEvent } from '../../events/event-store.port';
+import { EVENT_STORE, type EventStore, type RecordedEvent } from '../../events/event-store/event-store.port';
 import { ATTESTED_EVENT_TYPES, parseSignedHeadToken, signedHeadProblem, signedHeadToken, type SignedHead } from '../../attestation/attestation';
 import { checkAttestations } from '../../attestation/attestation-check';
 import { BUNDLE_FORMAT, signBundle, type DecisionBundle } from '../../attestation/bundle';

@@ -1,6 +1,6 @@
 import { InvalidRequestError } from '../../shared/errors';
 import type { AttestationReport } from '../../attestation/attestation-check';
-import type { EventStore, RecordedEvent } from '../../events/event-store.port';
+import type { EventStore, RecordedEvent } from '../../events/event-store/event-store.port';
 import { hashRecord } from './chain';
 import { expectedDecision, InOrderCheck, verifyChainAsync, type ChainVerification, type ExpectedDecision } from './chain-verification';
 import { GENESIS_PREV_HASH, type DecisionFilter, type DecisionLogHead, type DecisionRecord } from './decision-record';

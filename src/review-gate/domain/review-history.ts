@@ -1,4 +1,4 @@
-import type { RecordedEvent } from '../../events/event-store.port';
+import type { RecordedEvent } from '../../events/event-store/event-store.port';
 import type { ReviewDecidedData, ReviewOpenedData, RunEndedData } from '../../team/domain/run-events';
 
 /**

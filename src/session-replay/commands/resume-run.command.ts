@@ -6,7 +6,7 @@ import type { CommandPath } from '../../events/command-handling';
 import { COMMAND_PATH } from '../../events/command-path.module';
 import type { Clock } from '../../shared/ports';
 import { CLOCK } from '../../shared/system';
-import { RUN_LEASES, type RunLeases } from '../../team/leases/run-leases';
+import { RUN_LEASES, type RunLeases } from '../../team/leases/run-leases.port';
 import { DriverPool } from '../../team/dispatch/driver-pool';
 import { resumeRun, type ResumeDeps, type ResumeResult } from '../resume-run';
 import type { PinChange } from '../../team/domain/model-pin';

@@ -10,7 +10,7 @@ import { ResumeRunCommand } from '../commands/resume-run.command';
 import { parsePinChange, type ResumeResult } from '../resume-run';
 import { GetRunContextQuery } from '../queries/get-run-context.query';
 import type { RunContext } from '../replay';
-import { EVENT_STORE, type EventStore } from '../../events/event-store.port';
+import { EVENT_STORE, type EventStore } from '../../events/event-store/event-store.port';
 import { loadRunHistory } from '../../team/run-history';
 import { RunNotFoundError } from '../../team/domain/run-decider';
 import { resolveBlobContents, workspaceHistory, type WorkspaceFile } from '../workspace-history';

@@ -1,11 +1,11 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { CHECKPOINT_STORE, type CheckpointStore } from '../../checkpoint/checkpoint-store.port';
-import { EVENT_STORE, type EventStore } from '../../events/event-store.port';
+import { EVENT_STORE, type EventStore } from '../../events/event-store/event-store.port';
 import type { CommandPath } from '../../events/command-handling';
 import { COMMAND_PATH } from '../../events/command-path.module';
 import { CLOCK, IDS, PROCESS_ID } from '../../shared/system';
 import type { Clock, Ids } from '../../shared/ports';
-import { LiveRunBus } from '../live-run-bus';
+import { LiveRunBus } from '../live/live-run-bus';
 import { MODEL_PROVIDER, type ModelProvider } from '../models/model.port';
 import { RunDriver } from '../driver/run-driver';
 import { SubAgentPool } from '../driver/sub-agent-pool';

@@ -1,6 +1,6 @@
 import type { OnApplicationShutdown } from '@nestjs/common';
 import type { CheckpointStore } from '../../checkpoint/checkpoint-store.port';
-import type { EventStore } from '../../events/event-store.port';
+import type { EventStore } from '../../events/event-store/event-store.port';
 import { isStoreUnavailable } from '../../events/errors';
 import type { HealthRegistry } from '../../shared/health';
 import type { Clock } from '../../shared/ports';
@@ -8,7 +8,7 @@ import { matchPin, pinOf, type ProcessModel, type RunPin } from '../domain/model
 import type { RunState } from '../domain/run-state';
 import type { RunDriver } from '../driver/run-driver';
 import { LeaseHeartbeat, type HeartbeatFigures } from '../leases/lease-heartbeat';
-import type { RunLeases } from '../leases/run-leases';
+import type { RunLeases } from '../leases/run-leases.port';
 import { loadRunState } from '../run-stream';
 import type { ToolRegistry } from '../tools/tool-registry';
 import type { DispatchLogger, DispatchOptions } from './dispatch-options';

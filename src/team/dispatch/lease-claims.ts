@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { CLOCK, PROCESS_ID } from '../../shared/system';
 import type { Clock } from '../../shared/ports';
-import { RUN_LEASES, type RunLeases } from '../leases/run-leases';
+import { RUN_LEASES, type RunLeases } from '../leases/run-leases.port';
 import { DISPATCH_OPTIONS, type DispatchOptions } from './dispatch-options';
 
 /**

@@ -12,7 +12,7 @@ import { runContext, runStream } from '../run-stream';
 import type { Clock } from '../../shared/ports';
 import { DriverPool } from './driver-pool';
 import { RunsProjection } from '../runs.projection';
-import { RUN_LEASES, type RunLeases } from '../leases/run-leases';
+import { RUN_LEASES, type RunLeases } from '../leases/run-leases.port';
 
 export const RECOVERY_INTERVAL_MS = Symbol('RECOVERY_INTERVAL_MS');
 

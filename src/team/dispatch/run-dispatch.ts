@@ -1,5 +1,5 @@
 import type { OnApplicationShutdown } from '@nestjs/common';
-import type { EventStore, RecordedEvent, Subscription } from '../../events/event-store.port';
+import type { EventStore, RecordedEvent, Subscription } from '../../events/event-store/event-store.port';
 import { isStoreUnavailable } from '../../events/errors';
 import { followAcrossFaults } from '../../events/outlast-store';
 import type { HealthRegistry } from '../../shared/health';

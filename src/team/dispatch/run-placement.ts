@@ -3,7 +3,7 @@ import { isStoreUnavailable } from '../../events/errors';
 import type { Clock } from '../../shared/ports';
 import { HEARTBEATS_PER_TTL } from '../leases/lease-heartbeat';
 import { LoadsPerTurn } from '../leases/loads-per-turn';
-import type { RunLeases } from '../leases/run-leases';
+import type { RunLeases } from '../leases/run-leases.port';
 import type { DispatchLogger, DispatchOptions } from './dispatch-options';
 import type { DriverPool } from './driver-pool';
 import { placeRun, type PlacementDecision, type ProcessLoad } from './placement';

@@ -2,7 +2,7 @@
 // (deferred results, checkpoint spacing, the claim and fence), documented once below; the model
 // turn, tool dispatch and compaction are modules of their own in this folder.
 import { promises as fs } from 'node:fs';
-import type { NewEvent } from '../../events/event-store.port';
+import type { NewEvent } from '../../events/event-store/event-store.port';
 import { inToolSpan, RunTrace } from '../../observability/tracing';
 import { EventTooLargeError, isStoreUnavailable, WrongExpectedRevisionError } from '../../events/errors';
 import { untilStoreAnswers, waitOut } from '../../events/outlast-store';

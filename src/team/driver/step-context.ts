@@ -2,7 +2,7 @@
  * What the driver's modules share: the driver's dependencies, the `StepContext` the loop gives the
  * modules of its effectful steps, and the run's signal those steps run under.
  */
-import type { EventStore, RecordedEvent } from '../../events/event-store.port';
+import type { EventStore, RecordedEvent } from '../../events/event-store/event-store.port';
 import type { CommandPath } from '../../events/command-handling';
 import type { CheckpointStore } from '../../checkpoint/checkpoint-store.port';
 import type { ModelProvider, RoleName } from '../models/model.port';

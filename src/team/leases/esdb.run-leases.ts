@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { EsdbConnection, EsdbRecord } from '../../events/esdb.client';
 import type { ProcessLoad } from '../dispatch/placement';
-import type { RunLeases } from './run-leases';
+import type { RunLeases } from './run-leases.port';
 
 /** Lease states kept per run on the server (older ones are dropped by its scavenge). */
 const KEEP = 5;

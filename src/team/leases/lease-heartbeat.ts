@@ -1,5 +1,5 @@
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
-import type { RunLeases } from './run-leases';
+import type { RunLeases } from './run-leases.port';
 
 /**
  * The heartbeat renews every TTL/4: a lease then survives a heartbeat delayed by up to 3/4 of the

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { NewEvent, RecordedEvent } from '../../events/event-store.port';
+import type { NewEvent, RecordedEvent } from '../../events/event-store/event-store.port';
 import { fromMachineText } from '../../shared/text';
 import type { FileEffect } from '../domain/run-events';
 

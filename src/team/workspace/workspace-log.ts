@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { WrongExpectedRevisionError } from '../../events/errors';
-import type { EventStore } from '../../events/event-store.port';
+import type { EventStore } from '../../events/event-store/event-store.port';
 import { readChunks } from '../../shared/read-chunks';
 import { fromMachineText } from '../../shared/text';
 import { resolveInWorkspace, toWorkspacePath, workspaceReplaced } from '../tools/workspace';

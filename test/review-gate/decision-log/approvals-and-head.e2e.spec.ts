@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { SIGNING_KEYS_STREAM } from '../../../src/attestation/key-ring';
-import { SqliteEventStore } from '../../../src/events/sqlite.event-store';
+import { SqliteEventStore } from '../../../src/events/event-store/sqlite.event-store';
 import { decideApproval, type ApprovalCommand } from '../../../src/team/domain/approval-decider';
 import { approvalIdOf } from '../../../src/team/domain/approval-id';
 import type { TeamRunEvent } from '../../../src/team/domain/run-events';

@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
-import { SqliteEventStore } from '../../../src/events/sqlite.event-store';
+import { SqliteEventStore } from '../../../src/events/event-store/sqlite.event-store';
 import { SQLITE_DECISION_LOG_SCHEMA_VERSION, SqliteDecisionRecordRepository } from '../../../src/review-gate/decision-log/sqlite.decision-record.repository';
 import { openWalDatabase } from '../../support/sqlite';
 import { tempDir } from '../../support/temp-dir';

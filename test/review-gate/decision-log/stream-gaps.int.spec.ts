@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import type { EventStore } from '../../../src/events/event-store.port';
+import type { EventStore } from '../../../src/events/event-store/event-store.port';
 import { DecisionLog } from '../../../src/review-gate/decision-log/decision-log';
 import { DecisionLogProjection } from '../../../src/review-gate/decision-log/decision-log.projection';
 import type { DecisionRecordRepository } from '../../../src/review-gate/decision-log/decision-record.repository';

@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
-import { SqliteEventStore } from '../../../src/events/sqlite.event-store';
+import { SqliteEventStore } from '../../../src/events/event-store/sqlite.event-store';
 import { DecisionLog } from '../../../src/review-gate/decision-log/decision-log';
 import { DecisionLogProjection } from '../../../src/review-gate/decision-log/decision-log.projection';
 import type { DecisionRecordRepository } from '../../../src/review-gate/decision-log/decision-record.repository';

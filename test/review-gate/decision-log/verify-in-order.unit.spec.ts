@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import type { EventStore, ReadAllOptions, RecordedEvent, StreamExtent } from '../../../src/events/event-store.port';
+import type { EventStore, ReadAllOptions, RecordedEvent, StreamExtent } from '../../../src/events/event-store/event-store.port';
 import { canonicalContent, hashRecord, recordFrom, type DecisionEvent } from '../../../src/review-gate/decision-log/chain';
 import { expectationFrom, InOrderCheck, verifyChain, verifyInOrder, type ChainVerification } from '../../../src/review-gate/decision-log/chain-verification';
 import { DecisionLog } from '../../../src/review-gate/decision-log/decision-log';

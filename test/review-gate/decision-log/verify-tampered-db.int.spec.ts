@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import type { EventStore } from '../../../src/events/event-store.port';
+import type { EventStore } from '../../../src/events/event-store/event-store.port';
 import { recordFrom } from '../../../src/review-gate/decision-log/chain';
 import { expectationFrom, verifyChainAsync, type ChainVerification } from '../../../src/review-gate/decision-log/chain-verification';
 import { DecisionLog } from '../../../src/review-gate/decision-log/decision-log';

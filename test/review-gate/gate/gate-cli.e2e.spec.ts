@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SqliteEventStore } from '../../../src/events/sqlite.event-store';
+import { SqliteEventStore } from '../../../src/events/event-store/sqlite.event-store';
 import type { RunSummary } from '../../../src/team/run-summary';
 import { tempDir } from '../../support/temp-dir';
 import { CLI, freePort, httpRequest, lastJson, runCli, sleep, triadEnv } from './gate-support';

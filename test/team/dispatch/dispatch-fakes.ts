@@ -1,10 +1,10 @@
-import { InMemoryCheckpointStore } from '../../../src/checkpoint/checkpoint-stores';
-import { InMemoryEventStore } from '../../../src/events/in-memory.event-store';
+import { InMemoryCheckpointStore } from '../../../src/checkpoint/in-memory.checkpoint-store';
+import { InMemoryEventStore } from '../../../src/events/event-store/in-memory.event-store';
 import { HealthRegistry } from '../../../src/shared/health';
 import type { RunState } from '../../../src/team/domain/run-state';
 import type { RunDriver } from '../../../src/team/driver/run-driver';
 import { DriverPool } from '../../../src/team/dispatch/driver-pool';
-import { InMemoryRunLeases } from '../../../src/team/leases/run-leases';
+import { InMemoryRunLeases } from '../../../src/team/leases/in-memory.run-leases';
 
 /** A driver that drives until the test ends it (`finish`, `fail`) or the pool stops it. */
 export class FakeDriver {

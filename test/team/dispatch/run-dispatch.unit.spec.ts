@@ -1,4 +1,4 @@
-import { InMemoryEventStore } from '../../../src/events/in-memory.event-store';
+import { InMemoryEventStore } from '../../../src/events/event-store/in-memory.event-store';
 import { StoreUnavailableError } from '../../../src/events/errors';
 import { HealthRegistry } from '../../../src/shared/health';
 import { DISPATCHER_SUBSCRIPTION, placedElsewhere, RunDispatcher, runToWake, type DriverWaker } from '../../../src/team/dispatch/run-dispatch';

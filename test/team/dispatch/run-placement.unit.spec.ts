@@ -1,4 +1,4 @@
-import { InMemoryRunLeases } from '../../../src/team/leases/run-leases';
+import { InMemoryRunLeases } from '../../../src/team/leases/in-memory.run-leases';
 import { Placement } from '../../../src/team/dispatch/run-placement';
 import { recordingLogger } from './dispatch-fakes';
 

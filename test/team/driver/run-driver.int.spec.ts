@@ -1,7 +1,7 @@
 import { hostProcessesWith, uniqueSleep } from '../../support/host-processes';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { RecordedEvent } from '../../../src/events/event-store.port';
+import type { RecordedEvent } from '../../../src/events/event-store/event-store.port';
 import { toRunStreamId, type RunEndedData, type ToolCallCompletedData } from '../../../src/team/domain/run-events';
 import { foldRun, initialRunState, runStatus, terminationReason } from '../../../src/team/domain/run-state';
 import { ModelError, type ChatMessage, type ModelRequest, type RoleName } from '../../../src/team/models/model.port';

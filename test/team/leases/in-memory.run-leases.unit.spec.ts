@@ -1,4 +1,4 @@
-import { InMemoryRunLeases } from '../../../src/team/leases/run-leases';
+import { InMemoryRunLeases } from '../../../src/team/leases/in-memory.run-leases';
 import { runLeasesContract } from './run-leases.contract';
 
 /** How this suite builds the adapter. */

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Pool } from 'pg';
 import { quoteIdent } from '../../../src/shared/postgres-tables';
-import { PostgresRunLeases } from '../../../src/team/leases/run-leases';
+import { PostgresRunLeases } from '../../../src/team/leases/postgres.run-leases';
 import { dropSchema, freshSchema, PG_URL, withClient } from '../../support/pg';
 import { runLeasesContract } from './run-leases.contract';
 

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { RunLeases } from '../../../src/team/leases/run-leases';
+import type { RunLeases } from '../../../src/team/leases/run-leases.port';
 
 /**
  * The run leases contract: every adapter runs this same suite.

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { join } from 'node:path';
-import { SqliteRunLeases } from '../../../src/team/leases/run-leases';
+import { SqliteRunLeases } from '../../../src/team/leases/sqlite.run-leases';
 import { openWalDatabase } from '../../support/sqlite';
 import { tempDir } from '../../support/temp-dir';
 import { runLeasesContract } from './run-leases.contract';

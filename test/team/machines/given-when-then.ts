@@ -1,4 +1,4 @@
-import type { RecordedEvent } from '../../../src/events/event-store.port';
+import type { RecordedEvent } from '../../../src/events/event-store/event-store.port';
 import { nextAction, type NextAction } from '../../../src/team/domain/next-action';
 import type { AssistantBlock, ContentBlock, RoleName, Usage } from '../../../src/team/models/model.port';
 import { DEFAULT_MAX_TURNS } from '../../../src/team/domain/roles';

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
-import type { RecordedEvent } from '../../../src/events/event-store.port';
-import { InMemoryEventStore } from '../../../src/events/in-memory.event-store';
+import type { RecordedEvent } from '../../../src/events/event-store/event-store.port';
+import { InMemoryEventStore } from '../../../src/events/event-store/in-memory.event-store';
 import { replayRun } from '../../../src/session-replay/replay';
 import { ROLES } from '../../../src/team/domain/roles';
 import { toRunStreamId, type TeamRunEvent } from '../../../src/team/domain/run-events';

@@ -1,6 +1,6 @@
 import { CheckpointInvalidError, deserializeRunState, restoreCheckpoint, serializeRunState, takeCheckpoint } from '../../../src/checkpoint/checkpoint';
 import { describeEvent } from '../../../src/cli/format';
-import type { RecordedEvent } from '../../../src/events/event-store.port';
+import type { RecordedEvent } from '../../../src/events/event-store/event-store.port';
 import { contextOf, replayRun } from '../../../src/session-replay/replay';
 import { transcript } from '../../../src/session-replay/transcript';
 import type { TeamRunEvent } from '../../../src/team/domain/run-events';

@@ -1,7 +1,7 @@
 import { hostProcessesWith, uniqueSleep } from '../../support/host-processes';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { RecordedEvent } from '../../../src/events/event-store.port';
+import type { RecordedEvent } from '../../../src/events/event-store/event-store.port';
 import type { RunEndedData, ToolCallCompletedData } from '../../../src/team/domain/run-events';
 import { runStatus, terminationReason } from '../../../src/team/domain/run-state';
 import { ScriptedModelProvider } from '../../../src/team/models/scripted.model';

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { SqliteEventStore } from '../../../src/events/sqlite.event-store';
+import { SqliteEventStore } from '../../../src/events/event-store/sqlite.event-store';
 import {
   type Child,
   crashScene,

@@ -9,7 +9,7 @@ import { OfflineModelProvider } from '../../../src/team/models/offline.model';
 import { ScriptedModelProvider, textResponse, toolUseResponse, type ScriptStep } from '../../../src/team/models/scripted.model';
 import { applyToSummary, type RunSummaryState } from '../../../src/team/run-summary';
 import { dataOf, plan, roleScript, startRun, verdict, type Harness } from '../driver/driver-support';
-import type { RecordedEvent } from '../../../src/events/event-store.port';
+import type { RecordedEvent } from '../../../src/events/event-store/event-store.port';
 import { ModelError } from '../../../src/team/models/model.port';
 
 describe('sub-agents driven in the run', () => {

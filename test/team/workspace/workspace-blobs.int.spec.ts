@@ -1,10 +1,10 @@
 import { join } from 'node:path';
 import { EsdbConnection } from '../../../src/events/esdb.client';
-import { EsdbEventStore } from '../../../src/events/esdb.event-store';
-import type { EventStore } from '../../../src/events/event-store.port';
-import { InMemoryEventStore } from '../../../src/events/in-memory.event-store';
-import { PostgresEventStore } from '../../../src/events/postgres.event-store';
-import { SqliteEventStore } from '../../../src/events/sqlite.event-store';
+import { EsdbEventStore } from '../../../src/events/event-store/esdb.event-store';
+import type { EventStore } from '../../../src/events/event-store/event-store.port';
+import { InMemoryEventStore } from '../../../src/events/event-store/in-memory.event-store';
+import { PostgresEventStore } from '../../../src/events/event-store/postgres.event-store';
+import { SqliteEventStore } from '../../../src/events/event-store/sqlite.event-store';
 import { BLOB_CHUNK_BYTES, blobStreamId, sha256Of } from '../../../src/team/workspace/workspace-effects';
 import { loadBlob, storeBlob } from '../../../src/team/workspace/workspace-log';
 import { esdbTarget, freshNamespace, type EsdbTarget } from '../../support/esdb';

@@ -5,7 +5,7 @@ import { May } from '../../../auth/auth.guard';
 import { CurrentCredential, CurrentIdentity } from '../../../auth/current-identity.decorator';
 import { requestProof } from '../../../attestation/signature-input';
 import { statementHash, statementText, type DecisionStatement } from '../../../attestation/personal-signature';
-import { EVENT_STORE, type EventStore } from '../../../events/event-store.port';
+import { EVENT_STORE, type EventStore } from '../../../events/event-store/event-store.port';
 import { loadRunState } from '../../run-stream';
 import { ApprovalNotFoundError, approvalStatement } from '../../domain/approval-decider';
 import { parseApprovalId } from '../../domain/approval-id';

@@ -1,5 +1,5 @@
 import type { EventFilter, ReadAllOptions } from './event-store.port';
-import { quoteIdent } from '../shared/postgres-tables';
+import { quoteIdent } from '../../shared/postgres-tables';
 
 const ROW_COLUMNS = 'id, stream_id, revision, position, type, data, metadata, recorded_at';
 

@@ -2,15 +2,15 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import { join } from 'node:path';
 import type { Worker } from 'node:worker_threads';
-import type { RecordedEvent } from '../../src/events/event-store.port';
-import { SqliteReadAhead } from '../../src/events/sqlite-read-ahead';
-import { MAX_APPENDS_PER_COMMIT, SqliteEventStore } from '../../src/events/sqlite.event-store';
-import { UpcasterRegistry } from '../../src/events/upcasting';
-import { DurabilityError } from '../../src/events/wal-sync';
-import { StoreUnavailableError } from '../../src/events/errors';
-import { HealthRegistry } from '../../src/shared/health';
-import { openUnsyncedConnection } from '../../src/shared/sqlite-side-connection';
-import { tempDir } from '../support/temp-dir';
+import type { RecordedEvent } from '../../../src/events/event-store/event-store.port';
+import { SqliteReadAhead } from '../../../src/events/event-store/sqlite-read-ahead';
+import { MAX_APPENDS_PER_COMMIT, SqliteEventStore } from '../../../src/events/event-store/sqlite.event-store';
+import { UpcasterRegistry } from '../../../src/events/upcasting';
+import { DurabilityError } from '../../../src/events/wal-sync';
+import { StoreUnavailableError } from '../../../src/events/errors';
+import { HealthRegistry } from '../../../src/shared/health';
+import { openUnsyncedConnection } from '../../../src/shared/sqlite-side-connection';
+import { tempDir } from '../../support/temp-dir';
 import { eventStoreContract } from './event-store.contract';
 
 eventStoreContract('sqlite', () => {
@@ -497,7 +497,7 @@ describe('sqlite store specifics', () => {
     it('given a process reading a long stream without closing the store, then it waits for the thread pages it needs and then exits on its own', async () => {
       await store.append('run-a', Array.from({ length: 5000 }, (_, i) => ({ type: 'Ok', data: { i, pad: 'p'.repeat(100) } })));
       const script = `
-        const { SqliteEventStore } = require(${JSON.stringify(join(__dirname, '..', '..', 'dist', 'events', 'sqlite.event-store.js'))});
+        const { SqliteEventStore } = require(${JSON.stringify(join(__dirname, '..', '..', '..', 'dist', 'events', 'event-store', 'sqlite.event-store.js'))});
         (async () => {
           const store = new SqliteEventStore({ file: ${JSON.stringify(file)} });
           await store.startReadAhead();
@@ -514,7 +514,7 @@ describe('sqlite store specifics', () => {
     it('given a read left waiting by its caller, when the store closes, then the pages the thread owed it do not end the process', async () => {
       await store.append('run-a', Array.from({ length: 5000 }, (_, i) => ({ type: 'Ok', data: { i } })));
       const script = `
-        const { SqliteEventStore } = require(${JSON.stringify(join(__dirname, '..', '..', 'dist', 'events', 'sqlite.event-store.js'))});
+        const { SqliteEventStore } = require(${JSON.stringify(join(__dirname, '..', '..', '..', 'dist', 'events', 'event-store', 'sqlite.event-store.js'))});
         (async () => {
           const store = new SqliteEventStore({ file: ${JSON.stringify(file)} });
           await store.startReadAhead();

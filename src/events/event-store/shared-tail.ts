@@ -1,7 +1,8 @@
+// One file over 400 lines on purpose: one cache whose reads, gathering, interests and resets share one invariant (which filters are covered after which position).
 import { performance } from 'node:perf_hooks';
-import { isStoreUnavailable } from './errors';
+import { isStoreUnavailable } from '../errors';
 import type { EventFilter, RecordedEvent, TailPage } from './event-store.port';
-import { matchesFilter } from './read-helpers';
+import { matchesFilter } from '../read-helpers';
 
 /** An event as the tail keeps it. */
 export interface TailEvent {

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { EventStore, NewEvent, RecordedEvent } from '../../src/events/event-store.port';
-import { EventIdConflictError, EventTooLargeError, InvalidAppendError, RecordedPositionError, RecordedPositionsNotKeptError, WrongExpectedRevisionError } from '../../src/events/errors';
-import { UpcasterRegistry } from '../../src/events/upcasting';
-import { EXTENT_BATCH_STREAMS } from '../../src/events/read-helpers';
-import { waitFor } from '../support/wait-for';
+import type { EventStore, NewEvent, RecordedEvent } from '../../../src/events/event-store/event-store.port';
+import { EventIdConflictError, EventTooLargeError, InvalidAppendError, RecordedPositionError, RecordedPositionsNotKeptError, WrongExpectedRevisionError } from '../../../src/events/errors';
+import { UpcasterRegistry } from '../../../src/events/upcasting';
+import { EXTENT_BATCH_STREAMS } from '../../../src/events/read-helpers';
+import { waitFor } from '../../support/wait-for';
 
 /**
  * The event store contract: every adapter runs this same suite.
@@ -688,7 +688,7 @@ export function eventStoreContract(name: string, makeHarness: () => ContractHarn
             return typeof v === 'function' ? v.bind(target) : v;
           },
         });
-        const { CatchUpSubscription } = await import('../../src/events/subscription');
+        const { CatchUpSubscription } = await import('../../../src/events/subscription');
         const sub = new CatchUpSubscription(counting, { batchSize: 3 });
         const it = sub[Symbol.asyncIterator]();
         await it.next();

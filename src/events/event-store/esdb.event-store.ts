@@ -1,10 +1,8 @@
-// One file over 400 lines on purpose: it is one adapter of the event store port, and its parts
-// (positions as log offsets, idempotent appends by id, copy-in with the position map, reads and
-// subscriptions resuming after a position) depend on one another's invariants, stated once below.
+// One file over 400 lines on purpose: one adapter whose parts (log-offset positions, appends idempotent by id, copy-in, resumable reads) rest on invariants stated once below.
 import { createHash } from 'node:crypto';
-import type { StoreHealthSink } from '../shared/health';
-import { InvalidAppendError, RecordedPositionError, StoreUnavailableError, WrongExpectedRevisionError } from './errors';
-import type { EsdbConnection, EsdbExpected, EsdbNewEvent, EsdbPosition, EsdbRecord } from './esdb.client';
+import type { StoreHealthSink } from '../../shared/health';
+import { InvalidAppendError, RecordedPositionError, StoreUnavailableError, WrongExpectedRevisionError } from '../errors';
+import type { EsdbConnection, EsdbExpected, EsdbNewEvent, EsdbPosition, EsdbRecord } from '../esdb.client';
 import {
   DEFAULT_MAX_EVENT_BYTES,
   type AppendOptions,
@@ -19,12 +17,8 @@ import {
   type ReadStreamPagesOptions,
   type RecordedEvent,
   type StreamExtent,
-  type SubscribeOptions,
-  type Subscription,
-  type TailPage,
 } from './event-store.port';
-import type { StoreOptions } from './in-memory.event-store';
-import { PositionNotifier } from './position-notifier';
+import type { StoreOptions } from './store-options';
 import {
   planRecordedAppend,
   prepareEvents,
@@ -34,10 +28,10 @@ import {
   validateStreamId,
   type PreparedEvent,
   type StoredIdentity,
-} from './prepare';
-import { extentBatches, matchesFilter, pagesByReadStream, scannedTo, streamWindow } from './read-helpers';
-import { SharedTail, type TailEvent, type TailRead } from './shared-tail';
-import { CatchUpSubscription } from './subscription';
+} from '../prepare';
+import { extentBatches, matchesFilter, pagesByReadStream, scannedTo, streamWindow } from '../read-helpers';
+import type { TailEvent, TailRead } from './shared-tail';
+import { TailedStore } from './tailed-store';
 
 export interface EsdbStoreOptions extends StoreOptions {
   /**
@@ -116,13 +110,10 @@ interface PositionMapEntry {
  * head it saw, so a filtered read needs no separate read of the head.
  * The connection is handed in by the storage, which closes it after this store.
  */
-export class EsdbEventStore implements EventStore {
+export class EsdbEventStore extends TailedStore implements EventStore {
   readonly kind = 'esdb';
   readonly namespace: string;
   private readonly prefix: string;
-  private readonly notifier = new PositionNotifier();
-  /** What is new, read once for all of this process's subscriptions. */
-  readonly tail: SharedTail;
   private readonly maxEventBytes: number;
   private readonly positions = new Map<number, EsdbPosition>();
   private readonly checkpointStreams = new Set<string>();
@@ -137,17 +128,11 @@ export class EsdbEventStore implements EventStore {
     private readonly conn: EsdbConnection,
     private readonly options: EsdbStoreOptions = {},
   ) {
+    super();
     this.namespace = options.namespace ?? 'triad';
     if (!NAMESPACE.test(this.namespace)) throw new Error(`invalid EventStoreDB namespace '${this.namespace}'`);
     this.prefix = `${this.namespace}:`;
     this.maxEventBytes = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
-    this.tail = new SharedTail({
-      // A scan that reads to the end of `$all` sees the head: no read of it first.
-      readAfter: (after, maxCount, filters) => this.scanAll(after, maxCount, filters),
-      readHead: () => this.headPosition(),
-      knownHead: () => this.notifier.known,
-      announce: (position) => this.notifier.notify(position),
-    });
   }
 
   /**
@@ -403,21 +388,9 @@ export class EsdbEventStore implements EventStore {
     return `${this.namespace}.position-map`;
   }
 
-  subscribe(options: SubscribeOptions = {}): Subscription {
-    return new CatchUpSubscription(this, options);
-  }
-
-  /** One read of what is new for all of this process's subscriptions (see SharedTail). */
-  readTail(after: number, maxCount: number, filter?: EventFilter, urgent?: boolean): Promise<TailPage | undefined> {
-    return this.tail.read(after, maxCount, filter, urgent);
-  }
-
-  expedite(): void {
-    this.tail.hurry();
-  }
-
-  waitForEvents(after: number, timeoutMs: number, signal?: AbortSignal): Promise<void> {
-    return this.notifier.wait(after, timeoutMs, signal);
+  /** The shared tail's read: a scan that reads to the end of `$all` sees the head, so no read of it first. */
+  protected readAfter(after: number, maxCount: number, filters: readonly EventFilter[] | undefined): Promise<TailRead> {
+    return this.scanAll(after, maxCount, filters);
   }
 
   async loadCheckpoint(name: string): Promise<number | null> {

@@ -1,12 +1,13 @@
-import { EsdbConnection } from '../../src/events/esdb.client';
-import { EsdbLiveChannel } from '../../src/events/esdb.live-channel';
-import { PostgresLiveChannel } from '../../src/events/postgres.live-channel';
-import { openPostgresPool } from '../../src/events/postgres.database';
-import { LiveRelay, type LiveChannel, type LiveDelta } from '../../src/team/live-relay';
-import { esdbTarget, freshNamespace, type EsdbTarget } from '../support/esdb';
+import { EsdbConnection } from '../../../src/events/esdb.client';
+import { EsdbLiveChannel } from '../../../src/events/live-channel/esdb.live-channel';
+import { PostgresLiveChannel } from '../../../src/events/live-channel/postgres.live-channel';
+import { openPostgresPool } from '../../../src/events/postgres.database';
+import type { LiveChannel } from '../../../src/events/live-channel/live-channel.port';
+import { LiveRelay, type LiveDelta } from '../../../src/team/live/live-relay';
+import { esdbTarget, freshNamespace, type EsdbTarget } from '../../support/esdb';
 import { randomBytes } from 'node:crypto';
-import { freshSchema, PG_URL, withClient } from '../support/pg';
-import { waitFor } from '../support/wait-for';
+import { freshSchema, PG_URL, withClient } from '../../support/pg';
+import { waitFor } from '../../support/wait-for';
 
 // Live model text between two processes (two connections here), through each store's channel:
 // what one relay publishes reaches the other when it watches the run, in order, and never comes

@@ -1,15 +1,15 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { EventIdConflictError } from '../../src/events/errors';
-import type { RecordedEvent } from '../../src/events/event-store.port';
-import { POSTGRES_SCHEMA_VERSION } from '../../src/events/postgres.database';
+import { EventIdConflictError } from '../../../src/events/errors';
+import type { RecordedEvent } from '../../../src/events/event-store/event-store.port';
+import { POSTGRES_SCHEMA_VERSION } from '../../../src/events/postgres.database';
 import { Client } from 'pg';
-import { PostgresEventStore } from '../../src/events/postgres.event-store';
-import { postgresEventsChannel } from '../../src/events/postgres.listener';
+import { PostgresEventStore } from '../../../src/events/event-store/postgres.event-store';
+import { postgresEventsChannel } from '../../../src/events/postgres.listener';
 import { eventStoreContract } from './event-store.contract';
-import { dropSchema, freshSchema, PG_URL, withClient } from '../support/pg';
-import { waitFor } from '../support/wait-for';
+import { dropSchema, freshSchema, PG_URL, withClient } from '../../support/pg';
+import { waitFor } from '../../support/wait-for';
 
 describe('postgres reachability', () => {
   it(`PostgreSQL answers at TRIAD_PG_URL (${PG_URL.replace(/:[^:@/]*@/, ':***@')})`, async () => {
@@ -144,7 +144,7 @@ describe('postgres store specifics', () => {
 
     const written = await Promise.all(
       Array.from({ length: processes }, (_, p) =>
-        runChild(join(__dirname, '..', 'support', 'pg-appender.js'), {
+        runChild(join(__dirname, '..', '..', 'support', 'pg-appender.js'), {
           TRIAD_PG_URL: PG_URL,
           PG_SCHEMA: schema,
           WRITER: `writer${'x'.repeat(p)}`,

@@ -1,9 +1,9 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
-import { SqliteEventStore } from '../../src/events/sqlite.event-store';
-import { extentsQuery } from '../../src/events/sqlite.queries';
-import { EXTENT_BATCH_STREAMS } from '../../src/events/read-helpers';
-import { tempDir } from '../support/temp-dir';
+import { SqliteEventStore } from '../../../src/events/event-store/sqlite.event-store';
+import { extentsQuery } from '../../../src/events/event-store/sqlite.queries';
+import { EXTENT_BATCH_STREAMS } from '../../../src/events/read-helpers';
+import { tempDir } from '../../support/temp-dir';
 
 /** streamExtents on a real SQLite file: holes made outside triad show, and the query reads the index only. */
 describe('sqlite streamExtents', () => {

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Pool } from 'pg';
-import { settledWithin } from '../shared/pause';
-import type { LiveChannel, LiveMessage } from '../team/live-relay';
-import { PostgresChannelListener, postgresLiveRunChannel, postgresLiveWatchChannel } from './postgres.listener';
+import { settledWithin } from '../../shared/pause';
+import type { LiveChannel, LiveMessage } from './live-channel.port';
+import { PostgresChannelListener, postgresLiveRunChannel, postgresLiveWatchChannel } from '../postgres.listener';
 
 /** How often a process repeats which runs it watches. */
 const WATCH_REFRESH_MS = 10_000;

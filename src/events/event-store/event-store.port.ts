@@ -12,7 +12,7 @@
  * (0, 1, 2 …) iff firstRevision = 0 and count = lastRevision + 1. Integrity checks find holes
  * (events deleted outside the store) that way and read only the streams that have one.
  *
- * Every adapter passes the same contract suite (test/events/event-store.contract.ts).
+ * Every adapter passes the same contract suite (test/events/event-store/event-store.contract.ts).
  */
 
 /** Metadata carried by every event. Adapters fill defaults for missing fields. */

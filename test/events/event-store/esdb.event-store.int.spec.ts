@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { EsdbConnection } from '../../src/events/esdb.client';
-import { StoreUnavailableError } from '../../src/events/errors';
-import { EsdbEventStore } from '../../src/events/esdb.event-store';
+import { EsdbConnection } from '../../../src/events/esdb.client';
+import { StoreUnavailableError } from '../../../src/events/errors';
+import { EsdbEventStore } from '../../../src/events/event-store/esdb.event-store';
 import { eventStoreContract } from './event-store.contract';
-import { esdbTarget, freshNamespace, type EsdbTarget } from '../support/esdb';
-import { startFakeEsdb } from '../support/esdb-server/esdb-server';
-import { RecordedPositionError, WrongExpectedRevisionError } from '../../src/events/errors';
-import type { RecordedEvent } from '../../src/events/event-store.port';
-import { waitFor } from '../support/wait-for';
+import { esdbTarget, freshNamespace, type EsdbTarget } from '../../support/esdb';
+import { startFakeEsdb } from '../../support/esdb-server/esdb-server';
+import { RecordedPositionError, WrongExpectedRevisionError } from '../../../src/events/errors';
+import type { RecordedEvent } from '../../../src/events/event-store/event-store.port';
+import { waitFor } from '../../support/wait-for';
 
 let target: EsdbTarget;
 const eventStoreOptions = (o: ConstructorParameters<typeof EsdbEventStore>[1]) => o;

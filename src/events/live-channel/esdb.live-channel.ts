@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { LiveChannel, LiveMessage } from '../team/live-relay';
-import type { EsdbConnection } from './esdb.client';
+import type { LiveChannel, LiveMessage } from './live-channel.port';
+import type { EsdbConnection } from '../esdb.client';
 
 /** Live messages kept on the server (older ones dropped by its scavenge): only the newest matter. */
 const KEEP = 100;

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { EventFilter, RecordedEvent } from './event-store.port';
-import { decodeStreamPage, ROW_COLUMNS, STREAM_ROW_COLUMNS } from './prepare';
-import type { UpcasterRegistry } from './upcasting';
+import { decodeStreamPage, ROW_COLUMNS, STREAM_ROW_COLUMNS } from '../prepare';
+import type { UpcasterRegistry } from '../upcasting';
 
 /** The statements `SqliteEventStore` runs on every call, prepared once on its connection. */
 export function sqliteStatements(db: Database.Database) {

@@ -1,11 +1,11 @@
 import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { Observable, Subject, filter } from 'rxjs';
-import type { RecordedEvent } from '../events/event-store.port';
-import { PROCESS_ID } from '../shared/system';
-import { STORAGE, type Storage } from '../storage/storage';
+import type { RecordedEvent } from '../../events/event-store/event-store.port';
+import { PROCESS_ID } from '../../shared/system';
+import { STORAGE, type Storage } from '../../storage/storage';
 import { LiveRelay } from './live-relay';
-import type { RoleName } from './models/model.port';
-import type { RunObserver } from './driver/step-context';
+import type { RoleName } from '../models/model.port';
+import type { RunObserver } from '../driver/step-context';
 
 export type LiveRunItem =
   | { kind: 'events'; runId: string; events: RecordedEvent[] }

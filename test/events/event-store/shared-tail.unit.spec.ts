@@ -1,8 +1,8 @@
 import fc from 'fast-check';
-import { StoreUnavailableError } from '../../src/events/errors';
-import type { EventFilter, RecordedEvent } from '../../src/events/event-store.port';
-import { matchesFilter } from '../../src/events/read-helpers';
-import { SharedTail, unionOf, type TailRead, type TailSource } from '../../src/events/shared-tail';
+import { StoreUnavailableError } from '../../../src/events/errors';
+import type { EventFilter, RecordedEvent } from '../../../src/events/event-store/event-store.port';
+import { matchesFilter } from '../../../src/events/read-helpers';
+import { SharedTail, unionOf, type TailRead, type TailSource } from '../../../src/events/event-store/shared-tail';
 
 /** A store as the tail sees it: events at positions 1..n, a notified head, and a count of reads. */
 class FakeSource implements TailSource {

@@ -1,4 +1,4 @@
-import { InMemoryEventStore } from '../../src/events/in-memory.event-store';
+import { InMemoryEventStore } from '../../../src/events/event-store/in-memory.event-store';
 import { eventStoreContract } from './event-store.contract';
 
 eventStoreContract('in-memory', () => ({

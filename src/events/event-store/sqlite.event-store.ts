@@ -1,8 +1,7 @@
-// One file over 400 lines on purpose: it is one adapter of the event store port, and the group
-// commit, the WAL fdatasync and the read-ahead share one connection and one ordering argument.
+// One file over 400 lines on purpose: one adapter whose group commit, WAL fdatasync and read-ahead share one connection and one ordering argument.
 import type Database from 'better-sqlite3';
 import { realpathSync, statSync } from 'node:fs';
-import { StoreUnavailableError, classifyStoreError } from './errors';
+import { StoreUnavailableError, classifyStoreError } from '../errors';
 import {
   DEFAULT_MAX_EVENT_BYTES,
   type AppendOptions,
@@ -15,13 +14,9 @@ import {
   type ReadStreamPagesOptions,
   type RecordedEvent,
   type StreamExtent,
-  type SubscribeOptions,
   type EventFilter,
-  type Subscription,
-  type TailPage,
 } from './event-store.port';
-import type { StoreOptions } from './in-memory.event-store';
-import { PositionNotifier } from './position-notifier';
+import type { StoreOptions } from './store-options';
 import {
   checkExpectedRevision,
   decodeRawRow,
@@ -37,15 +32,15 @@ import {
   type RawRow,
   type RawStreamRow,
   type StoredIdentity,
-} from './prepare';
-import { EXTENT_BATCH_STREAMS, extentBatches, pageCount, pagesWindow, scannedTo, streamWindow } from './read-helpers';
-import { migrateSqliteEventStore, openSqliteDatabase, type SqliteDatabaseOptions } from './sqlite.database';
+} from '../prepare';
+import { EXTENT_BATCH_STREAMS, extentBatches, pageCount, pagesWindow, scannedTo, streamWindow } from '../read-helpers';
+import { migrateSqliteEventStore, openSqliteDatabase, type SqliteDatabaseOptions } from '../sqlite.database';
 import { decodePageText, extentsQuery, readAllQuery, sqliteStatements, tailQuery } from './sqlite.queries';
 import { SqliteReadAhead } from './sqlite-read-ahead';
-import { SharedTail } from './shared-tail';
-import { CatchUpSubscription } from './subscription';
-import { DurabilityError, WalSync } from './wal-sync';
-import type { StoreHealthSink } from '../shared/health';
+import type { TailRead } from './shared-tail';
+import { TailedStore } from './tailed-store';
+import { DurabilityError, WalSync } from '../wal-sync';
+import type { StoreHealthSink } from '../../shared/health';
 
 interface PendingAppend {
   streamId: string;
@@ -100,13 +95,10 @@ const READ_AHEAD_MIN_PAGES = 4;
  * The connection is handed in by the storage (`src/storage/storage.ts`), which shares it with the
  * run stores and the decision log and closes it after this store; `{ file }` opens one of its own.
  */
-export class SqliteEventStore implements EventStore {
+export class SqliteEventStore extends TailedStore implements EventStore {
   readonly kind = 'sqlite';
   /** The store's connection (benchmarks and tests read and alter the file through it). */
   readonly db: Database.Database;
-  private readonly notifier = new PositionNotifier();
-  /** What is new, read once for all of this process's subscriptions. */
-  readonly tail: SharedTail;
   private readonly maxEventBytes: number;
   private readonly readAllCache = new Map<string, Database.Statement>();
   private fullExtentBatch: Database.Statement | undefined;
@@ -129,6 +121,8 @@ export class SqliteEventStore implements EventStore {
   private readonly ownsDb: boolean;
 
   constructor(source: SqliteStoreSource & SqliteStoreOptions) {
+    // One process writes a SQLite file: all its news is its own, and a read costs no round trip.
+    super({ lazyGatherMs: 0 });
     this.options = source;
     this.maxEventBytes = source.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
     this.ownsDb = !('db' in source);
@@ -149,26 +143,6 @@ export class SqliteEventStore implements EventStore {
       if (this.ownsDb) this.db.close();
       throw err;
     }
-    this.tail = new SharedTail({
-      readAfter: async (after, maxCount, filters) => {
-        const toHeld = (r: RawRow) => ({ event: decodeRawRow(r, this.options.upcasters), storedType: r[4], size: r[5].length + r[6].length });
-        if (!filters) {
-          const events = (this.readAllStatement(undefined).stmt.all(after, maxCount) as RawRow[]).map(toHeld);
-          return { events, scannedTo: scannedTo(after, events.at(-1)?.event.position, events.length === maxCount, 0) };
-        }
-        // The head first: every event at or below it is committed (one writer, positions in commit order).
-        const head = (this.stmts.headPosition.get() as { position: number }).position;
-        const { stmt, params } = this.cachedStatement(tailQuery(filters));
-        const events = (stmt.all(after, ...params, maxCount) as RawRow[]).map(toHeld);
-        return { events, scannedTo: scannedTo(after, events.at(-1)?.event.position, events.length === maxCount, head) };
-      },
-      readHead: () => this.headPosition(),
-      knownHead: () => this.notifier.known,
-      announce: (position) => this.notifier.notify(position),
-    }, {
-      // One process writes a SQLite file: all its news is its own, and a read costs no round trip.
-      lazyGatherMs: 0,
-    });
     this.readAhead = new SqliteReadAhead(this.file, require.resolve('better-sqlite3'));
     this.stmts = sqliteStatements(this.db);
     this.appendTx = this.db.transaction((streamId: string, expected, prepared: ReturnType<typeof prepareEvents>) => {
@@ -494,21 +468,18 @@ export class SqliteEventStore implements EventStore {
     return (this.stmts.headPosition.get() as { position: number }).position;
   }
 
-  subscribe(options: SubscribeOptions = {}): Subscription {
-    return new CatchUpSubscription(this, options);
-  }
-
-  /** One read of what is new for all of this process's subscriptions (see SharedTail). */
-  readTail(after: number, maxCount: number, filter?: EventFilter, urgent?: boolean): Promise<TailPage | undefined> {
-    return this.tail.read(after, maxCount, filter, urgent);
-  }
-
-  expedite(): void {
-    this.tail.hurry();
-  }
-
-  waitForEvents(after: number, timeoutMs: number, signal?: AbortSignal): Promise<void> {
-    return this.notifier.wait(after, timeoutMs, signal);
+  /** The shared tail's read: the events after `after`, and how far a filtered read saw (the head read first). */
+  protected async readAfter(after: number, maxCount: number, filters: readonly EventFilter[] | undefined): Promise<TailRead> {
+    const toHeld = (r: RawRow) => ({ event: decodeRawRow(r, this.options.upcasters), storedType: r[4], size: r[5].length + r[6].length });
+    if (!filters) {
+      const events = (this.readAllStatement(undefined).stmt.all(after, maxCount) as RawRow[]).map(toHeld);
+      return { events, scannedTo: scannedTo(after, events.at(-1)?.event.position, events.length === maxCount, 0) };
+    }
+    // The head first: every event at or below it is committed (one writer, positions in commit order).
+    const head = (this.stmts.headPosition.get() as { position: number }).position;
+    const { stmt, params } = this.cachedStatement(tailQuery(filters));
+    const events = (stmt.all(after, ...params, maxCount) as RawRow[]).map(toHeld);
+    return { events, scannedTo: scannedTo(after, events.at(-1)?.event.position, events.length === maxCount, head) };
   }
 
   async loadCheckpoint(name: string): Promise<number | null> {

@@ -12,7 +12,7 @@ import {
   type SubscribeOptions,
   type Subscription,
 } from './event-store.port';
-import { PositionNotifier } from './position-notifier';
+import { PositionNotifier } from '../position-notifier';
 import {
   checkExpectedRevision,
   decodeRow,
@@ -23,15 +23,10 @@ import {
   validateExpectedRevision,
   validateStreamId,
   type StoredRow,
-} from './prepare';
-import { extentBatches, matchesFilter, pageStream, pagesByReadStream } from './read-helpers';
-import { CatchUpSubscription } from './subscription';
-import type { UpcasterRegistry } from './upcasting';
-
-export interface StoreOptions {
-  maxEventBytes?: number;
-  upcasters?: UpcasterRegistry;
-}
+} from '../prepare';
+import { extentBatches, matchesFilter, pageStream, pagesByReadStream } from '../read-helpers';
+import { CatchUpSubscription } from '../subscription';
+import type { StoreOptions } from './store-options';
 
 interface MemoryRow extends StoredRow {
   contentHash: string;

@@ -1,5 +1,6 @@
-import { decodeDeltas, encodeByRun, encodeDeltas, LiveRelay, MAX_MESSAGE_BYTES, type LiveChannel, type LiveDelta, type LiveMessage } from '../../src/team/live-relay';
-import { waitFor } from '../support/wait-for';
+import { MAX_MESSAGE_BYTES, type LiveChannel, type LiveMessage } from '../../../src/events/live-channel/live-channel.port';
+import { decodeDeltas, encodeByRun, encodeDeltas, LiveRelay, type LiveDelta } from '../../../src/team/live/live-relay';
+import { waitFor } from '../../support/wait-for';
 
 const delta = (text: string, turn = 1): LiveDelta => ({ runId: 'run_1', role: 'executor', turn, text });
 

@@ -1,7 +1,8 @@
+// One file over 400 lines on purpose: one adapter whose batched appends, NOTIFY and reads rest on one ordering argument (position order is commit order), stated below.
 import type { Pool, QueryConfig, QueryResultRow } from 'pg';
-import { ConflictError } from '../shared/errors';
-import type { StoreHealthSink } from '../shared/health';
-import { classifyStoreError, isStoreUnavailable, StoreUnavailableError, WrongExpectedRevisionError } from './errors';
+import { ConflictError } from '../../shared/errors';
+import type { StoreHealthSink } from '../../shared/health';
+import { classifyStoreError, isStoreUnavailable, StoreUnavailableError, WrongExpectedRevisionError } from '../errors';
 import {
   DEFAULT_MAX_EVENT_BYTES,
   type AppendOptions,
@@ -14,19 +15,15 @@ import {
   type ReadStreamPagesOptions,
   type RecordedEvent,
   type StreamExtent,
-  type SubscribeOptions,
   type EventFilter,
-  type Subscription,
-  type TailPage,
 } from './event-store.port';
-import type { StoreOptions } from './in-memory.event-store';
-import { GroupCommit, settleOneByOne, takeUpTo, type Waiting } from '../shared/group-commit';
-import { settledWithin } from '../shared/pause';
-import { PG_SCHEMA_NAME } from '../shared/postgres-tables';
-import { CoalescedNotify } from './coalesced-notify';
-import { PositionNotifier } from './position-notifier';
-import { migratePostgresEventStore, openPostgresPool, type PostgresPoolOptions } from './postgres.database';
-import { PostgresAppendListener, postgresEventsChannel } from './postgres.listener';
+import type { StoreOptions } from './store-options';
+import { GroupCommit, settleOneByOne, takeUpTo, type Waiting } from '../../shared/group-commit';
+import { settledWithin } from '../../shared/pause';
+import { PG_SCHEMA_NAME } from '../../shared/postgres-tables';
+import { CoalescedNotify } from '../coalesced-notify';
+import { migratePostgresEventStore, openPostgresPool, type PostgresPoolOptions } from '../postgres.database';
+import { PostgresAppendListener, postgresEventsChannel } from '../postgres.listener';
 import { postgresStatements, readAllQuery, tailQuery } from './postgres.queries';
 import {
   checkExpectedRevision,
@@ -40,10 +37,10 @@ import {
   type PreparedEvent,
   type StoredIdentity,
   type StoredRow,
-} from './prepare';
-import { extentBatches, pagesByReadStream, scannedTo, streamWindow } from './read-helpers';
-import { SharedTail } from './shared-tail';
-import { CatchUpSubscription } from './subscription';
+} from '../prepare';
+import { extentBatches, pagesByReadStream, scannedTo, streamWindow } from '../read-helpers';
+import type { TailRead } from './shared-tail';
+import { TailedStore } from './tailed-store';
 
 export interface PostgresStoreOptions extends StoreOptions {
   /** Where the LISTEN connection goes (it cannot be a pooled one): the pool's server. */
@@ -99,11 +96,8 @@ type BatchRow = AppendRow & { ord: number };
  * The pool is handed in by the storage (`src/storage/storage.ts`), which shares it with the run
  * stores and the decision log and ends it after this store closes; `connect` opens one of its own.
  */
-export class PostgresEventStore implements EventStore {
+export class PostgresEventStore extends TailedStore implements EventStore {
   readonly kind = 'postgres';
-  private readonly notifier = new PositionNotifier();
-  /** What is new, read once for all of this process's subscriptions. */
-  readonly tail: SharedTail;
   private readonly maxEventBytes: number;
   private readonly listener: PostgresAppendListener;
   /** Tells other processes of this one's appends, after COMMIT, at most once per window. */
@@ -124,29 +118,12 @@ export class PostgresEventStore implements EventStore {
     readonly schema: string,
     private readonly channel: string,
   ) {
+    super();
     this.maxEventBytes = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
     this.sql = postgresStatements(schema);
     this.listener = new PostgresAppendListener(options.url, channel, (position) => this.notifier.notify(position));
     // A send that fails is not retried: listeners re-read every 250 ms without news.
     this.news = new CoalescedNotify((position) => this.pool.query('SELECT pg_notify($1, $2)', [this.channel, String(position)]).then(() => undefined), NOTIFY_WINDOW_MS);
-    this.tail = new SharedTail({
-      readAfter: async (after, maxCount, filters) => {
-        const toHeld = (r: StoredRow) => ({ event: decodeRow(r, this.options.upcasters), storedType: r.type, size: r.data.length + r.metadata.length });
-        if (!filters) {
-          const q = readAllQuery(this.sql.events, { after, maxCount });
-          const { rows } = await this.query<StoredRow>(q.text, q.values);
-          const events = rows.map(toHeld);
-          return { events, scannedTo: scannedTo(after, events.at(-1)?.event.position, events.length === maxCount, 0) };
-        }
-        const q = tailQuery(this.sql.events, after, maxCount, filters);
-        const { rows } = await this.query<StoredRow & { head: string }>(q.text, q.values);
-        const events = rows.filter((r) => r.id !== null).map(toHeld);
-        return { events, scannedTo: scannedTo(after, events.at(-1)?.event.position, events.length === maxCount, Number(rows[0].head)) };
-      },
-      readHead: () => this.headPosition(),
-      knownHead: () => this.notifier.known,
-      announce: (position) => this.notifier.notify(position),
-    });
   }
 
   /**
@@ -435,21 +412,19 @@ export class PostgresEventStore implements EventStore {
     return Number(rows[0].position);
   }
 
-  subscribe(options: SubscribeOptions = {}): Subscription {
-    return new CatchUpSubscription(this, options);
-  }
-
-  /** One read of what is new for all of this process's subscriptions (see SharedTail), woken by NOTIFY. */
-  readTail(after: number, maxCount: number, filter?: EventFilter, urgent?: boolean): Promise<TailPage | undefined> {
-    return this.tail.read(after, maxCount, filter, urgent);
-  }
-
-  expedite(): void {
-    this.tail.hurry();
-  }
-
-  waitForEvents(after: number, timeoutMs: number, signal?: AbortSignal): Promise<void> {
-    return this.notifier.wait(after, timeoutMs, signal);
+  /** The shared tail's read: the events after `after`, and how far a filtered read saw (the head read in the same query). */
+  protected async readAfter(after: number, maxCount: number, filters: readonly EventFilter[] | undefined): Promise<TailRead> {
+    const toHeld = (r: StoredRow) => ({ event: decodeRow(r, this.options.upcasters), storedType: r.type, size: r.data.length + r.metadata.length });
+    if (!filters) {
+      const q = readAllQuery(this.sql.events, { after, maxCount });
+      const { rows } = await this.query<StoredRow>(q.text, q.values);
+      const events = rows.map(toHeld);
+      return { events, scannedTo: scannedTo(after, events.at(-1)?.event.position, events.length === maxCount, 0) };
+    }
+    const q = tailQuery(this.sql.events, after, maxCount, filters);
+    const { rows } = await this.query<StoredRow & { head: string }>(q.text, q.values);
+    const events = rows.filter((r) => r.id !== null).map(toHeld);
+    return { events, scannedTo: scannedTo(after, events.at(-1)?.event.position, events.length === maxCount, Number(rows[0].head)) };
   }
 
   async loadCheckpoint(name: string): Promise<number | null> {
