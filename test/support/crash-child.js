@@ -2,8 +2,8 @@
 // checkpoints, supervisor, recovery) built with @nestjs/testing so that the model can be replaced,
 // run from dist/ by plain Node (jest's module runtime cannot load NestJS's ES modules). The tests
 // start it bundled with everything it imports (build/test/crash-child.cjs, made by jest's
-// globalSetup): the crash tests start it dozens of times, and resolving and compiling dist/ and
-// NestJS module by module cost each start about 0.7 s of CPU more than one file does.
+// globalSetup, started by crash-child-start.js): the crash tests start it dozens of times, and
+// resolving and compiling dist/ and NestJS module by module cost each start most of its CPU.
 //
 // The model is the stateless offline model behind a random latency. Every call is logged (and
 // fsynced) to CRASH_CALLS_LOG *before* it is made, so a call cut short by kill -9 is still counted.
