@@ -17,6 +17,11 @@
 // and wait for the database instead of starting. Workers and their children inherit this.
 process.env.TRIAD_PG_POOL_SIZE ??= '4';
 
+// The tests' tiny benchmark runs check that the machine probes (CPU speed, fdatasync rate) are
+// taken and printed, not their figures: quick probes (bench/machine.ts) spare each of them most of
+// a second of spinning.
+process.env.TRIAD_BENCH_PROBES ??= 'quick';
+
 // The apps the tests start make and share one server signing key, kept out of the user's own
 // ~/.config (the default of TRIAD_SIGNING_KEY_FILE): in a folder of the machine's temp directory.
 process.env.XDG_CONFIG_HOME ??= require('node:path').join(require('node:os').tmpdir(), `triad-tests-config-${process.getuid?.() ?? 'user'}`);

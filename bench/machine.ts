@@ -45,11 +45,23 @@ const PROBE_RECORD = {
 };
 
 /**
+ * How long the machine probes run, in ms: the CPU probe's warm-up and each of its five slices, and
+ * the fdatasync loop when its caller names no length. By default 400, 60 and 1000, steady enough
+ * to compare sittings; TRIAD_BENCH_PROBES=quick makes them 20, 5 and 50, for the suite's tiny
+ * benchmark runs, which check that the probes are taken and printed, not their figures, and would
+ * otherwise spend most of their time in them.
+ */
+export function probeLengths(env: NodeJS.ProcessEnv = process.env): { warmUpMs: number; sliceMs: number; fdatasyncMs: number } {
+  return env.TRIAD_BENCH_PROBES === 'quick' ? { warmUpMs: 20, sliceMs: 5, fdatasyncMs: 50 } : { warmUpMs: 400, sliceMs: 60, fdatasyncMs: 1000 };
+}
+
+/**
  * Iterations per second of a fixed piece of the work triad's hot paths do (JSON out and back in,
- * a SHA-256 of the text, a map of the parsed records), on this thread: after a 400 ms warm-up, the
- * median of five slices of about 60 ms. It reads the CPU's speed now, not triad's.
+ * a SHA-256 of the text, a map of the parsed records), on this thread: after a warm-up, the median
+ * of five slices (`probeLengths`). It reads the CPU's speed now, not triad's.
  */
 export function measureCpuSpeed(): number {
+  const { warmUpMs, sliceMs } = probeLengths();
   const slice = (ms: number) => {
     const seen = new Map<number, unknown>();
     let n = 0;
@@ -63,8 +75,8 @@ export function measureCpuSpeed(): number {
     }
     return (n * 1000) / (performance.now() - started);
   };
-  slice(400);
-  const rates = Array.from({ length: 5 }, () => slice(60)).sort((a, b) => a - b);
+  slice(warmUpMs);
+  const rates = Array.from({ length: 5 }, () => slice(sliceMs)).sort((a, b) => a - b);
   return Math.round(rates[2]);
 }
 
@@ -83,9 +95,10 @@ export interface FdatasyncRate {
 
 /**
  * The ceiling for durable single-event commits: a loop of a small write plus fdatasync on one
- * file in `dir`, for about `durationMs`. A store that syncs once per commit cannot beat it.
+ * file in `dir`, for about `durationMs` (by default `probeLengths`'). A store that syncs once per
+ * commit cannot beat it.
  */
-export function measureFdatasyncRate(dir: string, durationMs = 1000, bytesPerWrite = 512): FdatasyncRate {
+export function measureFdatasyncRate(dir: string, durationMs = probeLengths().fdatasyncMs, bytesPerWrite = 512): FdatasyncRate {
   mkdirSync(dir, { recursive: true });
   const file = join(dir, `fdatasync-probe-${process.pid}.bin`);
   const fd = openSync(file, 'w');

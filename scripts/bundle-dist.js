@@ -83,38 +83,33 @@ function originalLocationPlugin(bundleDir) {
   };
 }
 
-/** Writes dist/triad.cjs (and its source map) from dist/cli/program.js; resolves to its size in bytes. */
-async function bundleDist(root) {
+/**
+ * Writes `<dir>/<name>.cjs` from `entry` and every module it imports (node_modules included, but
+ * EXTERNAL); resolves to its size in bytes. Minified with a source map for the program; a test's
+ * bundle, built for speed of loading in its many child processes, need not be.
+ */
+async function bundleModules({ entry, dir, name, minify = true, sourcemap = true }) {
   const { rolldown } = require('rolldown');
-  const distDir = path.join(root, 'dist');
   const bundle = await rolldown({
-    input: { triad: path.join(distDir, 'cli', 'program.js') },
+    input: { [name]: entry },
     platform: 'node',
     external: EXTERNAL,
-    plugins: [originalLocationPlugin(distDir)],
-    // Every warning but the optional peers' is said: an import the bundler could not resolve is a
-    // module the program would look for at run time, outside the bundle.
+    plugins: [originalLocationPlugin(dir)],
     onLog(level, log) {
       if (level !== 'debug' && !isOptionalPeer(log)) process.stderr.write(`bundle ${level}: ${log.message}\n`);
     },
   });
   try {
     const { output } = await bundle.write({
-      dir: distDir,
+      dir,
       format: 'cjs',
-      // Every dynamic import of what stays outside the bundle (Node's modules, better-sqlite3, the
-      // optional peers NestJS looks for) becomes a require: on Node 20 the bundle's code is read back
-      // from V8's cache (src/cli/load-program.ts), and such code has no loader for import().
       dynamicImportInCjs: false,
       entryFileNames: '[name].cjs',
       codeSplitting: false,
-      minify: true,
-      // Non-ASCII text escaped (\uXXXX): V8 keeps an ASCII-only source as a one-byte string, half
-      // the size (a loaded program's heap 18.7 MiB instead of 24.0), and reads it without decoding UTF-8.
+      minify,
       charset: 'ascii',
-      // Class and function names stay: NestJS and the OpenAPI document name things after classes.
       keepNames: true,
-      sourcemap: true,
+      sourcemap,
     });
     return output[0].code.length;
   } finally {
@@ -122,4 +117,10 @@ async function bundleDist(root) {
   }
 }
 
-module.exports = { bundleDist, locationReferencesIn };
+/** Writes dist/triad.cjs (and its source map) from dist/cli/program.js; resolves to its size in bytes. */
+function bundleDist(root) {
+  const distDir = path.join(root, 'dist');
+  return bundleModules({ entry: path.join(distDir, 'cli', 'program.js'), dir: distDir, name: 'triad' });
+}
+
+module.exports = { bundleDist, bundleModules, locationReferencesIn };

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { BrowserContext, Page } from 'playwright-core';
-import { startE2eApp, type E2eApp } from '../support/e2e-app';
+import type { BrowserContext, Locator, Page } from 'playwright-core';
+import { E2E_KEYS, startE2eApp, type E2eApp } from '../support/e2e-app';
 import { waitFor } from '../support/wait-for';
 import { openBrowser, signIn as signInAs, signOut as signOutOf, type Browser } from './browser';
 
@@ -11,6 +11,8 @@ import { openBrowser, signIn as signInAs, signOut as signOutOf, type Browser } f
 // reviewer who decides while the launcher watches her run's page (what the launcher sees grow live
 // is caused by that decision, so it cannot have happened before her page opened). Elements are
 // found by their role and accessible name. TRIAD_SCREENSHOTS=1 writes each page to docs/console/*.png.
+// Projects and sub-agents are shown in the same app and browser: the app and the browser, not the
+// pages, are what a file of browser tests spends its CPU on.
 
 jest.setTimeout(180_000);
 
@@ -46,6 +48,13 @@ async function shot(name: string, fullPage = true, of: Page = page): Promise<voi
   await of.screenshot({ path: join(SHOTS, `${name}.png`), fullPage });
 }
 
+/** One region of the page (a run's timeline runs to thousands of pixels). */
+async function shotOf(name: string, region: Locator): Promise<void> {
+  if (!SHOTS) return;
+  mkdirSync(SHOTS, { recursive: true });
+  await region.screenshot({ path: join(SHOTS, `${name}.png`) });
+}
+
 const signIn = (key: string) => signInAs(page, key);
 const signOut = () => signOutOf(page);
 
@@ -54,7 +63,8 @@ const timelineItems = () => page.locator('ol[aria-label="Timeline"] > li');
 
 beforeAll(async () => {
   app = await startE2eApp({
-    TRIAD_API_KEYS: `ann:operator+reviewer:${KEYS.ann},bob:reviewer:${KEYS.bob},aud:auditor:${KEYS.aud}`,
+    // Besides, the test keys' operator (who launches projects through the API) and reviewer.
+    TRIAD_API_KEYS: `ann:operator+reviewer:${KEYS.ann},bob:reviewer:${KEYS.bob},aud:auditor:${KEYS.aud},ops:operator:${E2E_KEYS.operator},rev:reviewer:${E2E_KEYS.reviewer}`,
     // Slow enough that a run's events arrive one after another while the page watches.
     TRIAD_OFFLINE_LATENCY_MS: '60',
   });
@@ -257,6 +267,80 @@ it('forks the run from a turn with a prompt override', async () => {
 it('shows the tool approvals page to operators and reviewers', async () => {
   await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Tool approvals' }).click();
   await page.getByText('No tool call waits for a decision.').waitFor();
+});
+
+it("shows a project's tasks in dependency order, a reviewer approves it and it completes; a run's sub-agent shows in its tree", async () => {
+  const launched = await app.request<{ projectId: string }>('POST', '/v1/projects', {
+    body: {
+      goal: 'Two greetings',
+      tasks: [
+        { key: 'second', goal: 'Write the farewell', acceptanceCriteria: ['file bye.txt contains "Bye"'], dependsOn: ['first'] },
+        { key: 'first', goal: 'Write the greeting', acceptanceCriteria: ['file hello.txt contains "Hello"'] },
+      ],
+    },
+  });
+  expect(launched.status).toBe(202);
+  const { projectId } = launched.body;
+
+  await signOut();
+  await page.goto(`${app.url}/#/projects`);
+  await signIn(E2E_KEYS.reviewer);
+  await page.getByRole('table', { name: 'Projects' }).getByRole('link', { name: 'Two greetings' }).click();
+  await page.waitForURL((url) => url.hash === `#/projects/${projectId}`);
+
+  // The review form shows once both tasks have completed (the page reads the project again as it moves).
+  const review = page.getByRole('form', { name: 'Approve the project' });
+  await review.waitFor({ timeout: 120_000 });
+  const tasks = page.getByRole('table', { name: 'Tasks' });
+  const rows = tasks.locator('tbody tr');
+  expect(await rows.locator('th').allTextContents()).toEqual(['first', 'second']);
+  const second = rows.filter({ hasText: 'Write the farewell' });
+  expect(await second.locator('td').nth(1).textContent()).toBe('first');
+  expect(await second.getByText('completed', { exact: true }).count()).toBe(1);
+  await tasks.getByRole('link', { name: 'Run of task first' }).waitFor();
+  // A reviewer only: no cancel, no retry.
+  expect(await page.getByRole('button', { name: 'Cancel project' }).count()).toBe(0);
+  await shot('project');
+
+  await review.getByLabel('Reason for approving').fill('Both files are right');
+  await review.getByRole('button', { name: 'Approve project' }).click();
+  await page.getByRole('status').filter({ hasText: 'Project approved' }).waitFor();
+  const project = page.getByRole('region', { name: 'Project summary' });
+  await project.getByText('completed', { exact: true }).waitFor();
+  await project.getByText(/approved by .+: Both files are right/).waitFor();
+  expect(await page.getByRole('form', { name: 'Approve the project' }).count()).toBe(0);
+
+  // A run that delegates: its sub-agent in the tree, with its role, status and result.
+  const run = await app.request<{ runId: string }>('POST', '/v1/runs', {
+    body: { goal: 'Delegate a greeting', acceptanceCriteria: ['delegate to a coder: file hello.txt contains "Hello"'], reviewPolicy: { humanGate: false } },
+  });
+  expect(run.status).toBe(202);
+  await page.goto(`${app.url}/#/runs/${encodeURIComponent(run.body.runId)}`);
+  const tree = page.getByRole('list', { name: 'Delegation tree' });
+  const sub = tree.getByRole('listitem', { name: 'Sub-agent executor/1' });
+  await sub.getByText('completed', { exact: true }).waitFor({ timeout: 120_000 });
+  expect(await sub.textContent()).toContain('coder');
+  await sub.getByText('wrote hello.txt', { exact: false }).waitFor();
+  await shotOf('run-sub-agents', page.getByRole('region', { name: 'Sub-agents' }));
+
+  // An operator cancels a project from its page, on a phone-sized screen; no review form for them.
+  await signOut();
+  await signIn(E2E_KEYS.operator);
+  const other = await app.request<{ projectId: string }>('POST', '/v1/projects', {
+    body: { goal: 'One note', tasks: [{ key: 'note', goal: 'Write a note', acceptanceCriteria: ['file note.txt exists'] }] },
+  });
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.goto(`${app.url}/#/projects/${other.body.projectId}`);
+  await page.getByRole('button', { name: 'Cancel project' }).click();
+  await page.getByRole('status').filter({ hasText: 'Cancelled; the project is now cancelled.' }).waitFor();
+  await page.getByRole('table', { name: 'Tasks' }).waitFor();
+  expect(await page.getByRole('form', { name: 'Approve the project' }).count()).toBe(0);
+  expect(await page.getByRole('button', { name: 'Cancel project' }).count()).toBe(0);
+  expect(await page.evaluate(() => (globalThis as unknown as PageGlobals).document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+  // Back to the launcher, at the size the next tests start from.
+  await page.setViewportSize({ width: 1280, height: 900 });
+  await signOut();
+  await signIn(KEYS.ann);
 });
 
 it('fits a 390 px wide screen', async () => {

@@ -10,7 +10,9 @@ export { waitFor } from '../support/wait-for';
 
 /** Spawning and observing test/support/crash-child.js: a real triad process over dist/. */
 
-export const CHILD = resolve(__dirname, '..', 'support', 'crash-child.js');
+/** The child, started from the bundle jest's globalSetup makes of it (one file loads faster than dist/'s thousand). */
+export const CHILD = resolve(__dirname, '..', 'support', 'crash-child-start.js');
+const CHILD_BUNDLE = resolve(__dirname, '..', '..', 'build', 'test', 'crash-child.cjs');
 export const CLI = resolve(__dirname, '..', '..', 'dist', 'cli', 'main.js');
 
 export interface ChildInfo {
@@ -68,7 +70,7 @@ export function crashScene(prefix: string, env: Record<string, string>, options:
 }
 
 export function spawnChild(env: Record<string, string | undefined>): Child {
-  if (!existsSync(resolve(__dirname, '..', '..', 'dist', 'app.module.js'))) throw new Error('dist/ is missing: jest globalSetup builds it');
+  if (!existsSync(CHILD_BUNDLE)) throw new Error(`${CHILD_BUNDLE} is missing: jest's globalSetup builds it`);
   const childEnv: NodeJS.ProcessEnv = { ...process.env, TRIAD_MODEL: 'offline', ...env };
   delete childEnv.ANTHROPIC_API_KEY;
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete childEnv[k];

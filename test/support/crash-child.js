@@ -1,6 +1,9 @@
 // A triad process for the crash, takeover and shutdown tests: the real AppModule (store, leases,
 // checkpoints, supervisor, recovery) built with @nestjs/testing so that the model can be replaced,
-// run from dist/ by plain Node (jest's module runtime cannot load NestJS's ES modules).
+// run from dist/ by plain Node (jest's module runtime cannot load NestJS's ES modules). The tests
+// start it bundled with everything it imports (build/test/crash-child.cjs, made by jest's
+// globalSetup, started by crash-child-start.js): the crash tests start it dozens of times, and
+// resolving and compiling dist/ and NestJS module by module cost each start most of its CPU.
 //
 // The model is the stateless offline model behind a random latency. Every call is logged (and
 // fsynced) to CRASH_CALLS_LOG *before* it is made, so a call cut short by kill -9 is still counted.
@@ -25,22 +28,20 @@
 'use strict';
 require('reflect-metadata');
 const fs = require('node:fs');
-const path = require('node:path');
 
-const dist = path.resolve(__dirname, '..', '..', 'dist');
 const { Test } = require('@nestjs/testing');
 const { CommandBus } = require('@nestjs/cqrs');
-const { AppModule } = require(path.join(dist, 'app.module.js'));
-const { MODEL_PROVIDER, ModelError } = require(path.join(dist, 'team/models/model.port.js'));
-const { OfflineModelProvider } = require(path.join(dist, 'team/models/offline.model.js'));
-const { RecoveryService } = require(path.join(dist, 'team/dispatch/recovery.service.js'));
-const { RunDispatcher } = require(path.join(dist, 'team/dispatch/run-dispatch.js'));
-const { RunSupervisor } = require(path.join(dist, 'team/dispatch/run-supervisor.js'));
-const { LiveRunBus } = require(path.join(dist, 'team/live/live-run-bus.js'));
-const { LaunchRunCommand } = require(path.join(dist, 'team/commands/launch-run.command.js'));
-const { ProjectsService } = require(path.join(dist, 'projects/projects.service.js'));
-const { VALIDATION_PIPE } = require(path.join(dist, 'http/bootstrap.js'));
-const { ErrorFilter } = require(path.join(dist, 'http/error.filter.js'));
+const { AppModule } = require('../../dist/app.module.js');
+const { MODEL_PROVIDER, ModelError } = require('../../dist/team/models/model.port.js');
+const { OfflineModelProvider } = require('../../dist/team/models/offline.model.js');
+const { RecoveryService } = require('../../dist/team/dispatch/recovery.service.js');
+const { RunDispatcher } = require('../../dist/team/dispatch/run-dispatch.js');
+const { RunSupervisor } = require('../../dist/team/dispatch/run-supervisor.js');
+const { LiveRunBus } = require('../../dist/team/live/live-run-bus.js');
+const { LaunchRunCommand } = require('../../dist/team/commands/launch-run.command.js');
+const { ProjectsService } = require('../../dist/projects/projects.service.js');
+const { VALIDATION_PIPE } = require('../../dist/http/bootstrap.js');
+const { ErrorFilter } = require('../../dist/http/error.filter.js');
 
 const [minLatency, maxLatency] = (process.env.CRASH_LATENCY_MS || '5-30').split('-').map(Number);
 const roleLatency = new Map(

@@ -9,7 +9,11 @@ const { execFileSync } = require('node:child_process');
 const { existsSync, readdirSync, statSync, writeFileSync } = require('node:fs');
 const path = require('node:path');
 
+const { bundleModules } = require('../../scripts/bundle-dist');
+
 const root = path.resolve(__dirname, '..', '..');
+/** Where bundleCrashChild writes the crash tests' child (test/recovery/crash-support.ts starts it). */
+const CRASH_CHILD_BUNDLE = path.join(root, 'build', 'test', 'crash-child.cjs');
 const stamp = path.join(root, 'dist', '.test-build-stamp');
 // Outside dist/console: Vite empties its output folder.
 const consoleStamp = path.join(root, 'dist', '.console-build-stamp');
@@ -32,9 +36,20 @@ function buildConsole() {
   writeFileSync(consoleStamp, `${new Date().toISOString()}\n`);
 }
 
+/** The crash tests' child (test/support/crash-child.js) with dist/ and node_modules in one file, after dist/. */
+async function bundleCrashChild() {
+  const dir = path.join(root, 'build', 'test');
+  const childStamp = path.join(dir, '.crash-child-stamp');
+  if (upToDate(childStamp, ['dist', 'test/support/crash-child.js', 'scripts/bundle-dist.js']) && existsSync(CRASH_CHILD_BUNDLE)) return;
+  await bundleModules({ entry: path.join(root, 'test', 'support', 'crash-child.js'), dir, name: 'crash-child', minify: false, sourcemap: false });
+  writeFileSync(childStamp, `${new Date().toISOString()}\n`);
+}
+
 module.exports = async () => {
   buildConsole();
-  if (upToDate(stamp, ['src', '.swcrc', 'scripts/build-dist.js', 'scripts/bundle-dist.js', 'package.json'])) return;
-  execFileSync(process.execPath, [path.join(root, 'scripts', 'build-dist.js')], { cwd: root, stdio: 'inherit' });
-  writeFileSync(stamp, `${new Date().toISOString()}\n`);
+  if (!upToDate(stamp, ['src', '.swcrc', 'scripts/build-dist.js', 'scripts/bundle-dist.js', 'package.json'])) {
+    execFileSync(process.execPath, [path.join(root, 'scripts', 'build-dist.js')], { cwd: root, stdio: 'inherit' });
+    writeFileSync(stamp, `${new Date().toISOString()}\n`);
+  }
+  await bundleCrashChild();
 };
