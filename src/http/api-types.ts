@@ -4,8 +4,8 @@
  * Nothing here exists at run time.
  */
 import type { RecordedEvent } from '../events/event-store.port';
-import type { RunSummary, PendingApproval } from '../team/run-summary';
-import type { LaunchRunInput } from '../team/launch';
+import type { RunSummary, PendingApproval } from '../team/runs/run-summary';
+import type { LaunchRunInput } from '../team/commands/launch';
 import type { RunStatus, TeamRunEvent, TeamRunEventType, TerminationReason, ForkOverrides } from '../team/domain/run-events';
 import type { ChatMessage, ContentBlock, RoleName } from '../team/models/model.port';
 import type { RunContext, Completeness } from '../session-replay/replay';
@@ -22,7 +22,7 @@ import type { Identity } from '../auth/identity';
 import type { GuardedAction, HumanRole } from '../auth/roles';
 import type { ProjectView } from '../projects/domain/project-decider';
 import type { ProjectStatus, TaskState } from '../projects/domain/project-events';
-import type { SubAgentSummary } from '../team/run-summary';
+import type { SubAgentSummary } from '../team/runs/run-summary';
 
 export type {
   RecordedEvent,

@@ -6,7 +6,7 @@ import { SqliteCheckpointStore } from '../../src/checkpoint/checkpoint-stores';
 import { SqliteEventStore } from '../../src/events/sqlite.event-store';
 import type { RecordedEvent } from '../../src/events/event-store.port';
 import { SqliteRunLeases } from '../../src/team/leases/run-leases';
-import type { LaunchRunInput } from '../../src/team/launch';
+import type { LaunchRunInput } from '../../src/team/commands/launch';
 import {
   callKey,
   type Child,

@@ -6,7 +6,7 @@ import { ResumeRunCommand } from '../../session-replay/commands/resume-run.comma
 import { DrivenElsewhereError, parsePinChange } from '../../session-replay/resume-run';
 import { contextOf, replayRun } from '../../session-replay/replay';
 import { transcript } from '../../session-replay/transcript';
-import { loadRunHistory } from '../../team/run-history';
+import { loadRunHistory } from '../../team/runs/run-history';
 import type { CliContext } from '../cli-context';
 import { driveHere, resumeWhenFree } from '../drive-here';
 import { CliError, EXIT } from '../exit-codes';

@@ -7,10 +7,10 @@ import { CLOCK, IDS } from '../../shared/system';
 import { parseReviewId } from '../../team/domain/review-id';
 import { runStatus } from '../../team/domain/run-state';
 import type { Clock, Ids } from '../../shared/ports';
-import { decideAtGate } from '../../team/human-decision';
+import { decideAtGate } from '../../team/commands/human-decision';
 import { DecisionProofs } from '../../attestation/decision-proofs';
 import { statementText } from '../../attestation/personal-signature';
-import { loadRunState } from '../../team/run-stream';
+import { loadRunState } from '../../team/runs/run-stream';
 import {
   refusedDecider,
   reviewStatement,

@@ -5,7 +5,7 @@ import type { CommandPath } from '../../events/command-handling';
 import { COMMAND_PATH } from '../../events/command-path.module';
 import { ConflictError } from '../../shared/errors';
 import { RunNotFoundError } from '../../team/domain/run-decider';
-import { runStream } from '../../team/run-stream';
+import { runStream } from '../../team/runs/run-stream';
 import { rm } from 'node:fs/promises';
 import { CLOCK, newRunId } from '../../shared/system';
 import { ROLES } from '../../team/domain/roles';
@@ -13,7 +13,7 @@ import type { ForkOverrides, RunForkedData, TeamRunEvent } from '../../team/doma
 import { evolve } from '../../team/domain/run-state';
 import { teamRunMachine } from '../../team/domain/team-run.machine';
 import type { Clock } from '../../shared/ports';
-import { loadRunHistory } from '../../team/run-history';
+import { loadRunHistory } from '../../team/runs/run-history';
 import { RunSupervisor } from '../../team/dispatch/run-supervisor';
 import { unrebuildable, workspaceAt } from '../../team/workspace/workspace-effects';
 import { restoreWorkspace, unrecoverableMessage } from '../../team/workspace/workspace-log';

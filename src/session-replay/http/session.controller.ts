@@ -11,7 +11,7 @@ import { parsePinChange, type ResumeResult } from '../resume-run';
 import { GetRunContextQuery } from '../queries/get-run-context.query';
 import type { RunContext } from '../replay';
 import { EVENT_STORE, type EventStore } from '../../events/event-store.port';
-import { loadRunHistory } from '../../team/run-history';
+import { loadRunHistory } from '../../team/runs/run-history';
 import { RunNotFoundError } from '../../team/domain/run-decider';
 import { resolveBlobContents, workspaceHistory, type WorkspaceFile } from '../workspace-history';
 import { loadBlob } from '../../team/workspace/workspace-log';

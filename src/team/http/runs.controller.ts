@@ -9,11 +9,11 @@ import { sseStart, streamEventsAsSse, wantsSse } from '../../http/event-stream-s
 import { CancelRunCommand } from '../commands/cancel-run.command';
 import { LaunchRunCommand } from '../commands/launch-run.command';
 import { RUN_STATUSES, TERMINAL_STATUSES, toRunStreamId, type RunStatus } from '../domain/run-events';
-import type { LaunchResult, LaunchRunInput } from '../launch';
+import type { LaunchResult, LaunchRunInput } from '../commands/launch';
 import { instanceToPlain } from 'class-transformer';
 import { LiveRunBus } from '../live-run-bus';
 import { GetRunQuery, ListRunsQuery } from '../queries/run.queries';
-import type { RunSummary } from '../run-summary';
+import type { RunSummary } from '../runs/run-summary';
 import { CancelRunDto, LaunchRunDto } from './launch-run.dto';
 import { METRICS, type TriadMetrics } from '../../observability/metrics';
 

@@ -1,13 +1,13 @@
-import { pureTransition } from './domain/pure-transition';
-import type { RecordedEvent } from '../events/event-store.port';
-import type { RoleName } from './models/model.port';
-import { LOOP_EVENT_TYPES, RUN_STREAM_PREFIX, type ChosenStrategy, type LoopStrategy, type RunCoreEvent, type RunStatus, type TeamRunEvent, type TerminationReason } from './domain/run-events';
-import { statusOf, teamRunMachine } from './domain/team-run.machine';
-import { initialTeamSnapshot, type TeamSnapshot } from './domain/run-state';
-import { SUB_AGENT_TERMINAL, subAgentLifecycle, type SubAgentStatus } from './domain/sub-agents';
-import type { StepLoopState } from './domain/loop-strategy';
-import { guardEvent, newGateGuard, type GateGuard, type GateRefusal } from '../attestation/decision-gate';
-import { pinOf, type RunPin } from './domain/model-pin';
+import { pureTransition } from '../domain/pure-transition';
+import type { RecordedEvent } from '../../events/event-store.port';
+import type { RoleName } from '../models/model.port';
+import { LOOP_EVENT_TYPES, RUN_STREAM_PREFIX, type ChosenStrategy, type LoopStrategy, type RunCoreEvent, type RunStatus, type TeamRunEvent, type TerminationReason } from '../domain/run-events';
+import { statusOf, teamRunMachine } from '../domain/team-run.machine';
+import { initialTeamSnapshot, type TeamSnapshot } from '../domain/run-state';
+import { SUB_AGENT_TERMINAL, subAgentLifecycle, type SubAgentStatus } from '../domain/sub-agents';
+import type { StepLoopState } from '../domain/loop-strategy';
+import { guardEvent, newGateGuard, type GateGuard, type GateRefusal } from '../../attestation/decision-gate';
+import { pinOf, type RunPin } from '../domain/model-pin';
 
 /**
  * The read model of one run, folded from its events by a store subscription: what GET /v1/runs
