@@ -6,6 +6,7 @@ import { CurrentIdentity } from '../../auth/current-identity.decorator';
 import type { Identity } from '../../auth/identity';
 import { EVENT_STORE, type EventStore } from '../../events/event-store.port';
 import { sseStart, streamEventsAsSse, wantsSse } from '../../http/event-stream-sse';
+import { parseIntParam } from '../../http/int-param';
 import { CancelRunCommand } from '../commands/cancel-run.command';
 import { LaunchRunCommand } from '../commands/launch-run.command';
 import { RUN_STATUSES, TERMINAL_STATUSES, toRunStreamId, type RunStatus } from '../domain/run-events';
@@ -17,15 +18,6 @@ import type { RunSummary } from '../runs/run-summary';
 import { CancelRunDto, LaunchRunDto } from './launch-run.dto';
 import { METRICS, type TriadMetrics } from '../../observability/metrics';
 
-
-/** A whole number in decimal digits only (no sign, exponent, fraction or blank: `?x=` is malformed, not the default). */
-export function parseIntParam(name: string, raw: string | undefined, def: number, min: number, max: number): number {
-  if (raw === undefined) return def;
-  if (!/^\d+$/.test(raw)) throw new BadRequestException(`${name} must be a non-negative integer`);
-  const n = Number(raw);
-  if (n < min || n > max) throw new BadRequestException(`${name} must be between ${min} and ${max}`);
-  return n;
-}
 
 @Controller('v1/runs')
 export class RunsController {
