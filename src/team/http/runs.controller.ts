@@ -102,9 +102,9 @@ export class RunsController {
         from: sseStart(req, from, revision),
         isEnd: (e) => e.type === 'RunEnded' && TERMINAL_STATUSES.has((e.data as { status: RunStatus }).status),
         // The model's text as it streams, on this process or relayed from the one driving the run.
-        live: (write) => {
+        live: (send) => {
           const deltas = this.live.of(id).subscribe((item) => {
-            if (item.kind === 'delta') write(`event: delta\ndata: ${JSON.stringify({ role: item.role, turn: item.turn, text: item.text })}\n\n`);
+            if (item.kind === 'delta') send({ event: 'delta', data: { role: item.role, turn: item.turn, text: item.text } });
           });
           return () => deltas.unsubscribe();
         },
