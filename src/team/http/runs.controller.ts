@@ -15,6 +15,7 @@ import { instanceToPlain } from 'class-transformer';
 import { LiveRunBus } from '../live-run-bus';
 import { GetRunQuery, ListRunsQuery } from '../queries/run.queries';
 import type { RunSummary } from '../runs/run-summary';
+import { waitForRunToSettle, type WaitAnswer } from '../runs/run-wait';
 import { CancelRunDto, LaunchRunDto } from './launch-run.dto';
 import { METRICS, type TriadMetrics } from '../../observability/metrics';
 
@@ -62,25 +63,9 @@ export class RunsController {
 
   @Post(':id/wait')
   @HttpCode(200)
-  async wait(@Param('id') id: string, @Query('timeoutMs') timeoutMs?: string) {
+  async wait(@Param('id') id: string, @Query('timeoutMs') timeoutMs?: string): Promise<WaitAnswer> {
     const limit = parseIntParam('timeoutMs', timeoutMs, 30_000, 0, 600_000);
-    const deadline = Date.now() + limit;
-    const waitsForAHuman = (r: RunSummary) => r.status === 'awaiting_review' || r.status === 'awaiting_approval';
-    let run: RunSummary = await this.queries.execute(new GetRunQuery(id));
-    while (!TERMINAL_STATUSES.has(run.status) && !waitsForAHuman(run) && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, Math.min(50, Math.max(1, deadline - Date.now()))));
-      run = await this.queries.execute(new GetRunQuery(id));
-    }
-    // A run waiting for a human goes no further on its own: answered at once.
-    if (waitsForAHuman(run)) return { status: 'waiting', runStatus: run.status, startedAt: run.startedAt, endedAt: null };
-    const ended = TERMINAL_STATUSES.has(run.status);
-    return {
-      status: !ended ? 'timeout' : run.status === 'completed' ? 'ok' : 'error',
-      runStatus: run.status,
-      terminationReason: run.terminationReason,
-      startedAt: run.startedAt,
-      endedAt: run.endedAt,
-    };
+    return waitForRunToSettle(this.store, id, () => this.queries.execute(new GetRunQuery(id)), limit);
   }
 
   /** JSON page of the run's events, or with `Accept: text/event-stream`, catch-up then live (SSE). */
