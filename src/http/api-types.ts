@@ -9,7 +9,7 @@ import type { LaunchRunInput } from '../team/commands/launch';
 import type { RunStatus, TeamRunEvent, TeamRunEventType, TerminationReason, ForkOverrides } from '../team/domain/run-events';
 import type { ChatMessage, ContentBlock, RoleName } from '../team/models/model.port';
 import type { RunContext, Completeness } from '../session-replay/replay';
-import type { ForkResult } from '../session-replay/commands/fork-run.command';
+import type { ForkResult } from '../session-replay/fork-run';
 import type { WorkspaceView } from '../session-replay/http/session.controller';
 import type { WorkspaceFile } from '../session-replay/workspace-history';
 import type { DecisionResult } from '../review-gate/commands/decide-review.command';

@@ -1,7 +1,8 @@
 import { CommandBus } from '@nestjs/cqrs';
 import type { Command } from 'commander';
 import { EVENT_STORE, type EventStore } from '../../events/event-store.port';
-import { ForkRunCommand, validateOverrides, type ForkResult } from '../../session-replay/commands/fork-run.command';
+import { ForkRunCommand } from '../../session-replay/commands/fork-run.command';
+import { validateOverrides, type ForkResult } from '../../session-replay/fork-run';
 import { ResumeRunCommand } from '../../session-replay/commands/resume-run.command';
 import { DrivenElsewhereError, parsePinChange } from '../../session-replay/resume-run';
 import { contextOf, replayRun } from '../../session-replay/replay';

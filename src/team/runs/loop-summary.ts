@@ -35,7 +35,7 @@ export function loopsOf(team: Record<RoleName, { loop?: { strategy: LoopStrategy
 /** A fork's loops: the launch's, with the phase's plan where the parent had it at the fork point. */
 export function forkedLoops(view: { launched: { team: Record<RoleName, { loop?: { strategy: LoopStrategy } }> }; stepLoop?: unknown; chosenStrategy?: ChosenStrategy }): { loops?: Loops } {
   const { loops } = loopsOf(view.launched.team);
-  // The fork recorded the fold's StepLoopState as it stood (fork-run.command.ts).
+  // The fork recorded the fold's StepLoopState as it stood (session-replay/fork-run.ts).
   const at = view.stepLoop as StepLoopState | undefined;
   const loop = at && loops?.[at.role];
   if (!at || !loop) return loops ? { loops } : {};
