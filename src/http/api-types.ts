@@ -12,7 +12,7 @@ import type { RunContext, Completeness } from '../session-replay/replay';
 import type { ForkResult } from '../session-replay/fork-run';
 import type { WorkspaceView } from '../session-replay/http/session.controller';
 import type { WorkspaceFile } from '../session-replay/workspace-history';
-import type { DecisionResult } from '../review-gate/commands/decide-review.command';
+import type { DecisionResult } from '../review-gate/decide-review';
 import type { ApprovalResult } from '../team/approvals/commands/decide-approval.command';
 import type { DecisionRecord, DecisionLogHead } from '../review-gate/decision-log/decision-record';
 import type { DecisionLogVerification } from '../review-gate/decision-log/decision-log';

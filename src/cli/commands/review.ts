@@ -1,6 +1,7 @@
 import { CommandBus } from '@nestjs/cqrs';
 import type { Command } from 'commander';
-import { ApproveReviewCommand, RejectReviewCommand, type DecisionResult } from '../../review-gate/commands/decide-review.command';
+import { ApproveReviewCommand, RejectReviewCommand } from '../../review-gate/commands/decide-review.command';
+import type { DecisionResult } from '../../review-gate/decide-review';
 import { parseReviewId } from '../../team/domain/review-id';
 import { RunsProjection } from '../../team/runs/runs.projection';
 import type { CliContext } from '../cli-context';

@@ -11,7 +11,8 @@ import { loadRunState } from '../../team/runs/run-stream';
 import { reviewStatement, ReviewNotFoundError } from '../domain/review-decider';
 import type { Identity } from '../../auth/identity';
 import { RunsProjection } from '../../team/runs/runs.projection';
-import { ApproveReviewCommand, RejectReviewCommand, type DecisionResult } from '../commands/decide-review.command';
+import { ApproveReviewCommand, RejectReviewCommand } from '../commands/decide-review.command';
+import type { DecisionResult } from '../decide-review';
 import { VISIBLE_TEXT } from '../../shared/text';
 
 export class ApproveReviewDto {
