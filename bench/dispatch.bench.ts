@@ -8,7 +8,7 @@ import { SqliteEventStore } from '../src/events/event-store/sqlite.event-store';
 import { ROLES } from '../src/team/domain/roles';
 import { toRunStreamId, type ModelCallCompletedData } from '../src/team/domain/run-events';
 import { runStatus } from '../src/team/domain/run-state';
-import { buildRunLaunched } from '../src/team/launch';
+import { buildRunLaunched } from '../src/team/commands/launch';
 import type { AssistantBlock, ModelProvider, ModelRequest, ModelResponse } from '../src/team/models/model.port';
 import { executionSegments, runSegments, type DispatchMode } from '../src/team/domain/resilience/tool-dispatch';
 import { RunDriver } from '../src/team/driver/run-driver';

@@ -15,10 +15,10 @@ import { agentIdentity, toRunStreamId, type RunCoreEvent, type TeamRunEvent } fr
 import { evolve, foldRun, initialRunState, type RunState } from '../src/team/domain/run-state';
 import { contextBudget, DEFAULT_MARGIN_TOKENS, estimateMessageTokens, estimateTextTokens, estimateTokens } from '../src/team/domain/resilience/context-window';
 import { teamRunMachine } from '../src/team/domain/team-run.machine';
-import { buildRunLaunched } from '../src/team/launch';
+import { buildRunLaunched } from '../src/team/commands/launch';
 import { ROLE_PROMPTS } from '../src/team/domain/prompts';
-import { loadRunState } from '../src/team/run-stream';
-import { FOLD_PAGE_EVENTS } from '../src/team/run-history';
+import { loadRunState } from '../src/team/runs/run-stream';
+import { FOLD_PAGE_EVENTS } from '../src/team/runs/run-history';
 import { cpuProbeText, machineInfo, sqliteVersion, type MachineInfo } from './machine';
 
 /**

@@ -3,7 +3,7 @@ import type { EventStore, NewEvent } from '../src/events/event-store/event-store
 import { charterVersion } from '../src/team/domain/charter';
 import { reviewIdOf } from '../src/team/domain/review-id';
 import { agentIdentity, toRunStreamId } from '../src/team/domain/run-events';
-import { buildRunLaunched, type LaunchRunInput } from '../src/team/launch';
+import { buildRunLaunched, type LaunchRunInput } from '../src/team/commands/launch';
 import { OFFLINE_MODEL_ID } from '../src/team/models/offline.model';
 import { ROLE_PROMPTS } from '../src/team/domain/prompts';
 

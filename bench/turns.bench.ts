@@ -14,7 +14,7 @@ import { canonicalJson } from '../src/shared/canonical-json';
 import { ROLES } from '../src/team/domain/roles';
 import { toRunStreamId } from '../src/team/domain/run-events';
 import { runStatus, type RunState } from '../src/team/domain/run-state';
-import { buildRunLaunched } from '../src/team/launch';
+import { buildRunLaunched } from '../src/team/commands/launch';
 import { ModelError, type ModelProvider, type ModelRequest, type ModelResponse } from '../src/team/models/model.port';
 import { toolUseResponse } from '../src/team/models/scripted.model';
 import { DEFAULT_CHECKPOINT_EVERY_TURNS, RunDriver } from '../src/team/driver/run-driver';

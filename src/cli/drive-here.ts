@@ -3,7 +3,7 @@ import { QueryBus } from '@nestjs/cqrs';
 import { LiveRunBus } from '../team/live/live-run-bus';
 import { GetRunQuery } from '../team/queries/run.queries';
 import { DriverPool } from '../team/dispatch/driver-pool';
-import type { RunSummary } from '../team/run-summary';
+import type { RunSummary } from '../team/runs/run-summary';
 import type { CliContext } from './cli-context';
 import type { CliOutput } from './cli-io';
 import { EXIT } from './exit-codes';

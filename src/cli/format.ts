@@ -2,7 +2,7 @@ import { describeRefusal } from '../attestation/gate-refusal';
 import type { RecordedEvent } from '../events/event-store/event-store.port';
 import type { TeamRunEvent } from '../team/domain/run-events';
 import type { ModelProvider } from '../team/models/model.port';
-import type { RunSummary } from '../team/run-summary';
+import type { RunSummary } from '../team/runs/run-summary';
 import { describeRunPin } from '../team/domain/model-pin';
 
 const short = (s: string, n = 100) => {

@@ -15,6 +15,10 @@ import { duplicateKeyIn, duplicateKeyMessage } from '../shared/strict-json';
 /**
  * All configuration comes from the environment, read and validated in this one place.
  * Secrets are kept here and never logged: `describeConfig` prints a redacted view.
+ *
+ * One file over 400 lines on purpose: every variable's name, default, range and refusal message
+ * is here, so that one read shows what a deployment can set and how each value is checked (the
+ * parsers of structured values — MCP servers, sandbox policy, retry delays — are their modules').
  */
 
 export type StoreKind = 'sqlite' | 'postgres' | 'esdb' | 'memory';

@@ -4,15 +4,15 @@
  * Nothing here exists at run time.
  */
 import type { RecordedEvent } from '../events/event-store/event-store.port';
-import type { RunSummary, PendingApproval } from '../team/run-summary';
-import type { LaunchRunInput } from '../team/launch';
+import type { RunSummary, PendingApproval } from '../team/runs/run-summary';
+import type { LaunchRunInput } from '../team/commands/launch';
 import type { RunStatus, TeamRunEvent, TeamRunEventType, TerminationReason, ForkOverrides } from '../team/domain/run-events';
 import type { ChatMessage, ContentBlock, RoleName } from '../team/models/model.port';
 import type { RunContext, Completeness } from '../session-replay/replay';
-import type { ForkResult } from '../session-replay/commands/fork-run.command';
+import type { ForkResult } from '../session-replay/fork-run';
 import type { WorkspaceView } from '../session-replay/http/session.controller';
 import type { WorkspaceFile } from '../session-replay/workspace-history';
-import type { DecisionResult } from '../review-gate/commands/decide-review.command';
+import type { DecisionResult } from '../review-gate/decide-review';
 import type { ApprovalResult } from '../team/approvals/commands/decide-approval.command';
 import type { DecisionRecord, DecisionLogHead } from '../review-gate/decision-log/decision-record';
 import type { DecisionLogVerification } from '../review-gate/decision-log/decision-log';
@@ -22,7 +22,7 @@ import type { Identity } from '../auth/identity';
 import type { GuardedAction, HumanRole } from '../auth/roles';
 import type { ProjectView } from '../projects/domain/project-decider';
 import type { ProjectStatus, TaskState } from '../projects/domain/project-events';
-import type { SubAgentSummary } from '../team/run-summary';
+import type { SubAgentSummary } from '../team/runs/run-summary';
 
 export type {
   RecordedEvent,

@@ -11,8 +11,21 @@ export interface StreamSse {
   from: number;
   /** The event after which the stream has nothing more to say: the response ends there. */
   isEnd: (event: RecordedEvent) => boolean;
-  /** Extra live items (a run's model text); answers how to stop them. */
-  live?: (write: (chunk: string) => void) => () => void;
+  /** Extra live messages, not stored (a run's model text); answers how to stop them. */
+  live?: (send: (message: SseMessage) => void) => () => void;
+}
+
+/** One Server-Sent Event: `id` only for what is stored, so that a reconnect resumes after it. */
+export interface SseMessage {
+  id?: number;
+  event: string;
+  data: unknown;
+}
+
+/** The one framing of every message sent on an event stream. */
+export function sseFrame(message: SseMessage): string {
+  const id = message.id === undefined ? '' : `id: ${message.id}\n`;
+  return `${id}event: ${message.event}\ndata: ${JSON.stringify(message.data)}\n\n`;
 }
 
 /** A heartbeat comment keeps proxies from closing an idle stream. */
@@ -37,8 +50,8 @@ export async function streamEventsAsSse(sse: StreamSse, req: Request, res: Respo
   req.on('close', () => controller.abort());
   const write = (chunk: string) => res.write(chunk);
   const heartbeat = setInterval(() => write(': keep-alive\n\n'), HEARTBEAT_MS);
-  const stopLive = sse.live?.(write);
-  const send = (e: RecordedEvent) => write(`id: ${e.revision}\nevent: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`);
+  const stopLive = sse.live?.((message) => write(sseFrame(message)));
+  const send = (e: RecordedEvent) => write(sseFrame({ id: e.revision, event: e.type, data: e }));
   try {
     // From the event before `from`: where to subscribe, and whether the stream has already ended.
     let last: RecordedEvent | undefined;

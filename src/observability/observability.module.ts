@@ -6,7 +6,7 @@ import { ReviewGateModule } from '../review-gate/review-gate.module';
 import { HEALTH_REGISTRY, type HealthRegistry } from '../shared/health';
 import { LiveRunBus } from '../team/live/live-run-bus';
 import { RunSupervisor } from '../team/dispatch/run-supervisor';
-import { RunsProjection } from '../team/runs.projection';
+import { RunsProjection } from '../team/runs/runs.projection';
 import { TeamModule } from '../team/team.module';
 import { MetricsController } from './metrics.controller';
 import { TOOL_REGISTRY } from '../team/tokens';

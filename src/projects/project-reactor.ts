@@ -1,4 +1,4 @@
-import { foldRunHistory } from '../team/run-history';
+import { foldRunHistory } from '../team/runs/run-history';
 import { initialRunState } from '../team/domain/run-state';
 import type { CommandPath } from '../events/command-handling';
 import type { EventStore } from '../events/event-store/event-store.port';

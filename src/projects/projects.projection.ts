@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleIn
 import { CatchUpFold } from '../events/catch-up-fold';
 import { EVENT_STORE, type EventStore, type RecordedEvent } from '../events/event-store/event-store.port';
 import { HEALTH_REGISTRY, type HealthRegistry } from '../shared/health';
-import { runIdOfStream } from '../team/run-summary';
+import { runIdOfStream } from '../team/runs/run-summary';
 import type { RunLaunchedData } from '../team/domain/run-events';
 import { evolveProject, initialProjectState } from './domain/project-decider';
 import { PROJECT_EVENT_TYPES, projectIdOfStream, type ProjectEvent, type ProjectState, type ProjectStatus } from './domain/project-events';

@@ -9,7 +9,7 @@ import type { Clock } from '../shared/ports';
 import { CancelRunCommand } from '../team/commands/cancel-run.command';
 import { LaunchRunCommand } from '../team/commands/launch-run.command';
 import { DEFAULT_MODEL } from '../team/commands/tokens';
-import type { LaunchRunInput } from '../team/launch';
+import type { LaunchRunInput } from '../team/commands/launch';
 import { MODEL_PROVIDER, type ModelProvider } from '../team/models/model.port';
 import { RunSupervisor } from '../team/dispatch/run-supervisor';
 import { ProjectNotFoundError, projectIdForIdempotencyKey, projectView, type ProjectCommand, type ProjectView } from './domain/project-decider';

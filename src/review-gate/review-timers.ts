@@ -3,8 +3,8 @@ import { CommandBus } from '@nestjs/cqrs';
 import { CLOCK } from '../shared/system';
 import { DueTimeoutScanner, type DueTimeout } from '../team/dispatch/due-timeouts';
 import type { Clock } from '../shared/ports';
-import type { RunSummary } from '../team/run-summary';
-import { RunsProjection } from '../team/runs.projection';
+import type { RunSummary } from '../team/runs/run-summary';
+import { RunsProjection } from '../team/runs/runs.projection';
 import { FireReviewTimeoutCommand } from './commands/decide-review.command';
 
 export const REVIEW_TIMER_INTERVAL_MS = Symbol('REVIEW_TIMER_INTERVAL_MS');

@@ -1,6 +1,6 @@
 import { InvalidRequestError } from '../shared/errors';
 import type { RecordedEvent } from '../events/event-store/event-store.port';
-import { runIdOfStream } from '../team/run-summary';
+import { runIdOfStream } from '../team/runs/run-summary';
 
 export class InvalidForkError extends InvalidRequestError {
   override readonly name = 'InvalidForkError';

@@ -10,7 +10,7 @@ import { ROLES } from '../team/domain/roles';
 import type { RunLeases } from '../team/leases/run-leases.port';
 import { catalogueOf } from '../team/models/model-provider.factory';
 import type { RoleName } from '../team/models/model.port';
-import { runContext, runStream } from '../team/run-stream';
+import { runContext, runStream } from '../team/runs/run-stream';
 
 /** The run's lease is another live process's: it drives the run (409; the CLI waits for it instead). */
 export class DrivenElsewhereError extends ConflictError {

@@ -10,7 +10,7 @@ import { BEFORE_FIRST_SEQ } from '../review-gate/decision-log/decision-record.re
 import { canonicalJson } from '../shared/canonical-json';
 import { ConflictError } from '../shared/errors';
 import { DISPATCHER_SUBSCRIPTION } from '../team/dispatch/run-dispatch';
-import { runIdOfStream } from '../team/run-summary';
+import { runIdOfStream } from '../team/runs/run-summary';
 import type { Storage } from './storage';
 
 /**

@@ -30,7 +30,7 @@ import { processModelOf } from './domain/model-pin';
 import type { ToolRegistry } from './tools/tool-registry';
 import { CHECKPOINT_STORE, type CheckpointStore } from '../checkpoint/checkpoint-store.port';
 import { STORAGE, type Storage } from '../storage/storage';
-import { RunsProjection } from './runs.projection';
+import { RunsProjection } from './runs/runs.projection';
 import { SANDBOX, TOOL_REGISTRY } from './tokens';
 import { Sandbox } from './tools/sandbox/sandbox';
 import { sandboxSecrets } from '../config/config';

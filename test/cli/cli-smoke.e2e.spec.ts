@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import type { RunSummary } from '../../src/team/run-summary';
+import type { RunSummary } from '../../src/team/runs/run-summary';
 import { CLI_PATH, runCliInProcess } from '../support/in-process-cli';
 import { tempDir } from '../support/temp-dir';
 

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { readFileSync, writeFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { SqliteEventStore } from '../../src/events/event-store/sqlite.event-store';
-import type { RunSummary } from '../../src/team/run-summary';
+import type { RunSummary } from '../../src/team/runs/run-summary';
 import { runCliInProcess, stopInProcessCli, type CliResult } from '../support/in-process-cli';
 import { tempDir } from '../support/temp-dir';
 

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { openStorage } from '../../src/storage/storage';
 import { toRunStreamId } from '../../src/team/domain/run-events';
-import type { RunSummary } from '../../src/team/run-summary';
+import type { RunSummary } from '../../src/team/runs/run-summary';
 import { startE2eApp, type E2eApp } from '../support/e2e-app';
 import { esdbTarget, type EsdbTarget } from '../support/esdb';
 import { startFakeEsdb } from '../support/esdb-server/esdb-server';

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import type { RecordedEvent } from '../../src/events/event-store/event-store.port';
-import type { RunSummary } from '../../src/team/run-summary';
+import type { RunSummary } from '../../src/team/runs/run-summary';
 import { startE2eApp, type E2eApp } from '../support/e2e-app';
 import { runCliInProcess, stopInProcessCli } from '../support/in-process-cli';
 import { tempDir } from '../support/temp-dir';

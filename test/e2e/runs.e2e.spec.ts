@@ -1,5 +1,5 @@
 import type { RecordedEvent } from '../../src/events/event-store/event-store.port';
-import type { RunSummary } from '../../src/team/run-summary';
+import type { RunSummary } from '../../src/team/runs/run-summary';
 import { E2E_KEYS, sseReader, startE2eApp, type E2eApp, type RequestOptions, type SseEvent } from '../support/e2e-app';
 import { waitForRun } from '../support/app-client';
 

@@ -3,8 +3,8 @@ import { InMemoryEventStore } from '../../src/events/event-store/in-memory.event
 import { WrongExpectedRevisionError } from '../../src/events/errors';
 import { toRunStreamId, type RunForkedData, type TeamRunEvent } from '../../src/team/domain/run-events';
 import { foldRun, runStatus, type RunState } from '../../src/team/domain/run-state';
-import { launchRun } from '../../src/team/launch';
-import { runContext, runStream } from '../../src/team/run-stream';
+import { launchRun } from '../../src/team/commands/launch';
+import { runContext, runStream } from '../../src/team/runs/run-stream';
 
 // The one command path: read, fold, decide, append at the revision read, metadata built in one place.
 

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { InMemoryEventStore } from '../../src/events/event-store/in-memory.event-store';
 import type { AppendOptions, AppendResult, NewEvent, ReadStreamOptions, RecordedEvent } from '../../src/events/event-store/event-store.port';
 import { runStatus } from '../../src/team/domain/run-state';
-import { launchRun } from '../../src/team/launch';
+import { launchRun } from '../../src/team/commands/launch';
 import type { ModelRequest, ModelResponse } from '../../src/team/models/model.port';
 import { OfflineModelProvider } from '../../src/team/models/offline.model';
 import { RunDriver } from '../../src/team/driver/run-driver';

@@ -6,7 +6,7 @@ import { InvalidRequestError } from '../../src/shared/errors';
 import { ProjectReactor, type ProjectReactorDeps } from '../../src/projects/project-reactor';
 import type { ProjectLaunchedData, ProjectState, TaskState } from '../../src/projects/domain/project-events';
 import { toRunStreamId } from '../../src/team/domain/run-events';
-import { launchRun } from '../../src/team/launch';
+import { launchRun } from '../../src/team/commands/launch';
 import { runIdForIdempotencyKey } from '../../src/team/domain/run-id';
 import { OfflineModelProvider, OFFLINE_MODEL_ID } from '../../src/team/models/offline.model';
 

@@ -1,6 +1,6 @@
 import type { RecordedEvent } from '../../src/events/event-store/event-store.port';
 import type { ProjectView } from '../../src/projects/domain/project-decider';
-import type { RunSummary } from '../../src/team/run-summary';
+import type { RunSummary } from '../../src/team/runs/run-summary';
 import { sseReader, startE2eApp, type E2eApp } from '../support/e2e-app';
 
 // Projects over real HTTP through the real app (SQLite, offline model): a 3-task dag to its one

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RecordedEvent } from '../../src/events/event-store/event-store.port';
 import { SqliteEventStore } from '../../src/events/event-store/sqlite.event-store';
-import type { LaunchRunInput } from '../../src/team/launch';
+import type { LaunchRunInput } from '../../src/team/commands/launch';
 import {
   callKey,
   type Child,

@@ -4,7 +4,7 @@ import { join, resolve } from 'node:path';
 import type { EventStore, RecordedEvent } from '../../src/events/event-store/event-store.port';
 import { toRunStreamId } from '../../src/team/domain/run-events';
 import { foldRun, initialRunState, runStatus, type RunState } from '../../src/team/domain/run-state';
-import { loadRunHistory } from '../../src/team/run-history';
+import { loadRunHistory } from '../../src/team/runs/run-history';
 import { tempDir } from '../support/temp-dir';
 export { waitFor } from '../support/wait-for';
 

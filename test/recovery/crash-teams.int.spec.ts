@@ -7,7 +7,7 @@ import { toProjectStreamId, type ProjectEvent, type TaskStartedData } from '../.
 import { isSubAgentEvent, toRunStreamId, type RunLaunchedData, type SubAgentEvent } from '../../src/team/domain/run-events';
 import { runStatus } from '../../src/team/domain/run-state';
 import { SUB_AGENT_TERMINAL } from '../../src/team/domain/sub-agents';
-import { launchRun, type LaunchRunInput } from '../../src/team/launch';
+import { launchRun, type LaunchRunInput } from '../../src/team/commands/launch';
 import { OFFLINE_MODEL_ID } from '../../src/team/models/offline.model';
 import { newRunId } from '../../src/shared/system';
 import { foldProject, runIdForIdempotencyKeyOf } from '../projects/project-support';

@@ -2,7 +2,7 @@ import { commandPathFor } from '../../src/events/command-handling';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SqliteEventStore } from '../../src/events/event-store/sqlite.event-store';
-import { launchRun, type LaunchRunInput } from '../../src/team/launch';
+import { launchRun, type LaunchRunInput } from '../../src/team/commands/launch';
 import { OFFLINE_MODEL_ID } from '../../src/team/models/offline.model';
 import { newRunId } from '../../src/shared/system';
 import {

@@ -4,7 +4,7 @@ import type { AppendOptions, EventStore, NewEvent } from '../../src/events/event
 import { InMemoryEventStore } from '../../src/events/event-store/in-memory.event-store';
 import { toRunStreamId, type DriverClaimedData } from '../../src/team/domain/run-events';
 import { runStatus } from '../../src/team/domain/run-state';
-import { launchRun } from '../../src/team/launch';
+import { launchRun } from '../../src/team/commands/launch';
 import type { ModelProvider, ModelRequest, ModelResponse } from '../../src/team/models/model.port';
 import { OfflineModelProvider } from '../../src/team/models/offline.model';
 import { RunDriver } from '../../src/team/driver/run-driver';

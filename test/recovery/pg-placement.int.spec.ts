@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { Client } from 'pg';
 import { PostgresEventStore } from '../../src/events/event-store/postgres.event-store';
 import type { DriverClaimedData } from '../../src/team/domain/run-events';
-import type { LaunchRunInput } from '../../src/team/launch';
+import type { LaunchRunInput } from '../../src/team/commands/launch';
 import { followRunEvents } from '../support/e2e-app';
 import { connectAdmin, PG_URL } from '../support/pg';
 import { tempDir } from '../support/temp-dir';

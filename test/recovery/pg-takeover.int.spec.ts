@@ -7,7 +7,7 @@ import { PostgresEventStore } from '../../src/events/event-store/postgres.event-
 import type { DriverClaimedData } from '../../src/team/domain/run-events';
 import { initialRunState } from '../../src/team/domain/run-state';
 import { PostgresRunLeases } from '../../src/team/leases/postgres.run-leases';
-import type { LaunchRunInput } from '../../src/team/launch';
+import type { LaunchRunInput } from '../../src/team/commands/launch';
 import { tempDir } from '../support/temp-dir';
 import {
   duplicates,

@@ -3,7 +3,7 @@ import { Client } from 'pg';
 import type { RecordedEvent } from '../../src/events/event-store/event-store.port';
 import { PostgresEventStore } from '../../src/events/event-store/postgres.event-store';
 import { toRunStreamId, type DriverClaimedData } from '../../src/team/domain/run-events';
-import type { LaunchRunInput } from '../../src/team/launch';
+import type { LaunchRunInput } from '../../src/team/commands/launch';
 import { workspaceAt } from '../../src/team/workspace/workspace-effects';
 import { snapshotWorkspace } from '../../src/team/workspace/workspace-log';
 import { followRunEvents } from '../support/e2e-app';

@@ -6,7 +6,7 @@ import { SqliteCheckpointStore } from '../../src/checkpoint/sqlite.checkpoint-st
 import { SqliteEventStore } from '../../src/events/event-store/sqlite.event-store';
 import type { RecordedEvent } from '../../src/events/event-store/event-store.port';
 import { SqliteRunLeases } from '../../src/team/leases/sqlite.run-leases';
-import type { LaunchRunInput } from '../../src/team/launch';
+import type { LaunchRunInput } from '../../src/team/commands/launch';
 import {
   callKey,
   type Child,

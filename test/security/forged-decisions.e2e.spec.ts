@@ -10,7 +10,7 @@ import { recordFrom } from '../../src/review-gate/decision-log/chain';
 import type { DecisionRecord } from '../../src/review-gate/decision-log/decision-record';
 import type { ReviewDecidedData } from '../../src/team/domain/run-events';
 import { toRunStreamId } from '../../src/team/domain/run-events';
-import type { RunSummary } from '../../src/team/run-summary';
+import type { RunSummary } from '../../src/team/runs/run-summary';
 import { tempDir } from '../support/temp-dir';
 import {
   API_KEYS_ENV,

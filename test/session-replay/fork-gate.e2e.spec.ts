@@ -1,6 +1,6 @@
 import type { RecordedEvent } from '../../src/events/event-store/event-store.port';
 import { openStorage } from '../../src/storage/storage';
-import type { RunSummary } from '../../src/team/run-summary';
+import type { RunSummary } from '../../src/team/runs/run-summary';
 import { E2E_API_KEYS_ENV, E2E_KEYS, startE2eApp, type E2eApp } from '../support/e2e-app';
 import { runCliInProcess, stopInProcessCli } from '../support/in-process-cli';
 import { waitForRun } from '../support/app-client';

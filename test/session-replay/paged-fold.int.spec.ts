@@ -1,8 +1,8 @@
 import { InMemoryEventStore } from '../../src/events/event-store/in-memory.event-store';
 import { toRunStreamId, type RunForkedData, type TeamRunEvent } from '../../src/team/domain/run-events';
 import { foldRun, initialRunState } from '../../src/team/domain/run-state';
-import { loadRunState } from '../../src/team/run-stream';
-import { FOLD_PAGE_EVENTS } from '../../src/team/run-history';
+import { loadRunState } from '../../src/team/runs/run-stream';
+import { FOLD_PAGE_EVENTS } from '../../src/team/runs/run-history';
 import { modelCallCompleted, modelCallStarted, phaseStarted, planned, RUN_ID, toolCallCompleted, toolCallRequested, toolUse, text } from '../team/machines/given-when-then';
 import { stateJson } from './replay-support';
 

@@ -9,7 +9,7 @@ import { toRunStreamId } from '../../src/team/domain/run-events';
 import type { RunState } from '../../src/team/domain/run-state';
 import { agentLoopMachine } from '../../src/team/domain/agent-loop.machine';
 import { teamRunMachine } from '../../src/team/domain/team-run.machine';
-import { launchRun, type LaunchRunInput } from '../../src/team/launch';
+import { launchRun, type LaunchRunInput } from '../../src/team/commands/launch';
 import { ModelError, type ModelResponse, type RoleName } from '../../src/team/models/model.port';
 import { ScriptedModelProvider, textResponse, toolUseResponse, type ScriptStep } from '../../src/team/models/scripted.model';
 import { RunDriver } from '../../src/team/driver/run-driver';

@@ -6,7 +6,7 @@ import { CHECKPOINT_SCHEMA_VERSION, takeCheckpoint, type Checkpoint } from '../.
 import { InMemoryCheckpointStore } from '../../src/checkpoint/in-memory.checkpoint-store';
 import { SqliteCheckpointStore } from '../../src/checkpoint/sqlite.checkpoint-store';
 import { foldRun, initialRunState, runStatus } from '../../src/team/domain/run-state';
-import { loadRunState } from '../../src/team/run-stream';
+import { loadRunState } from '../../src/team/runs/run-stream';
 import { RunDriver } from '../../src/team/driver/run-driver';
 import { randomUUID } from 'node:crypto';
 import { createDefaultToolRegistry } from '../../src/team/tools/tool-registry';
@@ -14,7 +14,7 @@ import { contextOf, replayRun } from '../../src/session-replay/replay';
 import { tempDir } from '../support/temp-dir';
 import { comparable, driveRandomRun, NO_WAIT_RETRY, runScriptArb, scriptedModel, stateJson, launchInputOf } from './replay-support';
 import { InMemoryEventStore } from '../../src/events/event-store/in-memory.event-store';
-import { launchRun } from '../../src/team/launch';
+import { launchRun } from '../../src/team/commands/launch';
 import { createWorkspace } from '../../src/team/tools/workspace';
 import { toRunStreamId } from '../../src/team/domain/run-events';
 

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { SqliteEventStore } from '../../src/events/event-store/sqlite.event-store';
 import type { RecordedEvent } from '../../src/events/event-store/event-store.port';
 import type { ModelCallStartedData, RunForkedData, ToolCallRequestedData } from '../../src/team/domain/run-events';
-import { loadRunHistory } from '../../src/team/run-history';
+import { loadRunHistory } from '../../src/team/runs/run-history';
 import { contextOf, replayRun, type RunContext } from '../../src/session-replay/replay';
 import { runCliInProcess, type CliResult } from '../support/in-process-cli';
 import { tempDir } from '../support/temp-dir';

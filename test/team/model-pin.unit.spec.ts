@@ -3,7 +3,7 @@ import { runDecider, RunNotActiveError, type RunCommand } from '../../src/team/d
 import type { RunLaunchedData, TeamRunEvent } from '../../src/team/domain/run-events';
 import { evolve, initialRunState, type RunState } from '../../src/team/domain/run-state';
 import { modelOfCall } from '../../src/team/domain/next-action';
-import { buildRunLaunched, InvalidLaunchError, type LaunchContext } from '../../src/team/launch';
+import { buildRunLaunched, InvalidLaunchError, type LaunchContext } from '../../src/team/commands/launch';
 import { catalogueOf } from '../../src/team/models/model-provider.factory';
 import { InvalidRepinError, parsePinChange } from '../../src/session-replay/resume-run';
 import { DeciderSpecification } from '../support/decider-specification';

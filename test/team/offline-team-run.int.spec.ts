@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { InMemoryEventStore } from '../../src/events/event-store/in-memory.event-store';
 import { runStatus, terminationReason } from '../../src/team/domain/run-state';
-import { launchRun } from '../../src/team/launch';
+import { launchRun } from '../../src/team/commands/launch';
 import { OfflineModelProvider } from '../../src/team/models/offline.model';
 import { RunDriver } from '../../src/team/driver/run-driver';
 import { createDefaultToolRegistry } from '../../src/team/tools/tool-registry';

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { seedRunAwaitingReview } from '../../bench/seed-review';
 import { commandPathFor } from '../../src/events/command-handling';
-import { runContext, runStream } from '../../src/team/run-stream';
+import { runContext, runStream } from '../../src/team/runs/run-stream';
 import { InvalidAppendError } from '../../src/events/errors';
 import type { EventStore } from '../../src/events/event-store/event-store.port';
 import { DecisionLog } from '../../src/review-gate/decision-log/decision-log';

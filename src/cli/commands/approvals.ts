@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { parseApprovalId } from '../../team/domain/approval-id';
 import { ApproveToolCallCommand, RejectToolCallCommand, type ApprovalResult } from '../../team/approvals/commands/decide-approval.command';
 import { TERMINAL_STATUSES, type RunStatus } from '../../team/domain/run-events';
-import { RunsProjection } from '../../team/runs.projection';
+import { RunsProjection } from '../../team/runs/runs.projection';
 import type { CliContext } from '../cli-context';
 import { driveHere } from '../drive-here';
 import { CliError, EXIT } from '../exit-codes';
@@ -13,7 +13,7 @@ import { cliDecider, withCredentialOptions } from '../decider-credential';
 import type { DecisionStatement } from '../../attestation/personal-signature';
 import { EVENT_STORE, type EventStore } from '../../events/event-store/event-store.port';
 import { approvalStatement } from '../../team/domain/approval-decider';
-import { loadRunState } from '../../team/run-stream';
+import { loadRunState } from '../../team/runs/run-stream';
 
 /** `triad approvals list|approve|reject`: risky tool calls waiting for a human. */
 export function addApprovalsCommands(program: Command, ctx: CliContext): void {

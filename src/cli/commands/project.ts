@@ -8,7 +8,7 @@ import { LaunchProjectDto } from '../../projects/http/project.dto';
 import { DEFAULT_PROJECT_STRATEGY, ProjectsService, type LaunchProjectInput } from '../../projects/projects.service';
 import { normaliseTask, taskGraphProblem } from '../../projects/domain/task-graph';
 import { MODEL_PROVIDER, type ModelProvider } from '../../team/models/model.port';
-import { RunsProjection } from '../../team/runs.projection';
+import { RunsProjection } from '../../team/runs/runs.projection';
 import type { CliContext } from '../cli-context';
 import { CliError, EXIT } from '../exit-codes';
 import { providerLine } from '../format';

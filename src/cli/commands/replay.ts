@@ -1,12 +1,13 @@
 import { CommandBus } from '@nestjs/cqrs';
 import type { Command } from 'commander';
 import { EVENT_STORE, type EventStore } from '../../events/event-store/event-store.port';
-import { ForkRunCommand, validateOverrides, type ForkResult } from '../../session-replay/commands/fork-run.command';
+import { ForkRunCommand } from '../../session-replay/commands/fork-run.command';
+import { validateOverrides, type ForkResult } from '../../session-replay/fork-run';
 import { ResumeRunCommand } from '../../session-replay/commands/resume-run.command';
 import { DrivenElsewhereError, parsePinChange } from '../../session-replay/resume-run';
 import { contextOf, replayRun } from '../../session-replay/replay';
 import { transcript } from '../../session-replay/transcript';
-import { loadRunHistory } from '../../team/run-history';
+import { loadRunHistory } from '../../team/runs/run-history';
 import type { CliContext } from '../cli-context';
 import { driveHere, resumeWhenFree } from '../drive-here';
 import { CliError, EXIT } from '../exit-codes';

@@ -1,8 +1,9 @@
 import { CommandBus } from '@nestjs/cqrs';
 import type { Command } from 'commander';
-import { ApproveReviewCommand, RejectReviewCommand, type DecisionResult } from '../../review-gate/commands/decide-review.command';
+import { ApproveReviewCommand, RejectReviewCommand } from '../../review-gate/commands/decide-review.command';
+import type { DecisionResult } from '../../review-gate/decide-review';
 import { parseReviewId } from '../../team/domain/review-id';
-import { RunsProjection } from '../../team/runs.projection';
+import { RunsProjection } from '../../team/runs/runs.projection';
 import type { CliContext } from '../cli-context';
 import { driveHere } from '../drive-here';
 import { decisionReason } from '../options';
@@ -10,7 +11,7 @@ import { cliDecider, withCredentialOptions } from '../decider-credential';
 import type { DecisionStatement } from '../../attestation/personal-signature';
 import { EVENT_STORE, type EventStore } from '../../events/event-store/event-store.port';
 import { reviewStatement, ReviewNotFoundError } from '../../review-gate/domain/review-decider';
-import { loadRunState } from '../../team/run-stream';
+import { loadRunState } from '../../team/runs/run-stream';
 import type { INestApplicationContext } from '@nestjs/common';
 
 /** `triad review list|approve|reject`: the human review gate. */

@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import { VALIDATION_PIPE } from '../../http/bootstrap';
 import { LaunchRunCommand } from '../../team/commands/launch-run.command';
 import { LaunchRunDto } from '../../team/http/launch-run.dto';
-import type { LaunchResult, LaunchRunInput } from '../../team/launch';
+import type { LaunchResult, LaunchRunInput } from '../../team/commands/launch';
 import { MODEL_PROVIDER, type ModelProvider } from '../../team/models/model.port';
 import type { CliContext } from '../cli-context';
 import { driveHere } from '../drive-here';

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { CancelRunCommand } from '../../team/commands/cancel-run.command';
 import { RUN_STATUSES, TERMINAL_STATUSES, type RunStatus } from '../../team/domain/run-events';
 import { GetRunQuery, ListRunsQuery } from '../../team/queries/run.queries';
-import type { RunSummary } from '../../team/run-summary';
+import type { RunSummary } from '../../team/runs/run-summary';
 import type { CliContext } from '../cli-context';
 import { CliError, EXIT } from '../exit-codes';
 import { describeRun } from '../format';

@@ -14,6 +14,10 @@ import type { ArchitectTurn, ProjectEndedData, ProjectEvent, ProjectLaunchedData
  * task run ends or the project changes; everything that follows from a change (dependents skipped,
  * the next tasks started, the review opened, the project ended) is decided in the same command,
  * so a project is never left between two consistent states.
+ *
+ * One file over 400 lines on purpose: `decideProject` and `evolveProject` are the two halves of one
+ * contract (each event decided here is folded here, ending in the same states), and the view is the
+ * fold's face; split, a change to an event would be made in several files and checked in none.
  */
 
 /** How a task run ended, as its RunEnded says. */

@@ -7,7 +7,7 @@ import type { Identity } from '../../auth/identity';
 import { EVENT_STORE, type EventStore, type RecordedEvent } from '../../events/event-store/event-store.port';
 import { sseStart, streamEventsAsSse, wantsSse } from '../../http/event-stream-sse';
 import { METRICS, type TriadMetrics } from '../../observability/metrics';
-import { parseIntParam } from '../../team/http/runs.controller';
+import { parseIntParam } from '../../http/int-param';
 import type { ProjectView } from '../domain/project-decider';
 import { PROJECT_STATUSES, toProjectStreamId, type ProjectStatus } from '../domain/project-events';
 import { ProjectsService, type LaunchProjectInput } from '../projects.service';

@@ -2,8 +2,9 @@ import { Controller, Get, Query, Res } from '@nestjs/common';
 import { IsIn, IsOptional, IsString, Matches } from 'class-validator';
 import type { Response } from 'express';
 import { May } from '../../auth/auth.guard';
+import { parseIntParam } from '../../http/int-param';
 import { CONTENT_TYPES, csvHeader, csvRow, EXPORT_FORMATS, ndjsonLine, type ExportFormat } from '../decision-log/decision-export';
-import { InvalidDecisionFilterError, parseDecisionFilter } from '../decision-log/decision-filter';
+import { parseDecisionFilter } from '../decision-log/decision-filter';
 import type { DecisionLogVerification } from '../decision-log/decision-log';
 import type { SignedHead } from '../../attestation/attestation';
 import { DecisionLogService } from '../decision-log/decision-log.providers';
@@ -11,6 +12,9 @@ import { DECISION_KINDS, DECISION_OUTCOMES, type DecisionLogHead } from '../deci
 
 const DEFAULT_JSON_LIMIT = 100;
 const MAX_JSON_LIMIT = 10_000;
+/** An export's widest `limit` and the widest `afterSeq`: 9 and 15 digits (docs/API.md "Limits"). */
+const MAX_EXPORT_LIMIT = 999_999_999;
+const MAX_SEQ = 999_999_999_999_999;
 /** Exports are written in chunks of about this many bytes. */
 const CHUNK_BYTES = 64 * 1024;
 
@@ -23,9 +27,10 @@ export class ListDecisionsQueryDto {
   /** ISO 8601 date or date-time with a zone, inclusive. */
   @IsOptional() @IsString() from?: string;
   @IsOptional() @IsString() to?: string;
-  @IsOptional() @Matches(/^\d{1,9}$/, { message: 'limit must be a whole number' }) limit?: string;
+  /** Read with parseIntParam, whose range depends on the format. */
+  @IsOptional() @IsString() limit?: string;
   /** Paging: records after this seq (`nextAfterSeq` of the previous page). */
-  @IsOptional() @Matches(/^\d{1,15}$/, { message: 'afterSeq must be a whole number' }) afterSeq?: string;
+  @IsOptional() @IsString() afterSeq?: string;
   @IsOptional() @IsIn(EXPORT_FORMATS) format?: ExportFormat;
 }
 
@@ -69,11 +74,8 @@ export class DecisionsController {
   async list(@Query() query: ListDecisionsQueryDto, @Res() res: Response): Promise<void> {
     const filter = parseDecisionFilter(query);
     const format = query.format ?? 'json';
-    const afterSeq = query.afterSeq === undefined ? undefined : Number(query.afterSeq);
-    const limit = query.limit === undefined ? undefined : Number(query.limit);
-    if (limit !== undefined && (limit < 1 || (format === 'json' && limit > MAX_JSON_LIMIT))) {
-      throw new InvalidDecisionFilterError(format === 'json' ? `limit must be between 1 and ${MAX_JSON_LIMIT}` : 'limit must be at least 1');
-    }
+    const afterSeq = parseIntParam('afterSeq', query.afterSeq, undefined, 0, MAX_SEQ);
+    const limit = parseIntParam('limit', query.limit, undefined, 1, format === 'json' ? MAX_JSON_LIMIT : MAX_EXPORT_LIMIT);
     if (format === 'json') {
       const n = limit ?? DEFAULT_JSON_LIMIT;
       const decisions = await this.log.list(filter, { afterSeq, limit: n });

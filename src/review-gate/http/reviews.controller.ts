@@ -7,11 +7,12 @@ import { requestProof } from '../../attestation/signature-input';
 import { statementHash, statementText, type DecisionStatement } from '../../attestation/personal-signature';
 import { EVENT_STORE, type EventStore } from '../../events/event-store/event-store.port';
 import { parseReviewId } from '../../team/domain/review-id';
-import { loadRunState } from '../../team/run-stream';
+import { loadRunState } from '../../team/runs/run-stream';
 import { reviewStatement, ReviewNotFoundError } from '../domain/review-decider';
 import type { Identity } from '../../auth/identity';
-import { RunsProjection } from '../../team/runs.projection';
-import { ApproveReviewCommand, RejectReviewCommand, type DecisionResult } from '../commands/decide-review.command';
+import { RunsProjection } from '../../team/runs/runs.projection';
+import { ApproveReviewCommand, RejectReviewCommand } from '../commands/decide-review.command';
+import type { DecisionResult } from '../decide-review';
 import { VISIBLE_TEXT } from '../../shared/text';
 
 export class ApproveReviewDto {

@@ -4,14 +4,15 @@ import { IsInt, IsObject, IsOptional, IsString, Max, MaxLength, Min } from 'clas
 import { May } from '../../auth/auth.guard';
 import { CurrentIdentity } from '../../auth/current-identity.decorator';
 import type { Identity } from '../../auth/identity';
-import { parseIntParam } from '../../team/http/runs.controller';
-import { ForkRunCommand, validateOverrides, type ForkResult } from '../commands/fork-run.command';
+import { parseIntParam } from '../../http/int-param';
+import { ForkRunCommand } from '../commands/fork-run.command';
+import { validateOverrides, type ForkResult } from '../fork-run';
 import { ResumeRunCommand } from '../commands/resume-run.command';
 import { parsePinChange, type ResumeResult } from '../resume-run';
 import { GetRunContextQuery } from '../queries/get-run-context.query';
 import type { RunContext } from '../replay';
 import { EVENT_STORE, type EventStore } from '../../events/event-store/event-store.port';
-import { loadRunHistory } from '../../team/run-history';
+import { loadRunHistory } from '../../team/runs/run-history';
 import { RunNotFoundError } from '../../team/domain/run-decider';
 import { resolveBlobContents, workspaceHistory, type WorkspaceFile } from '../workspace-history';
 import { loadBlob } from '../../team/workspace/workspace-log';
@@ -53,7 +54,7 @@ export class SessionController {
   /** The workspace's text files at the end of `?iteration` (default: the latest), rebuilt from the run's events. */
   @Get(':id/workspace')
   async workspace(@Param('id') id: string, @Query('iteration') iteration?: string): Promise<WorkspaceView> {
-    const wanted = iteration === undefined ? undefined : parseIntParam('iteration', iteration, 1, 1, 1000);
+    const wanted = parseIntParam('iteration', iteration, undefined, 1, 1000);
     const history = await loadRunHistory(this.store, id);
     if (history.length === 0) throw new RunNotFoundError(id);
     const { iterations, notReproduced } = await resolveBlobContents(workspaceHistory(history), async (sha256) => {
@@ -77,7 +78,7 @@ export class SessionController {
 
   @Get(':id/context')
   context(@Param('id') id: string, @Query('revision') revision?: string): Promise<RunContext> {
-    const r = revision === undefined ? undefined : parseIntParam('revision', revision, 0, 0, Number.MAX_SAFE_INTEGER);
+    const r = parseIntParam('revision', revision, undefined, 0, Number.MAX_SAFE_INTEGER);
     return this.queries.execute(new GetRunContextQuery(id, r));
   }
 

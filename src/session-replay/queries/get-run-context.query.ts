@@ -2,7 +2,7 @@ import { RunNotFoundError } from '../../team/domain/run-decider';
 import { Inject } from '@nestjs/common';
 import { QueryHandler, type IQueryHandler } from '@nestjs/cqrs';
 import { EVENT_STORE, type EventStore } from '../../events/event-store/event-store.port';
-import { loadRunHistory } from '../../team/run-history';
+import { loadRunHistory } from '../../team/runs/run-history';
 import { contextOf, replayRun, type RunContext } from '../replay';
 
 export class GetRunContextQuery {

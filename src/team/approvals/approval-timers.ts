@@ -3,8 +3,8 @@ import { CommandBus } from '@nestjs/cqrs';
 import { CLOCK } from '../../shared/system';
 import { DueTimeoutScanner, type DueTimeout } from '../dispatch/due-timeouts';
 import type { Clock } from '../../shared/ports';
-import type { RunSummary } from '../run-summary';
-import { RunsProjection } from '../runs.projection';
+import type { RunSummary } from '../runs/run-summary';
+import { RunsProjection } from '../runs/runs.projection';
 import { FireApprovalTimeoutCommand } from './commands/decide-approval.command';
 
 export const APPROVAL_TIMER_INTERVAL_MS = Symbol('APPROVAL_TIMER_INTERVAL_MS');

@@ -6,7 +6,7 @@ import { COMMAND_PATH } from '../../events/command-path.module';
 import { CLOCK } from '../../shared/system';
 import type { Clock } from '../../shared/ports';
 import { runDecider } from '../domain/run-decider';
-import { runContext, runStream } from '../run-stream';
+import { runContext, runStream } from '../runs/run-stream';
 import { RunSupervisor } from '../dispatch/run-supervisor';
 
 export class CancelRunCommand {

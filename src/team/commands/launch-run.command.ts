@@ -4,7 +4,7 @@ import type { Identity } from '../../auth/identity';
 import type { CommandPath } from '../../events/command-handling';
 import { COMMAND_PATH } from '../../events/command-path.module';
 import { CLOCK, newRunId } from '../../shared/system';
-import { buildRunLaunched, launchRun, type LaunchContext, type LaunchResult, type LaunchRunInput } from '../launch';
+import { buildRunLaunched, launchRun, type LaunchContext, type LaunchResult, type LaunchRunInput } from './launch';
 import { placedOn, type PlacementDecision } from '../dispatch/placement';
 import { RunSupervisor } from '../dispatch/run-supervisor';
 import type { LaunchPolicyDefaults } from '../domain/resilience/policies';

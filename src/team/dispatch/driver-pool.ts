@@ -9,7 +9,7 @@ import type { RunState } from '../domain/run-state';
 import type { RunDriver } from '../driver/run-driver';
 import { LeaseHeartbeat, type HeartbeatFigures } from '../leases/lease-heartbeat';
 import type { RunLeases } from '../leases/run-leases.port';
-import { loadRunState } from '../run-stream';
+import { loadRunState } from '../runs/run-stream';
 import type { ToolRegistry } from '../tools/tool-registry';
 import type { DispatchLogger, DispatchOptions } from './dispatch-options';
 import { DriverFailures, FAILING_GRACE_MS } from './driver-failures';

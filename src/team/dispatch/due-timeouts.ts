@@ -4,8 +4,8 @@ import type { CommandBus } from '@nestjs/cqrs';
 import { isStoreUnavailable } from '../../events/errors';
 import { OutageBackoff } from '../../events/store-retry';
 import type { Clock } from '../../shared/ports';
-import type { RunSummary } from '../run-summary';
-import type { RunsProjection } from '../runs.projection';
+import type { RunSummary } from '../runs/run-summary';
+import type { RunsProjection } from '../runs/runs.projection';
 
 export interface DueTimeout {
   id: string;

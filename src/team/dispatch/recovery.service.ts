@@ -8,10 +8,10 @@ import { OutageBackoff } from '../../events/store-retry';
 import { CLOCK } from '../../shared/system';
 import { TERMINAL_STATUSES } from '../domain/run-events';
 import { runDecider } from '../domain/run-decider';
-import { runContext, runStream } from '../run-stream';
+import { runContext, runStream } from '../runs/run-stream';
 import type { Clock } from '../../shared/ports';
 import { DriverPool } from './driver-pool';
-import { RunsProjection } from '../runs.projection';
+import { RunsProjection } from '../runs/runs.projection';
 import { RUN_LEASES, type RunLeases } from '../leases/run-leases.port';
 
 export const RECOVERY_INTERVAL_MS = Symbol('RECOVERY_INTERVAL_MS');

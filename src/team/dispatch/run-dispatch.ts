@@ -4,7 +4,7 @@ import { isStoreUnavailable } from '../../events/errors';
 import { followAcrossFaults } from '../../events/outlast-store';
 import type { HealthRegistry } from '../../shared/health';
 import { RUN_STREAM_PREFIX } from '../domain/run-events';
-import { runIdOfStream } from '../run-summary';
+import { runIdOfStream } from '../runs/run-summary';
 import type { DispatchLogger } from './dispatch-options';
 import type { Wake, WakeReason } from './driver-pool';
 

@@ -17,9 +17,9 @@ import { evolve, foldRun, initialRunState, newUserMessage, runStatus, type RunSt
 import type { ModelCallStartedData } from '../domain/run-events';
 import { isDecidedStep, needsArtifactHash, type DecidedStep } from '../domain/run-steps';
 import { runDecider } from '../domain/run-decider';
-import { loadRunState } from '../run-stream';
+import { loadRunState } from '../runs/run-stream';
 import { workspaceDigest } from '../tools/workspace-digest';
-import { loadRunHistory } from '../run-history';
+import { loadRunHistory } from '../runs/run-history';
 import { emptyManifest, unrebuildable, workspaceAt } from '../workspace/workspace-effects';
 import { isEmptyDirectory, restoreWorkspace, unrecoverableMessage } from '../workspace/workspace-log';
 import { compactContext } from './compaction';

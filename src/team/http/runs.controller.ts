@@ -6,26 +6,19 @@ import { CurrentIdentity } from '../../auth/current-identity.decorator';
 import type { Identity } from '../../auth/identity';
 import { EVENT_STORE, type EventStore } from '../../events/event-store/event-store.port';
 import { sseStart, streamEventsAsSse, wantsSse } from '../../http/event-stream-sse';
+import { parseIntParam } from '../../http/int-param';
 import { CancelRunCommand } from '../commands/cancel-run.command';
 import { LaunchRunCommand } from '../commands/launch-run.command';
 import { RUN_STATUSES, TERMINAL_STATUSES, toRunStreamId, type RunStatus } from '../domain/run-events';
-import type { LaunchResult, LaunchRunInput } from '../launch';
+import type { LaunchResult, LaunchRunInput } from '../commands/launch';
 import { instanceToPlain } from 'class-transformer';
 import { LiveRunBus } from '../live/live-run-bus';
 import { GetRunQuery, ListRunsQuery } from '../queries/run.queries';
-import type { RunSummary } from '../run-summary';
+import type { RunSummary } from '../runs/run-summary';
+import { waitForRunToSettle, type WaitAnswer } from '../runs/run-wait';
 import { CancelRunDto, LaunchRunDto } from './launch-run.dto';
 import { METRICS, type TriadMetrics } from '../../observability/metrics';
 
-
-/** A whole number in decimal digits only (no sign, exponent, fraction or blank: `?x=` is malformed, not the default). */
-export function parseIntParam(name: string, raw: string | undefined, def: number, min: number, max: number): number {
-  if (raw === undefined) return def;
-  if (!/^\d+$/.test(raw)) throw new BadRequestException(`${name} must be a non-negative integer`);
-  const n = Number(raw);
-  if (n < min || n > max) throw new BadRequestException(`${name} must be between ${min} and ${max}`);
-  return n;
-}
 
 @Controller('v1/runs')
 export class RunsController {
@@ -70,25 +63,9 @@ export class RunsController {
 
   @Post(':id/wait')
   @HttpCode(200)
-  async wait(@Param('id') id: string, @Query('timeoutMs') timeoutMs?: string) {
+  async wait(@Param('id') id: string, @Query('timeoutMs') timeoutMs?: string): Promise<WaitAnswer> {
     const limit = parseIntParam('timeoutMs', timeoutMs, 30_000, 0, 600_000);
-    const deadline = Date.now() + limit;
-    const waitsForAHuman = (r: RunSummary) => r.status === 'awaiting_review' || r.status === 'awaiting_approval';
-    let run: RunSummary = await this.queries.execute(new GetRunQuery(id));
-    while (!TERMINAL_STATUSES.has(run.status) && !waitsForAHuman(run) && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, Math.min(50, Math.max(1, deadline - Date.now()))));
-      run = await this.queries.execute(new GetRunQuery(id));
-    }
-    // A run waiting for a human goes no further on its own: answered at once.
-    if (waitsForAHuman(run)) return { status: 'waiting', runStatus: run.status, startedAt: run.startedAt, endedAt: null };
-    const ended = TERMINAL_STATUSES.has(run.status);
-    return {
-      status: !ended ? 'timeout' : run.status === 'completed' ? 'ok' : 'error',
-      runStatus: run.status,
-      terminationReason: run.terminationReason,
-      startedAt: run.startedAt,
-      endedAt: run.endedAt,
-    };
+    return waitForRunToSettle(this.store, id, () => this.queries.execute(new GetRunQuery(id)), limit);
   }
 
   /** JSON page of the run's events, or with `Accept: text/event-stream`, catch-up then live (SSE). */
@@ -110,9 +87,9 @@ export class RunsController {
         from: sseStart(req, from, revision),
         isEnd: (e) => e.type === 'RunEnded' && TERMINAL_STATUSES.has((e.data as { status: RunStatus }).status),
         // The model's text as it streams, on this process or relayed from the one driving the run.
-        live: (write) => {
+        live: (send) => {
           const deltas = this.live.of(id).subscribe((item) => {
-            if (item.kind === 'delta') write(`event: delta\ndata: ${JSON.stringify({ role: item.role, turn: item.turn, text: item.text })}\n\n`);
+            if (item.kind === 'delta') send({ event: 'delta', data: { role: item.role, turn: item.turn, text: item.text } });
           });
           return () => deltas.unsubscribe();
         },

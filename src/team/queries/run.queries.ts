@@ -1,8 +1,8 @@
 import { RunNotFoundError } from '../domain/run-decider';
 import { QueryHandler, type IQueryHandler } from '@nestjs/cqrs';
 import type { RunStatus } from '../domain/run-events';
-import type { RunSummary } from '../run-summary';
-import { RunsProjection } from '../runs.projection';
+import type { RunSummary } from '../runs/run-summary';
+import { RunsProjection } from '../runs/runs.projection';
 import { RunSupervisor } from '../dispatch/run-supervisor';
 
 /** Statuses in which a run needs a driver (not ended, not waiting for a human). */

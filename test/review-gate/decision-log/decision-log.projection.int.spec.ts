@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Client } from 'pg';
 import { seedRunAwaitingReview } from '../../../bench/seed-review';
 import { commandPathFor } from '../../../src/events/command-handling';
-import { runContext, runStream } from '../../../src/team/run-stream';
+import { runContext, runStream } from '../../../src/team/runs/run-stream';
 import type { EventStore } from '../../../src/events/event-store/event-store.port';
 import { SqliteEventStore } from '../../../src/events/event-store/sqlite.event-store';
 import { DecisionLog } from '../../../src/review-gate/decision-log/decision-log';

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SqliteEventStore } from '../../../src/events/event-store/sqlite.event-store';
-import type { RunSummary } from '../../../src/team/run-summary';
+import type { RunSummary } from '../../../src/team/runs/run-summary';
 import { tempDir } from '../../support/temp-dir';
 import { CLI, freePort, httpRequest, lastJson, runCli, sleep, triadEnv } from './gate-support';
 

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import type { RunLaunchedData } from '../../../src/team/domain/run-events';
-import type { RunSummary } from '../../../src/team/run-summary';
+import type { RunSummary } from '../../../src/team/runs/run-summary';
 import { tempDir } from '../../support/temp-dir';
 import {
   awaitingReview,

@@ -1,7 +1,7 @@
 import { commandPathFor } from '../../../src/events/command-handling';
 import { HealthRegistry } from '../../../src/shared/health';
 import { RunDispatcher } from '../../../src/team/dispatch/run-dispatch';
-import { launchRun } from '../../../src/team/launch';
+import { launchRun } from '../../../src/team/commands/launch';
 import { waitFor } from '../../support/wait-for';
 import { poolWith, recordingLogger } from './dispatch-fakes';
 

@@ -6,7 +6,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import type { RecordedEvent } from '../../../src/events/event-store/event-store.port';
 import { InMemoryEventStore } from '../../../src/events/event-store/in-memory.event-store';
 import { toRunStreamId } from '../../../src/team/domain/run-events';
-import { launchRun, type LaunchRunInput } from '../../../src/team/launch';
+import { launchRun, type LaunchRunInput } from '../../../src/team/commands/launch';
 import { ModelError, type ModelProvider, type ModelRequest, type ModelResponse, type RoleName } from '../../../src/team/models/model.port';
 import { toolUseResponse, type ScriptFunction, type ScriptStep } from '../../../src/team/models/scripted.model';
 import type { Clock } from '../../../src/shared/ports';

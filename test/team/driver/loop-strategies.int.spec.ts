@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { Checkpoint } from '../../../src/checkpoint/checkpoint';
 import type { CheckpointStore } from '../../../src/checkpoint/checkpoint-store.port';
 import { runStatus, terminationReason } from '../../../src/team/domain/run-state';
-import type { LoopInput } from '../../../src/team/launch';
+import type { LoopInput } from '../../../src/team/commands/launch';
 import { OfflineModelProvider } from '../../../src/team/models/offline.model';
 import type { ModelRequest } from '../../../src/team/models/model.port';
 import { dataOf, startRun, type Harness } from './driver-support';

@@ -6,7 +6,7 @@ import { replayRun } from '../../../src/session-replay/replay';
 import { ROLES } from '../../../src/team/domain/roles';
 import { toRunStreamId, type TeamRunEvent } from '../../../src/team/domain/run-events';
 import { runStatus, type RunState } from '../../../src/team/domain/run-state';
-import { buildRunLaunched, type LaunchRunInput } from '../../../src/team/launch';
+import { buildRunLaunched, type LaunchRunInput } from '../../../src/team/commands/launch';
 import { ModelError, type AssistantBlock, type ChatMessage, type ModelProvider, type ModelRequest, type ModelResponse, type RoleName } from '../../../src/team/models/model.port';
 import type { ScriptFunction, ScriptStep } from '../../../src/team/models/scripted.model';
 import type { LaunchPolicyDefaults, RetryPolicy } from '../../../src/team/domain/resilience/policies';
@@ -14,7 +14,7 @@ import type { DispatchMode } from '../../../src/team/domain/resilience/tool-disp
 import type { Clock } from '../../../src/shared/ports';
 import { RunDriver } from '../../../src/team/driver/run-driver';
 import type { RunObserver } from '../../../src/team/driver/step-context';
-import { loadRunHistory } from '../../../src/team/run-history';
+import { loadRunHistory } from '../../../src/team/runs/run-history';
 import { createBuiltinTools } from '../../../src/team/tools/builtin-tools';
 import { ToolRegistry } from '../../../src/team/tools/tool-registry';
 import type { ToolDefinition } from '../../../src/team/tools/tool.port';

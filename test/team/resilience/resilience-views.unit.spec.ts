@@ -5,7 +5,7 @@ import { contextOf, replayRun } from '../../../src/session-replay/replay';
 import { transcript } from '../../../src/session-replay/transcript';
 import type { TeamRunEvent } from '../../../src/team/domain/run-events';
 import { OfflineModelProvider } from '../../../src/team/models/offline.model';
-import { applyToSummary, type RunSummaryState } from '../../../src/team/run-summary';
+import { applyToSummary, type RunSummaryState } from '../../../src/team/runs/run-summary';
 import { renderForSummary } from '../../../src/team/domain/resilience/context-window';
 import { fold, recorded as recordRun, modelCallCompleted, modelCallStarted, phaseStarted, planSubmitted, RUN_ID, runLaunched, submitTurn, text, toolCallCompleted, toolUse } from '../machines/given-when-then';
 

@@ -8,7 +8,7 @@ import {
   type RetryPolicy,
 } from '../../../src/team/domain/resilience/policies';
 import { breakerAfter, CLOSED_BREAKER, isTripped, type BreakerState } from '../../../src/team/domain/resilience/circuit-breaker';
-import { buildRunLaunched, InvalidLaunchError, type LaunchRunInput } from '../../../src/team/launch';
+import { buildRunLaunched, InvalidLaunchError, type LaunchRunInput } from '../../../src/team/commands/launch';
 
 // Model-call retries, given / when / then: which wait follows which failed attempt, under a
 // schedule (the default) and under the older exponential form runs may have recorded.

@@ -3,7 +3,7 @@ import type { ToolApprovalRequestedData, ToolCallCompletedData } from '../../../
 import { foldRun, runStatus } from '../../../src/team/domain/run-state';
 import { ScriptedModelProvider, textResponse, toolUseResponse } from '../../../src/team/models/scripted.model';
 import { PRODUCT_LAUNCH_DEFAULTS } from '../../../src/team/domain/resilience/policies';
-import { applyToSummary, type RunSummaryState } from '../../../src/team/run-summary';
+import { applyToSummary, type RunSummaryState } from '../../../src/team/runs/run-summary';
 import { dataOf, plan, roleScript, startHarness, verdict, type Harness } from '../resilience/resilience-support';
 
 // Under the product's approval policy, a spawn whose sub-agent would get a high-risk tool

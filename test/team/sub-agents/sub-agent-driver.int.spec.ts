@@ -7,7 +7,7 @@ import { workspaceAt } from '../../../src/team/workspace/workspace-effects';
 import { createHash } from 'node:crypto';
 import { OfflineModelProvider } from '../../../src/team/models/offline.model';
 import { ScriptedModelProvider, textResponse, toolUseResponse, type ScriptStep } from '../../../src/team/models/scripted.model';
-import { applyToSummary, type RunSummaryState } from '../../../src/team/run-summary';
+import { applyToSummary, type RunSummaryState } from '../../../src/team/runs/run-summary';
 import { dataOf, plan, roleScript, startRun, verdict, type Harness } from '../driver/driver-support';
 import type { RecordedEvent } from '../../../src/events/event-store/event-store.port';
 import { ModelError } from '../../../src/team/models/model.port';

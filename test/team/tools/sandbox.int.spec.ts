@@ -1,6 +1,6 @@
 import { createBuiltinTools } from '../../../src/team/tools/builtin-tools';
 import { DEFAULT_SANDBOX_SETTINGS, Sandbox } from '../../../src/team/tools/sandbox/sandbox';
-import { buildRunLaunched, InvalidLaunchError } from '../../../src/team/launch';
+import { buildRunLaunched, InvalidLaunchError } from '../../../src/team/commands/launch';
 import { contextFor, scratchDir, toolNamed } from './tool-test-support';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';

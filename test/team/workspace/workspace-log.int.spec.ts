@@ -8,12 +8,12 @@ import { InMemoryEventStore } from '../../../src/events/event-store/in-memory.ev
 import { forkPoint } from '../../../src/session-replay/fork';
 import type { ToolCallCompletedData, WorkspaceUnrecoverableData } from '../../../src/team/domain/run-events';
 import { runStatus, terminationReason } from '../../../src/team/domain/run-state';
-import { launchRun } from '../../../src/team/launch';
+import { launchRun } from '../../../src/team/commands/launch';
 import { ModelError, type ModelProvider, type ModelRequest } from '../../../src/team/models/model.port';
 import { OfflineModelProvider } from '../../../src/team/models/offline.model';
 import { RunDriver } from '../../../src/team/driver/run-driver';
 import type { RunDriverDeps } from '../../../src/team/driver/step-context';
-import { loadRunHistory } from '../../../src/team/run-history';
+import { loadRunHistory } from '../../../src/team/runs/run-history';
 import { createBuiltinTools } from '../../../src/team/tools/builtin-tools';
 import { createDefaultToolRegistry } from '../../../src/team/tools/tool-registry';
 import { blobStreamId, workspaceAt } from '../../../src/team/workspace/workspace-effects';

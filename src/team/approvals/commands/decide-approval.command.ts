@@ -5,11 +5,11 @@ import { COMMAND_PATH } from '../../../events/command-path.module';
 import { CLOCK } from '../../../shared/system';
 import { runStatus } from '../../domain/run-state';
 import type { Clock } from '../../../shared/ports';
-import { decideAtGate } from '../../human-decision';
+import { decideAtGate } from '../../commands/human-decision';
 import { DecisionProofs } from '../../../attestation/decision-proofs';
 import { statementText } from '../../../attestation/personal-signature';
 import { ConflictError } from '../../../shared/errors';
-import { loadRunState } from '../../run-stream';
+import { loadRunState } from '../../runs/run-stream';
 import {
   approvalStatement,
   ApprovalNotFoundError,

@@ -6,11 +6,11 @@ import { CurrentCredential, CurrentIdentity } from '../../../auth/current-identi
 import { requestProof } from '../../../attestation/signature-input';
 import { statementHash, statementText, type DecisionStatement } from '../../../attestation/personal-signature';
 import { EVENT_STORE, type EventStore } from '../../../events/event-store/event-store.port';
-import { loadRunState } from '../../run-stream';
+import { loadRunState } from '../../runs/run-stream';
 import { ApprovalNotFoundError, approvalStatement } from '../../domain/approval-decider';
 import { parseApprovalId } from '../../domain/approval-id';
 import type { Identity } from '../../../auth/identity';
-import { RunsProjection } from '../../runs.projection';
+import { RunsProjection } from '../../runs/runs.projection';
 import { ApproveToolCallCommand, RejectToolCallCommand, type ApprovalResult } from '../commands/decide-approval.command';
 import { VISIBLE_TEXT } from '../../../shared/text';
 import { InvalidRequestError } from '../../../shared/errors';

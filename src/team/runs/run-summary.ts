@@ -1,13 +1,13 @@
-import { pureTransition, restoreSnapshot } from './domain/pure-transition';
-import type { RecordedEvent } from '../events/event-store/event-store.port';
-import type { RoleName } from './models/model.port';
-import { LOOP_EVENT_TYPES, RUN_STREAM_PREFIX, type ChosenStrategy, type LoopStrategy, type RunCoreEvent, type RunStatus, type TeamRunEvent, type TerminationReason } from './domain/run-events';
-import { statusOf, teamRunMachine } from './domain/team-run.machine';
-import { initialTeamSnapshot, type TeamSnapshot } from './domain/run-state';
-import { SUB_AGENT_TERMINAL, subAgentLifecycle, type SubAgentStatus } from './domain/sub-agents';
-import type { StepLoopState } from './domain/loop-strategy';
-import { guardEvent, newGateGuard, type GateGuard, type GateRefusal } from '../attestation/decision-gate';
-import { pinOf, type RunPin } from './domain/model-pin';
+import { pureTransition, restoreSnapshot } from '../domain/pure-transition';
+import type { RecordedEvent } from '../../events/event-store/event-store.port';
+import type { RoleName } from '../models/model.port';
+import { LOOP_EVENT_TYPES, RUN_STREAM_PREFIX, type RunCoreEvent, type RunStatus, type TeamRunEvent, type TerminationReason } from '../domain/run-events';
+import { statusOf, teamRunMachine } from '../domain/team-run.machine';
+import { initialTeamSnapshot, type TeamSnapshot } from '../domain/run-state';
+import { SUB_AGENT_TERMINAL, subAgentLifecycle, type SubAgentStatus } from '../domain/sub-agents';
+import { applyLoopEvent, forkedLoops, loopsOf, type Loops } from './loop-summary';
+import { guardEvent, newGateGuard, type GateGuard, type GateRefusal } from '../../attestation/decision-gate';
+import { pinOf, type RunPin } from '../domain/model-pin';
 
 /**
  * The read model of one run, folded from its events by a store subscription: what GET /v1/runs
@@ -59,7 +59,7 @@ export interface RunSummary {
   /** The run's sub-agents, in the order they were spawned (absent until one is). */
   subAgents?: SubAgentSummary[];
   /** Roles whose loop strategy is not react (domain/loop-strategy.ts): the strategy and where the role is in its plan. */
-  loops?: Partial<Record<RoleName, LoopSummary>>;
+  loops?: Loops;
   /**
    * Events in the run's stream not acted on: decisions without a valid attestation, and what only
    * a decision may cause (absent when there are none). The run waits as if they were not there.
@@ -69,17 +69,6 @@ export interface RunSummary {
   revision: number;
   /** That event's position in the store. */
   position: number;
-}
-
-export interface LoopSummary {
-  /** As launched (`auto` included). */
-  strategy: LoopStrategy;
-  /** What the role's latest phase runs: the launched strategy, or auto's choice. */
-  running?: ChosenStrategy;
-  /** Steps of the current plan, and replans in the current phase. */
-  steps?: number;
-  replans: number;
-  currentStep?: { index: number; of: number; text: string; status: 'running' | 'completed' | 'failed' };
 }
 
 export interface PendingApproval {
@@ -133,60 +122,6 @@ export interface RunSummaryState {
 }
 
 /** The loop strategies a launch sets (react roles are left out). */
-function loopsOf(team: Record<RoleName, { loop?: { strategy: LoopStrategy } }>): Pick<RunSummary, 'loops'> {
-  const loops: Partial<Record<RoleName, LoopSummary>> = {};
-  for (const [role, cfg] of Object.entries(team) as [RoleName, { loop?: { strategy: LoopStrategy } }][]) {
-    if (cfg.loop) loops[role] = { strategy: cfg.loop.strategy, replans: 0 };
-  }
-  return Object.keys(loops).length > 0 ? { loops } : {};
-}
-
-/** A fork's loops: the launch's, with the phase's plan where the parent had it at the fork point. */
-function forkedLoops(view: { launched: { team: Record<RoleName, { loop?: { strategy: LoopStrategy } }> }; stepLoop?: unknown; chosenStrategy?: ChosenStrategy }): Pick<RunSummary, 'loops'> {
-  const { loops } = loopsOf(view.launched.team);
-  // The fork recorded the fold's StepLoopState as it stood (fork-run.command.ts).
-  const at = view.stepLoop as StepLoopState | undefined;
-  const loop = at && loops?.[at.role];
-  if (!at || !loop) return loops ? { loops } : {};
-  loop.running = view.chosenStrategy ?? at.strategy;
-  loop.replans = at.replans;
-  if (at.planned) loop.steps = at.steps.length;
-  if (at.planned && at.inStep) loop.currentStep = { index: at.current + 1, of: at.steps.length, text: at.steps[at.current], status: 'running' };
-  else if (at.failed) loop.currentStep = { index: at.current + 1, of: at.steps.length, text: at.failed.text, status: 'failed' };
-  else if (at.current > 0) loop.currentStep = { index: at.current, of: at.steps.length, text: at.steps[at.current - 1], status: 'completed' };
-  return { loops };
-}
-
-/** Where a plan-first role is: its strategy, its plan's size, its current step. */
-function applyLoopEvent(s: RunSummary, event: TeamRunEvent): void {
-  if (event.type === 'PhaseStarted') {
-    const loop = s.loops?.[event.data.role];
-    if (loop) s.loops![event.data.role] = { strategy: loop.strategy, replans: 0, ...(loop.strategy !== 'auto' ? { running: loop.strategy as ChosenStrategy } : {}) };
-    return;
-  }
-  if (!event.type.startsWith('Loop')) return;
-  const loop = s.loops?.[(event.data as { role: RoleName }).role];
-  if (!loop) return;
-  switch (event.type) {
-    case 'LoopStrategyChosen':
-      loop.running = event.data.strategy;
-      break;
-    case 'LoopPlanRecorded':
-    case 'LoopReplanned':
-      loop.steps = event.data.steps.length;
-      if (event.type === 'LoopReplanned') loop.replans = event.data.replan;
-      loop.currentStep = undefined;
-      break;
-    case 'LoopStepStarted':
-      loop.currentStep = { index: event.data.index, of: event.data.of, text: event.data.text, status: 'running' };
-      break;
-    case 'LoopStepCompleted':
-    case 'LoopStepFailed':
-      if (loop.currentStep) loop.currentStep.status = event.type === 'LoopStepCompleted' ? 'completed' : 'failed';
-      break;
-  }
-}
-
 /**
  * The events that change a run's summary: the team machine's, and those the summary counts or
  * lists. The runs read model subscribes to these alone (every process follows every run, and a

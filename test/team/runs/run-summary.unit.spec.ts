@@ -1,7 +1,7 @@
-import type { RecordedEvent } from '../../src/events/event-store/event-store.port';
-import { TEAM_RUN_EVENT_TYPES } from '../../src/team/domain/run-events';
-import { teamRunMachine } from '../../src/team/domain/team-run.machine';
-import { applyToSummary, SUMMARY_EVENT_TYPES, type RunSummaryState } from '../../src/team/run-summary';
+import type { RecordedEvent } from '../../../src/events/event-store/event-store.port';
+import { TEAM_RUN_EVENT_TYPES } from '../../../src/team/domain/run-events';
+import { teamRunMachine } from '../../../src/team/domain/team-run.machine';
+import { applyToSummary, SUMMARY_EVENT_TYPES, type RunSummaryState } from '../../../src/team/runs/run-summary';
 import {
   iterationStarted,
   modelCallCompleted,
@@ -18,7 +18,7 @@ import {
   toolUse,
   verdictTurn,
   workSubmitted,
-} from './machines/given-when-then';
+} from '../machines/given-when-then';
 
 // The runs read model folds only SUMMARY_EVENT_TYPES (so that a process need not read the rest of
 // every run's stream): the summary must not depend on the others.

@@ -1,14 +1,14 @@
-import { InvalidRequestError } from '../shared/errors';
-import type { CommandPath } from '../events/command-handling';
-import { runContext, runStream } from './run-stream';
-import { foldRun, type RunState } from './domain/run-state';
-import { runDecider } from './domain/run-decider';
-import type { RoleName } from './models/model.port';
-import { DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TURNS, DEFAULT_TIMEOUT_MS, DEFAULT_TOKEN_BUDGET, ROLES } from './domain/roles';
-import { LOOP_STRATEGIES, toRunStreamId, type RunProjectLink, type TeamRunEvent, type ReviewPolicy, type ReviewTimeoutPolicy, type RoleConfig, type RunLaunchedData, type RunSandbox } from './domain/run-events';
-import { resolveRoleTools, ToolPolicyError } from './tools/tool-registry';
-import { loopSettingsOf, loopSettingsProblem, type LoopInput } from './domain/loop-strategy';
-export type { LoopInput } from './domain/loop-strategy';
+import { InvalidRequestError } from '../../shared/errors';
+import type { CommandPath } from '../../events/command-handling';
+import { runContext, runStream } from '../runs/run-stream';
+import { foldRun, type RunState } from '../domain/run-state';
+import { runDecider } from '../domain/run-decider';
+import type { RoleName } from '../models/model.port';
+import { DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_TURNS, DEFAULT_TIMEOUT_MS, DEFAULT_TOKEN_BUDGET, ROLES } from '../domain/roles';
+import { LOOP_STRATEGIES, toRunStreamId, type RunProjectLink, type TeamRunEvent, type ReviewPolicy, type ReviewTimeoutPolicy, type RoleConfig, type RunLaunchedData, type RunSandbox } from '../domain/run-events';
+import { resolveRoleTools, ToolPolicyError } from '../tools/tool-registry';
+import { loopSettingsOf, loopSettingsProblem, type LoopInput } from '../domain/loop-strategy';
+export type { LoopInput } from '../domain/loop-strategy';
 import {
   DEFAULT_RETRY_POLICY,
   DEFAULT_STAGNATION_POLICY,
@@ -24,10 +24,10 @@ import {
   retrySchedule,
   type StagnationPolicy,
   type ToolApprovalPolicy,
-} from './domain/resilience/policies';
-import { hasVisibleText } from '../shared/text';
-import { parseNetworkAllowList } from './tools/sandbox/sandbox-policy';
-import { launchPin, unservedModel, type ModelCatalogue, type ProcessModel } from './domain/model-pin';
+} from '../domain/resilience/policies';
+import { hasVisibleText } from '../../shared/text';
+import { parseNetworkAllowList } from '../tools/sandbox/sandbox-policy';
+import { launchPin, unservedModel, type ModelCatalogue, type ProcessModel } from '../domain/model-pin';
 
 export interface LaunchRunInput {
   goal: string;

@@ -1,11 +1,11 @@
 import { Logger } from '@nestjs/common';
-import type { CommandPath, CommandResult } from '../events/command-handling';
-import { WrongExpectedRevisionError } from '../events/errors';
-import { ConflictError } from '../shared/errors';
-import { SelfDecisionError } from '../shared/self-decision';
-import type { TeamRunEvent } from './domain/run-events';
-import type { RunState } from './domain/run-state';
-import { runContext, runStream } from './run-stream';
+import type { CommandPath, CommandResult } from '../../events/command-handling';
+import { WrongExpectedRevisionError } from '../../events/errors';
+import { ConflictError } from '../../shared/errors';
+import { SelfDecisionError } from '../../shared/self-decision';
+import type { TeamRunEvent } from '../domain/run-events';
+import type { RunState } from '../domain/run-state';
+import { runContext, runStream } from '../runs/run-stream';
 
 const security = new Logger('security');
 

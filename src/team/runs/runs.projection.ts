@@ -1,8 +1,8 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import { CatchUpFold } from '../events/catch-up-fold';
-import { EVENT_STORE, type EventStore, type RecordedEvent } from '../events/event-store/event-store.port';
-import { HEALTH_REGISTRY, type HealthRegistry } from '../shared/health';
-import { RUN_STREAM_PREFIX, TERMINAL_STATUSES, type RunStatus } from './domain/run-events';
+import { CatchUpFold } from '../../events/catch-up-fold';
+import { EVENT_STORE, type EventStore, type RecordedEvent } from '../../events/event-store/event-store.port';
+import { HEALTH_REGISTRY, type HealthRegistry } from '../../shared/health';
+import { RUN_STREAM_PREFIX, TERMINAL_STATUSES, type RunStatus } from '../domain/run-events';
 import { applyToSummary, runIdOfStream, SUMMARY_EVENT_TYPES, type RunSummary, type RunSummaryState } from './run-summary';
 
 /** The name this projection reports its health under. */

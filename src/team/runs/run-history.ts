@@ -1,6 +1,6 @@
-import { DEFAULT_PAGE_EVENTS, type EventStore, type RecordedEvent } from '../events/event-store/event-store.port';
-import { toRunStreamId, type RunForkedData } from './domain/run-events';
-import { foldRun, type RunState } from './domain/run-state';
+import { DEFAULT_PAGE_EVENTS, type EventStore, type RecordedEvent } from '../../events/event-store/event-store.port';
+import { toRunStreamId, type RunForkedData } from '../domain/run-events';
+import { foldRun, type RunState } from '../domain/run-state';
 
 /** Events read per page when folding a stream: memory stays flat however long the run. */
 export const FOLD_PAGE_EVENTS = DEFAULT_PAGE_EVENTS;

@@ -1,9 +1,9 @@
-import { restoreCheckpoint } from '../checkpoint/checkpoint';
-import type { CheckpointStore } from '../checkpoint/checkpoint-store.port';
-import type { CommandContext, StreamModel } from '../events/command-handling';
-import type { EventStore } from '../events/event-store/event-store.port';
-import { toRunStreamId, type TeamRunEvent } from './domain/run-events';
-import { evolve, initialRunState, type RunState } from './domain/run-state';
+import { restoreCheckpoint } from '../../checkpoint/checkpoint';
+import type { CheckpointStore } from '../../checkpoint/checkpoint-store.port';
+import type { CommandContext, StreamModel } from '../../events/command-handling';
+import type { EventStore } from '../../events/event-store/event-store.port';
+import { toRunStreamId, type TeamRunEvent } from '../domain/run-events';
+import { evolve, initialRunState, type RunState } from '../domain/run-state';
 import { foldRunHistory } from './run-history';
 
 /** A run's stream for the command path: loaded from its latest checkpoint, folded with `evolve`. */
