@@ -73,13 +73,28 @@ export class PostgresChannelListener {
   async add(channel: string): Promise<void> {
     if (this.channels.has(channel)) return;
     this.channels.add(channel);
-    await this.client?.query(`LISTEN ${quoteIdent(channel)}`);
+    await this.onConnection(`LISTEN ${quoteIdent(channel)}`);
   }
 
   /** Stops listening to a channel (payloads already received may still be handed over). */
   async remove(channel: string): Promise<void> {
     if (!this.channels.delete(channel)) return;
-    await this.client?.query(`UNLISTEN ${quoteIdent(channel)}`);
+    await this.onConnection(`UNLISTEN ${quoteIdent(channel)}`);
+  }
+
+  /**
+   * A LISTEN or UNLISTEN on the current connection. One that fails is a connection that died under
+   * it (terminated, or lost before its error event came): it is replaced, and the replacement
+   * listens to the channels as they are now, this change included, so nothing is thrown.
+   */
+  private async onConnection(statement: string): Promise<void> {
+    const client = this.client;
+    if (!client) return;
+    try {
+      await client.query(statement);
+    } catch {
+      this.drop(client);
+    }
   }
 
   /** Like `start`; a failure is retried after a pause (and reported). */
