@@ -70,19 +70,20 @@ export class ApiKeyGuard implements CanActivate {
   }
 
   /**
-   * The identity of a request's key or session. A request that carries one is first checked
-   * against its address's failed attempts (429 once they are used up), and a refusal counts as one.
-   * A request with neither is refused without counting: a browser that has not signed in sends none.
+   * The identity of a request's key or session. A request with an API key is first checked against
+   * its address's failed attempts (429 once they are used up), and a wrong key counts as one. A
+   * session cookie is neither limited nor counted: its id is 256 random bits, nothing to guess, and
+   * a browser whose session ended (signed out, expired) still sends it for a while — counting those
+   * would lock its address out. A request with neither is refused without counting.
    */
   private async authenticate(req: AuthenticatedRequest, res: { setHeader(name: string, value: string): void }): Promise<Identity> {
-    const bearer = header(req, 'authorization') !== undefined;
-    const credentialed = bearer || readCookie(req.headers.cookie, SESSION_COOKIE) !== undefined;
+    if (header(req, 'authorization') === undefined) return this.session(req);
     const address = req.ip ?? 'unknown';
-    if (credentialed) await this.attempts.refuseIfLimited(address, (name, value) => res.setHeader(name, value));
+    await this.attempts.refuseIfLimited(address, (name, value) => res.setHeader(name, value));
     try {
-      return bearer ? this.bearer(req) : this.session(req);
+      return this.bearer(req);
     } catch (err) {
-      if (credentialed && err instanceof UnauthorizedException) await this.attempts.failed(address);
+      if (err instanceof UnauthorizedException) await this.attempts.failed(address);
       throw err;
     }
   }

@@ -207,6 +207,15 @@ describe('the headers of every answer', () => {
 });
 
 describe('given failed authentications from one address', () => {
+  it('given a browser whose session ended, when it keeps sending the stale cookie, then each is a 401 and the address is not locked out', async () => {
+    // A session id is 256 random bits: nothing to guess, and a signed-out page sends it for a while.
+    for (let i = 0; i < 15; i++) {
+      const res = await fetch(`${app.url}/v1/runs`, { headers: { cookie: `triad_session=ended-session-${i}` } });
+      expect(res.status).toBe(401);
+    }
+    expect((await app.request('GET', '/v1/runs', { as: 'auditor' })).status).toBe(200);
+  });
+
   it('when they pass the limit, then every credentialed request from it is refused 429 with Retry-After, and the failures are counted', async () => {
     const failedBefore = await metric('triad_auth_failures_total{outcome="failed"}');
     for (let i = 0; i < 3; i++) expect((await app.request('GET', '/v1/runs', { as: { raw: `Bearer wrong-key-${i}-0123456789` } })).status).toBe(401);
