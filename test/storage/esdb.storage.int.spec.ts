@@ -1,33 +1,16 @@
 import { ConfigError } from '../../src/config/config';
-import { EsdbConnection } from '../../src/events/esdb.client';
 import { EsdbEventStore } from '../../src/events/event-store/esdb.event-store';
 import { EsdbDecisionRecordRepository } from '../../src/review-gate/decision-log/esdb.decision-record.repository';
 import { openStorage } from '../../src/storage/storage';
 import { decisionRecordRepositoryContract } from '../review-gate/decision-log/decision-record.repository.contract';
-import { esdbTarget, freshNamespace, type EsdbTarget } from '../support/esdb';
+import { esdbForFile, freshNamespace } from '../support/esdb';
 
 // The decision log beside the events on EventStoreDB, through its repository's contract suite, and
 // the storage that opens every store: one server for the whole file. The checkpoint store and the
 // run leases run their contracts beside their ports (test/checkpoint/, test/team/leases/).
 
-let target: EsdbTarget;
-const connections: EsdbConnection[] = [];
-
-beforeAll(async () => {
-  target = await esdbTarget();
-});
-
-afterAll(async () => {
-  for (const c of connections.splice(0)) await c.close();
-  await target.stop();
-});
-
-/** A connection of its own, as another process has. */
-function connect(): EsdbConnection {
-  const conn = new EsdbConnection(target.url);
-  connections.push(conn);
-  return conn;
-}
+const esdb = esdbForFile();
+const connect = esdb.connect;
 
 decisionRecordRepositoryContract(
   'esdb',
@@ -41,7 +24,7 @@ decisionRecordRepositoryContract(
 
 describe('esdb storage', () => {
   it('opens every store on one connection, under one namespace, and closes once', async () => {
-    const storage = await openStorage({ store: 'esdb', esdbUrl: target.url, dataDir: '/nonexistent' }, { esdbNamespace: freshNamespace() });
+    const storage = await openStorage({ store: 'esdb', esdbUrl: esdb.target.url, dataDir: '/nonexistent' }, { esdbNamespace: freshNamespace() });
     expect(storage.kind).toBe('esdb');
     expect(storage.events).toBeInstanceOf(EsdbEventStore);
     await storage.events.append('run-1', [{ type: 'A', data: {} }]);

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { EsdbConnection } from '../../src/events/esdb.client';
 import { startFakeEsdb, type FakeEsdbServer } from './esdb-server/esdb-server';
 
 /**
@@ -24,4 +25,39 @@ export async function esdbTarget(): Promise<EsdbTarget> {
 /** A namespace of its own for a harness or test. */
 export function freshNamespace(prefix = 't'): string {
   return `${prefix}${process.pid}_${randomBytes(5).toString('hex')}`;
+}
+
+/**
+ * One EventStoreDB for the whole test file (started in beforeAll, stopped in afterAll) and the
+ * connections its tests open: `connect()` gives one of its own, as another process has; every one
+ * is closed after the file's tests (or earlier, by `closeConnections`).
+ */
+export function esdbForFile(): { readonly target: EsdbTarget; connect(url?: string): EsdbConnection; closeConnections(): Promise<void> } {
+  let started: EsdbTarget | undefined;
+  const connections: EsdbConnection[] = [];
+  beforeAll(async () => {
+    started = await esdbTarget();
+  });
+  const closeConnections = async (): Promise<void> => {
+    for (const c of connections.splice(0)) await c.close();
+  };
+  afterAll(async () => {
+    await closeConnections();
+    await started?.stop();
+  });
+  const target = (): EsdbTarget => {
+    if (!started) throw new Error("this file's EventStoreDB starts in beforeAll");
+    return started;
+  };
+  return {
+    get target() {
+      return target();
+    },
+    connect(url = target().url) {
+      const conn = new EsdbConnection(url);
+      connections.push(conn);
+      return conn;
+    },
+    closeConnections,
+  };
 }

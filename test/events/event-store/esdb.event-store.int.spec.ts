@@ -3,30 +3,15 @@ import { EsdbConnection } from '../../../src/events/esdb.client';
 import { StoreUnavailableError } from '../../../src/events/errors';
 import { EsdbEventStore } from '../../../src/events/event-store/esdb.event-store';
 import { eventStoreContract } from './event-store.contract';
-import { esdbTarget, freshNamespace, type EsdbTarget } from '../../support/esdb';
+import { esdbForFile, esdbTarget, freshNamespace, type EsdbTarget } from '../../support/esdb';
 import { startFakeEsdb } from '../../support/esdb-server/esdb-server';
 import { RecordedPositionError, WrongExpectedRevisionError } from '../../../src/events/errors';
 import type { RecordedEvent } from '../../../src/events/event-store/event-store.port';
 import { waitFor } from '../../support/wait-for';
 
-let target: EsdbTarget;
 const eventStoreOptions = (o: ConstructorParameters<typeof EsdbEventStore>[1]) => o;
-const connections: EsdbConnection[] = [];
-
-beforeAll(async () => {
-  target = await esdbTarget();
-});
-
-afterAll(async () => {
-  for (const c of connections.splice(0)) await c.close();
-  await target.stop();
-});
-
-function connect(url = target.url): EsdbConnection {
-  const conn = new EsdbConnection(url);
-  connections.push(conn);
-  return conn;
-}
+const esdb = esdbForFile();
+const connect = esdb.connect;
 
 eventStoreContract(
   'esdb',
@@ -36,13 +21,13 @@ eventStoreContract(
     // test has a namespace of its own.
     const namespace = freshNamespace();
     let own: Promise<EsdbTarget> | undefined;
-    const url = async () => (process.env.TRIAD_ESDB_URL ? target.url : (await (own ??= esdbTarget())).url);
+    const url = async () => (process.env.TRIAD_ESDB_URL ? esdb.target.url : (await (own ??= esdbTarget())).url);
     const open = async (o?: Parameters<typeof eventStoreOptions>[0]) => new EsdbEventStore(connect(await url()), eventStoreOptions({ namespace, ...o }));
     return {
       open,
       reopen: open,
       cleanup: async () => {
-        for (const c of connections.splice(0)) await c.close();
+        await esdb.closeConnections();
         await (await own)?.stop();
       },
     };
@@ -102,8 +87,8 @@ describe('esdb store specifics', () => {
     const namespace = freshNamespace();
     const store = new EsdbEventStore(connect(), { namespace });
     const { position } = await store.append('mine', [{ type: 'A', data: {} }]);
-    target.fake?.foreign('orders-1', 'OrderPlaced');
-    target.fake?.foreign('$stats-127.0.0.1:2113', '$statsCollected');
+    esdb.target.fake?.foreign('orders-1', 'OrderPlaced');
+    esdb.target.fake?.foreign('$stats-127.0.0.1:2113', '$statsCollected');
     expect(await store.headPosition()).toBe(position);
     expect((await store.readAll()).map((e) => e.streamId)).toEqual(['mine']);
   });
