@@ -310,7 +310,7 @@ export function eventStoreContract(name: string, makeHarness: () => ContractHarn
         const streamsOf = ['run-a', 'run-b', 'apikeys', 'workspace-x'];
         await Promise.all(
           [store, other].map(async (writer, w) => {
-            for (let i = 0; i < 120; i++) {
+            for (let i = 0; i < 60; i++) {
               const batch = i % 5 === 0 ? [ev(types[i % 3], { w, i }), ev(types[(i + 1) % 3], { w, i })] : [ev(types[i % 3], { w, i })];
               await writer.append(`${streamsOf[(i + w) % 4]}-${w}`, batch);
             }

@@ -27,10 +27,11 @@ describe('dispatch benchmark (tiny run)', () => {
     expect(lines.join('\n')).toMatch(/target: three-pass tool step/);
   });
 
-  // How much faster is the benchmark's to say (docs/BENCHMARKS.md); on a loaded machine only the order holds.
-  it('serial takes at least all four tools; three-pass less', () => {
+  // How much faster three-pass is, is the benchmark's to say (docs/BENCHMARKS.md): timings on a
+  // loaded machine order nothing, so only the floor that no load can lower is asserted here. That
+  // read-only tools run concurrently is asserted by test/team/resilience/scripted-dispatch.int.spec.ts.
+  it('serial takes at least all four tools, one after another', () => {
     expect(result.driver.memory.serial.medianMs).toBeGreaterThanOrEqual(4 * 30 - 5);
-    expect(result.driver.memory['three-pass'].medianMs).toBeLessThan(result.driver.memory.serial.medianMs);
-    expect(result.dispatch['three-pass'].medianMs).toBeLessThan(result.dispatch.serial.medianMs);
+    expect(result.dispatch.serial.medianMs).toBeGreaterThanOrEqual(4 * 30 - 5);
   });
 });
