@@ -32,7 +32,7 @@ export interface TimelineGroup {
   durationMs: number;
   /** The reviewer's verdict (a review group), the review and its outcome (a decision group), the end's status. */
   verdict?: string;
-  review?: { reviewId: string; outcome?: string };
+  review?: { reviewId: string; outcome?: string; by?: string };
   ended?: { status: string; reason: string };
 }
 
@@ -115,7 +115,7 @@ export function groupTimeline(events: readonly TimelineEvent[]): TimelineGroup[]
     }
     if (e.type === 'ToolCallCompleted') group!.toolCalls += 1;
     if (e.type === 'VerdictSubmitted') group!.verdict = str(e.data, 'verdict');
-    if (e.type === 'ReviewDecided' && group!.review) group!.review.outcome = str(e.data, 'outcome');
+    if (e.type === 'ReviewDecided' && group!.review) Object.assign(group!.review, { outcome: str(e.data, 'outcome'), by: str(e.data, 'decider') });
   });
   for (const g of groups) g.durationMs = Math.max(0, Date.parse(g.endedAt) - Date.parse(g.startedAt));
   return groups;

@@ -45,7 +45,7 @@ const RUN: Step[] = [
   ...turn('reviewer', 'submit_verdict'),
   ['VerdictSubmitted', { iteration: 1, verdict: 'APPROVE' }],
   ['ReviewOpened', { iteration: 1, reviewId: 'rev_r1_1' }],
-  ['ReviewDecided', { iteration: 1, reviewId: 'rev_r1_1', outcome: 'rejected' }],
+  ['ReviewDecided', { iteration: 1, reviewId: 'rev_r1_1', outcome: 'rejected', decider: 'user:bob' }],
   ['IterationStarted', { iteration: 2 }],
   ['PhaseStarted', { phase: 'executing', role: 'executor', iteration: 2 }],
   ...turn('executor', 'submit_work'),
@@ -74,7 +74,7 @@ describe("the run page's timeline groups", () => {
     // One second per event: a group's duration runs from its first event to its last.
     expect(execute.durationMs).toBe(9000);
     expect(review.verdict).toBe('APPROVE');
-    expect(decision.review).toEqual({ reviewId: 'rev_r1_1', outcome: 'rejected' });
+    expect(decision.review).toEqual({ reviewId: 'rev_r1_1', outcome: 'rejected', by: 'user:bob' });
     expect(groups[7].review).toEqual({ reviewId: 'rev_r1_2' });
     // Every event is in exactly one group, in order.
     expect(groups.map((g) => [g.first, g.last])).toEqual(groups.map((g, i) => [i === 0 ? 0 : groups[i - 1].last + 1, g.last]));
