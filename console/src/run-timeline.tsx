@@ -1,7 +1,8 @@
 // A run's timeline in groups (timeline.ts): each folded to one line with its counts and time, the
 // current one open, the others opened on demand; cards are built only for open groups, so a long
 // run's page stays light. Turn navigation opens the group a turn is in and moves focus to it.
-import { useEffect, useMemo, useState } from 'preact/hooks';
+import type { VNode } from 'preact';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { RoleName } from '../../src/http/api-types';
 import { groupTimeline, turnIndex, type TimelineGroup } from './timeline';
 import { reviewHref, TimelineItem, type Typed } from './timeline-item';
@@ -52,6 +53,17 @@ export function RunTimeline({ events, live }: { events: Typed[]; live: LiveText 
   const [target, setTarget] = useState<{ turn: number } | null>(null);
   const selected = target?.turn ?? null;
   const [jump, setJump] = useState('');
+  // A recorded event never changes: its card, once built, is the same element at every render, which
+  // Preact does not diff again. A busy open group then costs its new cards, not all of them.
+  const built = useRef(new Map<number, VNode>()).current;
+  const card = (e: Typed, index: number): VNode => {
+    let v = built.get(e.revision);
+    if (!v) {
+      v = <TimelineItem key={e.revision} e={e} turn={e.type === 'ModelCallCompleted' ? turnOf(turns, index) : undefined} />;
+      built.set(e.revision, v);
+    }
+    return v;
+  };
   const current = groups.length > 0 ? groups[groups.length - 1].key : undefined;
   const isOpen = (g: TimelineGroup) => toggled[g.key] ?? g.key === current;
 
@@ -111,7 +123,7 @@ export function RunTimeline({ events, live }: { events: Typed[]; live: LiveText 
           return (
             <li key={g.key} class={`group group-${g.kind}${open ? ' open' : ''}`}>
               <div class="group-line">
-                <button type="button" class="fold" aria-expanded={open} aria-controls={`cards-${g.key}`} onClick={() => setToggled((t) => ({ ...t, [g.key]: !open }))}>
+                <button type="button" class="fold" aria-expanded={open} aria-controls={open ? `cards-${g.key}` : undefined} onClick={() => setToggled((t) => ({ ...t, [g.key]: !open }))}>
                   <span aria-hidden="true">{open ? '▾' : '▸'}</span> <span class="kind">{title}</span> <span class="small">· {groupCounts(g)}</span>
                 </button>
                 {waiting ? (
@@ -122,9 +134,7 @@ export function RunTimeline({ events, live }: { events: Typed[]; live: LiveText 
               </div>
               {open ? (
                 <ol id={`cards-${g.key}`} class="cards" aria-label={title}>
-                  {events.slice(g.first, g.last + 1).map((e, i) => (
-                    <TimelineItem key={e.revision} e={e} turn={e.type === 'ModelCallCompleted' ? turnOf(turns, g.first + i) : undefined} />
-                  ))}
+                  {events.slice(g.first, g.last + 1).map((e, i) => card(e, g.first + i))}
                 </ol>
               ) : null}
             </li>
