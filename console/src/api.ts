@@ -22,6 +22,7 @@ import type {
   RunStatus,
   RunSummary,
   SessionView,
+  SignedInView,
 } from '../../src/http/api-types';
 
 import type { DecisionStatement, WebAuthnSignature } from '../../src/attestation/personal-signature';
@@ -109,15 +110,16 @@ const enc = encodeURIComponent;
 const POLLED = { polled: true };
 
 export const api = {
-  async signIn(apiKey: string): Promise<SessionView> {
-    const view = await call<SessionView>('POST', '/v1/session', { apiKey });
+  async signIn(apiKey: string): Promise<SignedInView> {
+    const view = await call<SignedInView>('POST', '/v1/session', { apiKey });
     csrfToken = view.csrfToken;
     sessionEpoch += 1;
     return view;
   },
+  /** Who is signed in: `signedIn: false` (not a 401) for nobody, so a signed-out page logs no error. */
   async session(): Promise<SessionView> {
     const view = await call<SessionView>('GET', '/v1/session');
-    csrfToken = view.csrfToken;
+    csrfToken = view.signedIn ? view.csrfToken : undefined;
     return view;
   },
   async signOut(): Promise<void> {

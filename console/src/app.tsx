@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import type { SessionView } from '../../src/http/api-types';
+import type { SignedInView } from '../../src/http/api-types';
 import { api, ApiError, onSignedOut } from './api';
 import { href, useRoute } from './router';
 import { may, SessionContext } from './session';
@@ -13,7 +13,7 @@ import { DecisionsPage } from './pages/decisions';
 import { ReplayPage } from './pages/replay';
 import { PasskeysPage } from './pages/passkeys';
 
-function SignIn({ onSignedIn, expired }: { onSignedIn: (s: SessionView) => void; expired: boolean }) {
+function SignIn({ onSignedIn, expired }: { onSignedIn: (s: SignedInView) => void; expired: boolean }) {
   const [key, setKey] = useState('');
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
@@ -46,7 +46,7 @@ function SignIn({ onSignedIn, expired }: { onSignedIn: (s: SessionView) => void;
   );
 }
 
-function Nav({ session, page }: { session: SessionView; page: string }) {
+function Nav({ session, page }: { session: SignedInView; page: string }) {
   const links: Array<[string, string, string, boolean]> = [
     ['runs', 'Runs', href.runs(), true],
     ['projects', 'Projects', href.projects(), true],
@@ -74,15 +74,18 @@ function Nav({ session, page }: { session: SessionView; page: string }) {
 }
 
 export function App() {
-  const [session, setSession] = useState<SessionView | null | undefined>(undefined);
+  const [session, setSession] = useState<SignedInView | null | undefined>(undefined);
   const [expired, setExpired] = useState(false);
   const route = useRoute();
 
   useEffect(() => {
-    api.session().then(setSession, (err) => {
-      if (!(err instanceof ApiError && err.status === 401)) console.error(err);
-      setSession(null);
-    });
+    api.session().then(
+      (view) => setSession(view.signedIn ? view : null),
+      (err) => {
+        if (!(err instanceof ApiError && err.status === 401)) console.error(err);
+        setSession(null);
+      },
+    );
     return onSignedOut(() => {
       setExpired(true);
       setSession(null);

@@ -1,18 +1,18 @@
 import { createContext } from 'preact';
 import { useContext } from 'preact/hooks';
-import type { GuardedAction, SessionView } from '../../src/http/api-types';
+import type { GuardedAction, SignedInView } from '../../src/http/api-types';
 import { MAY } from '../../src/auth/roles';
 
-export const SessionContext = createContext<SessionView | null>(null);
+export const SessionContext = createContext<SignedInView | null>(null);
 
-export function useSession(): SessionView {
+export function useSession(): SignedInView {
   const s = useContext(SessionContext);
   if (!s) throw new Error('no session');
   return s;
 }
 
 /** The same role table the server guards its routes with: the page shows only what its user may do. */
-export function may(session: SessionView, action: GuardedAction): boolean {
+export function may(session: SignedInView, action: GuardedAction): boolean {
   const roles = session.identity.roles;
   return roles.includes('admin') || MAY[action].some((r) => roles.includes(r));
 }

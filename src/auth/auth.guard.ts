@@ -15,6 +15,13 @@ export const Roles = (...roles: HumanRole[]) => SetMetadata(ROLES_KEY, roles);
 /** Guards a route or controller by the role table (`MAY` in roles.ts). */
 export const May = (action: GuardedAction) => Roles(...MAY[action]);
 export const Public = () => SetMetadata(PUBLIC_KEY, true);
+export const SIGNED_OUT_OK_KEY = 'triad:signed-out-ok';
+/**
+ * A route that answers a request with no credential (or an ended console session) too, with no
+ * identity: the console's session probe, which a signed-out page asks on load. A bearer key that
+ * is not valid is still refused (and counted).
+ */
+export const SignedOutOk = () => SetMetadata(SIGNED_OUT_OK_KEY, true);
 
 export interface AuthenticatedRequest {
   method: string;
@@ -60,6 +67,15 @@ export class ApiKeyGuard implements CanActivate {
     const targets = [context.getHandler(), context.getClass()];
     if (this.reflector.getAllAndOverride<boolean>(PUBLIC_KEY, targets)) return true;
     const req = context.switchToHttp().getRequest<AuthenticatedRequest>();
+    if (this.reflector.getAllAndOverride<boolean>(SIGNED_OUT_OK_KEY, targets) && header(req, 'authorization') === undefined) {
+      try {
+        req.identity = this.session(req);
+      } catch (err) {
+        // Nobody signed in (no cookie, or a session that ended): the route answers so, with no identity.
+        if (!(err instanceof UnauthorizedException)) throw err;
+      }
+      return true;
+    }
     const identity = await this.authenticate(req, context.switchToHttp().getResponse<{ setHeader(name: string, value: string): void }>());
     req.identity = identity;
     const roles = this.reflector.getAllAndOverride<HumanRole[] | undefined>(ROLES_KEY, targets);

@@ -1,7 +1,7 @@
 import { Body, Controller, Delete, ForbiddenException, Get, HttpCode, Inject, Post, Req, Res, UnauthorizedException } from '@nestjs/common';
 import { IsNotEmpty, IsString, MaxLength } from 'class-validator';
 import type { CookieOptions, Request, Response } from 'express';
-import { ownOrigin, Public, type AuthenticatedRequest } from './auth.guard';
+import { ownOrigin, Public, SignedOutOk, type AuthenticatedRequest } from './auth.guard';
 import { ConsoleSessions, CSRF_HEADER, csrfViolation, readCookie, sameOrigin, SESSION_COOKIE, type SessionView } from './console-sessions';
 import { AuthAttempts } from './auth-attempts';
 import { TRIAD_CONFIG } from '../config/config.module';
@@ -43,16 +43,18 @@ export class ConsoleSessionController {
     const opened = this.sessions.open(identity, hashSecret(body.apiKey));
     res.cookie(SESSION_COOKIE, opened.sessionId, { ...this.cookieOptions(req), maxAge: this.sessions.ttlMs });
     res.setHeader('Cache-Control', 'no-store');
-    return { identity, csrfToken: opened.csrfToken, expiresAt: new Date(opened.expiresAt).toISOString() };
+    return { signedIn: true, identity, csrfToken: opened.csrfToken, expiresAt: new Date(opened.expiresAt).toISOString() };
   }
 
-  /** Who is signed in (any valid session or key); the CSRF token for a session. */
+  /** Who is signed in (any valid session or key), with the CSRF token for a session; `signedIn: false` for nobody. */
   @Get()
+  @SignedOutOk()
   current(@Req() req: Request, @Res({ passthrough: true }) res: Response): SessionView {
     const r = req as unknown as AuthenticatedRequest;
     res.setHeader('Cache-Control', 'no-store');
+    if (!r.identity) return { signedIn: false };
     const s = r.consoleSession?.session;
-    return s ? { identity: r.identity!, csrfToken: s.csrfToken, expiresAt: new Date(s.expiresAt).toISOString() } : { identity: r.identity! };
+    return s ? { signedIn: true, identity: r.identity, csrfToken: s.csrfToken, expiresAt: new Date(s.expiresAt).toISOString() } : { signedIn: true, identity: r.identity };
   }
 
   /** Ends the session of the cookie (which must come with its CSRF token) and clears the cookie; 204 also when none was live. */

@@ -30,7 +30,10 @@ export interface ConsoleSession {
 }
 
 /** What `GET/POST /v1/session` answer: who, until when, and the token for state-changing requests. */
-export interface SessionView {
+export type SessionView = SignedInView | { signedIn: false };
+
+export interface SignedInView {
+  signedIn: true;
   identity: Identity;
   /** Absent when the request was authenticated with a bearer key. */
   csrfToken?: string;

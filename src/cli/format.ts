@@ -114,6 +114,7 @@ export function describeRun(r: RunSummary): string {
     ...(r.waitingFor ? [`waiting   for ${r.waitingFor}; this process does not drive it (re-pin: triad resume ${r.runId} --model <role>=<model> --endpoint <url>)`] : []),
     ...(r.sandbox ? [`sandbox   ${describeSandbox(r.sandbox)}`] : []),
     `launched  ${r.startedAt} by ${r.launchedBy}`,
+    ...(r.forkedFrom ? [`forked    ${describeFork(r.forkedFrom)}`] : []),
     ...Object.entries(r.loops ?? {}).map(([role, l]) => `loop      ${role} ${l.strategy}${l.running && l.running !== l.strategy ? ` → ${l.running}` : ''}${l.currentStep ? `, step ${l.currentStep.index} of ${l.currentStep.of} ${l.currentStep.status}: ${short(l.currentStep.text, 80)}` : ''}${l.replans > 0 ? `, ${l.replans} replan(s)` : ''}`),
     ...(r.subAgents ?? []).map((a) => `subagent  ${a.path} ${a.role} ${a.status}, ${a.turns} turn(s)${a.error ? `: ${short(a.error.message, 60)}` : ''}`),
   ];
@@ -123,6 +124,16 @@ export function describeRun(r: RunSummary): string {
   for (const a of r.pendingApprovals ?? []) lines.push(`approval  ${a.tool} waits for a human: triad approvals approve ${a.approvalId} (or reject --reason "…")`);
   if (r.pendingReview) lines.push(`review    ${r.pendingReview.reviewId} is waiting for a human (not the launcher): TRIAD_API_KEY=<reviewer key> triad review approve ${r.pendingReview.reviewId} --reason "…" (a reviewer's key: triad keys add <name> --roles reviewer)`);
   return lines.join('\n');
+}
+
+/** Where a fork comes from, in the words the console uses too: its parent and the turn it was forked at. */
+export function describeFork(from: NonNullable<RunSummary['forkedFrom']>): string {
+  return `from run ${from.runId} at turn ${from.turn}`;
+}
+
+/** One run as a line of `triad runs list`: id, status, reason, start, goal, and what it was forked from. */
+export function describeRunLine(r: RunSummary): string {
+  return `${r.runId}  ${r.status.padEnd(15)} ${(r.terminationReason ?? '').padEnd(16)} ${r.startedAt}  ${r.goal.slice(0, 50)}${r.forkedFrom ? `  (forked ${describeFork(r.forkedFrom)})` : ''}`;
 }
 
 /** A run's sandbox in one phrase: `off` said loudly, the network allow-lists when there are any. */

@@ -16,7 +16,7 @@ import type { DecisionResult } from '../review-gate/decide-review';
 import type { ApprovalResult } from '../team/approvals/commands/decide-approval.command';
 import type { DecisionRecord, DecisionLogHead } from '../review-gate/decision-log/decision-record';
 import type { DecisionLogVerification } from '../review-gate/decision-log/decision-log';
-import type { SessionView } from '../auth/console-sessions';
+import type { SessionView, SignedInView } from '../auth/console-sessions';
 import type { PasskeyView } from '../auth/passkeys/passkeys.controller';
 import type { Identity } from '../auth/identity';
 import type { GuardedAction, HumanRole } from '../auth/roles';
@@ -48,6 +48,7 @@ export type {
   DecisionLogHead,
   DecisionLogVerification,
   SessionView,
+  SignedInView,
   Identity,
   GuardedAction,
   HumanRole,

@@ -78,7 +78,7 @@ describe('the cookie on the API', () => {
     const s = await signIn(E2E_KEYS.auditor);
     expect((await call('GET', '/v1/runs', { cookie: s.cookie })).status).toBe(200);
     const who = await call('GET', '/v1/session', { cookie: s.cookie });
-    expect(who.body).toMatchObject({ identity: { id: 'user:aud' }, csrfToken: s.csrf });
+    expect(who.body).toMatchObject({ signedIn: true, identity: { id: 'user:aud' }, csrfToken: s.csrf });
     // The same role table: an auditor reads decisions, and may not launch.
     expect((await call('GET', '/v1/decisions', { cookie: s.cookie })).status).toBe(200);
     expect((await call('POST', '/v1/runs', { cookie: s.cookie, 'x-csrf-token': s.csrf, origin: app.url }, launch)).status).toBe(403);
@@ -93,6 +93,15 @@ describe('the cookie on the API', () => {
     // A bearer request needs no CSRF token, cookie or not.
     expect((await call('POST', '/v1/runs', { cookie: 'triad_session=made-up', authorization: `Bearer ${E2E_KEYS.operator}` }, launch)).status).toBe(202);
     expect((await call('GET', '/v1/runs', { authorization: 'Bearer wrong' })).status).toBe(401);
+  });
+
+  it('the session probe answers 200 signedIn: false to nobody (no cookie, a made-up one), and still 401 to a wrong bearer key', async () => {
+    for (const headers of [{}, { cookie: 'triad_session=made-up' }] as Array<Record<string, string>>) {
+      const probe = await call('GET', '/v1/session', headers);
+      expect({ status: probe.status, body: probe.body }).toEqual({ status: 200, body: { signedIn: false } });
+    }
+    expect((await call('GET', '/v1/session', { authorization: 'Bearer wrong-key-123' })).status).toBe(401);
+    expect((await call('GET', '/v1/session', { authorization: `Bearer ${E2E_KEYS.auditor}` })).body).toEqual({ signedIn: true, identity: expect.objectContaining({ id: 'user:aud' }) });
   });
 
   it('a state-changing request needs the CSRF token (403 without, or with a wrong one, or from another origin) and writes nothing then', async () => {
@@ -139,6 +148,8 @@ describe('sign-out and expiry', () => {
     const after = await call('GET', '/v1/reviews', { cookie: s.cookie });
     expect(after.status).toBe(401);
     expect(after.body.message).toMatch(/sign in again/);
+    // The probe says so without an error: the page shows its sign-in form.
+    expect((await call('GET', '/v1/session', { cookie: s.cookie })).body).toEqual({ signedIn: false });
     // Signing out again, or without a session, only clears the cookie.
     expect((await call('DELETE', '/v1/session', { cookie: s.cookie })).status).toBe(204);
     expect((await call('DELETE', '/v1/session', {})).status).toBe(204);

@@ -59,7 +59,10 @@ const signIn = (key: string) => signInAs(page, key);
 const signOut = () => signOutOf(page);
 
 const summary = () => page.getByRole('region', { name: 'Run summary' });
-const timelineItems = () => page.locator('ol[aria-label="Timeline"] > li');
+/** The timeline's cards (of its open groups), and its groups (one line each, folded but for the current one). */
+const timelineItems = () => page.locator('ol[aria-label="Timeline"] li.item');
+const timelineGroups = () => page.locator('ol[aria-label="Timeline"] > li.group');
+const fold = (title: string) => page.getByRole('button', { name: title });
 
 beforeAll(async () => {
   app = await startE2eApp({
@@ -107,10 +110,12 @@ it('launches a run; its page follows the run to the review gate', async () => {
   await page.getByRole('button', { name: 'Launch' }).click();
   await page.waitForURL(/#\/runs\/.+/);
   runId = decodeURIComponent(page.url().split('#/runs/')[1]);
+  await summary().getByText('awaiting review').waitFor();
+  // The current group (the review waiting) is open; the executor's turns open on demand.
+  await timelineItems().filter({ hasText: 'Review opened' }).waitFor();
+  await fold('Iteration 1 · Executor turns').click();
   await timelineItems().filter({ hasText: 'Phase' }).first().waitFor();
   await timelineItems().filter({ hasText: 'Tool call' }).first().waitFor();
-  await summary().getByText('awaiting review').waitFor();
-  await timelineItems().filter({ hasText: 'Review opened' }).waitFor();
   // Usage and cost per role, and the offline model named.
   await summary().getByRole('table', { name: 'Usage per role' }).waitFor();
   await summary().getByText('offline model').waitFor();
@@ -131,7 +136,7 @@ it('another reviewer, at another machine, signed in with the keyboard, rejects w
   await page.goto(`${app.url}/#/runs/${encodeURIComponent(runId)}`);
   await summary().getByText('awaiting review').waitFor();
   await timelineItems().filter({ hasText: 'Review opened' }).waitFor();
-  const early = await timelineItems().count();
+  const early = await timelineGroups().count();
   await page.evaluate(() => {
     const g = globalThis as unknown as PageGlobals;
     g.notReloaded = true;
@@ -177,11 +182,13 @@ it('another reviewer, at another machine, signed in with the keyboard, rejects w
   release();
 
   // The launcher's page, open since before the decision, grows with it.
-  await page.waitForFunction((n) => (globalThis as unknown as PageGlobals).document.querySelectorAll('ol[aria-label="Timeline"] > li').length > n + 5, early);
-  await timelineItems().filter({ hasText: 'Review decided' }).filter({ hasText: 'rejected by user:bob' }).waitFor();
+  // Three more groups: the second iteration's executor turns, reviewer verdict and human decision.
+  await page.waitForFunction((n) => (globalThis as unknown as PageGlobals).document.querySelectorAll('ol[aria-label="Timeline"] > li.group').length > n + 2, early);
+  await timelineGroups().filter({ hasText: 'Iteration 1 · Human decision: rejected by user:bob' }).waitFor();
+  await timelineGroups().filter({ hasText: 'Iteration 2 · Human decision' }).getByRole('link', { name: /waits for a human/ }).waitFor();
+  await fold('Iteration 2 · Executor turns').click();
   await timelineItems().filter({ hasText: '2 (human rejected)' }).waitFor();
   await timelineItems().filter({ hasText: 'Feedback: Say hello to the world too' }).waitFor();
-  await timelineItems().filter({ hasText: 'Review opened' }).nth(1).waitFor();
   // The summary is read again after the last event: iteration 2, back at the gate.
   await summary().getByText('2 of 3').waitFor();
   await summary().getByText('awaiting review').waitFor();
@@ -238,14 +245,14 @@ it('an auditor filters, exports and verifies the decision log', async () => {
   expect(ndjson.map((l) => JSON.parse(l).outcome)).toEqual(['rejected']);
 });
 
-it('replays the run at a revision and moves through its revisions', async () => {
+it('replays the run at a turn and moves through its turns', async () => {
   await page.goto(`${app.url}/#/replay/${encodeURIComponent(runId)}`);
-  await page.getByRole('heading', { name: /^Context at revision \d+$/ }).waitFor();
-  await page.getByLabel('Revision number').fill('12');
-  await page.getByLabel('Revision number').press('Tab');
-  await page.getByRole('heading', { name: 'Context at revision 12' }).waitFor();
-  await page.getByRole('button', { name: 'Previous revision' }).click();
-  await page.getByRole('heading', { name: 'Context at revision 11' }).waitFor();
+  await page.getByRole('heading', { name: /^Context at turn \d+$/ }).waitFor();
+  await page.getByLabel('Turn number').fill('4');
+  await page.getByLabel('Turn number').press('Tab');
+  await page.getByRole('heading', { name: 'Context at turn 4' }).waitFor();
+  await page.getByRole('button', { name: 'Previous turn' }).click();
+  await page.getByRole('heading', { name: 'Context at turn 3' }).waitFor();
   await page.getByRole('region', { name: 'architect conversation' }).getByRole('listitem').first().waitFor();
   // An auditor may not fork.
   expect(await page.getByRole('form', { name: 'Fork' }).count()).toBe(0);
@@ -256,12 +263,13 @@ it('replays the run at a revision and moves through its revisions', async () => 
 it('forks the run from a turn with a prompt override', async () => {
   await signIn(KEYS.ann);
   await page.goto(`${app.url}/#/replay/${encodeURIComponent(runId)}`);
+  await page.getByLabel('Turn number').fill('2');
+  await page.getByLabel('Turn number').press('Tab');
   const fork = page.getByRole('form', { name: 'Fork' });
-  await fork.getByLabel(/^Turn/).fill('2');
   await fork.getByLabel('executor system prompt').fill('Write short files.');
-  await fork.getByRole('button', { name: 'Fork run' }).click();
+  await fork.getByRole('button', { name: 'Fork at turn 2' }).click();
   await page.waitForURL((url) => url.hash.startsWith('#/runs/') && !url.hash.endsWith(encodeURIComponent(runId)));
-  await timelineItems().filter({ hasText: `from ${runId} at turn 2` }).waitFor();
+  await timelineGroups().filter({ hasText: `Forked from ${runId} at turn 2` }).waitFor();
 });
 
 it('shows the tool approvals page to operators and reviewers', async () => {

@@ -206,6 +206,13 @@ describe('fork at turn N', () => {
     const ws = join(dataDir, 'workspaces', result.runId);
     expect(readFileSync(join(ws, 'alpha.txt'), 'utf8')).toContain('alpha');
     expect(readFileSync(join(ws, 'beta.txt'), 'utf8')).toContain('beta');
+    // `runs show` and `runs list` say it is a fork, of which run and at which turn.
+    const said = `from run ${parent} at turn ${first.turn}`;
+    const shown = await cli(['runs', 'show', result.runId]);
+    expect(shown.stdout).toContain(`forked    ${said}`);
+    const listed = (await cli(['runs', 'list'])).stdout.split('\n');
+    expect(listed.find((l) => l.startsWith(result.runId))).toContain(`(forked ${said})`);
+    expect(listed.find((l) => l.startsWith(parent))).not.toContain('forked');
   });
 
   it('with the CLI: exit 2 for a turn beyond the run, 3 for an unknown run', async () => {

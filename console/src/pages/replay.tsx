@@ -1,8 +1,9 @@
-import { useEffect, useState } from 'preact/hooks';
-import type { ChatMessage, ForkOverrides, RoleName, RunContext, RunSummary } from '../../../src/http/api-types';
+import { useEffect, useMemo, useState } from 'preact/hooks';
+import type { ChatMessage, ForkOverrides, RecordedEvent, RoleName, RunContext, RunSummary } from '../../../src/http/api-types';
 import { api } from '../api';
 import { href, navigate } from '../router';
 import { useMay } from '../session';
+import { forkOutlook, turnPoint, turnRange } from '../timeline';
 import { ErrorNote, fmtInt, fmtUsd, Json, StatusBadge } from '../ui';
 
 const ROLES: RoleName[] = ['architect', 'executor', 'reviewer'];
@@ -44,37 +45,53 @@ function Message({ m }: { m: ChatMessage }) {
   );
 }
 
+/** The run's own events, every page of them: turns are counted from these. */
+async function allEvents(runId: string): Promise<RecordedEvent[]> {
+  const events: RecordedEvent[] = [];
+  for (;;) {
+    const page = await api.events(runId, events.length === 0 ? 0 : events[events.length - 1].revision + 1);
+    events.push(...page.events);
+    if (page.events.length < EVENTS_PAGE) return events;
+  }
+}
+
+/** What `GET /v1/runs/:id/events` answers at most per read. */
+const EVENTS_PAGE = 10_000;
+
 export function ReplayPage({ runId }: { runId: string }) {
   const canFork = useMay('operateRuns');
   const [run, setRun] = useState<RunSummary | null>(null);
-  const [head, setHead] = useState(0);
-  const [revision, setRevision] = useState<number | null>(null);
-  const [context, setContext] = useState<RunContext | null>(null);
+  const [events, setEvents] = useState<RecordedEvent[] | null>(null);
+  const [turn, setTurn] = useState<number | null>(null);
+  /** The context on show, and the turn it was read for (the slider may have moved on since). */
+  const [shown, setShown] = useState<{ turn: number; context: RunContext } | null>(null);
   const [error, setError] = useState<unknown>(null);
 
   useEffect(() => {
     api.run(runId).then(setRun, setError);
-    // The stream's last revision: the latest context's (a summary's is that of the last event that changed it).
-    api.context(runId).then((c) => {
-      setHead(c.revision);
-      setContext(c);
-      setRevision(c.revision);
+    allEvents(runId).then((all) => {
+      setEvents(all);
+      setTurn(turnRange(all).to);
     }, setError);
   }, [runId]);
 
+  const range = useMemo(() => (events ? turnRange(events) : { from: 0, to: 0 }), [events]);
+  // Turn N is read at the revision the server would fork it at.
+  const point = useMemo(() => (events && turn !== null ? turnPoint(events, turn) : undefined), [events, turn]);
+
   useEffect(() => {
-    if (revision === null) return;
+    if (!point || turn === null) return;
     let stale = false;
-    api.context(runId, revision).then(
-      (c) => !stale && (setContext(c), setError(null)),
+    api.context(runId, point.revision).then(
+      (c) => !stale && (setShown({ turn, context: c }), setError(null)),
       (err) => !stale && setError(err),
     );
     return () => {
       stale = true;
     };
-  }, [runId, revision]);
+  }, [runId, turn, point?.revision]);
 
-  const set = (n: number) => setRevision(Math.max(0, Math.min(head, n)));
+  const set = (n: number) => Number.isFinite(n) && setTurn(Math.max(range.from, Math.min(range.to, Math.round(n))));
 
   return (
     <>
@@ -84,66 +101,69 @@ export function ReplayPage({ runId }: { runId: string }) {
       <h1>Replay</h1>
       {run ? <p class="goal">{run.goal}</p> : null}
       <ErrorNote error={error} />
-      {run && revision !== null ? (
-        <section class="card" aria-label="Revision">
-          <label for="revision-range">Revision (0 to {head})</label>
+      {run && events && turn !== null ? (
+        <section class="card" aria-label="Turn">
+          <label for="turn-range">
+            Turn ({range.from} to {range.to}){range.from > 0 ? ' — a fork: the turns before are its parent\'s' : ''}
+          </label>
           <div class="toolbar">
-            <button type="button" onClick={() => set(revision - 1)} disabled={revision <= 0} aria-label="Previous revision">
+            <button type="button" onClick={() => set(turn - 1)} disabled={turn <= range.from} aria-label="Previous turn">
               ‹
             </button>
-            <input id="revision-range" type="range" min={0} max={head} value={revision} onInput={(e) => set(Number(e.currentTarget.value))} />
-            <button type="button" onClick={() => set(revision + 1)} disabled={revision >= head} aria-label="Next revision">
+            <input id="turn-range" type="range" min={range.from} max={range.to} step={1} value={turn} onInput={(e) => set(Number(e.currentTarget.value))} />
+            <button type="button" onClick={() => set(turn + 1)} disabled={turn >= range.to} aria-label="Next turn">
               ›
             </button>
-            <label for="revision-number" class="sr-only">
-              Revision number
+            <label for="turn-number" class="sr-only">
+              Turn number
             </label>
-            <input id="revision-number" type="number" min={0} max={head} value={revision} onChange={(e) => set(Number(e.currentTarget.value))} />
+            <input id="turn-number" type="number" min={range.from} max={range.to} value={turn} onChange={(e) => set(Number(e.currentTarget.value))} />
           </div>
+          {point ? <p class="small">Right after turn {turn} and its tool results: revision {point.revision} of the run's stream.</p> : null}
         </section>
       ) : null}
-      {context ? (
-        <section aria-label={`Context at revision ${context.revision}`}>
-          <h2>Context at revision {context.revision}</h2>
+      {shown && turn !== null ? (
+        <section aria-label={`Context at turn ${shown.turn}`}>
+          <h2>Context at turn {shown.turn}</h2>
           <dl class="facts">
             <dt>Status</dt>
             <dd>
-              <StatusBadge status={context.status} />
-              {context.phase ? ` · ${context.phase}` : ''} · iteration {context.iteration}
+              <StatusBadge status={shown.context.status} />
+              {shown.context.phase ? ` · ${shown.context.phase}` : ''} · iteration {shown.context.iteration}
             </dd>
             <dt>Usage</dt>
             <dd>
-              {context.usage.turns} turns · {fmtInt(context.usage.inputTokens)} in / {fmtInt(context.usage.outputTokens)} out · {fmtUsd(context.usage.costUsd)}
+              {shown.context.usage.turns} turns · {fmtInt(shown.context.usage.inputTokens)} in / {fmtInt(shown.context.usage.outputTokens)} out · {fmtUsd(shown.context.usage.costUsd)}
             </dd>
             <dt>Completeness</dt>
             <dd>
-              {Math.round(context.completeness.score * 100)}% ({context.completeness.understood} of {context.completeness.events} events understood)
-              {context.completeness.missing.length > 0 ? ` · missing: ${context.completeness.missing.join('; ')}` : ''}
+              {Math.round(shown.context.completeness.score * 100)}% ({shown.context.completeness.understood} of {shown.context.completeness.events} events understood)
+              {shown.context.completeness.missing.length > 0 ? ` · missing: ${shown.context.completeness.missing.join('; ')}` : ''}
             </dd>
           </dl>
           <div class="roles">
             {ROLES.map((role) => (
               <section key={role} aria-label={`${role} conversation`} class="card">
                 <h3>
-                  {role} · {context.roles[role].turns} turns · {context.roles[role].messages.length} messages
+                  {role} · {shown.context.roles[role].turns} turns · {shown.context.roles[role].messages.length} messages
                 </h3>
                 <ol class="conversation">
-                  {context.roles[role].messages.map((m, i) => (
+                  {shown.context.roles[role].messages.map((m, i) => (
                     <Message key={i} m={m} />
                   ))}
                 </ol>
               </section>
             ))}
           </div>
-          {canFork ? <ForkForm runId={runId} maxTurn={context.usage.turns} /> : null}
+          {canFork && events ? <ForkForm runId={runId} events={events} turn={turn} /> : null}
         </section>
       ) : null}
     </>
   );
 }
 
-function ForkForm({ runId, maxTurn }: { runId: string; maxTurn: number }) {
-  const [turn, setTurn] = useState(String(maxTurn));
+/** Fork at the turn replay shows; a fork that would have nothing to do says so first, and waits for a confirmation. */
+function ForkForm({ runId, events, turn }: { runId: string; events: RecordedEvent[]; turn: number }) {
   const [overrides, setOverrides] = useState<Record<RoleName, { model: string; systemPrompt: string }>>({
     architect: { model: '', systemPrompt: '' },
     executor: { model: '', systemPrompt: '' },
@@ -151,8 +171,10 @@ function ForkForm({ runId, maxTurn }: { runId: string; maxTurn: number }) {
   });
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
-  const submit = async (e: Event) => {
-    e.preventDefault();
+  /** The turn a warning was shown for: confirming forks at that turn. */
+  const [warned, setWarned] = useState<number | null>(null);
+  const outlook = useMemo(() => forkOutlook(events, turn), [events, turn]);
+  const fork = async () => {
     setBusy(true);
     setError(null);
     const team: NonNullable<ForkOverrides['team']> = {};
@@ -164,7 +186,7 @@ function ForkForm({ runId, maxTurn }: { runId: string; maxTurn: number }) {
       if (Object.keys(cfg).length > 0) team[role] = cfg;
     }
     try {
-      const result = await api.fork(runId, Number(turn), Object.keys(team).length > 0 ? { team } : undefined);
+      const result = await api.fork(runId, turn, Object.keys(team).length > 0 ? { team } : undefined);
       navigate(href.run(result.runId));
     } catch (err) {
       setError(err);
@@ -172,12 +194,16 @@ function ForkForm({ runId, maxTurn }: { runId: string; maxTurn: number }) {
       setBusy(false);
     }
   };
+  const submit = (e: Event) => {
+    e.preventDefault();
+    if (outlook && warned !== turn) setWarned(turn);
+    else void fork(); // fork() shows its own failure (ErrorNote).
+  };
   return (
     <section class="card" aria-labelledby="fork-heading">
-      <h2 id="fork-heading">Fork from a turn</h2>
+      <h2 id="fork-heading">Fork at turn {turn}</h2>
       <form onSubmit={submit} aria-label="Fork">
-        <label for="fork-turn">Turn (0 to {maxTurn})</label>
-        <input id="fork-turn" type="number" min={0} max={maxTurn} required value={turn} onInput={(e) => setTurn(e.currentTarget.value)} />
+        <p class="hint">A new run from right after turn {turn} (the turn replay shows), optionally with another model or system prompt per role.</p>
         <div class="grid">
           {ROLES.map((role) => (
             <fieldset key={role}>
@@ -189,9 +215,26 @@ function ForkForm({ runId, maxTurn }: { runId: string; maxTurn: number }) {
             </fieldset>
           ))}
         </div>
-        <button type="submit" disabled={busy}>
-          Fork run
-        </button>
+        {outlook && warned === turn ? (
+          <div role="alert" class="card warn-box" aria-label="Nothing left to do">
+            <p>
+              <strong>A fork at turn {turn} has nothing left to do.</strong>{' '}
+              {outlook.next === 'review'
+                ? `After this turn the run made no more model turns before its review (${outlook.reviewId}): the fork would make 0 turns and go straight back to the review gate, with a review of its own.`
+                : `The run ended right after this turn (${outlook.reason}): the fork would end the same way without a turn of its own.`}
+            </p>
+            <button type="submit" disabled={busy}>
+              Fork anyway
+            </button>
+            <button type="button" onClick={() => setWarned(null)}>
+              Cancel
+            </button>
+          </div>
+        ) : (
+          <button type="submit" disabled={busy}>
+            Fork at turn {turn}
+          </button>
+        )}
         <ErrorNote error={error} />
       </form>
     </section>

@@ -6,7 +6,7 @@ import { GetRunQuery, ListRunsQuery } from '../../team/queries/run.queries';
 import type { RunSummary } from '../../team/runs/run-summary';
 import type { CliContext } from '../cli-context';
 import { CliError, EXIT } from '../exit-codes';
-import { describeRun } from '../format';
+import { describeRun, describeRunLine } from '../format';
 import { cliIdentity, int } from '../options';
 
 const WAITING_FOR_A_HUMAN = new Set<string>(['awaiting_review', 'awaiting_approval']);
@@ -26,7 +26,7 @@ export function addRunsCommands(program: Command, { withApp, print }: CliContext
         print(opts.json, list, () =>
           list.length === 0
             ? 'no runs'
-            : list.map((r) => `${r.runId}  ${r.status.padEnd(15)} ${(r.terminationReason ?? '').padEnd(16)} ${r.startedAt}  ${r.goal.slice(0, 50)}`).join('\n'),
+            : list.map(describeRunLine).join('\n'),
         );
       });
     });
