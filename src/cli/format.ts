@@ -2,7 +2,7 @@ import { describeRefusal } from '../attestation/gate-refusal';
 import type { RecordedEvent } from '../events/event-store/event-store.port';
 import type { TeamRunEvent } from '../team/domain/run-events';
 import type { ModelProvider } from '../team/models/model.port';
-import type { RunSummary } from '../team/runs/run-summary';
+import type { RunSummary, TokenUsage } from '../team/runs/run-summary';
 import { describeRunPin } from '../team/domain/model-pin';
 
 const short = (s: string, n = 100) => {
@@ -102,13 +102,21 @@ export function describeEvent(recorded: RecordedEvent): string | undefined {
   }
 }
 
+const ROLES = ['architect', 'executor', 'reviewer'] as const;
+
+/** Tokens as billed: uncached input, output, and the prompt cache's reads and writes. */
+export function describeTokens(u: TokenUsage): string {
+  return `${u.inputTokens} input + ${u.outputTokens} output tokens, cache ${u.cacheReadTokens} read + ${u.cacheWriteTokens} written`;
+}
+
 export function describeRun(r: RunSummary): string {
   const lines = [
     `run       ${r.runId}`,
     `status    ${r.status}${r.terminationReason ? ` (${r.terminationReason})` : ''}${r.phase ? `, phase ${r.phase}` : ''}`,
     `goal      ${short(r.goal, 200)}`,
     `iteration ${r.iteration} of ${r.maxIterations}`,
-    `usage     ${r.usage.turns} turns, ${r.usage.inputTokens} input + ${r.usage.outputTokens} output tokens, $${r.usage.costUsd.toFixed(4)}`,
+    `usage     ${r.usage.turns} turns, ${describeTokens(r.usage)}, $${r.usage.costUsd.toFixed(4)}`,
+    ...ROLES.filter((role) => r.usage.byRole[role].turns > 0).map((role) => `  ${role.padEnd(9)} ${r.usage.byRole[role].turns} turn(s), ${describeTokens(r.usage.byRole[role])}`),
     `provider  ${r.provider}${r.provider === 'offline' ? ' (the built-in offline model)' : ''}`,
     ...(r.pin ? [`pin       ${describeRunPin(r.pin)}`] : []),
     ...(r.waitingFor ? [`waiting   for ${r.waitingFor}; this process does not drive it (re-pin: triad resume ${r.runId} --model <role>=<model> --endpoint <url>)`] : []),
