@@ -27,7 +27,9 @@ export function describeEvent(recorded: RecordedEvent): string | undefined {
     case 'ModelCallCompleted': {
       const text = e.data.content.filter((b) => b.type === 'text').map((b) => (b as { text: string }).text).join(' ');
       const u = e.data.usage;
-      return `turn      ${e.data.role} #${e.data.turn} ${e.data.model}: ${short(text, 80)} [in ${u.inputTokens} / out ${u.outputTokens} tokens, $${e.data.costUsd.toFixed(4)}]`;
+      // The prompt cache only when it was used: the offline model, and calls below the cache's minimum, use none.
+      const cache = (u.cacheReadTokens ?? 0) + (u.cacheWriteTokens ?? 0) > 0 ? `, cache ${u.cacheReadTokens ?? 0} read + ${u.cacheWriteTokens ?? 0} written` : '';
+      return `turn      ${e.data.role} #${e.data.turn} ${e.data.model}: ${short(text, 80)} [in ${u.inputTokens} / out ${u.outputTokens} tokens${cache}, $${e.data.costUsd.toFixed(4)}]`;
     }
     case 'ModelCallFailed':
       return `  model   ${e.data.role} #${e.data.turn} failed (${e.data.kind}, attempt ${e.data.attempt})${e.data.retryInMs !== undefined ? `, retrying in ${e.data.retryInMs} ms` : ''}: ${short(e.data.message, 80)}`;
