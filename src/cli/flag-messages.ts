@@ -1,7 +1,12 @@
+import { DomainError } from '../shared/errors';
+import { CliError, EXIT } from './exit-codes';
+
 /**
- * The API's validation messages in a CLI verb's words: the body's field paths
- * (`acceptanceCriteria is required`) become the flags that set them (`--criteria is required (one
- * or more acceptance criteria)`). Pure; the verbs validate with src/cli/validate-body.ts.
+ * The API's refusals of a body in a CLI verb's words: the body's field paths
+ * (`acceptanceCriteria is required`, `overrides.team.coder: unknown role`) become the flags that set
+ * them (`--criteria is required (one or more acceptance criteria)`, `--role-model coder=…: unknown
+ * role`). The verbs validate with the routes' DTOs through src/cli/validate-body.ts, and pass the
+ * domain's own refusals of their input through `refusedInFlags`.
  */
 
 /** One field of the body and the flag (or argument) that sets it; `hint` follows "is required". */
@@ -12,8 +17,8 @@ export interface FlagOfField {
   hint?: string;
 }
 
-/** `<path> …`, `each value in <path> …` or `property <path> should not exist`: the path is the message's first word after those. */
-const MESSAGE = /^(each value in |property )?([A-Za-z0-9_.]+)(\s.*)$/s;
+/** `<path> …`, `<path>: …`, `each value in <path> …` or `property <path> should not exist`: the path is the message's first word after those. */
+const MESSAGE = /^(each value in |property )?([A-Za-z0-9_.]+)((?::|\s).*)$/s;
 
 /** One message with its field path put in the verb's words; a message naming no mapped field is left as it is. */
 export function inFlagTerms(message: string, flags: readonly FlagOfField[]): string {
@@ -32,4 +37,14 @@ export function inFlagTerms(message: string, flags: readonly FlagOfField[]): str
 /** A field that a flag sets as it is. */
 export function flagFor(field: string, flag: string, hint?: string): FlagOfField {
   return { field: new RegExp(`^${field.replace(/\./g, '\\.')}$`), flag: () => flag, ...(hint !== undefined ? { hint } : {}) };
+}
+
+/** What `fn` returns; its refusal of the input (a domain error of kind `invalid`, exit 2) said in the verb's flags. */
+export async function refusedInFlags<T>(flags: readonly FlagOfField[], fn: () => T | Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof DomainError && err.kind === 'invalid') throw new CliError(inFlagTerms(err.message, flags), EXIT.usage);
+    throw err;
+  }
 }

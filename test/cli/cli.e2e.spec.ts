@@ -85,6 +85,12 @@ describe('usage', () => {
     expectOneLineError(await triad(['run', 'Write a greeting', '--criteria', 'x', '--idempotency-key', 'a b']), 2, /^triad: --idempotency-key must be 1-128 characters/);
     expectOneLineError(await triad(['project', 'run', 'Ship it', '--task', '{"key":"a"}']), 2, /^triad: --task 1: goal is required; --task 1: acceptanceCriteria is required\n$/);
     expectOneLineError(await triad(['project', 'run', 'Ship it', '--strategy', 'random']), 2, /^triad: --strategy must be one of the following values: sequential, parallel, dag\n$/);
+    // The domain's refusals of a verb's input too: a model this process does not serve, a fork's or a re-pin's overrides.
+    expectOneLineError(await triad(['run', 'Write a greeting', '--criteria', 'x', '--model', 'gpt-4o']), 2, /^triad: --model: 'gpt-4o' is not served here; /);
+    expectOneLineError(await triad(['fork', 'run_x', '--turn', '1', '--role-model', 'coder=m']), 2, /^triad: --role-model or --role-prompt coder=…: unknown role\n$/);
+    expectOneLineError(await triad(['fork', 'run_x', '--turn', '1', '--role-prompt', 'executor=']), 2, /^triad: --role-prompt executor=<prompt> must be a non-empty string/);
+    expectOneLineError(await triad(['resume', 'run_x', '--model', 'executor=']), 2, /^triad: --model executor=<model> must be a model name \(1 to 200 characters\)\n$/);
+    expectOneLineError(await triad(['resume', 'run_x', '--endpoint', 'ftp://x']), 2, /^triad: --endpoint is not an http\(s\) base URL/);
     expect((await triad(['runs', 'list', '--json'])).stdout).toBe('[]\n');
   });
 

@@ -13,7 +13,7 @@ import { CliError, EXIT } from '../exit-codes';
 import { providerLine } from '../format';
 import { cliIdentity, decisionReason, int } from '../options';
 import { cliKeyHolder } from '../decider-credential';
-import { flagFor, type FlagOfField } from '../flag-messages';
+import { flagFor, refusedInFlags, type FlagOfField } from '../flag-messages';
 import { validateAsFlags } from '../validate-body';
 import { duplicateKeyIn, duplicateKeyMessage } from '../../shared/strict-json';
 
@@ -58,7 +58,7 @@ export function addProjectCommands(program: Command, ctx: CliContext): void {
       process.exitCode = await withApp(async (app) => {
         if (!opts.json) output.err(`${providerLine(app.get<ModelProvider>(MODEL_PROVIDER))}\n`);
         const projects = app.get(ProjectsService);
-        const { projectId, acceptedAt } = await projects.launch(instanceToPlain(body) as LaunchProjectInput, identity);
+        const { projectId, acceptedAt } = await refusedInFlags(PROJECT_FLAGS, () => projects.launch(instanceToPlain(body) as LaunchProjectInput, identity));
         if (!opts.json) output.out(`project ${projectId} accepted at ${acceptedAt}\n`);
         return driveProjectHere(app, projectId, ctx, opts.json);
       });

@@ -9,7 +9,7 @@ import type { CliContext } from '../cli-context';
 import { driveHere } from '../drive-here';
 import { CliError, EXIT } from '../exit-codes';
 import { providerLine } from '../format';
-import { flagFor, type FlagOfField } from '../flag-messages';
+import { flagFor, refusedInFlags, type FlagOfField } from '../flag-messages';
 import { cliIdentity, int } from '../options';
 import { validateAsFlags } from '../validate-body';
 
@@ -47,7 +47,7 @@ export function addRunCommand(program: Command, ctx: CliContext): void {
       process.exitCode = await ctx.withApp(async (app) => {
         const model = app.get<ModelProvider>(MODEL_PROVIDER);
         // Said once the launch is accepted: a refused launch (a model not served here) is one line.
-        const result = await app.get(CommandBus).execute<LaunchRunCommand, LaunchResult>(new LaunchRunCommand(instanceToPlain(body) as LaunchRunInput, identity));
+        const result = await refusedInFlags(RUN_FLAGS, () => app.get(CommandBus).execute<LaunchRunCommand, LaunchResult>(new LaunchRunCommand(instanceToPlain(body) as LaunchRunInput, identity)));
         if (!opts.json) output.err(`${providerLine(model)}\n`);
         if (!opts.json) output.out(`run ${result.runId} accepted at ${result.acceptedAt}\n`);
         return driveHere(ctx, app, result.runId, { follow: opts.follow, json: opts.json, blankLine: true });
