@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import type { SignedInView } from '../../src/http/api-types';
+import type { GuardedAction, SignedInView } from '../../src/http/api-types';
 import { api, ApiError, onSignedOut } from './api';
 import { href, useRoute } from './router';
 import { may, SessionContext } from './session';
@@ -46,13 +46,21 @@ function SignIn({ onSignedIn, expired }: { onSignedIn: (s: SignedInView) => void
   );
 }
 
+/** The pages only some roles may use: shown in the navigation, and opened by address, for those roles alone. */
+const PAGE_NEEDS: Partial<Record<string, GuardedAction>> = { reviews: 'review', approvals: 'decideToolCalls', decisions: 'audit' };
+
+const mayOpen = (session: SignedInView, page: string): boolean => {
+  const needs = PAGE_NEEDS[page];
+  return needs === undefined || may(session, needs);
+};
+
 function Nav({ session, page }: { session: SignedInView; page: string }) {
   const links: Array<[string, string, string, boolean]> = [
     ['runs', 'Runs', href.runs(), true],
     ['projects', 'Projects', href.projects(), true],
-    ['reviews', 'Reviews', href.reviews(), may(session, 'review')],
-    ['approvals', 'Tool approvals', href.approvals(), may(session, 'decideToolCalls')],
-    ['decisions', 'Decision log', href.decisions(), may(session, 'audit')],
+    ['reviews', 'Reviews', href.reviews(), mayOpen(session, 'reviews')],
+    ['approvals', 'Tool approvals', href.approvals(), mayOpen(session, 'approvals')],
+    ['decisions', 'Decision log', href.decisions(), mayOpen(session, 'decisions')],
     ['passkeys', 'Passkeys', href.passkeys(), true],
   ];
   const current = page === 'run' || page === 'replay' ? 'runs' : page === 'project' ? 'projects' : page;
@@ -126,13 +134,14 @@ export function App() {
         </div>
       </header>
       <main id="main">
+        {!mayOpen(session, route.page) ? <p role="alert">This page is not for your roles ({session.identity.roles.join(', ')}).</p> : null}
         {route.page === 'runs' ? <RunsPage /> : null}
         {route.page === 'run' ? <RunPage key={route.runId} runId={route.runId} /> : null}
         {route.page === 'projects' ? <ProjectsPage /> : null}
         {route.page === 'project' ? <ProjectPage key={route.projectId} projectId={route.projectId} /> : null}
-        {route.page === 'reviews' ? <ReviewsPage /> : null}
-        {route.page === 'approvals' ? <ApprovalsPage /> : null}
-        {route.page === 'decisions' ? <DecisionsPage /> : null}
+        {route.page === 'reviews' && mayOpen(session, 'reviews') ? <ReviewsPage /> : null}
+        {route.page === 'approvals' && mayOpen(session, 'approvals') ? <ApprovalsPage /> : null}
+        {route.page === 'decisions' && mayOpen(session, 'decisions') ? <DecisionsPage /> : null}
         {route.page === 'passkeys' ? <PasskeysPage /> : null}
         {route.page === 'replay' ? <ReplayPage key={route.runId} runId={route.runId} /> : null}
       </main>

@@ -1,5 +1,5 @@
 import type { LoggerService, LogLevel } from '@nestjs/common';
-import { jsonLine, type LogFields, type LogFormat, type Redactor } from '../observability/log-format';
+import { effectiveLevel, jsonLine, type LogFields, type LogFormat, type Redactor } from '../observability/log-format';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Writable } from 'node:stream';
@@ -108,15 +108,16 @@ export class CliLogger implements LoggerService {
     // Nest passes the context last; plain objects are fields; an error's stack string is dropped.
     const last = rest[rest.length - 1];
     const context = typeof last === 'string' ? last : undefined;
-    if (!this.levels.includes(level) || context === 'ExceptionHandler') return;
+    const at = effectiveLevel(level, context);
+    if (!this.levels.includes(at) || context === 'ExceptionHandler') return;
     const fields: LogFields = {};
     for (const r of rest) if (typeof r === 'object' && r !== null && !Array.isArray(r)) Object.assign(fields, r);
     const text = message instanceof Error ? message.message : typeof message === 'string' ? message : JSON.stringify(message);
     let line: string;
     if (this.options.format === 'json') {
-      line = jsonLine({ level, context, message: text, fields, time: (this.options.now ?? (() => new Date()))() });
+      line = jsonLine({ level: at, context, message: text, fields, time: (this.options.now ?? (() => new Date()))() });
     } else {
-      const tag = this.stderr.isTTY ? styleText(LEVEL_STYLE[level], level.toUpperCase()) : level.toUpperCase();
+      const tag = this.stderr.isTTY ? styleText(LEVEL_STYLE[at], at.toUpperCase()) : at.toUpperCase();
       line = `triad ${tag}${context ? ` [${context}]` : ''} ${text}`;
     }
     this.stderr.write(`${this.options.redactor ? this.options.redactor.redact(line) : line}\n`);

@@ -2,7 +2,7 @@ import { describeRefusal } from '../attestation/gate-refusal';
 import type { RecordedEvent } from '../events/event-store/event-store.port';
 import type { TeamRunEvent } from '../team/domain/run-events';
 import type { ModelProvider } from '../team/models/model.port';
-import type { RunSummary } from '../team/runs/run-summary';
+import type { RunSummary, TokenUsage } from '../team/runs/run-summary';
 import { describeRunPin } from '../team/domain/model-pin';
 
 const short = (s: string, n = 100) => {
@@ -27,7 +27,9 @@ export function describeEvent(recorded: RecordedEvent): string | undefined {
     case 'ModelCallCompleted': {
       const text = e.data.content.filter((b) => b.type === 'text').map((b) => (b as { text: string }).text).join(' ');
       const u = e.data.usage;
-      return `turn      ${e.data.role} #${e.data.turn} ${e.data.model}: ${short(text, 80)} [in ${u.inputTokens} / out ${u.outputTokens} tokens, $${e.data.costUsd.toFixed(4)}]`;
+      // The prompt cache only when it was used: the offline model, and calls below the cache's minimum, use none.
+      const cache = (u.cacheReadTokens ?? 0) + (u.cacheWriteTokens ?? 0) > 0 ? `, cache ${u.cacheReadTokens ?? 0} read + ${u.cacheWriteTokens ?? 0} written` : '';
+      return `turn      ${e.data.role} #${e.data.turn} ${e.data.model}: ${short(text, 80)} [in ${u.inputTokens} / out ${u.outputTokens} tokens${cache}, $${e.data.costUsd.toFixed(4)}]`;
     }
     case 'ModelCallFailed':
       return `  model   ${e.data.role} #${e.data.turn} failed (${e.data.kind}, attempt ${e.data.attempt})${e.data.retryInMs !== undefined ? `, retrying in ${e.data.retryInMs} ms` : ''}: ${short(e.data.message, 80)}`;
@@ -102,13 +104,21 @@ export function describeEvent(recorded: RecordedEvent): string | undefined {
   }
 }
 
+const ROLES = ['architect', 'executor', 'reviewer'] as const;
+
+/** Tokens as billed: uncached input, output, and the prompt cache's reads and writes. */
+export function describeTokens(u: TokenUsage): string {
+  return `${u.inputTokens} input + ${u.outputTokens} output tokens, cache ${u.cacheReadTokens} read + ${u.cacheWriteTokens} written`;
+}
+
 export function describeRun(r: RunSummary): string {
   const lines = [
     `run       ${r.runId}`,
     `status    ${r.status}${r.terminationReason ? ` (${r.terminationReason})` : ''}${r.phase ? `, phase ${r.phase}` : ''}`,
     `goal      ${short(r.goal, 200)}`,
     `iteration ${r.iteration} of ${r.maxIterations}`,
-    `usage     ${r.usage.turns} turns, ${r.usage.inputTokens} input + ${r.usage.outputTokens} output tokens, $${r.usage.costUsd.toFixed(4)}`,
+    `usage     ${r.usage.turns} turns, ${describeTokens(r.usage)}, $${r.usage.costUsd.toFixed(4)}`,
+    ...ROLES.filter((role) => r.usage.byRole[role].turns > 0).map((role) => `  ${role.padEnd(9)} ${r.usage.byRole[role].turns} turn(s), ${describeTokens(r.usage.byRole[role])}`),
     `provider  ${r.provider}${r.provider === 'offline' ? ' (the built-in offline model)' : ''}`,
     ...(r.pin ? [`pin       ${describeRunPin(r.pin)}`] : []),
     ...(r.waitingFor ? [`waiting   for ${r.waitingFor}; this process does not drive it (re-pin: triad resume ${r.runId} --model <role>=<model> --endpoint <url>)`] : []),

@@ -11,6 +11,7 @@ import { DEFAULT_SANDBOX_LIMITS, parseNetworkAllowList, passedEnvProblem } from 
 import type { SandboxSettings } from '../team/tools/sandbox/sandbox';
 import { isAbsolute } from 'node:path';
 import { duplicateKeyIn, duplicateKeyMessage } from '../shared/strict-json';
+import { LOG_LEVEL_SETTINGS, type LogLevelSetting } from '../observability/log-format';
 
 /**
  * All configuration comes from the environment, read and validated in this one place.
@@ -202,6 +203,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): TriadConfig {
     signing: signingSettings(env, resolve(dataDir)),
     webauthn: webauthnSettings(env),
   };
+}
+
+/**
+ * TRIAD_LOG_LEVEL: how much `triad serve` logs (`log` by default: what it does, warnings, errors;
+ * `debug` adds the framework's start-up lines, every route it maps among them).
+ */
+export function logLevelSetting(env: NodeJS.ProcessEnv = process.env): LogLevelSetting {
+  const raw = env.TRIAD_LOG_LEVEL || 'log';
+  if (!(LOG_LEVEL_SETTINGS as readonly string[]).includes(raw)) throw new ConfigError(`TRIAD_LOG_LEVEL must be ${LOG_LEVEL_SETTINGS.join(', ')}, got '${shown(raw)}'`);
+  return raw as LogLevelSetting;
 }
 
 /** Whether `host` (an address or a name, as TRIAD_HOST takes it) reaches this machine only. */

@@ -1,11 +1,12 @@
 import 'reflect-metadata';
-import { type INestApplication, type LoggerService, type LogLevel, ValidationPipe } from '@nestjs/common';
+import { BadRequestException, type INestApplication, type LoggerService, type LogLevel, ValidationPipe } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication, NestExpressBodyParserOptionsFor } from '@nestjs/platform-express';
 import { AppModule } from '../app.module';
 import { ErrorFilter } from './error.filter';
 import { WellFormedInputPipe, withUtf8Check } from './well-formed-input';
 import { RouteInputsGuard } from './route-inputs';
+import { validationMessages } from './validation-messages';
 import { answerClientErrorsAsJson } from './client-errors';
 import { methodNotAllowed } from './method-not-allowed';
 import { describeDecodingErrors, enforceBodyLimits, requireJsonBody, verifyJsonShape } from './request-body.middleware';
@@ -34,6 +35,8 @@ export const VALIDATION_PIPE = new ValidationPipe({
   // Undefined optional fields stay absent instead of failing nested validation.
   skipMissingProperties: false,
   stopAtFirstError: false,
+  // One message per failing field: `x is required`, or its type error, or its first failing limit.
+  exceptionFactory: (errors) => new BadRequestException(validationMessages(errors)),
 });
 
 /** The HTTP app, configured the same way for `triad serve` and for e2e tests. */

@@ -37,7 +37,11 @@ export function openApiDocument(app: INestApplication, version: string): OpenAPI
     required: ['statusCode', 'error', 'message'],
     properties: { statusCode: { type: 'integer' }, error: { type: 'string' }, message: { oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }] } },
   } as Schema;
+  Object.assign(schemas, USAGE_SCHEMAS);
   document.components = { ...document.components, schemas: { ...document.components?.schemas, ...(schemas as Record<string, object>) } };
+  // A run's view: its usage described field by field (the rest of RunSummary in docs/API.md).
+  const getRun = (document.paths['/v1/runs/{id}'] as Record<string, Operation> | undefined)?.get;
+  if (getRun) getRun.responses['200'] = { description: 'the run', content: { 'application/json': { schema: { $ref: '#/components/schemas/RunView' } } } };
 
   const { dtos: queryDtos, named: namedQueries } = queryInputs(app);
   for (const [path, item] of Object.entries(document.paths)) {
@@ -60,6 +64,40 @@ export function openApiDocument(app: INestApplication, version: string): OpenAPI
   }
   return document;
 }
+
+const TOKENS = { type: 'integer', minimum: 0 };
+const TOKEN_FIELDS = {
+  inputTokens: { ...TOKENS, description: "the prompt's tokens not read from the prompt cache" },
+  outputTokens: TOKENS,
+  cacheReadTokens: { ...TOKENS, description: 'prompt tokens read from the cache (billed at 0.1x input)' },
+  cacheWriteTokens: { ...TOKENS, description: 'prompt tokens written to the cache (billed at 1.25x input)' },
+};
+const TOKEN_NAMES = Object.keys(TOKEN_FIELDS);
+
+/** The usage of a run and of each of its roles (src/team/runs/run-summary.ts RunUsage). */
+const USAGE_SCHEMAS: Record<string, Schema> = {
+  RoleUsage: { type: 'object', required: [...TOKEN_NAMES, 'turns'], properties: { ...TOKEN_FIELDS, turns: TOKENS } } as Schema,
+  RunUsage: {
+    type: 'object',
+    required: [...TOKEN_NAMES, 'costUsd', 'turns', 'byRole'],
+    properties: {
+      ...TOKEN_FIELDS,
+      costUsd: { type: 'number', minimum: 0, description: 'all four token counts priced (src/team/domain/pricing.ts)' },
+      turns: TOKENS,
+      byRole: {
+        type: 'object',
+        required: ['architect', 'executor', 'reviewer'],
+        properties: Object.fromEntries(['architect', 'executor', 'reviewer'].map((role) => [role, { $ref: '#/components/schemas/RoleUsage' }])),
+      },
+    },
+  } as Schema,
+  RunView: {
+    type: 'object',
+    required: ['runId', 'status', 'usage'],
+    properties: { runId: { type: 'string' }, status: { type: 'string' }, usage: { $ref: '#/components/schemas/RunUsage' } },
+    additionalProperties: true,
+  } as Schema,
+};
 
 /**
  * `Controller_method` → the class name of the handler's whole-query DTO (`@Query() dto`), and the

@@ -16,6 +16,27 @@ export interface LogRecord {
   time: Date;
 }
 
+/** The settings of `TRIAD_LOG_LEVEL`, least to most verbose: each writes its own level and the ones before it. */
+export const LOG_LEVEL_SETTINGS = ['error', 'warn', 'log', 'debug'] as const;
+export type LogLevelSetting = (typeof LOG_LEVEL_SETTINGS)[number];
+
+/** The levels written at a setting (Nest's `fatal` goes with `error`, its `verbose` with `debug`). */
+export function levelsAt(setting: LogLevelSetting): Array<'fatal' | LogLevelSetting | 'verbose'> {
+  const upTo = LOG_LEVEL_SETTINGS.slice(0, LOG_LEVEL_SETTINGS.indexOf(setting) + 1);
+  return ['fatal', ...upTo, ...(setting === 'debug' ? (['verbose'] as const) : [])];
+}
+
+/**
+ * The framework's own start-up lines — every module loaded, every route mapped, about 60 of them —
+ * say nothing an operator acts on: they are `debug`, so a start logs triad's one line.
+ */
+const FRAMEWORK_CONTEXTS: ReadonlySet<string> = new Set(['NestFactory', 'InstanceLoader', 'RoutesResolver', 'RouterExplorer', 'NestApplication']);
+
+/** The level a line is written at: the caller's, except the framework's start-up lines, which are `debug`. */
+export function effectiveLevel<L extends string>(level: L, context: string | undefined): L | 'debug' {
+  return level === 'log' && context !== undefined && FRAMEWORK_CONTEXTS.has(context) ? 'debug' : level;
+}
+
 /** The JSON line: time, level, context, msg, then the fields. */
 export function jsonLine(record: LogRecord): string {
   return JSON.stringify({ time: record.time.toISOString(), level: record.level, ...(record.context ? { context: record.context } : {}), msg: record.message, ...record.fields });

@@ -76,6 +76,24 @@ describe('usage', () => {
     expect((await triad(['runs', 'list', '--json'])).stdout).toBe('[]\n');
   });
 
+  it('a launch the API would refuse exits 2 with one line naming the flags at fault, not the body fields, and writes nothing', async () => {
+    expect(await triad(['run', 'Write a greeting'])).toEqual({ code: 2, stdout: '', stderr: 'triad: --criteria is required (one or more acceptance criteria)\n' });
+    expectOneLineError(await triad(['run', 'Write a greeting', '--criteria', '']), 2, /^triad: each value in --criteria should not be empty\n$/);
+    expectOneLineError(await triad(['run', 'Write a greeting', '--criteria', 'x', '--loop', 'executor=fast']), 2, /^triad: --loop executor=<strategy> must be one of the following values: react, plan_execute, hybrid, auto\n$/);
+    expectOneLineError(await triad(['run', 'Write a greeting', '--criteria', 'x', '--thinking', 'architect=10']), 2, /^triad: --thinking architect=<tokens> must not be less than 1024\n$/);
+    expectOneLineError(await triad(['run', 'Write a greeting', '--criteria', 'x', '--model', 'm'.repeat(201)]), 2, /^triad: --model must be shorter than or equal to 200 characters\n$/);
+    expectOneLineError(await triad(['run', 'Write a greeting', '--criteria', 'x', '--idempotency-key', 'a b']), 2, /^triad: --idempotency-key must be 1-128 characters/);
+    expectOneLineError(await triad(['project', 'run', 'Ship it', '--task', '{"key":"a"}']), 2, /^triad: --task 1: goal is required; --task 1: acceptanceCriteria is required\n$/);
+    expectOneLineError(await triad(['project', 'run', 'Ship it', '--strategy', 'random']), 2, /^triad: --strategy must be one of the following values: sequential, parallel, dag\n$/);
+    // The domain's refusals of a verb's input too: a model this process does not serve, a fork's or a re-pin's overrides.
+    expectOneLineError(await triad(['run', 'Write a greeting', '--criteria', 'x', '--model', 'gpt-4o']), 2, /^triad: --model: 'gpt-4o' is not served here; /);
+    expectOneLineError(await triad(['fork', 'run_x', '--turn', '1', '--role-model', 'coder=m']), 2, /^triad: --role-model or --role-prompt coder=…: unknown role\n$/);
+    expectOneLineError(await triad(['fork', 'run_x', '--turn', '1', '--role-prompt', 'executor=']), 2, /^triad: --role-prompt executor=<prompt> must be a non-empty string/);
+    expectOneLineError(await triad(['resume', 'run_x', '--model', 'executor=']), 2, /^triad: --model executor=<model> must be a model name \(1 to 200 characters\)\n$/);
+    expectOneLineError(await triad(['resume', 'run_x', '--endpoint', 'ftp://x']), 2, /^triad: --endpoint is not an http\(s\) base URL/);
+    expect((await triad(['runs', 'list', '--json'])).stdout).toBe('[]\n');
+  });
+
   it('--version prints the package version', async () => {
     const { version } = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string };
     expect(await triad(['--version'])).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });

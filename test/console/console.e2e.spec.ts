@@ -116,8 +116,10 @@ it('launches a run; its page follows the run to the review gate', async () => {
   await fold('Iteration 1 · Executor turns').click();
   await timelineItems().filter({ hasText: 'Phase' }).first().waitFor();
   await timelineItems().filter({ hasText: 'Tool call' }).first().waitFor();
-  // Usage and cost per role, and the offline model named.
-  await summary().getByRole('table', { name: 'Usage per role' }).waitFor();
+  // Usage and cost per role, the prompt cache's reads and writes beside input and output, and the offline model named.
+  const usage = summary().getByRole('table', { name: 'Usage per role' });
+  await usage.waitFor();
+  for (const column of ['Input tokens', 'Output tokens', 'Cache read', 'Cache written', 'Cost']) await usage.getByRole('columnheader', { name: column }).waitFor();
   await summary().getByText('offline model').waitFor();
   await shot('run', false);
 });
@@ -243,6 +245,10 @@ it('an auditor filters, exports and verifies the decision log', async () => {
   expect(csvLines).toHaveLength(2);
   const ndjson = (await (await page.request.get(`${app.url}${ndjsonHref}`)).text()).trim().split('\n');
   expect(ndjson.map((l) => JSON.parse(l).outcome)).toEqual(['rejected']);
+  // A page not for an auditor, opened by its address, says so instead of failing.
+  await page.goto(`${app.url}/#/reviews`);
+  await page.getByRole('alert').filter({ hasText: 'This page is not for your roles (auditor).' }).waitFor();
+  expect(await page.getByRole('article').count()).toBe(0);
 });
 
 it('replays the run at a turn and moves through its turns', async () => {

@@ -1,5 +1,6 @@
 import { CliLogger } from '../../src/cli/cli-io';
-import { Redactor } from '../../src/observability/log-format';
+import { logLevelSetting } from '../../src/config/config';
+import { levelsAt, Redactor } from '../../src/observability/log-format';
 import { eventLogLines } from '../../src/observability/event-log';
 
 // Log lines: JSON objects for collectors, text for people, never a secret.
@@ -28,8 +29,31 @@ describe('CliLogger', () => {
 
   it('writes readable text without the format option', () => {
     const { stderr, lines } = capture(false);
-    new CliLogger(stderr, ['log'], {}).log('started', 'NestApplication');
-    expect(lines).toEqual(['triad LOG [NestApplication] started\n']);
+    new CliLogger(stderr, ['log'], {}).log('triad listening on http://127.0.0.1:3000', 'Serve');
+    expect(lines).toEqual(['triad LOG [Serve] triad listening on http://127.0.0.1:3000\n']);
+  });
+
+  it("writes the framework's start-up lines (modules loaded, routes mapped) at debug only, as debug", () => {
+    const quiet = capture(false);
+    const atLog = new CliLogger(quiet.stderr, levelsAt('log'), { format: 'json', now: NOW });
+    atLog.log('Mapped {/v1/runs, POST} route', 'RouterExplorer');
+    atLog.log('EventsModule dependencies initialized', 'InstanceLoader');
+    atLog.log('Nest application successfully started', 'NestApplication');
+    atLog.log('run run_1: RunLaunched', { event: 'RunLaunched' }, 'Events');
+    expect(quiet.lines.map((l) => (JSON.parse(l) as { msg: string }).msg)).toEqual(['run run_1: RunLaunched']);
+    const loud = capture(false);
+    new CliLogger(loud.stderr, levelsAt('debug'), { format: 'json', now: NOW }).log('Mapped {/v1/runs, POST} route', 'RouterExplorer');
+    expect(loud.lines.map((l) => JSON.parse(l) as unknown)).toEqual([{ time: '2026-01-01T00:00:00.000Z', level: 'debug', context: 'RouterExplorer', msg: 'Mapped {/v1/runs, POST} route' }]);
+  });
+
+  it('TRIAD_LOG_LEVEL names the least severe level written', () => {
+    expect(levelsAt('error')).toEqual(['fatal', 'error']);
+    expect(levelsAt('warn')).toEqual(['fatal', 'error', 'warn']);
+    expect(levelsAt('log')).toEqual(['fatal', 'error', 'warn', 'log']);
+    expect(levelsAt('debug')).toEqual(['fatal', 'error', 'warn', 'log', 'debug', 'verbose']);
+    expect(logLevelSetting({})).toBe('log');
+    expect(logLevelSetting({ TRIAD_LOG_LEVEL: 'debug' })).toBe('debug');
+    expect(() => logLevelSetting({ TRIAD_LOG_LEVEL: 'verbose' })).toThrow("TRIAD_LOG_LEVEL must be error, warn, log, debug, got 'verbose'");
   });
 
   it('never writes a configured key, an Anthropic key or a bearer credential', () => {

@@ -193,13 +193,15 @@ export function RunPage({ runId }: { runId: string }) {
               <li key={i}>{c}</li>
             ))}
           </ul>
-          <Table label="Usage per role" columns={['Role', 'Turns', 'Input tokens', 'Output tokens', 'Cost']}>
+          <Table label="Usage per role" columns={['Role', 'Turns', 'Input tokens', 'Output tokens', 'Cache read', 'Cache written', 'Cost']}>
             {(['architect', 'executor', 'reviewer'] as const).map((role) => (
               <tr key={role}>
                 <th scope="row">{role}</th>
                 <td>{run.usage.byRole[role].turns}</td>
                 <td>{fmtInt(run.usage.byRole[role].inputTokens)}</td>
                 <td>{fmtInt(run.usage.byRole[role].outputTokens)}</td>
+                <td>{fmtInt(run.usage.byRole[role].cacheReadTokens)}</td>
+                <td>{fmtInt(run.usage.byRole[role].cacheWriteTokens)}</td>
                 <td>{fmtUsd(costByRole[role] ?? 0)}</td>
               </tr>
             ))}
@@ -208,6 +210,8 @@ export function RunPage({ runId }: { runId: string }) {
               <td>{run.usage.turns}</td>
               <td>{fmtInt(run.usage.inputTokens)}</td>
               <td>{fmtInt(run.usage.outputTokens)}</td>
+              <td>{fmtInt(run.usage.cacheReadTokens)}</td>
+              <td>{fmtInt(run.usage.cacheWriteTokens)}</td>
               <td>{fmtUsd(run.usage.costUsd)}</td>
             </tr>
           </Table>

@@ -1,7 +1,6 @@
-import { HttpException, type INestApplicationContext } from '@nestjs/common';
+import type { INestApplicationContext } from '@nestjs/common';
 import { instanceToPlain } from 'class-transformer';
 import type { Command } from 'commander';
-import { VALIDATION_PIPE } from '../../http/bootstrap';
 import { PROJECT_STATUSES, type ProjectStatus } from '../../projects/domain/project-events';
 import type { ProjectView } from '../../projects/domain/project-decider';
 import { LaunchProjectDto } from '../../projects/http/project.dto';
@@ -14,6 +13,8 @@ import { CliError, EXIT } from '../exit-codes';
 import { providerLine } from '../format';
 import { cliIdentity, decisionReason, int } from '../options';
 import { cliKeyHolder } from '../decider-credential';
+import { flagFor, refusedInFlags, type FlagOfField } from '../flag-messages';
+import { validateAsFlags } from '../validate-body';
 import { duplicateKeyIn, duplicateKeyMessage } from '../../shared/strict-json';
 
 const WAITING_FOR_A_HUMAN = new Set(['awaiting_review', 'awaiting_approval']);
@@ -57,7 +58,7 @@ export function addProjectCommands(program: Command, ctx: CliContext): void {
       process.exitCode = await withApp(async (app) => {
         if (!opts.json) output.err(`${providerLine(app.get<ModelProvider>(MODEL_PROVIDER))}\n`);
         const projects = app.get(ProjectsService);
-        const { projectId, acceptedAt } = await projects.launch(instanceToPlain(body) as LaunchProjectInput, identity);
+        const { projectId, acceptedAt } = await refusedInFlags(PROJECT_FLAGS, () => projects.launch(instanceToPlain(body) as LaunchProjectInput, identity));
         if (!opts.json) output.out(`project ${projectId} accepted at ${acceptedAt}\n`);
         return driveProjectHere(app, projectId, ctx, opts.json);
       });
@@ -196,15 +197,19 @@ function parseTask(raw: string): unknown {
   return value;
 }
 
-/** The same checks as `POST /v1/projects`; a refusal is exit 2 with its messages. */
-async function validate(body: unknown): Promise<LaunchProjectDto> {
-  try {
-    return (await VALIDATION_PIPE.transform(body, { type: 'body', metatype: LaunchProjectDto })) as LaunchProjectDto;
-  } catch (err) {
-    if (err instanceof HttpException) {
-      const msg = (err.getResponse() as { message?: string | string[] }).message;
-      throw new CliError(Array.isArray(msg) ? msg.join('; ') : String(msg ?? err.message), EXIT.usage);
-    }
-    throw err;
-  }
+/** The body's fields as `triad project run` sets them, for its refusals (a task by its place among the `--task`s). */
+const PROJECT_FLAGS: readonly FlagOfField[] = [
+  flagFor('goal', 'the goal'),
+  flagFor('acceptanceCriteria', '--criteria'),
+  { field: /^tasks\.(\d+)\.(.+)$/, flag: (m) => `--task ${Number(m[1]) + 1}: ${m[2]}` },
+  flagFor('tasks', '--task'),
+  flagFor('strategy', '--strategy'),
+  flagFor('concurrency', '--concurrency'),
+  flagFor('run.maxIterations', '--max-iterations'),
+  flagFor('idempotencyKey', '--idempotency-key'),
+];
+
+/** The same checks as `POST /v1/projects`; a refusal is exit 2 naming the flags. */
+function validate(body: unknown): Promise<LaunchProjectDto> {
+  return validateAsFlags(LaunchProjectDto, body, PROJECT_FLAGS);
 }

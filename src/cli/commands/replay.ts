@@ -11,6 +11,7 @@ import { loadRunHistory } from '../../team/runs/run-history';
 import type { CliContext } from '../cli-context';
 import { driveHere, resumeWhenFree } from '../drive-here';
 import { CliError, EXIT } from '../exit-codes';
+import { flagFor, refusedInFlags, type FlagOfField } from '../flag-messages';
 import { cliIdentity, int } from '../options';
 
 /** `triad replay`, `resume` and `fork`: a run rebuilt from its events, continued, or branched. */
@@ -50,7 +51,7 @@ export function addReplayCommands(program: Command, ctx: CliContext): void {
         models[pair.slice(0, i)] = pair.slice(i + 1);
       }
       // Checked before the store is opened: bad input writes nothing.
-      const repin = parsePinChange({ ...(opts.model ? { models } : {}), ...(opts.endpoint !== undefined ? { endpoint: opts.endpoint } : {}) });
+      const repin = await refusedInFlags(RESUME_FLAGS, () => parsePinChange({ ...(opts.model ? { models } : {}), ...(opts.endpoint !== undefined ? { endpoint: opts.endpoint } : {}) }));
       process.exitCode = await withApp((app) =>
         driveHere(ctx, app, runId, {
           follow: opts.follow,
@@ -59,7 +60,7 @@ export function addReplayCommands(program: Command, ctx: CliContext): void {
           // A lease another process holds (it drives the run, or it died and the lease has not
           // lapsed yet): waited for, then resumed as asked.
           before: () =>
-            resumeWhenFree(ctx, app, runId, () => app.get(CommandBus).execute(new ResumeRunCommand(runId, cliIdentity(opts.as), repin)), (err) => err instanceof DrivenElsewhereError),
+            resumeWhenFree(ctx, app, runId, () => refusedInFlags(RESUME_FLAGS, () => app.get(CommandBus).execute(new ResumeRunCommand(runId, cliIdentity(opts.as), repin))), (err) => err instanceof DrivenElsewhereError),
         }),
       );
     });
@@ -90,10 +91,22 @@ export function addReplayCommands(program: Command, ctx: CliContext): void {
         set(pair.slice(0, i), 'systemPrompt', pair.slice(i + 1));
       }
       process.exitCode = await withApp(async (app) => {
-        const overrides = validateOverrides(Object.keys(team).length ? { team } : undefined);
-        const result = await app.get(CommandBus).execute<ForkRunCommand, ForkResult>(new ForkRunCommand(runId, opts.turn, overrides, cliIdentity(opts.as)));
+        const overrides = await refusedInFlags(FORK_FLAGS, () => validateOverrides(Object.keys(team).length ? { team } : undefined));
+        const result = await refusedInFlags(FORK_FLAGS, () => app.get(CommandBus).execute<ForkRunCommand, ForkResult>(new ForkRunCommand(runId, opts.turn, overrides, cliIdentity(opts.as))));
         if (!opts.json) output.out(`fork ${result.runId} of ${runId} at turn ${opts.turn} (${result.workspaceNote})\n`);
         return driveHere(ctx, app, result.runId, { follow: opts.follow, json: opts.json, result, blankLine: true });
       });
     });
 }
+
+/** The bodies' fields as `triad resume` and `triad fork` set them, for their refusals. */
+const RESUME_FLAGS: readonly FlagOfField[] = [
+  { field: /^models\.(\w+)$/, flag: (m) => `--model ${m[1]}=<model>` },
+  flagFor('models', '--model'),
+  flagFor('endpoint', '--endpoint'),
+];
+const FORK_FLAGS: readonly FlagOfField[] = [
+  { field: /^overrides\.team\.(\w+)\.model$/, flag: (m) => `--role-model ${m[1]}=<model>` },
+  { field: /^overrides\.team\.(\w+)\.systemPrompt$/, flag: (m) => `--role-prompt ${m[1]}=<prompt>` },
+  { field: /^overrides\.team\.(\w+)$/, flag: (m) => `--role-model or --role-prompt ${m[1]}=…` },
+];

@@ -1,8 +1,6 @@
-import { HttpException } from '@nestjs/common';
 import { CommandBus } from '@nestjs/cqrs';
 import { instanceToPlain } from 'class-transformer';
 import type { Command } from 'commander';
-import { VALIDATION_PIPE } from '../../http/bootstrap';
 import { LaunchRunCommand } from '../../team/commands/launch-run.command';
 import { LaunchRunDto } from '../../team/http/launch-run.dto';
 import type { LaunchResult, LaunchRunInput } from '../../team/commands/launch';
@@ -11,7 +9,9 @@ import type { CliContext } from '../cli-context';
 import { driveHere } from '../drive-here';
 import { CliError, EXIT } from '../exit-codes';
 import { providerLine } from '../format';
+import { flagFor, refusedInFlags, type FlagOfField } from '../flag-messages';
 import { cliIdentity, int } from '../options';
+import { validateAsFlags } from '../validate-body';
 
 /** `triad run <goal>`: launch a run and drive it here. */
 export function addRunCommand(program: Command, ctx: CliContext): void {
@@ -36,7 +36,7 @@ export function addRunCommand(program: Command, ctx: CliContext): void {
       const identity = cliIdentity(opts.as);
       const body = await validateLaunch({
         goal,
-        acceptanceCriteria: opts.criteria ?? [],
+        ...(opts.criteria !== undefined ? { acceptanceCriteria: opts.criteria } : {}),
         ...(opts.maxIterations !== undefined ? { maxIterations: opts.maxIterations } : {}),
         ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
         ...(opts.budget !== undefined ? { budget: { totalTokens: opts.budget } } : {}),
@@ -47,7 +47,7 @@ export function addRunCommand(program: Command, ctx: CliContext): void {
       process.exitCode = await ctx.withApp(async (app) => {
         const model = app.get<ModelProvider>(MODEL_PROVIDER);
         // Said once the launch is accepted: a refused launch (a model not served here) is one line.
-        const result = await app.get(CommandBus).execute<LaunchRunCommand, LaunchResult>(new LaunchRunCommand(instanceToPlain(body) as LaunchRunInput, identity));
+        const result = await refusedInFlags(RUN_FLAGS, () => app.get(CommandBus).execute<LaunchRunCommand, LaunchResult>(new LaunchRunCommand(instanceToPlain(body) as LaunchRunInput, identity)));
         if (!opts.json) output.err(`${providerLine(model)}\n`);
         if (!opts.json) output.out(`run ${result.runId} accepted at ${result.acceptedAt}\n`);
         return driveHere(ctx, app, result.runId, { follow: opts.follow, json: opts.json, blankLine: true });
@@ -72,15 +72,20 @@ function teamOptions(model: string | undefined, thinking: string[] | undefined, 
   return Object.keys(team).length > 0 ? { team } : {};
 }
 
-/** The same checks as `POST /v1/runs` (the DTO and its pipe); a refusal is exit 2 with its messages. */
-async function validateLaunch(body: unknown): Promise<LaunchRunDto> {
-  try {
-    return (await VALIDATION_PIPE.transform(body, { type: 'body', metatype: LaunchRunDto })) as LaunchRunDto;
-  } catch (err) {
-    if (err instanceof HttpException) {
-      const msg = (err.getResponse() as { message?: string | string[] }).message;
-      throw new CliError(Array.isArray(msg) ? msg.join('; ') : String(msg ?? err.message), EXIT.usage);
-    }
-    throw err;
-  }
+/** The body's fields as `triad run` sets them, for its refusals. */
+const RUN_FLAGS: readonly FlagOfField[] = [
+  flagFor('goal', 'the goal'),
+  flagFor('acceptanceCriteria', '--criteria', 'one or more acceptance criteria'),
+  flagFor('maxIterations', '--max-iterations'),
+  flagFor('timeoutMs', '--timeout-ms'),
+  flagFor('budget.totalTokens', '--budget'),
+  { field: /^team\.(\w+)\.model$/, flag: () => '--model' },
+  { field: /^team\.(\w+)\.thinking\.budgetTokens$/, flag: (m) => `--thinking ${m[1]}=<tokens>` },
+  { field: /^team\.(\w+)\.loop\.strategy$/, flag: (m) => `--loop ${m[1]}=<strategy>` },
+  flagFor('idempotencyKey', '--idempotency-key'),
+];
+
+/** The same checks as `POST /v1/runs` (the DTO and its pipe); a refusal is exit 2 naming the flags. */
+function validateLaunch(body: unknown): Promise<LaunchRunDto> {
+  return validateAsFlags(LaunchRunDto, body, RUN_FLAGS);
 }

@@ -1,12 +1,12 @@
 import { createServer } from 'node:net';
 import type { Command } from 'commander';
 import { countStoredApiKeys } from '../../auth/keys/count-stored-api-keys';
-import { ConfigError, describeConfig, loadConfig } from '../../config/config';
+import { ConfigError, describeConfig, loadConfig, logLevelSetting } from '../../config/config';
 import { isStoreUnavailable } from '../../events/errors';
 import { createHttpApp } from '../../http/bootstrap';
 import { MODEL_PROVIDER, type ModelProvider } from '../../team/models/model.port';
 import type { CliContext } from '../cli-context';
-import { Redactor } from '../../observability/log-format';
+import { levelsAt, Redactor } from '../../observability/log-format';
 import { startTracingFromEnv } from '../../observability/otel-sdk';
 import { CliLogger, packageVersion } from '../cli-io';
 import { CliError, EXIT } from '../exit-codes';
@@ -33,7 +33,7 @@ export function addServeCommand(program: Command, { output }: CliContext): void 
       // Spans are exported only when an OTLP endpoint is configured; flushed at shutdown.
       const stopTracing = startTracingFromEnv(packageVersion());
       // Its logs go to stderr (stdout says where it listens): text on a terminal, JSON lines otherwise.
-      const logger = new CliLogger(output.io.stderr, ['error', 'warn', 'log'], { format: output.io.stderr.isTTY ? 'text' : 'json', redactor: Redactor.fromEnv() });
+      const logger = new CliLogger(output.io.stderr, levelsAt(logLevelSetting()), { format: output.io.stderr.isTTY ? 'text' : 'json', redactor: Redactor.fromEnv() });
       // The address first: a port in use or a host that is not this machine's is said before
       // the store is opened or created.
       await probeAddress(config.host, config.port);
@@ -86,13 +86,14 @@ export function addServeCommand(program: Command, { output }: CliContext): void 
       const model = app.get<ModelProvider>(MODEL_PROVIDER);
       const sandbox = app.get<Sandbox>(SANDBOX);
       const summary = describeConfig(config);
-      output.out(
-        `triad listening on http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port} — store ${summary.store}, data ${summary.dataDir}, ${providerLine(model)}, sandbox ${sandbox.state}\n`,
-      );
-      // Said at every start: what an unsandboxed (or sandbox-less) deployment allows or refuses.
+      const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+      const listening = `triad listening on ${url} — store ${summary.store}, data ${summary.dataDir}, ${providerLine(model)}, sandbox ${sandbox.state}`;
+      output.out(`${listening}\n`);
+      // The one log line of a start, its facts as fields; a sandbox that is not on is warned of as well.
+      logger.log(listening, { event: 'serve_started', address: url, store: config.store, dataDir: config.dataDir, model: model.name, ...(model.endpoint ? { endpoint: model.endpoint } : {}), sandbox: sandbox.state, version: packageVersion() }, 'Serve');
       if (sandbox.state === 'off') logger.warn('the sandbox is off (TRIAD_SANDBOX=off): agents\' commands and stdio MCP servers run as this server, and can read its environment (API keys), its data directory and every other run\'s workspace, and reach the network; every run launched here is recorded as unsandboxed', 'Sandbox');
       else if (sandbox.state === 'unavailable') logger.warn(`the sandbox ${sandbox.describe()}`, 'Sandbox');
-      else logger.log(`sandbox: ${sandbox.describe()}`, 'Sandbox');
+      else logger.debug(`sandbox: ${sandbox.describe()}`, 'Sandbox');
       await stopped;
       await app.close();
       // At exit: spans that cannot be flushed are lost; the server stopped cleanly all the same.

@@ -28,7 +28,8 @@ export async function decideAtGate(
     return await path.handle(runStream(path.store, gate.runId), decide, runContext(gate.runId, gate.actor), { maxAttempts: MAX_ATTEMPTS });
   } catch (err) {
     if (err instanceof SelfDecisionError) {
-      security.warn(JSON.stringify({ event: err.securityEvent, rule: err.rule, [`${gate.subject}Id`]: gate.id, [gate.subject === 'review' ? 'decider' : 'approver']: gate.actor }));
+      // The event names the line; what it concerns are the line's own fields, for log collectors to filter on.
+      security.warn(err.securityEvent, { event: err.securityEvent, rule: err.rule, runId: gate.runId, [`${gate.subject}Id`]: gate.id, [gate.subject === 'review' ? 'decider' : 'approver']: gate.actor });
     }
     if (err instanceof WrongExpectedRevisionError) throw new ConflictError(`${gate.subject} ${gate.id}: the run kept changing while deciding; try again`);
     throw err;

@@ -39,7 +39,7 @@ export interface RunSummary {
   sandbox?: { mode: 'bubblewrap' | 'off'; network: Partial<Record<RoleName, string[]>> };
   startedAt: string;
   endedAt?: string;
-  usage: { inputTokens: number; outputTokens: number; costUsd: number; turns: number; byRole: Record<RoleName, { inputTokens: number; outputTokens: number; turns: number }> };
+  usage: RunUsage;
   forkedFrom?: { runId: string; revision: number; turn: number };
   /** The project this run is a task of. */
   project?: { projectId: string; taskKey: string; attempt: number };
@@ -71,6 +71,36 @@ export interface RunSummary {
   position: number;
 }
 
+/**
+ * Tokens as the provider counts them: `inputTokens` are the prompt's uncached tokens; a cached
+ * prompt's tokens are `cacheReadTokens` (read from the cache) and `cacheWriteTokens` (written to
+ * it). The cost prices all four (domain/pricing.ts).
+ */
+export interface TokenUsage {
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+}
+
+export interface RunUsage extends TokenUsage {
+  costUsd: number;
+  turns: number;
+  byRole: Record<RoleName, TokenUsage & { turns: number }>;
+}
+
+/** One call's usage (cache counts absent: none) added to a running total. */
+function addTokens(total: TokenUsage, u: { inputTokens: number; outputTokens: number; cacheReadTokens?: number; cacheWriteTokens?: number }): void {
+  total.inputTokens += u.inputTokens;
+  total.outputTokens += u.outputTokens;
+  total.cacheReadTokens += u.cacheReadTokens ?? 0;
+  total.cacheWriteTokens += u.cacheWriteTokens ?? 0;
+}
+
+const noTokens = (): TokenUsage => ({ inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 });
+
+const addCost = (costUsd: number, more: number): number => Math.round((costUsd + more) * 1e6) / 1e6;
+
 export interface PendingApproval {
   approvalId: string;
   toolUseId: string;
@@ -95,7 +125,7 @@ export interface SubAgentSummary {
   tools: string[];
   limits: { maxTurns: number; maxTokens: number; timeoutMs: number };
   turns: number;
-  usage: { inputTokens: number; outputTokens: number; costUsd: number };
+  usage: TokenUsage & { costUsd: number };
   spawnedAt: string;
   startedAt?: string;
   endedAt?: string;
@@ -166,7 +196,7 @@ export function applyToSummary(state: RunSummaryState | undefined, recorded: Rec
   if (!state) {
     if (event.type !== 'RunLaunched' && event.type !== 'RunForked') return undefined;
     const d = event.type === 'RunLaunched' ? event.data : event.data.view.launched;
-    const zero = () => ({ inputTokens: 0, outputTokens: 0, turns: 0 });
+    const zero = () => ({ ...noTokens(), turns: 0 });
     const forkedTeam = event.type === 'RunForked' ? (event.data.view.team as { value: never; context: never }) : undefined;
     state = {
       team: forkedTeam ? restoreSnapshot(teamRunMachine, forkedTeam) : initialTeamSnapshot(),
@@ -185,7 +215,7 @@ export function applyToSummary(state: RunSummaryState | undefined, recorded: Rec
         startedAt: d.launchedAt,
         ...(d.project ? { project: { ...d.project } } : {}),
         ...(event.type === 'RunForked' ? forkedLoops(event.data.view) : loopsOf(d.team)),
-        usage: { inputTokens: 0, outputTokens: 0, costUsd: 0, turns: 0, byRole: { architect: zero(), executor: zero(), reviewer: zero() } },
+        usage: { ...noTokens(), costUsd: 0, turns: 0, byRole: { architect: zero(), executor: zero(), reviewer: zero() } },
         revision: -1,
         position: 0,
       },
@@ -218,14 +248,11 @@ export function applyToSummary(state: RunSummaryState | undefined, recorded: Rec
       s.pin = structuredClone(event.data.to);
       break;
     case 'ModelCallCompleted': {
-      const u = event.data.usage;
-      s.usage.inputTokens += u.inputTokens;
-      s.usage.outputTokens += u.outputTokens;
-      s.usage.costUsd = Math.round((s.usage.costUsd + event.data.costUsd) * 1e6) / 1e6;
+      addTokens(s.usage, event.data.usage);
+      s.usage.costUsd = addCost(s.usage.costUsd, event.data.costUsd);
       s.usage.turns += 1;
       const r = s.usage.byRole[event.data.role];
-      r.inputTokens += u.inputTokens;
-      r.outputTokens += u.outputTokens;
+      addTokens(r, event.data.usage);
       r.turns += 1;
       break;
     }
@@ -267,11 +294,9 @@ export function applyToSummary(state: RunSummaryState | undefined, recorded: Rec
       // The summarising call's tokens count in the run's usage (not as a turn).
       const u = event.data.usage;
       if (!u) break;
-      s.usage.inputTokens += u.inputTokens;
-      s.usage.outputTokens += u.outputTokens;
-      s.usage.costUsd = Math.round((s.usage.costUsd + (event.data.costUsd ?? 0)) * 1e6) / 1e6;
-      s.usage.byRole[event.data.role].inputTokens += u.inputTokens;
-      s.usage.byRole[event.data.role].outputTokens += u.outputTokens;
+      addTokens(s.usage, u);
+      s.usage.costUsd = addCost(s.usage.costUsd, event.data.costUsd ?? 0);
+      addTokens(s.usage.byRole[event.data.role], u);
       break;
     }
     case 'ToolApprovalRequested': {
@@ -313,7 +338,7 @@ export function applyToSummary(state: RunSummaryState | undefined, recorded: Rec
           tools: d.tools,
           limits: d.limits,
           turns: 0,
-          usage: { inputTokens: 0, outputTokens: 0, costUsd: 0 },
+          usage: { ...noTokens(), costUsd: 0 },
           spawnedAt: d.at,
         },
       ];
@@ -343,15 +368,12 @@ export function applyToSummary(state: RunSummaryState | undefined, recorded: Rec
 function applyToSubAgent(a: SubAgentSummary, event: TeamRunEvent, s: RunSummary): void {
   switch (event.type) {
     case 'SubAgentModelCalled': {
-      const u = event.data.usage;
       a.turns = event.data.turn;
-      a.usage.inputTokens += u.inputTokens;
-      a.usage.outputTokens += u.outputTokens;
-      a.usage.costUsd = Math.round((a.usage.costUsd + event.data.costUsd) * 1e6) / 1e6;
+      addTokens(a.usage, event.data.usage);
+      a.usage.costUsd = addCost(a.usage.costUsd, event.data.costUsd);
       // Its tokens and cost are the run's too (not its turns: those are the team's).
-      s.usage.inputTokens += u.inputTokens;
-      s.usage.outputTokens += u.outputTokens;
-      s.usage.costUsd = Math.round((s.usage.costUsd + event.data.costUsd) * 1e6) / 1e6;
+      addTokens(s.usage, event.data.usage);
+      s.usage.costUsd = addCost(s.usage.costUsd, event.data.costUsd);
       break;
     }
     case 'SubAgentAwaitingApproval':
