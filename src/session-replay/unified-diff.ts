@@ -18,18 +18,14 @@ export function unifiedDiff(path: string, before: string | undefined, after: str
   const hunks = hunksOf(ops);
   if (hunks.length === 0) return '';
   const header = [`--- ${before === undefined ? '/dev/null' : `a/${path}`}`, `+++ ${after === undefined ? '/dev/null' : `b/${path}`}`];
-  // The last line of a file without a final newline is followed by git's marker.
-  const lastOld = before !== undefined && before !== '' && !before.endsWith('\n') ? ops.filter((o) => o.kind !== '+').at(-1) : undefined;
-  const lastNew = after !== undefined && after !== '' && !after.endsWith('\n') ? ops.filter((o) => o.kind !== '-').at(-1) : undefined;
-  const body = hunks.flatMap((h) => [h.head, ...h.ops.flatMap((op) => (op === lastOld || op === lastNew ? [`${op.kind}${op.line}`, '\\ No newline at end of file'] : [`${op.kind}${op.line}`]))]);
+  // A line keeps its newline, so a last line without one differs from the same text with one; git's marker follows it.
+  const body = hunks.flatMap((h) => [h.head, ...h.ops.flatMap((op) => (op.line.endsWith('\n') ? [`${op.kind}${op.line.slice(0, -1)}`] : [`${op.kind}${op.line}`, '\\ No newline at end of file']))]);
   return `${[...header, ...body].join('\n')}\n`;
 }
 
+/** The lines of `text`, each with its newline (the last one without, when the text has none). */
 function linesOf(text: string): string[] {
-  if (text === '') return [];
-  const lines = text.split('\n');
-  if (lines[lines.length - 1] === '') lines.pop();
-  return lines;
+  return text.match(/[^\n]*\n|[^\n]+$/g) ?? [];
 }
 
 /** The edit script turning `a` into `b`, in order. */
