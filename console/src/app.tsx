@@ -7,6 +7,7 @@ import { ErrorNote } from './ui';
 import { RunsPage } from './pages/runs';
 import { RunPage } from './pages/run';
 import { ReviewsPage } from './pages/reviews';
+import { ReviewPage } from './pages/review';
 import { ProjectPage, ProjectsPage } from './pages/projects';
 import { ApprovalsPage } from './pages/approvals';
 import { DecisionsPage } from './pages/decisions';
@@ -55,7 +56,7 @@ function Nav({ session, page }: { session: SessionView; page: string }) {
     ['decisions', 'Decision log', href.decisions(), may(session, 'audit')],
     ['passkeys', 'Passkeys', href.passkeys(), true],
   ];
-  const current = page === 'run' || page === 'replay' ? 'runs' : page === 'project' ? 'projects' : page;
+  const current = page === 'run' || page === 'replay' ? 'runs' : page === 'project' ? 'projects' : page === 'review' ? 'reviews' : page;
   return (
     <nav aria-label="Main">
       <ul>
@@ -128,6 +129,7 @@ export function App() {
         {route.page === 'projects' ? <ProjectsPage /> : null}
         {route.page === 'project' ? <ProjectPage key={route.projectId} projectId={route.projectId} /> : null}
         {route.page === 'reviews' ? <ReviewsPage /> : null}
+        {route.page === 'review' ? <ReviewPage key={route.reviewId} reviewId={route.reviewId} /> : null}
         {route.page === 'approvals' ? <ApprovalsPage /> : null}
         {route.page === 'decisions' ? <DecisionsPage /> : null}
         {route.page === 'passkeys' ? <PasskeysPage /> : null}
