@@ -1,3 +1,5 @@
+import { mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import type { Page } from 'playwright-core';
 import type { RunSummary } from '../../src/http/api-types';
 import { startE2eApp, type E2eApp } from '../support/e2e-app';
@@ -9,6 +11,7 @@ import { openBrowser, signIn, signOut, type Browser } from './browser';
 // two met per iteration by the offline model; bob rejects the second over the API). ann launched
 // it: her page shows the history and why she may not decide, beside disabled buttons; bob approves
 // with the keyboard alone, through the confirmation dialog. One app and one browser for the file.
+// TRIAD_SCREENSHOTS=1 writes the page to docs/console/review-page.png.
 
 jest.setTimeout(120_000);
 
@@ -30,6 +33,13 @@ let page: Page;
 let runId: string;
 let reviewId: string;
 const pageErrors: string[] = [];
+const SHOTS = process.env.TRIAD_SCREENSHOTS === '1' ? resolve(__dirname, '..', '..', 'docs', 'console') : undefined;
+
+async function shot(name: string): Promise<void> {
+  if (!SHOTS) return;
+  mkdirSync(SHOTS, { recursive: true });
+  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+}
 
 const as = (who: keyof typeof KEYS) => ({ as: { secret: KEYS[who] } });
 
@@ -110,6 +120,7 @@ it("the launcher opens her run's review from the run page: the history, both dif
     expect(await button.isDisabled()).toBe(true);
     expect(await button.getAttribute('aria-describedby')).toBe('why-not');
   }
+  await shot('review-page');
   // The shortcut does nothing for her.
   await page.keyboard.press('a');
   expect(await page.getByRole('dialog').count()).toBe(0);

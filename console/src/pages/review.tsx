@@ -94,7 +94,9 @@ function IterationFacts({ it }: { it: ReviewIteration }) {
       {it.work ? <p class="text">{it.work.summary}</p> : null}
       {it.verdict ? (
         <>
-          <h4>Reviewer verdict: {it.verdict.verdict}</h4>
+          <p>
+            <strong>Reviewer verdict: {it.verdict.verdict}</strong>
+          </p>
           <p>{it.verdict.summary}</p>
           {it.verdict.findings.length > 0 ? (
             <ul aria-label={`Findings of iteration ${it.iteration}`}>
@@ -178,13 +180,17 @@ type Outcome = 'approve' | 'reject';
 function Decide({ view, passkeys, onDecided }: { view: ReviewView; passkeys: PasskeyView[]; onDecided: (what: string) => void }) {
   const [open, setOpen] = useState<Outcome | null>(null);
   const allowed = view.caller?.mayDecide === true;
-  // `a` and `r` open the dialogs, unless the person is typing somewhere.
+  // `a` and `r` open the dialogs, unless the person is typing somewhere or a dialog is open. One
+  // listener for the page's life, reading the current state: a key pressed just after a dialog
+  // closed must not fall between two listeners.
+  const current = useRef(allowed);
+  current.current = allowed;
   useEffect(() => {
-    if (!allowed || open) return undefined;
     const onKey = (e: KeyboardEvent) => {
+      if (!current.current || document.querySelector('dialog[open]')) return;
       if (e.ctrlKey || e.metaKey || e.altKey || e.defaultPrevented) return;
       const target = e.target as HTMLElement | null;
-      if (target?.closest('input, textarea, select, [contenteditable="true"], dialog')) return;
+      if (target?.closest('input, textarea, select, [contenteditable="true"]')) return;
       if (e.key === 'a' || e.key === 'r') {
         e.preventDefault();
         setOpen(e.key === 'a' ? 'approve' : 'reject');
@@ -192,7 +198,7 @@ function Decide({ view, passkeys, onDecided }: { view: ReviewView; passkeys: Pas
     };
     document.addEventListener('keydown', onKey);
     return () => document.removeEventListener('keydown', onKey);
-  }, [allowed, open]);
+  }, []);
   const launcher = view.deciders.excluded.find((e) => e.rule === 'launcher');
   return (
     <section aria-labelledby="decide-h" class="card">
