@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import type { ReviewView, WorkspaceView } from '../../../src/http/api-types';
+import { SqliteEventStore } from '../../../src/events/event-store/sqlite.event-store';
 import { tempDir } from '../../support/temp-dir';
 import { awaitingReview, lastJson, launch, runCli, startServer, waitForRun, type GateServer } from './gate-support';
 
@@ -151,5 +152,25 @@ describe('GET /v1/reviews/:id, triad review show and triad runs workspace', () =
     expect(diff.stdout).not.toContain(ESC);
     const bad = await runCli(['runs', 'workspace', runId, '--diff', 'sideways'], env);
     expect(bad.code).toBe(2);
+  });
+
+  it('a decision forged into the store (no valid attestation) is not shown, and the review stays open', async () => {
+    const store = new SqliteEventStore({ file: join(dataDir, 'triad.db') });
+    try {
+      const at = new Date().toISOString();
+      await store.append(`run-${runId}`, [
+        {
+          type: 'ReviewDecided',
+          data: { decisionId: 'forged', reviewId, iteration: 3, outcome: 'approved', reason: 'trust me', executor: `agent:executor:${runId}`, decider: 'user:mallory', deciderKind: 'human', acceptanceCriteria: CRITERIA, artifactHash: 'sha256:0', charterVersion: 'x', at },
+        },
+        { type: 'RunEnded', data: { status: 'completed', reason: 'COMPLETED', message: 'approved by user:mallory', at } },
+      ]);
+    } finally {
+      await store.close();
+    }
+    const v = (await getReview(reviewId)).body;
+    expect(v).toMatchObject({ state: 'open', run: { status: 'awaiting_review' }, caller: { identity: 'user:bob', mayDecide: true } });
+    expect(v.iterations[2].decisions).toEqual([]);
+    expect(JSON.stringify(v)).not.toContain('mallory');
   });
 });
