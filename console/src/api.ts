@@ -16,6 +16,7 @@ import type {
   ProjectList,
   ProjectStatus,
   ProjectView,
+  ReviewView,
   RunContext,
   RunEventsPage,
   RunList,
@@ -139,6 +140,7 @@ export const api = {
   context: (id: string, revision?: number) => call<RunContext>('GET', `/v1/runs/${enc(id)}/context${q({ revision })}`),
   fork: (id: string, turn: number, overrides?: ForkOverrides) => call<ForkResult>('POST', `/v1/runs/${enc(id)}/fork`, overrides ? { turn, overrides } : { turn }),
   reviews: () => call<{ reviews: PendingReviewItem[] }>('GET', '/v1/reviews', undefined, POLLED),
+  review: (id: string) => call<ReviewView>('GET', `/v1/reviews/${enc(id)}`, undefined, POLLED),
   approveReview: (id: string, reason: string, signature?: WebAuthnSignature) => call<DecisionResult>('POST', `/v1/reviews/${enc(id)}/approve`, signature ? { reason, signature } : { reason }),
   rejectReview: (id: string, reason: string, rework: boolean, signature?: WebAuthnSignature) =>
     call<DecisionResult>('POST', `/v1/reviews/${enc(id)}/reject`, signature ? { reason, rework, signature } : { reason, rework }),
@@ -160,7 +162,7 @@ export const api = {
   retryTask: (id: string, key: string) => call<ProjectView>('POST', `/v1/projects/${enc(id)}/tasks/${enc(key)}/retry`, {}),
   approveProject: (id: string, reason: string) => call<ProjectView>('POST', `/v1/projects/${enc(id)}/review/approve`, { reason }),
   rejectProject: (id: string, reason: string) => call<ProjectView>('POST', `/v1/projects/${enc(id)}/review/reject`, { reason }),
-  workspace: (id: string, iteration?: number) => call<WorkspaceView>('GET', `/v1/runs/${enc(id)}/workspace${q({ iteration })}`),
+  workspace: (id: string, iteration?: number, diff?: 'previous' | 'start') => call<WorkspaceView>('GET', `/v1/runs/${enc(id)}/workspace${q({ iteration, diff })}`),
 };
 
 export interface DecisionFilter {

@@ -7,6 +7,7 @@ import { ErrorNote } from './ui';
 import { RunsPage } from './pages/runs';
 import { RunPage } from './pages/run';
 import { ReviewsPage } from './pages/reviews';
+import { ReviewPage } from './pages/review';
 import { ProjectPage, ProjectsPage } from './pages/projects';
 import { ApprovalsPage } from './pages/approvals';
 import { DecisionsPage } from './pages/decisions';
@@ -63,7 +64,7 @@ function Nav({ session, page }: { session: SignedInView; page: string }) {
     ['decisions', 'Decision log', href.decisions(), mayOpen(session, 'decisions')],
     ['passkeys', 'Passkeys', href.passkeys(), true],
   ];
-  const current = page === 'run' || page === 'replay' ? 'runs' : page === 'project' ? 'projects' : page;
+  const current = page === 'run' || page === 'replay' ? 'runs' : page === 'project' ? 'projects' : page === 'review' ? 'reviews' : page;
   return (
     <nav aria-label="Main">
       <ul>
@@ -140,6 +141,7 @@ export function App() {
         {route.page === 'projects' ? <ProjectsPage /> : null}
         {route.page === 'project' ? <ProjectPage key={route.projectId} projectId={route.projectId} /> : null}
         {route.page === 'reviews' && mayOpen(session, 'reviews') ? <ReviewsPage /> : null}
+        {route.page === 'review' ? <ReviewPage key={route.reviewId} reviewId={route.reviewId} /> : null}
         {route.page === 'approvals' && mayOpen(session, 'approvals') ? <ApprovalsPage /> : null}
         {route.page === 'decisions' && mayOpen(session, 'decisions') ? <DecisionsPage /> : null}
         {route.page === 'passkeys' ? <PasskeysPage /> : null}

@@ -7,6 +7,7 @@ export type Route =
   | { page: 'projects' }
   | { page: 'project'; projectId: string }
   | { page: 'reviews' }
+  | { page: 'review'; reviewId: string }
   | { page: 'approvals' }
   | { page: 'decisions' }
   | { page: 'passkeys' }
@@ -18,6 +19,7 @@ export function parseRoute(hash: string): Route {
   if (parts[0] === 'replay' && parts[1]) return { page: 'replay', runId: parts[1] };
   if (parts[0] === 'projects' && parts[1]) return { page: 'project', projectId: parts[1] };
   if (parts[0] === 'projects') return { page: 'projects' };
+  if (parts[0] === 'reviews' && parts[1]) return { page: 'review', reviewId: parts[1] };
   if (parts[0] === 'reviews') return { page: 'reviews' };
   if (parts[0] === 'approvals') return { page: 'approvals' };
   if (parts[0] === 'decisions') return { page: 'decisions' };
@@ -32,6 +34,7 @@ export const href = {
   projects: () => '#/projects',
   project: (id: string) => `#/projects/${encodeURIComponent(id)}`,
   reviews: () => '#/reviews',
+  review: (id: string) => `#/reviews/${encodeURIComponent(id)}`,
   approvals: () => '#/approvals',
   decisions: () => '#/decisions',
   passkeys: () => '#/passkeys',

@@ -10,7 +10,9 @@ import type { RunStatus, TeamRunEvent, TeamRunEventType, TerminationReason, Fork
 import type { ChatMessage, ContentBlock, RoleName } from '../team/models/model.port';
 import type { RunContext, Completeness } from '../session-replay/replay';
 import type { ForkResult } from '../session-replay/fork-run';
-import type { WorkspaceView } from '../session-replay/http/session.controller';
+import type { WorkspaceView } from '../session-replay/workspace-view';
+import type { WorkspaceChanges, WorkspaceFileEntry } from '../session-replay/workspace-diff';
+import type { ReviewView, ReviewIteration, MayDecide } from '../review-gate/review-view';
 import type { WorkspaceFile } from '../session-replay/workspace-history';
 import type { DecisionResult } from '../review-gate/decide-review';
 import type { ApprovalResult } from '../team/approvals/commands/decide-approval.command';
@@ -42,6 +44,11 @@ export type {
   ForkResult,
   WorkspaceView,
   WorkspaceFile,
+  WorkspaceChanges,
+  WorkspaceFileEntry,
+  ReviewView,
+  ReviewIteration,
+  MayDecide,
   DecisionResult,
   ApprovalResult,
   DecisionRecord,

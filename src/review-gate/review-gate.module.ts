@@ -7,13 +7,14 @@ import { ApproveReviewHandler, FireReviewTimeoutHandler, RejectReviewHandler } f
 import { DECISION_LOG_PROVIDERS, DecisionLogProjector, DecisionLogService } from './decision-log/decision-log.providers';
 import { DecisionsController } from './http/decisions.controller';
 import { ReviewsController } from './http/reviews.controller';
+import { ReviewViewController } from './http/review-view.controller';
 import { REVIEW_TIMER_INTERVAL_MS, ReviewTimers } from './review-timers';
 
 export const REVIEW_COMMAND_HANDLERS = [ApproveReviewHandler, RejectReviewHandler, FireReviewTimeoutHandler];
 
 @Module({
   imports: [CqrsModule, TeamModule],
-  controllers: [ReviewsController, DecisionsController],
+  controllers: [ReviewsController, ReviewViewController, DecisionsController],
   providers: [
     ...REVIEW_COMMAND_HANDLERS,
     ReviewTimers,

@@ -78,6 +78,9 @@ function Review({ review, passkeys, onDecided }: { review: PendingReviewItem; pa
       <h2 id={`h-${id}`}>
         Review of <a href={href.run(review.runId)}>{review.goal}</a>
       </h2>
+      <p>
+        <a href={href.review(id)}>Open the whole review</a>: every iteration's verdict, findings and feedback, and the diffs.
+      </p>
       <dl class="facts">
         <dt>Review</dt>
         <dd class="mono">{id}</dd>

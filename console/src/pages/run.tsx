@@ -230,7 +230,7 @@ export function RunPage({ runId }: { runId: string }) {
               Replay
             </a>
             {canReview && run.pendingReview ? (
-              <a class="button" href={href.reviews()}>
+              <a class="button" href={href.review(run.pendingReview.reviewId)}>
                 Review this run
               </a>
             ) : null}

@@ -6,15 +6,17 @@ import { parseReviewId } from '../../team/domain/review-id';
 import { RunsProjection } from '../../team/runs/runs.projection';
 import type { CliContext } from '../cli-context';
 import { driveHere } from '../drive-here';
-import { decisionReason } from '../options';
+import { cliIdentity, decisionReason } from '../options';
 import { cliDecider, withCredentialOptions } from '../decider-credential';
 import type { DecisionStatement } from '../../attestation/personal-signature';
 import { EVENT_STORE, type EventStore } from '../../events/event-store/event-store.port';
 import { reviewStatement, ReviewNotFoundError } from '../../review-gate/domain/review-decider';
 import { loadRunState } from '../../team/runs/run-stream';
 import type { INestApplicationContext } from '@nestjs/common';
+import { loadReviewView } from '../../review-gate/load-review-view';
+import { describeReview, useColour } from '../review-format';
 
-/** `triad review list|approve|reject`: the human review gate. */
+/** `triad review list|show|approve|reject`: the human review gate. */
 export function addReviewCommands(program: Command, ctx: CliContext): void {
   const { output, withApp, print } = ctx;
   const review = program.command('review').description('the human review gate: list pending reviews, approve or reject one');
@@ -35,6 +37,18 @@ export function addReviewCommands(program: Command, ctx: CliContext): void {
             ? 'no pending reviews'
             : pending.map((r) => `${r.reviewId}  iteration ${r.iteration}  launched by ${r.launchedBy}${r.escalated ? '  ESCALATED' : ''}  ${r.goal.slice(0, 50)}`).join('\n'),
         );
+      });
+    });
+  review
+    .command('show')
+    .description('one review: the run, its criteria, every iteration (verdicts, findings, human feedback) and the diff of the workspace')
+    .argument('<reviewId>')
+    .option('--json', 'print JSON (the body of GET /v1/reviews/:id)')
+    .action(async (reviewId: string, opts) => {
+      await withApp(async (app) => {
+        // Whether you may decide it, as TRIAD_USER (or the OS account): a decision still needs your key.
+        const view = await loadReviewView(app.get<EventStore>(EVENT_STORE), reviewId, cliIdentity());
+        print(opts.json, view, () => describeReview(view, useColour(output.io.stdout, process.env)));
       });
     });
   withCredentialOptions(

@@ -8,11 +8,14 @@ import type { CliContext } from '../cli-context';
 import { CliError, EXIT } from '../exit-codes';
 import { describeRun, describeRunLine } from '../format';
 import { cliIdentity, int } from '../options';
+import { EVENT_STORE, type EventStore } from '../../events/event-store/event-store.port';
+import { loadWorkspaceView } from '../../session-replay/workspace-view';
+import { describeWorkspace, useColour } from '../review-format';
 
 const WAITING_FOR_A_HUMAN = new Set<string>(['awaiting_review', 'awaiting_approval']);
 
-/** `triad runs list|show|wait|cancel`. */
-export function addRunsCommands(program: Command, { withApp, print }: CliContext): void {
+/** `triad runs list|show|wait|cancel|workspace`. */
+export function addRunsCommands(program: Command, { withApp, print, output }: CliContext): void {
   const runs = program.command('runs').description('list, show, wait for and cancel runs');
   runs
     .command('list', { isDefault: true })
@@ -75,6 +78,21 @@ export function addRunsCommands(program: Command, { withApp, print }: CliContext
       await withApp(async (app) => {
         const result = await app.get(CommandBus).execute(new CancelRunCommand(runId, cliIdentity(opts.as), opts.reason));
         print(opts.json, result, () => `run ${runId} cancelled`);
+      });
+    });
+  runs
+    .command('workspace')
+    .description("the workspace's files at the end of an iteration (path, size, sha256), or its diff")
+    .argument('<runId>')
+    .option('--iteration <n>', 'this iteration (default: the latest)', int('--iteration', 1, 1000))
+    .option('--diff [against]', 'print the unified diff against the previous iteration (default) or the start')
+    .option('--json', 'print JSON (the body of GET /v1/runs/:id/workspace)')
+    .action(async (runId: string, opts) => {
+      const diff = opts.diff === undefined ? undefined : opts.diff === true ? 'previous' : opts.diff;
+      if (diff !== undefined && diff !== 'previous' && diff !== 'start') throw new CliError('--diff must be previous or start', EXIT.usage);
+      await withApp(async (app) => {
+        const view = await loadWorkspaceView(app.get<EventStore>(EVENT_STORE), runId, { iteration: opts.iteration, diff });
+        print(opts.json, view, () => describeWorkspace(view, useColour(output.io.stdout, process.env)));
       });
     });
 }
