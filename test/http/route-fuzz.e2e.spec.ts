@@ -73,6 +73,8 @@ const ROUTES: Route[] = [
   { method: 'POST', path: '/v1/projects/:id/review/reject', as: 'rev', id: 'project', body: REASON },
   { method: 'GET', path: '/health', as: null },
   { method: 'GET', path: '/metrics', as: null },
+  { method: 'GET', path: '/.well-known/agent-card.json', as: null },
+  { method: 'POST', path: '/a2a', as: 'aud', body: { jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: 'run_x' } } },
 ];
 
 interface FuzzRequest {

@@ -1,4 +1,4 @@
-import { Body, Controller, Get, HttpCode, Inject, NotFoundException, Param, Post, Query } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import { IsInt, IsObject, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
 import { May } from '../../auth/auth.guard';
@@ -12,24 +12,9 @@ import { parsePinChange, type ResumeResult } from '../resume-run';
 import { GetRunContextQuery } from '../queries/get-run-context.query';
 import type { RunContext } from '../replay';
 import { EVENT_STORE, type EventStore } from '../../events/event-store/event-store.port';
-import { loadRunHistory } from '../../team/runs/run-history';
-import { RunNotFoundError } from '../../team/domain/run-decider';
-import { resolveBlobContents, workspaceHistory, type WorkspaceFile } from '../workspace-history';
-import { loadBlob } from '../../team/workspace/workspace-log';
+import { readWorkspaceView, type WorkspaceView } from '../workspace-view';
 
-/** `GET /v1/runs/:id/workspace`: the files at the end of an iteration and of the one before, for a review's diff. */
-export interface WorkspaceView {
-  runId: string;
-  iteration: number;
-  /** Whether the executor had submitted this iteration's work (otherwise: the files so far). */
-  submitted: boolean;
-  files: WorkspaceFile[];
-  previous?: { iteration: number; files: WorkspaceFile[] };
-  /** The iterations with files to show. */
-  iterations: number[];
-  /** Tool calls whose effects on the workspace the events do not record, by tool. */
-  notReproduced: Record<string, number>;
-}
+export type { WorkspaceView };
 
 /** POST /v1/runs/:id/resume: an optional re-pin (parsePinChange checks the values; no body: a plain resume). */
 export class ResumeRunDto {
@@ -54,26 +39,7 @@ export class SessionController {
   /** The workspace's text files at the end of `?iteration` (default: the latest), rebuilt from the run's events. */
   @Get(':id/workspace')
   async workspace(@Param('id') id: string, @Query('iteration') iteration?: string): Promise<WorkspaceView> {
-    const wanted = parseIntParam('iteration', iteration, undefined, 1, 1000);
-    const history = await loadRunHistory(this.store, id);
-    if (history.length === 0) throw new RunNotFoundError(id);
-    const { iterations, notReproduced } = await resolveBlobContents(workspaceHistory(history), async (sha256) => {
-      const blob = await loadBlob(this.store, sha256);
-      return blob.ok ? blob.bytes : undefined;
-    });
-    const index = wanted === undefined ? iterations.length - 1 : iterations.findIndex((s) => s.iteration === wanted);
-    if (index < 0) throw new NotFoundException(`run ${id} has no files for iteration ${wanted}`);
-    const at = iterations[index];
-    const before = index > 0 ? iterations[index - 1] : undefined;
-    return {
-      runId: id,
-      iteration: at.iteration,
-      submitted: at.submitted,
-      files: at.files,
-      ...(before ? { previous: { iteration: before.iteration, files: before.files } } : {}),
-      iterations: iterations.map((s) => s.iteration),
-      notReproduced,
-    };
+    return readWorkspaceView(this.store, id, parseIntParam('iteration', iteration, undefined, 1, 1000));
   }
 
   @Get(':id/context')
