@@ -142,6 +142,22 @@ describe('a task is a run', () => {
   });
 });
 
+describe('a task is a project', () => {
+  it('skill "project" launches one: its task waits input-required for the project review, then completes when a reviewer approves', async () => {
+    const tasks = [{ key: 'a', goal: 'Write a.txt', acceptanceCriteria: ['file a.txt exists'] }];
+    const task = asTask(await operator.sendMessage(send(message('One file', { skill: 'project', tasks, run: { maxIterations: 1 } }))));
+    expect(task.id).toMatch(/^prj_/);
+    const waiting = await waitFor('the project to wait for its review', async () => {
+      const t = await operator.getTask({ tenant: '', id: task.id });
+      return stateName(t) === 'TASK_STATE_INPUT_REQUIRED' && t;
+    }, 45_000, 50, () => e2e.stderr);
+    expect(waiting.metadata?.runIds).toHaveLength(1);
+    const approved = await e2e.request('POST', `/v1/projects/${task.id}/review/approve`, { as: 'reviewer', body: { reason: 'fine' } });
+    expect(approved.status).toBe(200);
+    expect(stateName(await operator.getTask({ tenant: '', id: task.id }))).toBe('TASK_STATE_COMPLETED');
+  });
+});
+
 describe('refusals', () => {
   it('a wrong key or none is 401 and launches nothing; a reviewer may read but not launch', async () => {
     const before = (await e2e.request<{ runs: unknown[] }>('GET', '/v1/runs')).body.runs.length;
