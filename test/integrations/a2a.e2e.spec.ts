@@ -128,6 +128,15 @@ describe('a task is a run', () => {
     expect(files).toContain('hello.txt');
   });
 
+  it('resubscribe to a task waiting at the gate: the task as it stands, and the stream ends (nothing moves until a human decides)', async () => {
+    const task = asTask(await operator.sendMessage(send(message('Write a greeting', { acceptanceCriteria: CRITERIA }), false)));
+    expect(stateName(task)).toBe('TASK_STATE_INPUT_REQUIRED');
+    const updates: StreamResponse[] = [];
+    for await (const u of operator.resubscribeTask({ tenant: '', id: task.id })) updates.push(u);
+    expect(updates.map((u) => u.payload?.$case)).toEqual(['task']);
+    expect(updates[0].payload?.$case === 'task' && stateName(updates[0].payload.value)).toBe('TASK_STATE_INPUT_REQUIRED');
+  });
+
   it('cancel: the run is cancelled with the caller as the canceller; a reviewer key may not cancel', async () => {
     const task = asTask(await operator.sendMessage(send(message('Write a greeting', { acceptanceCriteria: CRITERIA }))));
     const reviewer = await clientWith(E2E_KEYS.reviewer);
