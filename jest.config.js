@@ -31,7 +31,11 @@ const base = {
   roots: ['<rootDir>/test', '<rootDir>/src'],
   transform: {
     '^.+\\.ts$': '@swc/jest',
+    // jose (the A2A SDK's JWS dependency, loaded by its client) ships ES modules only, which jest's
+    // CommonJS runtime cannot load: its files are transpiled to CommonJS like the tests' own.
+    '^.+/node_modules/jose/.+\\.js$': ['@swc/jest', { module: { type: 'commonjs' } }],
   },
+  transformIgnorePatterns: ['/node_modules/(?!jose/)'],
   moduleFileExtensions: ['ts', 'js', 'json'],
   setupFiles: ['<rootDir>/test/support/trust-unsigned-decisions.ts'],
 };

@@ -12,9 +12,11 @@ import { CheckpointModule } from './checkpoint/checkpoint.module';
 import { ApprovalsModule } from './team/approvals/approvals.module';
 import { ObservabilityModule } from './observability/observability.module';
 import { ProjectsModule } from './projects/projects.module';
+import { A2aModule } from './integrations/a2a/a2a.module';
+import { McpModule } from './integrations/mcp/mcp.module';
 
 @Module({
-  imports: [ConfigModule, EventsModule, CommandPathModule, AttestationModule, AuthModule, TeamModule, ReviewGateModule, SessionReplayModule, CheckpointModule, ApprovalsModule, ObservabilityModule, ProjectsModule],
+  imports: [ConfigModule, EventsModule, CommandPathModule, AttestationModule, AuthModule, TeamModule, ReviewGateModule, SessionReplayModule, CheckpointModule, ApprovalsModule, ObservabilityModule, ProjectsModule, A2aModule, McpModule],
   controllers: [HealthController],
 })
 export class AppModule {}

@@ -6,6 +6,7 @@ import { addApprovalsCommands } from './commands/approvals';
 import { addBenchCommand } from './commands/bench';
 import { addDecisionsCommands } from './commands/decisions';
 import { addKeysCommands } from './commands/keys';
+import { addMcpCommand } from './commands/mcp';
 import { addProjectCommands } from './commands/project';
 import { addReplayCommands } from './commands/replay';
 import { addReviewCommands } from './commands/review';
@@ -50,6 +51,7 @@ export function buildProgram(output: CliOutput = new CliOutput(processIo()), jso
   addDecisionsCommands(program, ctx);
   addApprovalsCommands(program, ctx);
   addStoreCommands(program, ctx);
+  addMcpCommand(program, ctx);
   addBenchCommand(program);
 
   refuseUnknownSubcommands(program);

@@ -74,6 +74,9 @@ const ROUTES: Route[] = [
   { method: 'POST', path: '/v1/projects/:id/review/reject', as: 'rev', id: 'project', body: REASON },
   { method: 'GET', path: '/health', as: null },
   { method: 'GET', path: '/metrics', as: null },
+  { method: 'GET', path: '/.well-known/agent-card.json', as: null },
+  { method: 'POST', path: '/a2a', as: 'aud', body: { jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: 'run_x' } } },
+  { method: 'POST', path: '/mcp', as: 'aud', body: { jsonrpc: '2.0', id: 1, method: 'ping' } },
 ];
 
 interface FuzzRequest {

@@ -1,0 +1,47 @@
+import { instanceToPlain, plainToInstance } from 'class-transformer';
+import { validateSync, type ValidationError } from 'class-validator';
+import { InvalidRequestError } from '../shared/errors';
+import { findIllFormedText } from '../shared/text';
+import { LaunchRunDto } from '../team/http/launch-run.dto';
+import { LaunchProjectDto } from '../projects/http/project.dto';
+import type { LaunchRunInput } from '../team/commands/launch';
+import type { LaunchProjectInput } from '../projects/projects.service';
+
+/**
+ * A launch that arrives another way than `POST /v1/runs` or `POST /v1/projects` (an A2A message,
+ * an MCP tool call) is checked by the same DTOs with the same options as the HTTP routes'
+ * ValidationPipe (unknown fields refused, no type conversion) and the same text rule, so every
+ * door takes exactly the same launches. A refusal is an InvalidRequestError naming each field.
+ */
+
+export class LaunchInputError extends InvalidRequestError {
+  override name = 'LaunchInputError';
+}
+
+/** Nest's ValidationPipe words: each constraint's message, nested fields prefixed with their path. */
+function messagesOf(errors: ValidationError[], parent = ''): string[] {
+  return errors.flatMap((e) => {
+    const path = parent === '' ? e.property : `${parent}.${e.property}`;
+    const own = Object.values(e.constraints ?? {}).map((m) => (parent === '' ? m : `${parent}.${m}`));
+    return [...own, ...messagesOf(e.children ?? [], path)];
+  });
+}
+
+function validated<T extends object>(dto: new () => T, plain: Record<string, unknown>): Record<string, unknown> {
+  const ill = findIllFormedText(plain, '');
+  if (ill) throw new LaunchInputError(`${ill.path === '' ? 'the launch' : ill.path} ${ill.problem}; text must be well-formed Unicode without NUL`);
+  const instance = plainToInstance(dto, plain, { enableImplicitConversion: false });
+  const errors = validateSync(instance, { whitelist: true, forbidNonWhitelisted: true, stopAtFirstError: false });
+  if (errors.length > 0) throw new LaunchInputError(messagesOf(errors).join('; '));
+  return instanceToPlain(instance);
+}
+
+/** A team run's launch, as `POST /v1/runs` takes its body. */
+export function validatedRunLaunch(plain: Record<string, unknown>): LaunchRunInput {
+  return validated(LaunchRunDto, plain) as unknown as LaunchRunInput;
+}
+
+/** A project's launch, as `POST /v1/projects` takes its body. */
+export function validatedProjectLaunch(plain: Record<string, unknown>): LaunchProjectInput {
+  return validated(LaunchProjectDto, plain) as unknown as LaunchProjectInput;
+}
