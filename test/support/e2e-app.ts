@@ -53,6 +53,8 @@ export async function startE2eApp(env: Record<string, string> = {}, startTimeout
   delete childEnv.TRIAD_PG_URL;
   delete childEnv.TRIAD_ESDB_URL;
   delete childEnv.ANTHROPIC_API_KEY;
+  delete childEnv.OPENAI_API_KEY;
+  delete childEnv.OPENAI_BASE_URL;
   // What the test asks for wins, a store's URL included.
   Object.assign(childEnv, env);
 
