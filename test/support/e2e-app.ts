@@ -35,6 +35,8 @@ export interface E2eApp {
   dataDir: string;
   /** What the server wrote to stderr so far (for diagnostics). */
   readonly stderr: string;
+  /** What it wrote to stdout so far: its log lines below error. */
+  readonly stdout: string;
   request<T = unknown>(method: string, path: string, options?: RequestOptions): Promise<E2eResponse<T>>;
   /** The raw fetch response (for streams). */
   fetch(method: string, path: string, options?: RequestOptions): Promise<Response>;
@@ -74,6 +76,9 @@ export async function startE2eApp(env: Record<string, string> = {}, startTimeout
     dataDir: childEnv.TRIAD_DATA_DIR!,
     get stderr() {
       return server.stderr;
+    },
+    get stdout() {
+      return server.stdout;
     },
     fetch: client.fetch,
     request: client.request,

@@ -36,9 +36,14 @@ describe('the pin comparison', () => {
     expect(matchPin(pinnedTo('triad-offline-1', OFFLINE), anthropicAt(CLAUDE_A))).toMatchObject({ matches: false, waitingFor: 'a process with provider offline at offline:' });
   });
 
-  it('given roles pinned to two endpoints, when asked what it waits for, then it names both and says to re-pin', () => {
+  it('given roles pinned to two providers, when asked what it waits for, then it names one process with both', () => {
     const pin = { ...pinnedTo('claude-sonnet-4-6', anthropicAt(CLAUDE_A)), reviewer: { provider: 'offline', model: 'triad-offline-1', endpoint: 'offline:' } };
-    expect(waitingFor(pin)).toBe(`processes with provider anthropic at ${CLAUDE_A} and provider offline at offline: (no one process serves them all: re-pin the run)`);
+    expect(waitingFor(pin)).toBe(`a process with provider anthropic at ${CLAUDE_A} and provider offline at offline:`);
+  });
+
+  it('given roles pinned to two endpoints of one provider, when asked what it waits for, then it names both and says to re-pin', () => {
+    const pin = { ...pinnedTo('claude-sonnet-4-6', anthropicAt(CLAUDE_A)), reviewer: { provider: 'anthropic', model: 'claude-sonnet-4-6', endpoint: 'https://claude-b.example:443' } };
+    expect(waitingFor(pin)).toBe(`processes with provider anthropic at ${CLAUDE_A} and provider anthropic at https://claude-b.example:443 (no one process serves them all: re-pin the run)`);
   });
 
   it('given a run launched before pins, when read, then it is pinned to its provider at any endpoint', () => {
@@ -160,6 +165,13 @@ describe('a launch with a provider per role', () => {
     const to = repinned(pin, { endpoint: 'http://127.0.0.1:8000' });
     expect(to.executor).toEqual({ provider: 'openai', model: 'llama3.2:3b', endpoint: 'http://127.0.0.1:8000' });
     expect(to.architect.provider).toBe('anthropic');
+  });
+
+  it('given the executor on a server and the others on the offline model, when re-pinned to another server, then only the executor moves', () => {
+    const pin = buildRunLaunched({ ...input, team: { executor: { provider: 'openai', model: 'llama3.2:3b' } } }, ctx({ ...OFFLINE, also: [openaiAt(LOCAL)] })).pin!;
+    const to = repinned(pin, { endpoint: 'http://127.0.0.1:8000' });
+    expect(to).toEqual({ ...pin, executor: { provider: 'openai', model: 'llama3.2:3b', endpoint: 'http://127.0.0.1:8000' } });
+    expect(repinned(pin, { endpoint: 'offline:' }).executor).toEqual({ provider: 'offline', model: 'llama3.2:3b', endpoint: 'offline:' });
   });
 });
 

@@ -99,7 +99,11 @@ export function matchPin(pin: RunPin, here: ProcessModel): PinMatch {
 /** What a run pinned to `pin` waits for: "a process with provider anthropic at https://host:443". */
 export function waitingFor(pin: RunPin): string {
   const wanted = [...new Set(ROLES.map((role) => describePin(pin[role])))];
-  return wanted.length === 1 ? `a process with ${wanted[0]}` : `processes with ${wanted.join(' and ')} (no one process serves them all: re-pin the run)`;
+  if (wanted.length === 1) return `a process with ${wanted[0]}`;
+  // A process has one endpoint per provider: two endpoints of one provider are no one process's.
+  const providers = new Set(ROLES.map((role) => pin[role].provider));
+  if (providers.size === wanted.length) return `a process with ${wanted.join(' and ')}`;
+  return `processes with ${wanted.join(' and ')} (no one process serves them all: re-pin the run)`;
 }
 
 /** A pin in one line: each role's model, then where they go ("provider anthropic at https://host:443"). */
@@ -146,7 +150,7 @@ export function providerOfEndpoint(endpoint: string, current?: string): string {
   return current !== undefined && NETWORK_PROVIDERS.has(current) ? current : 'anthropic';
 }
 
-/** An operator's change of a run's pin: new models for some roles, a new endpoint for all. */
+/** An operator's change of a run's pin: new models for some roles, a new endpoint for the roles it moves (`repinned`). */
 export interface PinChange {
   models?: Partial<Record<RoleName, string>>;
   /** Already normalised by `endpointOf`; each role's provider is `providerOfEndpoint(endpoint, its provider)`. */
@@ -156,15 +160,29 @@ export interface PinChange {
 /** The pin after a change. */
 export function repinned(pin: RunPin, change: PinChange): RunPin {
   const next = {} as RunPin;
+  const moved = movedRoles(pin, change.endpoint);
   for (const role of ROLES) {
     const was = pin[role];
+    const endpoint = moved.has(role) ? change.endpoint : was.endpoint;
     next[role] = {
-      provider: change.endpoint !== undefined ? providerOfEndpoint(change.endpoint, was.provider) : was.provider,
+      provider: moved.has(role) ? providerOfEndpoint(change.endpoint!, was.provider) : was.provider,
       model: change.models?.[role] ?? was.model,
-      ...(change.endpoint !== undefined ? { endpoint: change.endpoint } : was.endpoint !== undefined ? { endpoint: was.endpoint } : {}),
+      ...(endpoint !== undefined ? { endpoint } : {}),
     };
   }
   return next;
+}
+
+/**
+ * The roles a new endpoint moves: a network endpoint moves the roles that call one (a role left on
+ * the offline model beside a role on a server stays where it is), and every role when none does;
+ * a provider with no network (`offline:`) moves every role.
+ */
+function movedRoles(pin: RunPin, endpoint: string | undefined): ReadonlySet<RoleName> {
+  if (endpoint === undefined) return new Set();
+  const networked = ROLES.filter((role) => NETWORK_PROVIDERS.has(pin[role].provider));
+  const network = endpoint.startsWith('http://') || endpoint.startsWith('https://');
+  return new Set(network && networked.length > 0 ? networked : ROLES);
 }
 
 export function samePin(a: RunPin, b: RunPin): boolean {
