@@ -237,6 +237,12 @@ describe('OpenAIModelProvider against the loopback Chat Completions server', () 
     expect(error.message).not.toContain('sk-openai-wrong-key-zzzzzzzz');
   });
 
+  it('a server that echoes the key in its error message: the error carries [redacted] instead', async () => {
+    api.enqueue(chatHttpError(400, { message: `Invalid request for key ${API_KEY}` }));
+    const error = await failure(provider.complete(request()));
+    expect(error.message).toContain('Invalid request for key [redacted]');
+  });
+
   it('maps an error inside the stream to server, an overloaded one to overloaded', async () => {
     api.enqueue({ kind: 'stream_error', afterEvents: 3 }, { kind: 'stream_error', error: { message: 'Model is overloaded', type: 'server_error' } });
     const server = await failure(provider.complete(request()));
