@@ -3,6 +3,7 @@ import { appClient } from '../support/app-client';
 import { chatHttpError, chatToolCall, startFakeChatCompletions, type FakeChatCompletions } from '../support/fake-chat-completions';
 import { E2E_API_KEYS_ENV, E2E_KEYS, startE2eApp, type E2eApp } from '../support/e2e-app';
 import { spawnHttpServer, type ServerChild } from '../support/http-server-child';
+import { runCliInProcess, stopInProcessCli } from '../support/in-process-cli';
 import { tempDir } from '../support/temp-dir';
 import { waitFor } from '../support/wait-for';
 
@@ -22,6 +23,7 @@ beforeAll(async () => {
   api = await startFakeChatCompletions();
 });
 afterAll(async () => {
+  await stopInProcessCli();
   await api?.stop();
 });
 
@@ -217,4 +219,25 @@ describe('a run with its executor on one server, its process killed', () => {
     expect(executorCalls).toEqual([other.endpoint, other.endpoint]);
     expect(api.requests).toHaveLength(1);
   }, 120_000);
+});
+
+describe('triad run --provider', () => {
+  it('given a provider the process is not set up for, or no role, then exit 2 and one line, nothing launched', async () => {
+    const dir = tempDir('triad-openai-cli-');
+    try {
+      const env: NodeJS.ProcessEnv = { ...process.env, TRIAD_DATA_DIR: join(dir.path, 'data'), TRIAD_STORE: 'sqlite', TRIAD_MODEL: 'offline' };
+      for (const k of ['ANTHROPIC_API_KEY', 'OPENAI_API_KEY', 'OPENAI_BASE_URL', 'TRIAD_PG_URL', 'TRIAD_ESDB_URL']) delete env[k];
+      const notSetUp = await runCliInProcess(['run', 'g', '--criteria', 'c', '--provider', 'executor=openai'], env);
+      expect({ code: notSetUp.code, stderr: notSetUp.stderr.trim().split('\n') }).toEqual({
+        code: 2,
+        stderr: [expect.stringContaining("team.executor.provider: 'openai' is not set up here; this server's providers are offline")],
+      });
+      const noRole = await runCliInProcess(['run', 'g', '--criteria', 'c', '--provider', 'openai'], env);
+      expect({ code: noRole.code, stderr: noRole.stderr.trim() }).toEqual({ code: 2, stderr: expect.stringContaining("--provider takes role=provider (architect, executor or reviewer), got 'openai'") });
+      const listed = await runCliInProcess(['runs', 'list', '--json'], env);
+      expect(listed.stdout).not.toContain('"runId"');
+    } finally {
+      dir.remove();
+    }
+  }, 60_000);
 });
