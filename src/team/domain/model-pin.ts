@@ -4,9 +4,10 @@ import type { ModelCallOrigin, RoleConfig, RunLaunchedData } from './run-events'
 
 /**
  * A run's pin: per role, the provider, the model and the endpoint its calls go to, recorded at
- * launch (RunLaunched `pin`) and changed only by an operator (RunRepinned). A process drives a run
- * only when its own provider and endpoint are the pin's (`matchPin`): whichever process picks a run
- * up does not decide where its conversation goes, nor which model's work a human approves.
+ * launch (RunLaunched `pin`) and changed only by an operator (RunRepinned). Roles may be pinned to
+ * different providers; a process drives a run only when it has each role's provider at that
+ * role's endpoint (`matchPin`): whichever process picks a run up does not decide where its
+ * conversation goes, nor which model's work a human approves.
  *
  * `endpoint`: the scheme, host and port of the provider's base URL (`https://api.anthropic.com:443`),
  * never a key, a path or a query; a provider with no network has `<name>:` (`offline:`). Absent only
