@@ -42,6 +42,11 @@ export function processModelOf(provider: Pick<ModelProvider, 'name' | 'endpoint'
   return { ...served(provider), ...(also.length > 0 ? { also } : {}) };
 }
 
+/** What a process serves, in words: "provider anthropic at https://host:443 and provider openai at http://127.0.0.1:11434". */
+export function describeProcessModel(here: ProcessModel): string {
+  return [here, ...(here.also ?? [])].map((m) => `provider ${m.provider} at ${m.endpoint}`).join(' and ');
+}
+
 /** The process's provider of that name, with its endpoint; undefined when the process has none. */
 export function servedBy(here: ProcessModel, provider: string): ServedModel | undefined {
   if (here.provider === provider) return { provider, endpoint: here.endpoint };
