@@ -3,6 +3,7 @@ import { ModelRoster, roleRoute } from '../../../src/team/models/model-roster';
 import { ModelError, type ModelProvider, type ModelRequest } from '../../../src/team/models/model.port';
 import { processModelOf } from '../../../src/team/domain/model-pin';
 import { estimateRequestTokens } from '../../../src/team/models/token-count';
+import { providerLine } from '../../../src/cli/format';
 
 // One process, several providers: each call goes where the request's pin says.
 
@@ -49,6 +50,11 @@ describe('a model roster', () => {
   it("counts tokens with the provider's counter, and by the local estimate for one without", async () => {
     expect(await roster.countTokens!({ ...request('anthropic') })).toBe(4242);
     expect(await roster.countTokens!({ ...request('openai') })).toBe(estimateRequestTokens(request()));
+  });
+
+  it('is said at start with the others a role may name', () => {
+    expect(providerLine(roster)).toBe('model: anthropic; also openai at http://127.0.0.1:11434 for the roles that name it');
+    expect(providerLine(claude)).toBe('model: anthropic');
   });
 
   it("routes a role to its pin's provider on a roster, and adds nothing to the request on a single provider", () => {
