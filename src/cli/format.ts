@@ -155,7 +155,8 @@ export function describeSandbox(s: NonNullable<RunSummary['sandbox']>): string {
 
 /** Which model answers, said once before a run is driven and when the server starts. */
 export function providerLine(model: ModelProvider): string {
-  return model.name === 'offline'
-    ? 'model: offline — the built-in deterministic offline model (no network, no API key)'
-    : `model: ${model.name}`;
+  const main = model.name === 'offline' ? 'model: offline — the built-in deterministic offline model (no network, no API key)' : `model: ${model.name}`;
+  // The other providers a role may name (team.<role>.provider), with where their calls go.
+  const others = [...(model.providers?.values() ?? [])].filter((p) => p.name !== model.name);
+  return others.length === 0 ? main : `${main}; also ${others.map((p) => `${p.name} at ${p.endpoint ?? `${p.name}:`}`).join(', ')} for the roles that name it`;
 }

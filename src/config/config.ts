@@ -23,7 +23,7 @@ import { LOG_LEVEL_SETTINGS, type LogLevelSetting } from '../observability/log-f
  */
 
 export type StoreKind = 'sqlite' | 'postgres' | 'esdb' | 'memory';
-export type ModelKind = 'offline' | 'anthropic';
+export type ModelKind = 'offline' | 'anthropic' | 'openai';
 
 export interface ApiKeyEntry {
   name: string;
@@ -59,6 +59,10 @@ export interface TriadConfig {
   model: ModelKind;
   anthropicApiKey?: string;
   anthropicBaseUrl?: string;
+  /** The OpenAI-compatible provider's key; absent with a base URL: a server that needs none (Ollama, llama.cpp). */
+  openaiApiKey?: string;
+  /** Any Chat-Completions-compatible server; absent: OpenAI's. */
+  openaiBaseUrl?: string;
   /** PostgreSQL schema holding triad's tables (default `public`). */
   pgSchema?: string;
   /** Connections in this process's PostgreSQL pool (its LISTEN connection is one more). */
@@ -163,16 +167,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): TriadConfig {
   const dataDir = env.TRIAD_DATA_DIR || './.triad';
   if (dataDir.trim() === '') throw new ConfigError('TRIAD_DATA_DIR is blank');
   const requested = env.TRIAD_MODEL;
-  if (requested !== undefined && requested !== '' && requested !== 'offline' && requested !== 'anthropic') {
-    throw new ConfigError(`TRIAD_MODEL must be offline or anthropic, got '${shown(requested)}'`);
+  if (requested !== undefined && requested !== '' && requested !== 'offline' && requested !== 'anthropic' && requested !== 'openai') {
+    throw new ConfigError(`TRIAD_MODEL must be offline, anthropic or openai, got '${shown(requested)}'`);
   }
   const anthropicApiKey = env.ANTHROPIC_API_KEY || undefined;
   // Never echoed: it is a secret.
   if (anthropicApiKey !== undefined && /\s/.test(anthropicApiKey)) throw new ConfigError('ANTHROPIC_API_KEY holds whitespace (a key has none)');
   if (requested === 'anthropic' && !anthropicApiKey) throw new ConfigError('TRIAD_MODEL=anthropic needs ANTHROPIC_API_KEY');
-  const model: ModelKind = requested === 'offline' || !anthropicApiKey ? 'offline' : 'anthropic';
   const anthropicBaseUrl = env.ANTHROPIC_BASE_URL || undefined;
   if (anthropicBaseUrl !== undefined) checkHttpUrl('ANTHROPIC_BASE_URL', anthropicBaseUrl);
+  const openai = openaiEnv(env);
+  if (requested === 'openai' && !openai.openaiApiKey && !openai.openaiBaseUrl) {
+    throw new ConfigError('TRIAD_MODEL=openai needs OPENAI_API_KEY, or OPENAI_BASE_URL for a server that takes no key');
+  }
+  const model: ModelKind = requested === 'openai' ? 'openai' : requested === 'offline' || !anthropicApiKey ? 'offline' : 'anthropic';
   return {
     dataDir: resolve(dataDir),
     store,
@@ -184,6 +192,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): TriadConfig {
     model,
     anthropicApiKey,
     anthropicBaseUrl,
+    ...openai,
     pgSchema,
     pgPoolSize: intEnv(env, 'TRIAD_PG_POOL_SIZE', DEFAULT_PG_POOL_SIZE, 1, 1000),
     leaseTtlMs: intEnv(env, 'TRIAD_LEASE_TTL_MS', 15_000, 100, MAX_LEASE_TTL_MS),
@@ -509,6 +518,23 @@ function checkPgUrl(raw: string): void {
 }
 
 /** An http(s) URL (the Messages API's base). */
+/**
+ * The OpenAI-compatible provider's settings: set up whenever OPENAI_API_KEY or OPENAI_BASE_URL is
+ * (TRIAD_MODEL=openai makes it the default; a role's `provider: "openai"` uses it otherwise).
+ */
+function openaiEnv(env: NodeJS.ProcessEnv): Pick<TriadConfig, 'openaiApiKey' | 'openaiBaseUrl'> {
+  const openaiApiKey = env.OPENAI_API_KEY || undefined;
+  // Never echoed: it is a secret.
+  if (openaiApiKey !== undefined && /\s/.test(openaiApiKey)) throw new ConfigError('OPENAI_API_KEY holds whitespace (a key has none)');
+  const openaiBaseUrl = env.OPENAI_BASE_URL || undefined;
+  if (openaiBaseUrl !== undefined) {
+    checkHttpUrl('OPENAI_BASE_URL', openaiBaseUrl);
+    // A password in it would be in every log line that names the endpoint: the key has its own variable.
+    if (/^https?:\/\/[^/?#]*@/i.test(openaiBaseUrl.trim())) throw new ConfigError('OPENAI_BASE_URL must not carry credentials: set OPENAI_API_KEY');
+  }
+  return { ...(openaiApiKey ? { openaiApiKey } : {}), ...(openaiBaseUrl ? { openaiBaseUrl } : {}) };
+}
+
 function checkHttpUrl(name: string, raw: string): void {
   let url: URL | undefined;
   try {
@@ -564,6 +590,7 @@ export function describeConfig(c: TriadConfig): Record<string, unknown> {
     apiKeys: c.apiKeys.map((k) => `${k.name}:${k.roles.join('+')}`),
     model: c.model,
     anthropicBaseUrl: c.anthropicBaseUrl,
+    openaiBaseUrl: c.openaiBaseUrl,
     modelRetryDelaysMs: c.modelRetryDelaysMs,
     ...(c.mcp ? { mcpServers: c.mcp.servers.map((s) => `${s.name} (${s.transport})`) } : {}),
     sessionTtlMs: c.sessionTtlMs,

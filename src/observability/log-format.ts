@@ -81,7 +81,7 @@ export class Redactor {
   }
 
   /**
-   * The secrets of this process's environment: the Anthropic key, the TRIAD_API_KEYS secrets and
+   * The secrets of this process's environment: the Anthropic and OpenAI keys, the TRIAD_API_KEYS secrets and
    * the passwords in the PostgreSQL and EventStoreDB URLs.
    */
   static fromEnv(env: NodeJS.ProcessEnv = process.env, more: readonly string[] = []): Redactor {

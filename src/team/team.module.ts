@@ -89,7 +89,7 @@ export const TEAM_QUERY_HANDLERS = [GetRunHandler, ListRunsHandler];
     { provide: RUN_LEASES, inject: [STORAGE], useFactory: (s: Storage) => s.leases },
     { provide: DISPATCH_OPTIONS, inject: [TRIAD_CONFIG], useFactory: (c: TriadConfig) => ({ leaseTtlMs: c.leaseTtlMs, checkpointEveryTurns: c.checkpointEveryTurns, maxActiveRuns: c.maxActiveRuns }) },
     { provide: RECOVERY_INTERVAL_MS, inject: [TRIAD_CONFIG], useFactory: (c: TriadConfig) => c.recoveryIntervalMs },
-    { provide: MODEL_SELECTION, inject: [TRIAD_CONFIG], useFactory: (c: TriadConfig) => createModelProvider(c) },
+    { provide: MODEL_SELECTION, inject: [TRIAD_CONFIG], useFactory: (c: TriadConfig) => createModelProvider(c, new Logger('OpenAIProvider')) },
     { provide: MODEL_PROVIDER, inject: [MODEL_SELECTION], useFactory: (s: ModelSelection) => s.provider },
     { provide: DEFAULT_MODEL, inject: [MODEL_SELECTION], useFactory: (s: ModelSelection) => s.defaultModel },
     // The built-in tools, and the MCP servers of TRIAD_MCP_CONFIG: connected on first need (a

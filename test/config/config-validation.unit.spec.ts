@@ -95,6 +95,19 @@ describe('configuration values', () => {
     expect(load({ ANTHROPIC_BASE_URL: 'http://127.0.0.1:9999' }).anthropicBaseUrl).toBe('http://127.0.0.1:9999');
   });
 
+  it('given TRIAD_MODEL=openai, then it needs a key or a base URL; OPENAI_BASE_URL is an http URL without credentials; the key is never echoed', () => {
+    expect(refused({ TRIAD_MODEL: 'gpt' })).toBe("TRIAD_MODEL must be offline, anthropic or openai, got 'gpt'");
+    expect(refused({ TRIAD_MODEL: 'openai' })).toBe('TRIAD_MODEL=openai needs OPENAI_API_KEY, or OPENAI_BASE_URL for a server that takes no key');
+    expect(load({ TRIAD_MODEL: 'openai', OPENAI_API_KEY: 'sk-openai-0123456789' })).toMatchObject({ model: 'openai', openaiApiKey: 'sk-openai-0123456789' });
+    expect(load({ TRIAD_MODEL: 'openai', OPENAI_BASE_URL: 'http://127.0.0.1:11434/v1' })).toMatchObject({ model: 'openai', openaiBaseUrl: 'http://127.0.0.1:11434/v1' });
+    expect(refused({ OPENAI_API_KEY: 'sk-openai 0123456789' })).toBe('OPENAI_API_KEY holds whitespace (a key has none)');
+    expect(refused({ OPENAI_BASE_URL: 'localhost:11434' })).toMatch(/^OPENAI_BASE_URL must be an http:\/\/ or https:\/\/ URL/);
+    expect(refused({ OPENAI_BASE_URL: 'https://u:sk-openai-secret-99@proxy.example/v1' })).toBe('OPENAI_BASE_URL must not carry credentials: set OPENAI_API_KEY');
+    // Set up beside the default, not instead of it: only TRIAD_MODEL=openai makes it the default.
+    expect(load({ OPENAI_API_KEY: 'sk-openai-0123456789' }).model).toBe('offline');
+    expect(load({ OPENAI_API_KEY: 'sk-openai-0123456789', ANTHROPIC_API_KEY: 'sk-ant-0123456789' }).model).toBe('anthropic');
+  });
+
   it('echoes values without control characters', () => {
     expect(refused({ TRIAD_STORE: 'sqlite\r\nX' })).toBe("TRIAD_STORE must be sqlite, postgres, esdb or memory, got 'sqlite??X'");
   });

@@ -35,6 +35,8 @@ export interface E2eApp {
   dataDir: string;
   /** What the server wrote to stderr so far (for diagnostics). */
   readonly stderr: string;
+  /** What it wrote to stdout so far: its log lines below error. */
+  readonly stdout: string;
   request<T = unknown>(method: string, path: string, options?: RequestOptions): Promise<E2eResponse<T>>;
   /** The raw fetch response (for streams). */
   fetch(method: string, path: string, options?: RequestOptions): Promise<Response>;
@@ -53,6 +55,8 @@ export async function startE2eApp(env: Record<string, string> = {}, startTimeout
   delete childEnv.TRIAD_PG_URL;
   delete childEnv.TRIAD_ESDB_URL;
   delete childEnv.ANTHROPIC_API_KEY;
+  delete childEnv.OPENAI_API_KEY;
+  delete childEnv.OPENAI_BASE_URL;
   // What the test asks for wins, a store's URL included.
   Object.assign(childEnv, env);
 
@@ -72,6 +76,9 @@ export async function startE2eApp(env: Record<string, string> = {}, startTimeout
     dataDir: childEnv.TRIAD_DATA_DIR!,
     get stderr() {
       return server.stderr;
+    },
+    get stdout() {
+      return server.stdout;
     },
     fetch: client.fetch,
     request: client.request,

@@ -1,10 +1,10 @@
-import { endpointOf, launchPin, matchPin, pinOf, repinned, waitingFor, type PinChange, type RunPin } from '../../src/team/domain/model-pin';
+import { endpointOf, launchPin, matchPin, pinOf, repinned, waitingFor, type PinChange, type ProcessModel, type RunPin } from '../../src/team/domain/model-pin';
 import { runDecider, RunNotActiveError, type RunCommand } from '../../src/team/domain/run-decider';
 import type { RunLaunchedData, TeamRunEvent } from '../../src/team/domain/run-events';
 import { evolve, initialRunState, type RunState } from '../../src/team/domain/run-state';
 import { modelOfCall } from '../../src/team/domain/next-action';
 import { buildRunLaunched, InvalidLaunchError, type LaunchContext } from '../../src/team/commands/launch';
-import { catalogueOf } from '../../src/team/models/model-provider.factory';
+import { catalogueOf, defaultModelOf } from '../../src/team/models/model-provider.factory';
 import { InvalidRepinError, parsePinChange } from '../../src/session-replay/resume-run';
 import { DeciderSpecification } from '../support/decider-specification';
 import { planned, RUN_ID, runEnded } from './machines/given-when-then';
@@ -36,9 +36,14 @@ describe('the pin comparison', () => {
     expect(matchPin(pinnedTo('triad-offline-1', OFFLINE), anthropicAt(CLAUDE_A))).toMatchObject({ matches: false, waitingFor: 'a process with provider offline at offline:' });
   });
 
-  it('given roles pinned to two endpoints, when asked what it waits for, then it names both and says to re-pin', () => {
+  it('given roles pinned to two providers, when asked what it waits for, then it names one process with both', () => {
     const pin = { ...pinnedTo('claude-sonnet-4-6', anthropicAt(CLAUDE_A)), reviewer: { provider: 'offline', model: 'triad-offline-1', endpoint: 'offline:' } };
-    expect(waitingFor(pin)).toBe(`processes with provider anthropic at ${CLAUDE_A} and provider offline at offline: (no one process serves them all: re-pin the run)`);
+    expect(waitingFor(pin)).toBe(`a process with provider anthropic at ${CLAUDE_A} and provider offline at offline:`);
+  });
+
+  it('given roles pinned to two endpoints of one provider, when asked what it waits for, then it names both and says to re-pin', () => {
+    const pin = { ...pinnedTo('claude-sonnet-4-6', anthropicAt(CLAUDE_A)), reviewer: { provider: 'anthropic', model: 'claude-sonnet-4-6', endpoint: 'https://claude-b.example:443' } };
+    expect(waitingFor(pin)).toBe(`processes with provider anthropic at ${CLAUDE_A} and provider anthropic at https://claude-b.example:443 (no one process serves them all: re-pin the run)`);
   });
 
   it('given a run launched before pins, when read, then it is pinned to its provider at any endpoint', () => {
@@ -74,7 +79,7 @@ describe('a launch', () => {
     now: new Date('2026-01-01T00:00:00Z'),
     provider,
     defaultModel: provider === 'offline' ? 'triad-offline-1' : 'claude-sonnet-4-6',
-    models: { here: { provider, endpoint }, catalogue: catalogueOf(provider) },
+    models: { here: { provider, endpoint }, catalogueOf, defaultModelOf },
   });
   const input = { goal: 'g', acceptanceCriteria: ['c'] };
 
@@ -97,6 +102,76 @@ describe('a launch', () => {
     const loop = { strategy: 'plan_execute' as const, plannerModel: 'gpt-4o' };
     expect(() => buildRunLaunched({ ...input, team: { executor: { loop } } }, ctx('anthropic', CLAUDE_A))).toThrow(/^team\.executor\.loop\.plannerModel: 'gpt-4o'/);
     expect(() => buildRunLaunched({ ...input, contextWindow: { summaryModel: 'triad-offline-1' } }, ctx('anthropic', CLAUDE_A))).toThrow(/^contextWindow\.summaryModel: 'triad-offline-1'/);
+  });
+});
+
+describe('a launch with a provider per role', () => {
+  const LOCAL = 'http://127.0.0.1:11434';
+  const openaiAt = (endpoint: string) => ({ provider: 'openai', endpoint });
+  /** A process on Claude, with an OpenAI-compatible server set up beside it. */
+  const ctx = (here: ProcessModel): LaunchContext => ({
+    runId: 'run_1',
+    launchedBy: 'user:ann',
+    now: new Date('2026-01-01T00:00:00Z'),
+    provider: here.provider,
+    defaultModel: defaultModelOf(here.provider),
+    models: { here, catalogueOf, defaultModelOf },
+  });
+  const claudeAndLocal: ProcessModel = { ...anthropicAt(CLAUDE_A), also: [openaiAt(LOCAL)] };
+  const input = { goal: 'g', acceptanceCriteria: ['c'] };
+
+  it('given a Claude process with a local server, when the executor names openai, then the executor is pinned there and the others to Claude', () => {
+    const data = buildRunLaunched({ ...input, team: { executor: { provider: 'openai', model: 'llama3.2:3b' } } }, ctx(claudeAndLocal));
+    expect(data.team.executor).toMatchObject({ provider: 'openai', model: 'llama3.2:3b' });
+    expect(data.team.architect.provider).toBeUndefined();
+    expect(data.pin).toEqual({
+      architect: { provider: 'anthropic', model: 'claude-sonnet-4-6', endpoint: CLAUDE_A },
+      executor: { provider: 'openai', model: 'llama3.2:3b', endpoint: LOCAL },
+      reviewer: { provider: 'anthropic', model: 'claude-sonnet-4-6', endpoint: CLAUDE_A },
+    });
+  });
+
+  it("given a role on openai naming no model, then it gets the provider's default, not the process's", () => {
+    const data = buildRunLaunched({ ...input, team: { reviewer: { provider: 'openai' } } }, ctx(claudeAndLocal));
+    expect(data.team.reviewer.model).toBe('gpt-4.1-mini');
+    expect(data.team.architect.model).toBe('claude-sonnet-4-6');
+  });
+
+  it("given a role on openai, then its model is not held to Claude's names, while a Claude role's still is", () => {
+    expect(() => buildRunLaunched({ ...input, team: { executor: { provider: 'openai', model: 'qwen2.5-coder:7b' } } }, ctx(claudeAndLocal))).not.toThrow();
+    expect(() => buildRunLaunched({ ...input, team: { architect: { model: 'qwen2.5-coder:7b' } } }, ctx(claudeAndLocal))).toThrow(
+      new InvalidLaunchError(`team.architect.model: 'qwen2.5-coder:7b' is not served here; this server's provider anthropic at ${CLAUDE_A} serves Claude models (claude-...)`),
+    );
+  });
+
+  it('given a provider the process is not set up for, or not a provider name, then the launch is refused saying which it has', () => {
+    expect(() => buildRunLaunched({ ...input, team: { executor: { provider: 'openai' } } }, ctx(anthropicAt(CLAUDE_A)))).toThrow(
+      new InvalidLaunchError("team.executor.provider: 'openai' is not set up here; this server's providers are anthropic"),
+    );
+    expect(() => buildRunLaunched({ ...input, team: { executor: { provider: 'offline' } } }, ctx(claudeAndLocal))).toThrow(/providers are anthropic, openai$/);
+    expect(() => buildRunLaunched({ ...input, team: { executor: { provider: 'Open AI!' } } }, ctx(claudeAndLocal))).toThrow(/must be a provider name/);
+  });
+
+  it('given a run with the executor on openai, then only a process with both providers at both endpoints drives it', () => {
+    const pin = buildRunLaunched({ ...input, team: { executor: { provider: 'openai', model: 'llama3.2:3b' } } }, ctx(claudeAndLocal)).pin!;
+    expect(matchPin(pin, claudeAndLocal)).toEqual({ matches: true });
+    expect(matchPin(pin, anthropicAt(CLAUDE_A))).toMatchObject({ matches: false, role: 'executor' });
+    expect(matchPin(pin, { ...anthropicAt(CLAUDE_A), also: [openaiAt('http://127.0.0.1:8000')] })).toMatchObject({ matches: false, role: 'executor' });
+    expect(matchPin(pin, { ...openaiAt(LOCAL), also: [anthropicAt(CLAUDE_A)] })).toEqual({ matches: true });
+  });
+
+  it('given a role on openai, when re-pinned to another endpoint, then it stays on openai; a Claude role stays on anthropic', () => {
+    const pin = buildRunLaunched({ ...input, team: { executor: { provider: 'openai', model: 'llama3.2:3b' } } }, ctx(claudeAndLocal)).pin!;
+    const to = repinned(pin, { endpoint: 'http://127.0.0.1:8000' });
+    expect(to.executor).toEqual({ provider: 'openai', model: 'llama3.2:3b', endpoint: 'http://127.0.0.1:8000' });
+    expect(to.architect.provider).toBe('anthropic');
+  });
+
+  it('given the executor on a server and the others on the offline model, when re-pinned to another server, then only the executor moves', () => {
+    const pin = buildRunLaunched({ ...input, team: { executor: { provider: 'openai', model: 'llama3.2:3b' } } }, ctx({ ...OFFLINE, also: [openaiAt(LOCAL)] })).pin!;
+    const to = repinned(pin, { endpoint: 'http://127.0.0.1:8000' });
+    expect(to).toEqual({ ...pin, executor: { provider: 'openai', model: 'llama3.2:3b', endpoint: 'http://127.0.0.1:8000' } });
+    expect(repinned(pin, { endpoint: 'offline:' }).executor).toEqual({ provider: 'offline', model: 'llama3.2:3b', endpoint: 'offline:' });
   });
 });
 

@@ -28,6 +28,7 @@ export function addRunCommand(program: Command, ctx: CliContext): void {
     .option('--model <model>', 'model for every role')
     .option('--thinking <role=tokens...>', 'extended thinking budget per role (Anthropic), e.g. executor=4096')
     .option('--loop <role=strategy...>', 'loop strategy per role: react, plan_execute, hybrid or auto, e.g. executor=hybrid')
+    .option('--provider <role=provider...>', 'model provider per role: anthropic, openai or offline, e.g. executor=openai (default: TRIAD_MODEL)')
     .option('--no-human-gate', 'waive the human review gate (recorded in the run)')
     .option('--idempotency-key <key>', 'launch at most once per key')
     .option('--as <user>', 'launch as this user (default: TRIAD_USER or the OS account)')
@@ -40,7 +41,7 @@ export function addRunCommand(program: Command, ctx: CliContext): void {
         ...(opts.maxIterations !== undefined ? { maxIterations: opts.maxIterations } : {}),
         ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
         ...(opts.budget !== undefined ? { budget: { totalTokens: opts.budget } } : {}),
-        ...teamOptions(opts.model, opts.thinking, opts.loop),
+        ...teamOptions(opts.model, opts.thinking, opts.loop, opts.provider),
         ...(opts.humanGate === false ? { reviewPolicy: { humanGate: false } } : {}),
         ...(opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey } : {}),
       });
@@ -55,8 +56,13 @@ export function addRunCommand(program: Command, ctx: CliContext): void {
     });
 }
 
-/** The team config of `--model`, `--thinking role=tokens` and `--loop role=strategy` (checked by the DTO like the API's). */
-function teamOptions(model: string | undefined, thinking: string[] | undefined, loop: string[] | undefined): { team?: Record<string, Record<string, unknown>> } {
+/** The team config of `--model`, `--thinking role=tokens`, `--loop role=strategy` and `--provider role=provider` (checked by the DTO like the API's). */
+function teamOptions(
+  model: string | undefined,
+  thinking: string[] | undefined,
+  loop: string[] | undefined,
+  provider: string[] | undefined,
+): { team?: Record<string, Record<string, unknown>> } {
   const team: Record<string, Record<string, unknown>> = {};
   if (model) for (const role of ['architect', 'executor', 'reviewer']) team[role] = { model };
   for (const pair of thinking ?? []) {
@@ -68,6 +74,11 @@ function teamOptions(model: string | undefined, thinking: string[] | undefined, 
     const match = /^(architect|executor|reviewer)=(.+)$/.exec(pair);
     if (!match) throw new CliError(`--loop takes role=strategy (architect, executor or reviewer), got '${pair}'`, EXIT.usage);
     (team[match[1]] ??= {}).loop = { strategy: match[2] };
+  }
+  for (const pair of provider ?? []) {
+    const match = /^(architect|executor|reviewer)=(.+)$/.exec(pair);
+    if (!match) throw new CliError(`--provider takes role=provider (architect, executor or reviewer), got '${pair}'`, EXIT.usage);
+    (team[match[1]] ??= {}).provider = match[2];
   }
   return Object.keys(team).length > 0 ? { team } : {};
 }

@@ -9,7 +9,7 @@ import { placedOn, type PlacementDecision } from '../dispatch/placement';
 import { RunSupervisor } from '../dispatch/run-supervisor';
 import type { LaunchPolicyDefaults } from '../domain/resilience/policies';
 import { MODEL_PROVIDER, type ModelProvider } from '../models/model.port';
-import { catalogueOf } from '../models/model-provider.factory';
+import { catalogueOf, defaultModelOf } from '../models/model-provider.factory';
 import { processModelOf } from '../domain/model-pin';
 import { launchRunId } from '../domain/run-id';
 import type { Clock } from '../../shared/ports';
@@ -85,7 +85,7 @@ export class LaunchRunHandler implements ICommandHandler<LaunchRunCommand, Launc
       resolveTools: (role, allowList) => this.tools.resolveRoleTools(role, allowList),
       ...(this.tools.sandbox ? { sandbox: { mode: this.tools.sandbox.settings.mode, defaultNetwork: this.tools.sandbox.settings.defaultNetwork } } : {}),
       ...(command.project ? { project: command.project } : {}),
-      models: { here: processModelOf(this.model), catalogue: catalogueOf(this.model.name) },
+      models: { here: processModelOf(this.model), catalogueOf, defaultModelOf },
     };
   }
 }

@@ -27,7 +27,7 @@ import {
 } from '../domain/resilience/policies';
 import { hasVisibleText } from '../../shared/text';
 import { parseNetworkAllowList } from '../tools/sandbox/sandbox-policy';
-import { launchPin, unservedModel, type ModelCatalogue, type ProcessModel } from '../domain/model-pin';
+import { launchPin, servedBy, unservedModel, type ModelCatalogue, type ProcessModel } from '../domain/model-pin';
 
 export interface LaunchRunInput {
   goal: string;
@@ -35,7 +35,7 @@ export interface LaunchRunInput {
   team?: Partial<
     Record<
       RoleName,
-      { model?: string; maxTurns?: number; tools?: string[]; systemPrompt?: string; thinking?: { budgetTokens: number }; loop?: LoopInput; network?: string[] }
+      { model?: string; provider?: string; maxTurns?: number; tools?: string[]; systemPrompt?: string; thinking?: { budgetTokens: number }; loop?: LoopInput; network?: string[] }
     >
   >;
   maxIterations?: number;
@@ -83,10 +83,12 @@ export interface LaunchContext {
   /** The process's sandbox: recorded with each role's network allow-list (its own, else `defaultNetwork`). */
   sandbox?: { mode: 'bubblewrap' | 'off'; defaultNetwork: readonly string[] };
   /**
-   * The launching process's provider and endpoint, and the models it serves (absent: any name):
-   * a model it does not serve is refused, and the run is pinned to it (RunLaunched `pin`).
+   * The launching process's providers and endpoints (its default and the others it is set up for),
+   * the models each serves (`catalogueOf`; undefined: any name) and a role's model on each when
+   * its config names none (`defaultModelOf`): a provider or a model it does not serve is refused,
+   * and the run is pinned to them (RunLaunched `pin`).
    */
-  models?: { here: ProcessModel; catalogue?: ModelCatalogue };
+  models?: { here: ProcessModel; catalogueOf?: (provider: string) => ModelCatalogue | undefined; defaultModelOf?: (provider: string) => string };
 }
 
 /** A launch that cannot be accepted as given (beyond DTO shape checks). Maps to 400. */
@@ -121,8 +123,10 @@ export function buildRunLaunched(input: LaunchRunInput, ctx: LaunchContext): Run
     const maxTurns = cfg.maxTurns ?? DEFAULT_MAX_TURNS[role];
     const problem = loop && loopSettingsProblem(role, loop, maxTurns);
     if (problem) throw new InvalidLaunchError(problem);
+    const provider = roleProvider(role, cfg.provider, ctx);
     team[role] = {
-      model: cfg.model ?? ctx.defaultModel,
+      model: cfg.model ?? (provider !== undefined && ctx.models?.defaultModelOf ? ctx.models.defaultModelOf(provider) : ctx.defaultModel),
+      ...(provider !== undefined ? { provider } : {}),
       maxTurns,
       tools,
       ...(maxTokens !== undefined ? { maxTokens } : {}),
@@ -149,10 +153,13 @@ export function buildRunLaunched(input: LaunchRunInput, ctx: LaunchContext): Run
   if (criteria.some((c) => !hasVisibleText(c))) throw new InvalidLaunchError('acceptance criteria must not be blank');
   const policies = resiliencePolicies(input, ctx.defaults ?? {});
   const models = ctx.models;
-  const unserved = models?.catalogue && unservedModel(team, policies.contextWindow?.summaryModel, models.catalogue);
+  const catalogueOf = models?.catalogueOf;
+  const providerOf = (role: RoleName) => team[role].provider ?? models!.here.provider;
+  const unserved = catalogueOf && unservedModel(team, policies.contextWindow?.summaryModel, (role) => catalogueOf(providerOf(role)));
   if (unserved) {
+    const served = servedBy(models.here, providerOf(unserved.role))!;
     throw new InvalidLaunchError(
-      `${unserved.field}: '${unserved.model}' is not served here; this server's provider ${models.here.provider} at ${models.here.endpoint} serves ${models.catalogue!.accepts}`,
+      `${unserved.field}: '${unserved.model}' is not served here; this server's provider ${served.provider} at ${served.endpoint} serves ${catalogueOf(served.provider)!.accepts}`,
     );
   }
   return {
@@ -173,6 +180,23 @@ export function buildRunLaunched(input: LaunchRunInput, ctx: LaunchContext): Run
     ...(ctx.sandbox ? { sandbox: { mode: ctx.sandbox.mode, network } } : {}),
     ...(models ? { pin: launchPin(team, models.here) } : {}),
   };
+}
+
+/**
+ * The provider a role's config names, checked against the launching process's (undefined: none
+ * named, the process's default). A name the process is not set up for is refused, saying which it has.
+ */
+function roleProvider(role: RoleName, given: unknown, ctx: LaunchContext): string | undefined {
+  if (given === undefined || given === null) return undefined;
+  if (typeof given !== 'string' || !/^[a-z][a-z0-9-]{0,31}$/.test(given)) throw new InvalidLaunchError(`team.${role}.provider must be a provider name such as anthropic, openai or offline`);
+  const here = ctx.models?.here;
+  // A process that does not say what it serves (a test double) records the name as given.
+  if (!here) return given;
+  if (!servedBy(here, given)) {
+    const served = [here, ...(here.also ?? [])].map((m) => m.provider).join(', ');
+    throw new InvalidLaunchError(`team.${role}.provider: '${given}' is not set up here; this server's providers are ${served}`);
+  }
+  return given;
 }
 
 /** The resilience policies to record: the input's (completed with the defaults), else the context's defaults. */

@@ -4,7 +4,7 @@ import type { EventStore } from '../../events/event-store/event-store.port';
 import { isStoreUnavailable } from '../../events/errors';
 import type { HealthRegistry } from '../../shared/health';
 import type { Clock } from '../../shared/ports';
-import { matchPin, pinOf, type ProcessModel, type RunPin } from '../domain/model-pin';
+import { describeProcessModel, matchPin, pinOf, type ProcessModel, type RunPin } from '../domain/model-pin';
 import type { RunState } from '../domain/run-state';
 import type { RunDriver } from '../driver/run-driver';
 import { LeaseHeartbeat, type HeartbeatFigures } from '../leases/lease-heartbeat';
@@ -277,7 +277,7 @@ export class DriverPool implements OnApplicationShutdown {
       this.leftForPin.delete(runId);
       return false;
     }
-    if (this.leftForPin.get(runId) !== waiting) this.logger.log(`run ${runId}: left to ${waiting} (this process: provider ${this.here.provider} at ${this.here.endpoint})`);
+    if (this.leftForPin.get(runId) !== waiting) this.logger.log(`run ${runId}: left to ${waiting} (this process: ${describeProcessModel(this.here)})`);
     this.leftForPin.set(runId, waiting);
     return true;
   }

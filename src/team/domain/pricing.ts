@@ -40,7 +40,21 @@ function claude(input: number, output: number): ModelInfo {
 const FREE: ModelInfo = { price: { input: 0, output: 0, cacheWrite: 0, cacheRead: 0 } };
 
 /**
- * Rows by model-id prefix; the longest matching prefix wins, so dated ids (`claude-sonnet-4-5-20250929`)
+ * An OpenAI model: input, output and cached-input prices, and its context window. OpenAI bills no
+ * cache writes (its prompt cache is automatic), so `cacheWrite` is the input price.
+ *
+ * Source: OpenAI's pricing page (https://platform.openai.com/docs/pricing) and model pages, as
+ * remembered when the rows were written on 2026-12-02 without re-checking the page: check them
+ * before relying on a figure. Models served by other Chat Completions servers (Ollama, vLLM,
+ * llama.cpp, LM Studio) have no row: they cost 0, and the provider says so once per model.
+ */
+function openai(input: number, output: number, cachedInput: number, contextTokens: number): ModelInfo {
+  return { price: { input, output, cacheWrite: input, cacheRead: cachedInput }, contextTokens };
+}
+
+/**
+ * The table: a row per model family, Anthropic's and OpenAI's; a model it lacks is added here, as a
+ * row with its source. Rows by model-id prefix; the longest matching prefix wins, so dated ids (`claude-sonnet-4-5-20250929`)
  * and aliases (`claude-sonnet-4-5`) share a row. Opus 4 and 4.1 kept the old Opus price; Opus 4.5 and
  * later cost less. Families without a known row (newer names) fall back to their family's latest.
  */
@@ -63,16 +77,33 @@ export const MODELS: ReadonlyArray<readonly [prefix: string, info: ModelInfo]> =
   ['claude-3-opus', claude(15, 75)],
   ['claude-3-sonnet', claude(3, 15)],
   ['claude-3-haiku', claude(0.25, 1.25)],
+  ['gpt-5', openai(1.25, 10, 0.125, 400_000)],
+  ['gpt-5-mini', openai(0.25, 2, 0.025, 400_000)],
+  ['gpt-5-nano', openai(0.05, 0.4, 0.005, 400_000)],
+  ['gpt-4.1', openai(2, 8, 0.5, 1_047_576)],
+  ['gpt-4.1-mini', openai(0.4, 1.6, 0.1, 1_047_576)],
+  ['gpt-4.1-nano', openai(0.1, 0.4, 0.025, 1_047_576)],
+  ['gpt-4o', openai(2.5, 10, 1.25, 128_000)],
+  ['gpt-4o-mini', openai(0.15, 0.6, 0.075, 128_000)],
+  ['o3', openai(2, 8, 0.5, 200_000)],
+  ['o3-mini', openai(1.1, 4.4, 0.55, 200_000)],
+  ['o4-mini', openai(1.1, 4.4, 0.275, 200_000)],
 ];
 
 const MODELS_LONGEST_FIRST = [...MODELS].sort((a, b) => b[0].length - a[0].length);
 
+/**
+ * A model id as the table reads it: lower case; provider-qualified ids (`anthropic/claude-...`,
+ * Bedrock's `anthropic.claude-...`, `openai/gpt-4o` as routers write it) as the bare id; Vertex's
+ * date after '@' (`claude-opus-4@20250514`) as a part.
+ */
+function bareId(model: string): string {
+  return model.trim().toLowerCase().replace(/^(?:(?:[a-z]{2}\.)?anthropic[/.]|openai\/)/, '').replace('@', '-');
+}
+
 /** The table's row for a model id, or undefined when it is unknown. */
 export function modelInfoOf(model: string): ModelInfo | undefined {
-  const id = model.trim().toLowerCase();
-  // Provider-qualified ids (`anthropic/claude-...`, Bedrock's `anthropic.claude-...`) read as the bare id.
-  // Vertex writes the date after '@' (`claude-opus-4@20250514`).
-  const bare = id.replace(/^(?:[a-z]{2}\.)?anthropic[/.]/, '').replace('@', '-');
+  const bare = bareId(model);
   // A prefix matches whole name parts only: `claude-opus-4-1` must not match `claude-opus-4-10`.
   const row = MODELS_LONGEST_FIRST.find(([prefix]) => bare === prefix || bare.startsWith(`${prefix}-`))?.[1];
   if (row) return row;
@@ -113,8 +144,7 @@ function round6(n: number): number {
  * prefix; a model outside the table is `other`.
  */
 export function modelLabelOf(model: string): string {
-  const id = model.trim().toLowerCase();
-  const bare = id.replace(/^(?:[a-z]{2}\.)?anthropic[/.]/, '').replace('@', '-');
+  const bare = bareId(model);
   const prefix = MODELS_LONGEST_FIRST.find(([p]) => bare === p || bare.startsWith(`${p}-`))?.[0];
   if (prefix === undefined) return 'other';
   const rest = bare.slice(prefix.length).replace(/-\d{8}$/, '');

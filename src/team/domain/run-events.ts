@@ -57,6 +57,11 @@ export const TERMINAL_STATUSES: ReadonlySet<RunStatus> = new Set(['completed', '
 
 export interface RoleConfig {
   model: string;
+  /**
+   * The provider the launch named for this role (`anthropic`, `openai`, `offline`); absent: the
+   * launching process's default. The run's pin records where each role's calls go either way.
+   */
+  provider?: string;
   maxTurns: number;
   /** Tool names the role may use (its submit tool is always available). */
   tools: string[];

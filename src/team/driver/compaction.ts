@@ -2,7 +2,8 @@ import type { ModelRequest } from '../models/model.port';
 import type { NextAction } from '../domain/next-action';
 import { archivedMessages, type SummaryOutcome } from '../domain/run-steps';
 import { runDecider } from '../domain/run-decider';
-import { callOrigin } from '../domain/model-pin';
+import { callOrigin, pinOf } from '../domain/model-pin';
+import { roleRoute } from '../models/model-roster';
 import { renderForSummary, SUMMARY_MAX_OUTPUT_TOKENS, SUMMARY_SYSTEM_PROMPT } from '../domain/resilience/context-window';
 import { deadlineOf, isoNow, underRunSignal, type StepContext } from './step-context';
 
@@ -13,7 +14,10 @@ import { deadlineOf, isoNow, underRunSignal, type StepContext } from './step-con
 export async function compactContext(ctx: StepContext, step: Extract<NextAction, { kind: 'compactContext' }>): Promise<void> {
   const { deps } = ctx;
   const archived = archivedMessages(ctx.state, step);
+  // The summary is written on the role's own provider, the one its pin names.
+  const route = roleRoute(deps.model, pinOf(ctx.state.launched!)[step.role].provider);
   const request: Omit<ModelRequest, 'signal'> = {
+    ...route.request,
     runId: ctx.runId,
     role: step.role,
     model: step.summaryModel,
@@ -32,7 +36,7 @@ export async function compactContext(ctx: StepContext, step: Extract<NextAction,
         .join('\n')
         .trim();
       if (text === '') return { ok: false, error: 'the summary model returned no text' };
-      return { ok: true, text, response, origin: callOrigin(deps.model, request.model, response) };
+      return { ok: true, text, response, origin: callOrigin(route.provider, request.model, response) };
     } catch (err) {
       return { ok: false, error: (err as Error)?.message ?? String(err) };
     }

@@ -8,7 +8,8 @@ import { modelCallStarted, retryInMsOf } from '../domain/run-steps';
 import { runDecider } from '../domain/run-decider';
 import type { TeamRunEvent } from '../domain/run-events';
 import { newUserMessage } from '../domain/run-state';
-import { callOrigin } from '../domain/model-pin';
+import { callOrigin, pinOf } from '../domain/model-pin';
+import { roleRoute } from '../models/model-roster';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../domain/resilience/policies';
 import { deadlineOf, isoNow, type StepContext } from './step-context';
 
@@ -24,6 +25,8 @@ export async function takeModelTurn(ctx: StepContext, step: Extract<NextAction, 
   const launched = state.launched!;
   // A plan-first phase plans with its planner model and works with its executor model.
   const model = modelOfCall(state, role);
+  // The provider the run's pin names for the role (a process may have several).
+  const route = roleRoute(deps.model, pinOf(launched)[role].provider);
   // A new call's start is recorded together with its outcome: if the process dies during the
   // call nothing is recorded and the same decision is taken again on resume.
   const pending: TeamRunEvent[] = [];
@@ -49,8 +52,9 @@ export async function takeModelTurn(ctx: StepContext, step: Extract<NextAction, 
     try {
       const system = ctx.state.phase!.system;
       const maxTokens = deps.maxOutputTokens ?? 8192;
-      response = await inChatSpan({ runId, role, turn: step.turn, provider: deps.model.name, model, maxTokens, system, messages }, () =>
+      response = await inChatSpan({ runId, role, turn: step.turn, provider: route.provider.name, model, maxTokens, system, messages }, () =>
         deps.model.complete({
+          ...route.request,
           runId,
           role,
           model,
@@ -78,7 +82,7 @@ export async function takeModelTurn(ctx: StepContext, step: Extract<NextAction, 
     // Recorded even if the driver is stopped meanwhile: a recorded response is never asked for again.
     await deps.fairShare?.turn();
     try {
-      await ctx.append([...pending, ...runDecider.decide({ type: 'CompleteModelCall', step, callId: callId!, response, durationMs, origin: callOrigin(deps.model, model, response) }, ctx.state)]);
+      await ctx.append([...pending, ...runDecider.decide({ type: 'CompleteModelCall', step, callId: callId!, response, durationMs, origin: callOrigin(route.provider, model, response) }, ctx.state)]);
       return;
     } catch (err) {
       // Nothing was written: the call's start goes with the failure recorded instead.

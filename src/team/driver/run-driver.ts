@@ -26,6 +26,8 @@ import { compactContext } from './compaction';
 import { takeModelTurn } from './model-turn';
 import { deadlineOf, isoNow, type RunDriverDeps, type StepContext } from './step-context';
 import { dispatchTools, submitToolCall } from './tool-dispatch';
+import { pinOf } from '../domain/model-pin';
+import { roleRoute } from '../models/model-roster';
 
 // A checkpoint holds the whole folded state, so its cost grows with the conversation: every 100
 // turns keeps that under a tenth of a millisecond per turn while a resume folds at most 100 turns.
@@ -215,6 +217,7 @@ export class RunDriver {
     const launched = this.state.launched!;
     const phase = this.state.phase!;
     return {
+      ...roleRoute(this.deps.model, pinOf(launched)[role].provider).request,
       model: modelOfCall(this.state, role),
       system: phase.system,
       tools: toolsOfCall(this.state, role, this.deps.tools.specsFor(role, phase.tools)),

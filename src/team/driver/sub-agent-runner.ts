@@ -4,7 +4,8 @@ import type { ToolOutcome } from '../tools/tool.port';
 import { redactAnswer } from '../tools/tool-registry';
 import { totalTokens } from '../domain/run-state';
 import type { FileEffect, SubAgentEvent, TeamRunEvent } from '../domain/run-events';
-import { callOrigin } from '../domain/model-pin';
+import { callOrigin, pinOf } from '../domain/model-pin';
+import { roleRoute } from '../models/model-roster';
 import { runDecider } from '../domain/run-decider';
 import { decideSpawn, nextSubAgentStep, pendingToolUses, SPAWN_SUB_AGENT_TOOL, spawnOutcome, SUB_AGENT_TERMINAL, type SubAgentRecord } from '../domain/sub-agents';
 import { SubAgentPool, type ReleaseSlot } from './sub-agent-pool';
@@ -208,6 +209,8 @@ async function callSubAgentModel(
   const s = record.spawned;
   const launched = ctx.state.launched!;
   const model = launched.team[phaseRole].model;
+  // A sub-agent calls the provider its parent role is pinned to.
+  const route = roleRoute(deps.model, pinOf(launched)[phaseRole].provider);
   // The new user message: the results of its last response's tool calls, then the step's content.
   const results: ContentBlock[] = pendingToolUses(record).map((u) => {
     const r = record.toolResults[u.id];
@@ -226,6 +229,7 @@ async function callSubAgentModel(
     let failure: ModelError | undefined;
     try {
       response = await deps.model.complete({
+        ...route.request,
         runId,
         role: phaseRole,
         model,
@@ -256,7 +260,7 @@ async function callSubAgentModel(
     if (!failure) {
       try {
         const turn = { turn: step.turn, content: step.content, callId: deps.ids.newId() };
-        const origin = callOrigin(deps.model, model, response!);
+        const origin = callOrigin(route.provider, model, response!);
         await ctx.append(runDecider.decide({ type: 'RecordSubAgentTurn', path: s.path, turn, response: response!, durationMs: deps.clock.now() - started, origin, at: isoNow(deps.clock) }, ctx.state));
         return 'recorded';
       } catch (err) {

@@ -39,8 +39,13 @@ export class LoopConfigDto {
   @IsOptional() @IsInt() @Min(1) @Max(100) maxTurnsPerStep?: number;
 }
 
+/** The providers a role may name (`team.<role>.provider`); the launch refuses one its server is not set up for. */
+export const ROLE_PROVIDERS = ['anthropic', 'openai', 'offline'] as const;
+
 export class RoleConfigDto {
   @IsOptional() @IsString() @IsNotEmpty() @MaxLength(200) model?: string;
+  /** Where the role's calls go (absent: the server's default provider): `openai` is any Chat Completions server (OPENAI_BASE_URL). */
+  @IsOptional() @IsIn([...ROLE_PROVIDERS]) provider?: (typeof ROLE_PROVIDERS)[number];
   @IsOptional() @IsInt() @Min(1) @Max(1000) maxTurns?: number;
   @IsOptional() @IsArray() @ArrayMaxSize(50) @IsString({ each: true }) @IsNotEmpty({ each: true }) @MaxLength(200, { each: true }) tools?: string[];
   @IsOptional() @IsString() @IsNotEmpty() @MaxLength(20_000) systemPrompt?: string;

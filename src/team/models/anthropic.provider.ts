@@ -29,6 +29,9 @@ import {
   type Usage,
 } from './model.port';
 import { endpointOf } from '../domain/model-pin';
+import { CONTEXT_TOO_LONG, describeCause, isAbortError, isNetworkError, isRecord, malformed, redact, retryAfter, sortedKeys } from './provider-failures';
+
+export { retryAfter } from './provider-failures';
 import { decodeMachineText, encodeMachineText, toMachineText } from '../../shared/text';
 
 export interface AnthropicProviderOptions {
@@ -254,15 +257,6 @@ function toApiMessage(message: ChatMessage): ApiMessage {
   };
 }
 
-/** A deep copy with every object's keys in code-unit order. */
-function sortedKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(sortedKeys);
-  if (value === null || typeof value !== 'object') return value;
-  const out: Record<string, unknown> = {};
-  for (const key of Object.keys(value).sort()) out[key] = sortedKeys((value as Record<string, unknown>)[key]);
-  return out;
-}
-
 interface OpenBlock {
   type: 'text' | 'tool_use' | 'thinking' | 'redacted_thinking' | 'other';
   text: string;
@@ -418,16 +412,6 @@ class StreamAccumulator {
   }
 }
 
-function malformed(message: string): ModelError {
-  return new ModelError('malformed_response', `malformed model response: ${message}`);
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-const CONTEXT_TOO_LONG = /prompt is too long|prompt too long|context.{0,20}(length|window|limit)|exceeds? .{0,40}context|too many (input )?tokens|maximum context/i;
-
 const ERROR_TYPE_KINDS: Record<string, ModelFailureKind> = {
   rate_limit_error: 'rate_limited',
   overloaded_error: 'overloaded',
@@ -488,18 +472,6 @@ function fromApiError(error: APIError): ModelError {
   return new ModelError(kind, text, details);
 }
 
-/** `retry-after-ms` (ms) wins over `retry-after` (seconds or an HTTP date), as the SDK reads them. */
-export function retryAfter(headers: Headers | undefined, now: number = Date.now()): number | undefined {
-  if (!headers) return undefined;
-  const ms = headers.get('retry-after-ms');
-  if (ms !== null && ms.trim() !== '' && Number.isFinite(Number(ms)) && Number(ms) >= 0) return Math.round(Number(ms));
-  const after = headers.get('retry-after');
-  if (after === null || after.trim() === '') return undefined;
-  if (Number.isFinite(Number(after))) return Number(after) >= 0 ? Math.round(Number(after) * 1000) : undefined;
-  const date = Date.parse(after);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
-}
-
 function bodyErrorType(body: unknown): string | null {
   const inner = isRecord(body) && isRecord(body.error) ? body.error : undefined;
   return inner && typeof inner.type === 'string' ? inner.type : null;
@@ -508,32 +480,4 @@ function bodyErrorType(body: unknown): string | null {
 function bodyErrorMessage(body: unknown): string | null {
   const inner = isRecord(body) && isRecord(body.error) ? body.error : undefined;
   return inner && typeof inner.message === 'string' ? inner.message : null;
-}
-
-function isAbortError(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && (error as { name?: unknown }).name === 'AbortError';
-}
-
-const NETWORK_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED', 'ENOTFOUND', 'EAI_AGAIN']);
-
-/** undici fails a body read with `TypeError: terminated` whose cause carries the socket error. */
-function isNetworkError(error: unknown): boolean {
-  for (let e: unknown = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string' && NETWORK_CODES.has(code)) return true;
-    if (e instanceof TypeError && /terminated|fetch failed|socket/i.test(e.message)) return true;
-  }
-  return false;
-}
-
-function describeCause(error: unknown): string {
-  const parts: string[] = [];
-  for (let e: unknown = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    if (e instanceof Error && e.message && !parts.includes(e.message)) parts.push(e.message);
-  }
-  return parts.join(': ') || 'unknown error';
-}
-
-function redact(text: string, secret: string): string {
-  return secret.length >= 4 ? text.split(secret).join('[redacted]') : text;
 }

@@ -82,6 +82,11 @@ export interface ModelRequest {
   thinking?: ThinkingSettings;
   /** Set when a sub-agent of `role` (the phase agent) makes the call: its own role and path. */
   subAgent?: { role: string; path: string };
+  /**
+   * The provider the run's pin names for the role: a process with several (model-roster.ts) sends
+   * the call there. Absent: the process's default provider.
+   */
+  provider?: string;
 }
 
 /** A role's extended thinking: up to `budgetTokens` tokens of reasoning per call, on top of `maxTokens`. */
@@ -90,7 +95,7 @@ export interface ThinkingSettings {
 }
 
 /** The parts of a request that a token count depends on. */
-export type TokenCountRequest = Pick<ModelRequest, 'model' | 'system' | 'messages' | 'tools' | 'thinking'> & { signal?: AbortSignal };
+export type TokenCountRequest = Pick<ModelRequest, 'model' | 'system' | 'messages' | 'tools' | 'thinking' | 'provider'> & { signal?: AbortSignal };
 
 export interface ModelResponse {
   /** The model that answered (may differ from the requested alias). */
@@ -110,6 +115,11 @@ export interface ModelProvider {
    * Absent: `<name>:`, a provider with no network (see `processModelOf`).
    */
   readonly endpoint?: string;
+  /**
+   * A process with several providers (model-roster.ts): each of them by name, the default one
+   * included. Absent: this provider is the process's only one.
+   */
+  readonly providers?: ReadonlyMap<string, ModelProvider>;
   complete(request: ModelRequest): Promise<ModelResponse>;
   /**
    * The input tokens the request would use, counted by the provider (Anthropic's token-counting

@@ -26,8 +26,8 @@ describe('pricing', () => {
   it('is free for the offline and scripted models, and 0 for unknown models', () => {
     expect(costOf('triad-offline-1', { inputTokens: 1e6, outputTokens: 1e6 })).toBe(0);
     expect(costOf('scripted', { inputTokens: 1e6, outputTokens: 1e6 })).toBe(0);
-    expect(priceOf('gpt-4o')).toBeUndefined();
-    expect(costOf('gpt-4o', { inputTokens: 1000, outputTokens: 1000 })).toBe(0);
+    expect(priceOf('llama3.2:3b')).toBeUndefined();
+    expect(costOf('llama3.2:3b', { inputTokens: 1000, outputTokens: 1000 })).toBe(0);
   });
 
   it('adds input, output and cache tokens, rounded to a millionth of a dollar', () => {
@@ -54,7 +54,7 @@ describe('pricing', () => {
     expect(contextTokensOf('claude-sonnetx')).toBe(200_000);
     expect(priceOf('claude-sonnetx')).toBeUndefined();
     expect(contextTokensOf('triad-offline-1')).toBeUndefined();
-    expect(contextTokensOf('gpt-4o')).toBeUndefined();
+    expect(contextTokensOf('llama3.2:3b')).toBeUndefined();
   });
 
   it('a cached turn costs less than the same prompt uncached', () => {
@@ -62,5 +62,23 @@ describe('pricing', () => {
     const cached = costOf('claude-sonnet-4-6', { inputTokens: 0, outputTokens: 0, cacheReadTokens: 9_000, cacheWriteTokens: 1_000 });
     expect(uncached).toBe(0.03);
     expect(cached).toBe(0.00645); // 9,000 × $0.30 + 1,000 × $3.75 per million
+  });
+
+  it.each([
+    ['gpt-4o', 2.5, 10, 1.25, 128_000],
+    ['gpt-4o-2024-08-06', 2.5, 10, 1.25, 128_000],
+    ['gpt-4o-mini', 0.15, 0.6, 0.075, 128_000],
+    ['openai/gpt-4.1-mini', 0.4, 1.6, 0.1, 1_047_576],
+    ['gpt-5-mini-2025-08-07', 0.25, 2, 0.025, 400_000],
+    ['o4-mini', 1.1, 4.4, 0.275, 200_000],
+  ])('%s (OpenAI) costs $%d in / $%d out / $%d cached in per million, with a %d-token window', (model, input, output, cacheRead, window) => {
+    expect(priceOf(model)).toEqual({ input, output, cacheWrite: input, cacheRead });
+    expect(contextTokensOf(model)).toBe(window);
+  });
+
+  it('prices an OpenAI call\'s cached prompt tokens at the cached rate', () => {
+    // 2,000 × $2.50 + 8,000 × $1.25 + 100 × $10, per million
+    expect(costOf('gpt-4o', { inputTokens: 2_000, outputTokens: 100, cacheReadTokens: 8_000 })).toBe(0.016);
+    expect(priceOf('gpt-4oo')).toBeUndefined();
   });
 });

@@ -37,7 +37,7 @@ export interface AppServer {
 /** The environment of a triad process: the Anthropic provider at `modelUrl`, nothing else inherited. */
 export function appEnv(dataDir: string, modelUrl: string, apiKey: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const base: NodeJS.ProcessEnv = { ...process.env };
-  for (const k of Object.keys(base)) if (k.startsWith('TRIAD_') || k.startsWith('ANTHROPIC_')) delete base[k];
+  for (const k of Object.keys(base)) if (k.startsWith('TRIAD_') || k.startsWith('ANTHROPIC_') || k.startsWith('OPENAI_')) delete base[k];
   return {
     ...base,
     TRIAD_DATA_DIR: dataDir,
