@@ -130,7 +130,7 @@ export const RESPONSE_SCHEMAS: Record<string, JsonSchema> = {
   CancelResult: object({ runId: str, status: oneOf(['cancelled']) }),
   WaitAnswer: {
     oneOf: [
-      object({ status: oneOf(['waiting']), runStatus, startedAt: time, endedAt: described('null: the run has not ended', nullable(time)) }),
+      object({ status: oneOf(['waiting']), runStatus, startedAt: time, endedAt: described('null: the run has not ended', { nullable: true, enum: [null] }) }),
       object({ status: oneOf(['ok', 'error', 'timeout']), runStatus, startedAt: time }, { terminationReason: ref('TerminationReason'), endedAt: time }),
     ],
   },
@@ -203,14 +203,20 @@ export const RESPONSE_SCHEMAS: Record<string, JsonSchema> = {
   DecisionLogVerification: object(
     { ok: bool, checked: int },
     {
-      firstBadRecord: object({ seq: int, decisionId: nullable(str), problem: str }, { detail: str }),
+      firstBadRecord: object({ seq: int, decisionId: nullable(str), problem: oneOf(['altered', 'removed', 'reordered', 'inserted', 'missing_tail']), detail: str }),
       since: object(
         { hash: str, extends: bool, head: object({ seq: int, hash: str }) },
         { seq: int, detail: str, signedHead: object({ seq: int, at: time, keyId: str }, { problem: str }) },
       ),
-      streamGaps: list(open('a stream holding decisions with revisions missing')),
+      streamGaps: list(object({ streamId: str, missingRevision: int, foundRevision: int })),
       attestations: object(
-        { ok: bool, checked: int, personallySigned: int, beforeSigning: int, issues: list(open('one attestation problem: the event, its position and the problem')) },
+        {
+          ok: bool,
+          checked: int,
+          personallySigned: int,
+          beforeSigning: int,
+          issues: list(object({ position: int, type: str, id: str, of: oneOf(['server', 'person']), problem: oneOf(['unsigned', 'bad_signature', 'unknown_signer', 'revoked_signer']) })),
+        },
         { signingSince: int },
       ),
     },
@@ -280,7 +286,13 @@ export const RESPONSE_SCHEMAS: Record<string, JsonSchema> = {
       message: str,
       endedAt: time,
       endedBy: str,
-      planning: object({ source: oneOf(['user', 'architect']) }, { architect: open("the architect's planning turn"), failure: str }),
+      planning: object(
+        { source: oneOf(['user', 'architect']) },
+        {
+          architect: object({ model: str }, { toolUseId: str, input: described('the `submit_task_graph` input as the model gave it', {}), text: str, usage: object(tokens) }),
+          failure: str,
+        },
+      ),
       review: object({ openedAt: time }, { decision: object({ decision: oneOf(['approve', 'reject']), by: str, reason: str, at: time }) }),
     },
   ),
