@@ -44,14 +44,16 @@ const tokens = { inputTokens: int, outputTokens: int };
 const subAgentUsage = object({ ...tokens, costUsd: num });
 const forkedFrom = object({ runId: str, revision: int, turn: int });
 const timeout = object({ policy: str, dueAt: time });
-const statement = object({ statement: open('what is signed: the decision as a statement (docs/AUDIT.md)'), text: str, challenge: str });
+const decided = oneOf(['approved', 'rejected']);
+/** Anything JSON: what the server holds as `unknown` (a machine's snapshot, a model's tool input). */
+const anything = (description: string): JsonSchema => ({ description });
 const runStatus = ref('RunStatus');
 
 export const RESPONSE_SCHEMAS: Record<string, JsonSchema> = {
   RunStatus: oneOf(RUN_STATUSES),
   TerminationReason: oneOf(['COMPLETED', 'REJECTED', 'BLOCKED', 'MAX_ITERATIONS', 'MAX_TURNS', 'BUDGET_EXHAUSTED', 'TIMEOUT', 'CANCELLED', 'STAGNATION', 'SHUTDOWN', 'ERROR']),
   HealthOk: object(
-    { status: oneOf(['ok']), store: str, model: str, offlineModel: bool, headPosition: int, sandbox: str },
+    { status: oneOf(['ok']), store: str, model: str, offlineModel: bool, headPosition: int, sandbox: oneOf(['bubblewrap', 'off', 'unavailable']) },
     { sandboxProblem: described('why the sandbox is unavailable (run_command and stdio MCP servers are refused)', str) },
   ),
   HealthDegraded: object({ statusCode: int, error: str, status: oneOf(['degraded']), reason: str, message: str }),
@@ -130,7 +132,7 @@ export const RESPONSE_SCHEMAS: Record<string, JsonSchema> = {
   CancelResult: object({ runId: str, status: oneOf(['cancelled']) }),
   WaitAnswer: {
     oneOf: [
-      object({ status: oneOf(['waiting']), runStatus, startedAt: time, endedAt: described('null: the run has not ended', { nullable: true, enum: [null] }) }),
+      object({ status: oneOf(['waiting']), runStatus, startedAt: time, endedAt: described('null: the run has not ended', { type: 'string', nullable: true, enum: [null] }) }),
       object({ status: oneOf(['ok', 'error', 'timeout']), runStatus, startedAt: time }, { terminationReason: ref('TerminationReason'), endedAt: time }),
     ],
   },
@@ -151,7 +153,16 @@ export const RESPONSE_SCHEMAS: Record<string, JsonSchema> = {
   RunEventsPage: object({ runId: str, events: list(ref('RecordedEvent')) }),
   ProjectEventsPage: object({ projectId: str, events: list(ref('RecordedEvent')) }),
   TextDelta: described('live model text on an event stream (`event: delta`, no id): not stored', object({ role: oneOf(ROLES), turn: int, text: str })),
-  DecisionStatement: statement,
+  DecisionStatement: object({
+    statement: described('what is signed, as one line of canonical JSON (`text`; docs/AUDIT.md)', {
+      oneOf: [
+        object({ kind: oneOf(['review']), runId: str, reviewId: str, iteration: int, artifactHash: str, outcome: decided, reason: str }),
+        object({ kind: oneOf(['tool_approval']), runId: str, approvalId: str, inputHash: str, outcome: decided, reason: str }),
+      ],
+    }),
+    text: str,
+    challenge: described("the statement's sha256 (base64url): a passkey's challenge", str),
+  }),
   PendingReview: object(
     { reviewId: str, iteration: int, openedAt: time, executor: str, artifactHash: str, runId: str, goal: str, acceptanceCriteria: list(str), launchedBy: str },
     { timeout, escalated: bool, lastVerdict: ref('Verdict') },
@@ -232,9 +243,9 @@ export const RESPONSE_SCHEMAS: Record<string, JsonSchema> = {
       revision: int,
       status: str,
       iteration: int,
-      roles: byRole(object({ messages: list(ref('ChatMessage')), turns: int, usage: open("the role's token usage and cost") })),
+      roles: byRole(object({ messages: list(ref('ChatMessage')), turns: int, usage: object({ ...tokens, costUsd: num, turns: int }, { cacheReadTokens: int, cacheWriteTokens: int }) })),
       usage: object({ ...tokens, costUsd: num, turns: int }),
-      machine: object({ team: open("the team machine's persisted snapshot"), loop: nullable(open("the loop machine's persisted snapshot")) }),
+      machine: object({ team: anything("the team machine's persisted snapshot"), loop: anything("the loop machine's persisted snapshot, or null") }),
       completeness: object({ score: num, events: int, understood: int, missing: list(str) }),
     },
     {
@@ -244,10 +255,16 @@ export const RESPONSE_SCHEMAS: Record<string, JsonSchema> = {
       subAgents: mapOf(object({ agent: str, role: str, status: str, turns: int, usage: subAgentUsage, messages: list(ref('ChatMessage')) })),
     },
   ),
-  ChatMessage: object({
-    role: oneOf(['user', 'assistant']),
-    content: { oneOf: [str, list(open('a content block: text, tool_use, tool_result or thinking (docs/EVENTS.md)'))] },
-  }),
+  ChatMessage: object({ role: oneOf(['user', 'assistant']), content: { oneOf: [str, list(ref('ContentBlock'))] } }),
+  ContentBlock: {
+    oneOf: [
+      object({ type: oneOf(['text']), text: str }),
+      object({ type: oneOf(['tool_use']), id: str, name: str, input: open("the tool call's input") }),
+      object({ type: oneOf(['tool_result']), tool_use_id: str, content: str }, { is_error: bool }),
+      object({ type: oneOf(['thinking']), thinking: str, signature: str }),
+      object({ type: oneOf(['redacted_thinking']), data: str }),
+    ],
+  },
   ResumeResult: object(
     { runId: str, status: oneOf(['running', 'waiting']) },
     { driver: str, waitingFor: str, repinned: object({ from: byRole(ref('RolePin')), to: byRole(ref('RolePin')) }) },

@@ -10,8 +10,12 @@ import type { WaitAnswer as ServerWaitAnswer } from '../../src/team/runs/run-wai
 import type { ResumeResult as ServerResumeResult } from '../../src/session-replay/resume-run';
 import type { SignedHead } from '../../src/attestation/attestation';
 import type { KeyRing } from '../../src/attestation/key-ring';
+import type { DecisionStatement } from '../../src/attestation/personal-signature';
 
 type Schemas = components['schemas'];
+
+/** Whether a field of this type may be left out of the JSON: it may be undefined (`unknown`, any JSON, is there). */
+type Omittable<V> = unknown extends V ? false : undefined extends V ? true : false;
 
 /**
  * A server type as its JSON reads: a field whose value may be undefined is left out of the JSON,
@@ -20,7 +24,7 @@ type Schemas = components['schemas'];
 type Json<T> = T extends readonly (infer U)[]
   ? Json<U>[]
   : T extends object
-    ? { [K in keyof T as undefined extends T[K] ? never : K]: Json<T[K]> } & { [K in keyof T as undefined extends T[K] ? K : never]?: Json<Exclude<T[K], undefined>> }
+    ? { [K in keyof T as Omittable<T[K]> extends true ? never : K]: Json<T[K]> } & { [K in keyof T as Omittable<T[K]> extends true ? K : never]?: Json<Exclude<T[K], undefined>> }
     : T;
 
 /**
@@ -65,3 +69,6 @@ same<Same<Schemas['DecisionLogVerification'], Server.DecisionLogVerification>>()
 same<Same<Schemas['SignedHead'], Server.DecisionLogHead & SignedHead & { token: string }>>();
 same<Same<Schemas['ServerKeyList'], { keys: KeyRing['registered'] }>>();
 same<Same<Schemas['Identity'], Server.Identity>>();
+same<Same<Schemas['RunContext'], Server.RunContext>>();
+same<Same<Schemas['ChatMessage'], Server.ChatMessage>>();
+same<Same<Schemas['DecisionStatement'], { statement: DecisionStatement; text: string; challenge: string }>>();

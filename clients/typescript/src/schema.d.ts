@@ -740,7 +740,8 @@ export interface components {
             model: string;
             offlineModel: boolean;
             headPosition: number;
-            sandbox: string;
+            /** @enum {string} */
+            sandbox: "bubblewrap" | "off" | "unavailable";
             /** @description why the sandbox is unavailable (run_command and stdio MCP servers are refused) */
             sandboxProblem?: string;
         };
@@ -979,7 +980,7 @@ export interface components {
             startedAt: string;
             /**
              * @description null: the run has not ended
-             * @enum {unknown|null}
+             * @enum {string|null}
              */
             endedAt: null;
         } | {
@@ -1032,11 +1033,29 @@ export interface components {
             text: string;
         };
         DecisionStatement: {
-            /** @description what is signed: the decision as a statement (docs/AUDIT.md) */
+            /** @description what is signed, as one line of canonical JSON (`text`; docs/AUDIT.md) */
             statement: {
-                [key: string]: unknown;
+                /** @enum {string} */
+                kind: "review";
+                runId: string;
+                reviewId: string;
+                iteration: number;
+                artifactHash: string;
+                /** @enum {string} */
+                outcome: "approved" | "rejected";
+                reason: string;
+            } | {
+                /** @enum {string} */
+                kind: "tool_approval";
+                runId: string;
+                approvalId: string;
+                inputHash: string;
+                /** @enum {string} */
+                outcome: "approved" | "rejected";
+                reason: string;
             };
             text: string;
+            /** @description the statement's sha256 (base64url): a passkey's challenge */
             challenge: string;
         };
         PendingReview: {
@@ -1238,25 +1257,37 @@ export interface components {
                 architect: {
                     messages: components["schemas"]["ChatMessage"][];
                     turns: number;
-                    /** @description the role's token usage and cost */
                     usage: {
-                        [key: string]: unknown;
+                        inputTokens: number;
+                        outputTokens: number;
+                        costUsd: number;
+                        turns: number;
+                        cacheReadTokens?: number;
+                        cacheWriteTokens?: number;
                     };
                 };
                 executor: {
                     messages: components["schemas"]["ChatMessage"][];
                     turns: number;
-                    /** @description the role's token usage and cost */
                     usage: {
-                        [key: string]: unknown;
+                        inputTokens: number;
+                        outputTokens: number;
+                        costUsd: number;
+                        turns: number;
+                        cacheReadTokens?: number;
+                        cacheWriteTokens?: number;
                     };
                 };
                 reviewer: {
                     messages: components["schemas"]["ChatMessage"][];
                     turns: number;
-                    /** @description the role's token usage and cost */
                     usage: {
-                        [key: string]: unknown;
+                        inputTokens: number;
+                        outputTokens: number;
+                        costUsd: number;
+                        turns: number;
+                        cacheReadTokens?: number;
+                        cacheWriteTokens?: number;
                     };
                 };
             };
@@ -1268,13 +1299,9 @@ export interface components {
             };
             machine: {
                 /** @description the team machine's persisted snapshot */
-                team: {
-                    [key: string]: unknown;
-                };
-                /** @description the loop machine's persisted snapshot */
-                loop: {
-                    [key: string]: unknown;
-                } | null;
+                team: unknown;
+                /** @description the loop machine's persisted snapshot, or null */
+                loop: unknown;
             };
             completeness: {
                 score: number;
@@ -1307,9 +1334,36 @@ export interface components {
         ChatMessage: {
             /** @enum {string} */
             role: "user" | "assistant";
-            content: string | {
+            content: string | components["schemas"]["ContentBlock"][];
+        };
+        ContentBlock: {
+            /** @enum {string} */
+            type: "text";
+            text: string;
+        } | {
+            /** @enum {string} */
+            type: "tool_use";
+            id: string;
+            name: string;
+            /** @description the tool call's input */
+            input: {
                 [key: string]: unknown;
-            }[];
+            };
+        } | {
+            /** @enum {string} */
+            type: "tool_result";
+            tool_use_id: string;
+            content: string;
+            is_error?: boolean;
+        } | {
+            /** @enum {string} */
+            type: "thinking";
+            thinking: string;
+            signature: string;
+        } | {
+            /** @enum {string} */
+            type: "redacted_thinking";
+            data: string;
         };
         ResumeResult: {
             runId: string;
