@@ -53,14 +53,17 @@ const STREAMS = new Set(['RunsController_events', 'ProjectsController_events']);
  * The OpenAPI document, generated from the app: @nestjs/swagger reads the routes, their path and
  * query parameters and body types; the schemas come from the DTOs' own class-validator decorators
  * (class-validator-jsonschema), so the rules the validation pipe enforces and the document cannot
- * drift apart. Served at `/openapi.json`, with Swagger UI at `/docs` (its assets served from the
- * bundled swagger-ui-dist, no CDN).
+ * drift apart. The answers — each route's success and the errors it can give — are
+ * openapi-responses.ts's, their bodies' schemas openapi-schemas.ts's; which errors apply, and the
+ * security, follow from the same route metadata the guards read. Served at `/openapi.json`, with
+ * Swagger UI at `/docs` (its assets served from the bundled swagger-ui-dist, no CDN); the typed
+ * client's types are generated from it (scripts/generate-client.js).
  */
 export function openApiDocument(app: INestApplication, version: string): OpenAPIObject {
   const config = new DocumentBuilder()
     .setTitle('triad')
     .setDescription(
-      'Event-sourced orchestrator for teams of LLM agents. Routes under /v1 need `Authorization: Bearer <API key>`. ' +
+      'Event-sourced orchestrator for teams of LLM agents. Routes under /v1 need `Authorization: Bearer <API key>` (or a web console session). ' +
         'Errors are `{statusCode, error, message}` (docs/API.md).',
     )
     .setVersion(version)
