@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { appClient, type AppReply, type CallOptions } from './app-client';
-import { spawnHttpServer, type ServerChild } from './http-server-child';
+import { spawnHttpServer, type ServedRoute, type ServerChild, type SpawnOptions } from './http-server-child';
 import { tempDir } from './temp-dir';
 
 /**
@@ -33,6 +33,8 @@ export interface E2eApp {
   /** e.g. `http://127.0.0.1:41234` */
   url: string;
   dataDir: string;
+  /** With `reportRoutes`: the routes the app's Express router holds. */
+  routes?: ServedRoute[];
   /** What the server wrote to stderr so far (for diagnostics). */
   readonly stderr: string;
   /** What it wrote to stdout so far: its log lines below error. */
@@ -43,7 +45,7 @@ export interface E2eApp {
   close(): Promise<void>;
 }
 
-export async function startE2eApp(env: Record<string, string> = {}, startTimeoutMs = 20_000): Promise<E2eApp> {
+export async function startE2eApp(env: Record<string, string> = {}, startTimeoutMs = 20_000, spawnOptions: Pick<SpawnOptions, 'reportRoutes'> = {}): Promise<E2eApp> {
   const dir = tempDir('triad-e2e-');
   const childEnv: NodeJS.ProcessEnv = {
     ...process.env,
@@ -62,7 +64,7 @@ export async function startE2eApp(env: Record<string, string> = {}, startTimeout
 
   let server: ServerChild;
   try {
-    server = await spawnHttpServer(childEnv, { startTimeoutMs, graceMs: 5000 });
+    server = await spawnHttpServer(childEnv, { startTimeoutMs, graceMs: 5000, ...spawnOptions });
   } catch (err) {
     dir.remove();
     throw err;
@@ -73,6 +75,7 @@ export async function startE2eApp(env: Record<string, string> = {}, startTimeout
 
   return {
     url,
+    routes: server.routes,
     dataDir: childEnv.TRIAD_DATA_DIR!,
     get stderr() {
       return server.stderr;

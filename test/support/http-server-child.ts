@@ -18,7 +18,11 @@ const { createHttpApp } = require(process.env.E2E_PROGRAM_ENTRY);
 (async () => {
   const app = await createHttpApp({ logger: JSON.parse(process.env.E2E_LOG_LEVELS) });
   await app.listen(0, '127.0.0.1');
-  process.stdout.write(JSON.stringify({ port: app.getHttpServer().address().port }) + '\\n');
+  // Asked for: every route Express holds (what Nest mapped, and what was added beside it), as served.
+  const routes = process.env.E2E_REPORT_ROUTES !== '1' ? undefined : app.getHttpAdapter().getInstance().router.stack
+    .filter((layer) => layer.route)
+    .flatMap((layer) => Object.keys(layer.route.methods).map((method) => ({ method: method.toUpperCase(), path: layer.route.path })));
+  process.stdout.write(JSON.stringify({ port: app.getHttpServer().address().port, routes }) + '\\n');
   process.stdin.on('end', () => process.exit(0));
   process.stdin.resume();
   // As \`triad serve\` does: SIGTERM closes the app (runs suspended, the store closed), then exit 0.
@@ -48,10 +52,17 @@ export interface ServerChild {
   readonly stdout: string;
   readonly stderr: string;
   readonly pid: number;
+  /** With `reportRoutes`: every route the app's Express router holds, e.g. `{method: 'GET', path: '/v1/runs/:id'}`. */
+  routes?: ServedRoute[];
   /** SIGTERM (the app closes its store), SIGKILL after `graceMs`. */
   stop(): Promise<void>;
   /** SIGKILL at once (a crash: nothing is closed); resolves once it has exited. */
   kill(): Promise<void>;
+}
+
+export interface ServedRoute {
+  method: string;
+  path: string;
 }
 
 export interface SpawnOptions {
@@ -60,25 +71,28 @@ export interface SpawnOptions {
   graceMs?: number;
   /** Nest log levels of the app; tests that read its `log` lines ask for them. */
   logLevels?: Array<'error' | 'warn' | 'log'>;
+  /** Have the child report the routes its router holds (`ServerChild.routes`). */
+  reportRoutes?: boolean;
 }
 
 export async function spawnHttpServer(env: NodeJS.ProcessEnv, options: SpawnOptions = {}): Promise<ServerChild> {
-  const { startTimeoutMs = 30_000, graceMs = 10_000, logLevels = ['error', 'warn'] } = options;
+  const { startTimeoutMs = 30_000, graceMs = 10_000, logLevels = ['error', 'warn'], reportRoutes = false } = options;
   if (!existsSync(PROGRAM_ENTRY)) throw new Error(`${PROGRAM_ENTRY} is missing: build first (jest's globalSetup runs scripts/build-dist.js)`);
-  const child = spawn(process.execPath, ['-e', SERVER_SCRIPT], { env: { ...env, E2E_PROGRAM_ENTRY: PROGRAM_ENTRY, E2E_LOG_LEVELS: JSON.stringify(logLevels) }, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['-e', SERVER_SCRIPT], { env: { ...env, E2E_PROGRAM_ENTRY: PROGRAM_ENTRY, E2E_LOG_LEVELS: JSON.stringify(logLevels), E2E_REPORT_ROUTES: reportRoutes ? '1' : '0' }, stdio: ['pipe', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-  let port: number;
+  let ready: { port: number; routes?: ServedRoute[] };
   try {
-    port = await new Promise<number>((resolvePort, reject) => {
+    ready = await new Promise<{ port: number; routes?: ServedRoute[] }>((resolvePort, reject) => {
       const timer = setTimeout(() => reject(new Error(`the server did not start within ${startTimeoutMs} ms\n${stderr}`)), startTimeoutMs);
       child.stdout!.on('data', () => {
-        const line = stdout.split('\n').find((l) => l.startsWith('{"port":'));
+        // Complete lines only: a long ready line (with its routes) may arrive in several chunks.
+        const line = stdout.split('\n').slice(0, -1).find((l) => l.startsWith('{"port":'));
         if (line) {
           clearTimeout(timer);
-          resolvePort(JSON.parse(line).port as number);
+          resolvePort(JSON.parse(line) as { port: number; routes?: ServedRoute[] });
         }
       });
       child.once('exit', (code, signal) => {
@@ -91,7 +105,8 @@ export async function spawnHttpServer(env: NodeJS.ProcessEnv, options: SpawnOpti
     throw err;
   }
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `http://127.0.0.1:${ready.port}`,
+    routes: ready.routes,
     get stdout() {
       return stdout;
     },

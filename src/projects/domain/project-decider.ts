@@ -5,7 +5,7 @@ import type { GateRefusal } from '../../attestation/gate-refusal';
 import { ConflictError, ForbiddenError, InvalidRequestError, NotFoundError } from '../../shared/errors';
 import { runIdForIdempotencyKey } from '../../team/domain/run-id';
 import { nextTasksToStart, type TaskStatus } from './scheduler';
-import { dependentsOf, normaliseTask, taskGraphProblem, type TaskSpec } from './task-graph';
+import { dependentsOf, normaliseTask, taskGraphProblem, type ProjectStrategy, type TaskSpec } from './task-graph';
 import type { ArchitectTurn, ProjectEndedData, ProjectEvent, ProjectLaunchedData, ProjectState, TaskState } from './project-events';
 
 /**
@@ -369,7 +369,7 @@ export interface ProjectView {
   projectId: string;
   goal: string;
   acceptanceCriteria: string[];
-  strategy: string;
+  strategy: ProjectStrategy;
   concurrency: number;
   reviewPolicy: ProjectLaunchedData['reviewPolicy'];
   status: ProjectState['status'];
