@@ -12,9 +12,10 @@ import { CheckpointModule } from './checkpoint/checkpoint.module';
 import { ApprovalsModule } from './team/approvals/approvals.module';
 import { ObservabilityModule } from './observability/observability.module';
 import { ProjectsModule } from './projects/projects.module';
+import { WebhooksModule } from './webhooks/webhooks.module';
 
 @Module({
-  imports: [ConfigModule, EventsModule, CommandPathModule, AttestationModule, AuthModule, TeamModule, ReviewGateModule, SessionReplayModule, CheckpointModule, ApprovalsModule, ObservabilityModule, ProjectsModule],
+  imports: [ConfigModule, EventsModule, CommandPathModule, AttestationModule, AuthModule, TeamModule, ReviewGateModule, SessionReplayModule, CheckpointModule, ApprovalsModule, ObservabilityModule, ProjectsModule, WebhooksModule],
   controllers: [HealthController],
 })
 export class AppModule {}
