@@ -22,6 +22,8 @@ import type {
   RunStatus,
   RunSummary,
   SessionView,
+  ListedWebhook,
+  WebhookDelivery,
 } from '../../src/http/api-types';
 
 import type { DecisionStatement, WebAuthnSignature } from '../../src/attestation/personal-signature';
@@ -159,6 +161,8 @@ export const api = {
   approveProject: (id: string, reason: string) => call<ProjectView>('POST', `/v1/projects/${enc(id)}/review/approve`, { reason }),
   rejectProject: (id: string, reason: string) => call<ProjectView>('POST', `/v1/projects/${enc(id)}/review/reject`, { reason }),
   workspace: (id: string, iteration?: number) => call<WorkspaceView>('GET', `/v1/runs/${enc(id)}/workspace${q({ iteration })}`),
+  webhooks: () => call<{ webhooks: ListedWebhook[] }>('GET', '/v1/webhooks'),
+  webhookDeliveries: (id: string) => call<{ deliveries: WebhookDelivery[] }>('GET', `/v1/webhooks/${enc(id)}/deliveries`),
 };
 
 export interface DecisionFilter {

@@ -12,6 +12,7 @@ import { ApprovalsPage } from './pages/approvals';
 import { DecisionsPage } from './pages/decisions';
 import { ReplayPage } from './pages/replay';
 import { PasskeysPage } from './pages/passkeys';
+import { WebhooksPage } from './pages/webhooks';
 
 function SignIn({ onSignedIn, expired }: { onSignedIn: (s: SessionView) => void; expired: boolean }) {
   const [key, setKey] = useState('');
@@ -54,6 +55,7 @@ function Nav({ session, page }: { session: SessionView; page: string }) {
     ['approvals', 'Tool approvals', href.approvals(), may(session, 'decideToolCalls')],
     ['decisions', 'Decision log', href.decisions(), may(session, 'audit')],
     ['passkeys', 'Passkeys', href.passkeys(), true],
+    ['webhooks', 'Webhooks', href.webhooks(), may(session, 'manageWebhooks')],
   ];
   const current = page === 'run' || page === 'replay' ? 'runs' : page === 'project' ? 'projects' : page;
   return (
@@ -131,6 +133,7 @@ export function App() {
         {route.page === 'approvals' ? <ApprovalsPage /> : null}
         {route.page === 'decisions' ? <DecisionsPage /> : null}
         {route.page === 'passkeys' ? <PasskeysPage /> : null}
+        {route.page === 'webhooks' ? <WebhooksPage /> : null}
         {route.page === 'replay' ? <ReplayPage key={route.runId} runId={route.runId} /> : null}
       </main>
     </SessionContext.Provider>

@@ -10,6 +10,7 @@ export type Route =
   | { page: 'approvals' }
   | { page: 'decisions' }
   | { page: 'passkeys' }
+  | { page: 'webhooks' }
   | { page: 'replay'; runId: string };
 
 export function parseRoute(hash: string): Route {
@@ -22,6 +23,7 @@ export function parseRoute(hash: string): Route {
   if (parts[0] === 'approvals') return { page: 'approvals' };
   if (parts[0] === 'decisions') return { page: 'decisions' };
   if (parts[0] === 'passkeys') return { page: 'passkeys' };
+  if (parts[0] === 'webhooks') return { page: 'webhooks' };
   return { page: 'runs' };
 }
 
@@ -35,6 +37,7 @@ export const href = {
   approvals: () => '#/approvals',
   decisions: () => '#/decisions',
   passkeys: () => '#/passkeys',
+  webhooks: () => '#/webhooks',
 };
 
 export function navigate(to: string): void {
