@@ -1,23 +1,28 @@
 import { Webhook } from 'standardwebhooks';
+import { dropSchema, freshSchema, PG_URL } from '../support/pg';
 import { tempDir } from '../support/temp-dir';
 import { startServe, stopServe, waitFor, type Serve } from '../faults/serve-support';
 import { signatureHeaders, startWebhookReceiver, type WebhookReceiver } from './webhook-receiver';
 
 // At least once from the event log, across a receiver that is down and a triad that is killed:
-// real `triad serve` processes on one SQLite data directory. The receiver answers 503 while runs
+// real `triad serve` processes on one SQLite data directory, then on one PostgreSQL schema. The receiver answers 503 while runs
 // reach their reviews, then goes off the network; triad is killed (SIGKILL) meanwhile and two
 // processes start in its place. The receiver, back, gets everything it missed exactly once per
 // webhook-id (one process delivers per endpoint), and a later restart sends nothing again.
 
 const KEYS = { op: 'restart-op-0123456789', rev: 'restart-rev-0123456789', adm: 'restart-adm-0123456789' };
 const RUNS = 3;
+
+describe.each(['sqlite', 'postgres'] as const)('on %s', (store) => {
 let dir: ReturnType<typeof tempDir>;
 let receiver: WebhookReceiver;
 const serves: Serve[] = [];
+const schema = freshSchema('triad_webhooks');
 
 const env = () => ({
   TRIAD_DATA_DIR: dir.path,
-  TRIAD_STORE: 'sqlite',
+  TRIAD_STORE: store,
+  ...(store === 'postgres' ? { TRIAD_PG_URL: PG_URL, TRIAD_PG_SCHEMA: schema } : {}),
   TRIAD_API_KEYS: `op:operator:${KEYS.op},rev:reviewer:${KEYS.rev},adm:admin:${KEYS.adm}`,
   // Quick retries and leases, so that the test waits on conditions of seconds, not minutes.
   TRIAD_WEBHOOK_RETRY_BASE_MS: '50',
@@ -51,6 +56,7 @@ afterAll(async () => {
   for (const s of serves) await stopServe(s);
   await receiver.close();
   dir.remove();
+  if (store === 'postgres') await dropSchema(schema);
 });
 
 it('delivers what a down receiver missed across a kill and restart, exactly once per webhook-id, and nothing again after', async () => {
@@ -109,6 +115,12 @@ it('delivers what a down receiver missed across a kill and restart, exactly once
   const run = await call<{ pendingReview: { reviewId: string } }>(a, KEYS.op, 'GET', `/v1/runs/${runIds[0]}`);
   expect((await call(a, KEYS.rev, 'POST', `/v1/reviews/${run.body.pendingReview.reviewId}/approve`, { reason: 'fine' })).status).toBe(200);
   await waitFor('run.ended acknowledged', () => receiver.received.some((r) => r.status === 204 && r.body.includes('"run.ended"')), 30_000);
+  // Recorded as delivered (the receiver's answer and the record are two moments: a kill in
+  // between would send it again, which at least once allows and receivers deduplicate).
+  await waitFor('run.ended recorded as delivered', async () => {
+    const res = await call<{ deliveries: Array<{ type: string; status: string }> }>(a, KEYS.adm, 'GET', `/v1/webhooks/${endpointId}/deliveries`);
+    return res.body.deliveries.some((d) => d.type === 'run.ended' && d.status === 'delivered');
+  }, 10_000);
 
   // Killed and restarted once more: nothing acknowledged is sent again. A last review decided
   // after the restart is delivered, so the endpoint's worker has been over everything before it.
@@ -120,4 +132,5 @@ it('delivers what a down receiver missed across a kill and restart, exactly once
   expect([...receiver.acked().values()].map((d) => d.length)).toEqual([1, 1, 1, 1, 1]);
   const ended = receiver.received.filter((r) => r.body.includes('"run.ended"')).map((r) => JSON.parse(r.body) as { data: { outcome: string } });
   expect(ended.map((m) => m.data.outcome)).toEqual(['COMPLETED', 'REJECTED']);
+});
 });
