@@ -63,6 +63,15 @@ export function webhookStoreContract(name: string, open: () => Promise<{ store: 
       expect((await store.get('wh_b'))?.position).toBe(12);
     });
 
+    it('records no delivery of an endpoint removed meanwhile', async () => {
+      await store.add(endpoint('wh_d'));
+      expect(await store.remove('wh_d')).toBe(true);
+      await store.recordAttempt(delivery('wh_d', 3));
+      await store.settle(delivery('wh_d', 4, { status: 'delivered' }));
+      expect(await store.deliveries('wh_d', 10)).toEqual([]);
+      expect(await store.list()).toEqual([]);
+    });
+
     it('keeps the last deliveries, newest first, and forgets them with the endpoint', async () => {
       await store.add(endpoint('wh_c'));
       for (let p = 1; p <= DELIVERY_LOG_SIZE + 3; p++) await store.settle(delivery('wh_c', p, { status: 'delivered' }));

@@ -84,7 +84,10 @@ export class PostgresWebhookStore implements WebhookStore {
   }
 
   private upsertSql(): string {
-    return `INSERT INTO ${this.log.name} (${DELIVERY_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+    // Only for an endpoint still there: a delivery settled just after its endpoint was removed leaves nothing.
+    return `INSERT INTO ${this.log.name} (${DELIVERY_COLUMNS})
+      SELECT $1, $2, $3::bigint, $4, $5, $6, $7::integer, $8::integer, $9::text, $10, $11, $12::text
+      WHERE EXISTS (SELECT 1 FROM ${this.endpoints.name} WHERE id = $1)
       ON CONFLICT (endpoint_id, event_id) DO UPDATE SET status = EXCLUDED.status, attempts = EXCLUDED.attempts,
         response_code = EXCLUDED.response_code, error = EXCLUDED.error, last_attempt_at = EXCLUDED.last_attempt_at,
         next_retry_at = EXCLUDED.next_retry_at`;

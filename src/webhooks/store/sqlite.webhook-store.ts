@@ -33,7 +33,9 @@ export class SqliteWebhookStore implements WebhookStore {
       get: db.prepare(`SELECT ${LISTED} FROM webhook_endpoints WHERE id = ?`),
       forDelivery: db.prepare(`SELECT ${LISTED}, secret FROM webhook_endpoints WHERE id = ?`),
       upsert: db.prepare(
-        `INSERT INTO webhook_deliveries (${DELIVERY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        // Only for an endpoint still there: a delivery settled just after its endpoint was removed leaves nothing.
+        `INSERT INTO webhook_deliveries (${DELIVERY_COLUMNS}) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+         WHERE EXISTS (SELECT 1 FROM webhook_endpoints WHERE id = ?)
          ON CONFLICT (endpoint_id, event_id) DO UPDATE SET status = excluded.status, attempts = excluded.attempts,
            response_code = excluded.response_code, error = excluded.error, last_attempt_at = excluded.last_attempt_at,
            next_retry_at = excluded.next_retry_at`,
@@ -47,7 +49,7 @@ export class SqliteWebhookStore implements WebhookStore {
       deliveries: db.prepare(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE endpoint_id = ? ORDER BY position DESC LIMIT ?`),
     };
     this.settleTx = db.transaction((d: DeliveryRecord) => {
-      this.stmts.upsert.run(...deliveryValues(d));
+      this.stmts.upsert.run(...deliveryValues(d), d.endpointId);
       this.stmts.advance.run(d.position, d.endpointId);
       this.stmts.prune.run({ id: d.endpointId, keep: DELIVERY_LOG_SIZE - 1 });
     });
@@ -79,7 +81,7 @@ export class SqliteWebhookStore implements WebhookStore {
   }
 
   async recordAttempt(d: DeliveryRecord): Promise<void> {
-    this.stmts.upsert.run(...deliveryValues(d));
+    this.stmts.upsert.run(...deliveryValues(d), d.endpointId);
   }
 
   async settle(d: DeliveryRecord): Promise<void> {
