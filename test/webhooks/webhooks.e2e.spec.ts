@@ -1,3 +1,4 @@
+import { createServer } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { waitForRun } from '../support/app-client';
 import { E2E_API_KEYS_ENV, startE2eApp, type E2eApp } from '../support/e2e-app';
@@ -16,7 +17,13 @@ let receiver: WebhookReceiver;
 
 beforeAll(async () => {
   receiver = await startWebhookReceiver();
-  app = await startE2eApp({ TRIAD_API_KEYS: `${E2E_API_KEYS_ENV},adm:admin:${ADMIN.secret}`, TRIAD_PUBLIC_URL: PUBLIC_URL, TRIAD_LEASE_TTL_MS: '400' });
+  app = await startE2eApp({ TRIAD_API_KEYS: `${E2E_API_KEYS_ENV},adm:admin:${ADMIN.secret}`, TRIAD_PUBLIC_URL: PUBLIC_URL,
+    TRIAD_LEASE_TTL_MS: '400',
+    // A receiver that never answers is given up on within seconds here (a day by default).
+    TRIAD_WEBHOOK_RETRY_BASE_MS: '50',
+    TRIAD_WEBHOOK_RETRY_MAX_MS: '200',
+    TRIAD_WEBHOOK_GIVE_UP_MS: '1000',
+  });
 });
 afterAll(async () => {
   await app?.close();
@@ -92,6 +99,35 @@ describe('delivery', () => {
     expect((await app.request('DELETE', `/v1/webhooks/${endpointId}`, { as: ADMIN })).status).toBe(404);
     expect((await app.request('GET', `/v1/webhooks/${endpointId}/deliveries`, { as: ADMIN })).status).toBe(404);
     expect(await listed()).toEqual([]);
+  });
+});
+
+describe('giving up', () => {
+  it('a receiver that never answers: retried with backoff, then failed in the delivery log and /metrics, and the endpoint moves on', async () => {
+    const closed = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, '127.0.0.1', () => {
+        const { port } = probe.address() as { port: number };
+        probe.close(() => resolve(port));
+      });
+    });
+    const added = await app.request<{ id: string; position: number }>('POST', '/v1/webhooks', { as: ADMIN, body: { url: `http://127.0.0.1:${closed}/hook`, events: ['run.ended'], allowPrivate: true } });
+    expect(added.status).toBe(201);
+    const launch = await app.request<{ runId: string }>('POST', '/v1/runs', { as: 'operator', body: { goal: 'Cancelled soon', acceptanceCriteria: ['file a.txt exists'] } });
+    expect((await app.request('POST', `/v1/runs/${launch.body.runId}/cancel`, { as: 'operator', body: { reason: 'not needed' } })).status).toBe(200);
+    const failed = await waitFor('the delivery given up', async () => {
+      const res = await app.request<{ deliveries: Array<{ status: string; attempts: number; error?: string; type: string }> }>('GET', `/v1/webhooks/${added.body.id}/deliveries`, { as: ADMIN });
+      return res.body.deliveries.find((d) => d.status === 'failed');
+    }, 15_000, 50, () => app.stderr);
+    expect(failed).toMatchObject({ type: 'run.ended', error: 'ECONNREFUSED' });
+    expect(failed.attempts).toBeGreaterThan(2);
+    const metrics = await app.request('GET', '/metrics', { as: null });
+    expect(metrics.text).toContain('triad_webhook_deliveries_total{outcome="failed"} 1');
+    expect(metrics.text).toMatch(/triad_webhook_deliveries_total\{outcome="retried"\} [1-9]/);
+    // Past the event given up on: the next one would be sent.
+    const [endpoint] = (await listed()).filter((w) => w.id === added.body.id);
+    expect(endpoint).toMatchObject({ lastDelivery: { status: 'failed' } });
+    expect(endpoint.position as number).toBeGreaterThan(added.body.position);
+    expect((await app.request('DELETE', `/v1/webhooks/${added.body.id}`, { as: ADMIN })).status).toBe(204);
   });
 });
 
