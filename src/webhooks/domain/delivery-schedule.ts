@@ -1,5 +1,5 @@
 /**
- * When a delivery is tried again, and when it is given up on: exponential backoff with full
+ * When a delivery is tried again, and when it is given up on: exponential backoff with
  * jitter from `baseMs`, capped at `maxDelayMs`, until `giveUpAfterMs` has passed since the first
  * attempt. A 2xx acknowledges; any other answer, a timeout or a connection that fails is retried.
  * Pure: the attempt count, the times and the jitter's source are given.
@@ -25,10 +25,10 @@ export function acknowledged(result: AttemptResult): boolean {
   return result.kind === 'answered' && result.status >= 200 && result.status < 300;
 }
 
-/** The wait after the `attempt`-th failed attempt (from 1): full jitter over base·2^(attempt−1), capped. */
+/** The wait after the `attempt`-th failed attempt (from 1): drawn between a tenth of base·2^(attempt−1) (capped) and all of it. */
 export function retryDelayMs(attempt: number, schedule: DeliverySchedule, random: () => number): number {
   const ceiling = Math.min(schedule.maxDelayMs, schedule.baseMs * 2 ** Math.min(Math.max(attempt - 1, 0), 40));
-  // At least a tenth of the ceiling: full jitter, but never a burst of immediate retries.
+  // At least a tenth of the ceiling: jitter spreads retries that failed together, and no retry comes at once.
   return Math.round(ceiling * (0.1 + 0.9 * Math.min(Math.max(random(), 0), 1)));
 }
 
