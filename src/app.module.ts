@@ -14,9 +14,10 @@ import { ObservabilityModule } from './observability/observability.module';
 import { ProjectsModule } from './projects/projects.module';
 import { A2aModule } from './integrations/a2a/a2a.module';
 import { McpModule } from './integrations/mcp/mcp.module';
+import { WebhooksModule } from './webhooks/webhooks.module';
 
 @Module({
-  imports: [ConfigModule, EventsModule, CommandPathModule, AttestationModule, AuthModule, TeamModule, ReviewGateModule, SessionReplayModule, CheckpointModule, ApprovalsModule, ObservabilityModule, ProjectsModule, A2aModule, McpModule],
+  imports: [ConfigModule, EventsModule, CommandPathModule, AttestationModule, AuthModule, TeamModule, ReviewGateModule, SessionReplayModule, CheckpointModule, ApprovalsModule, ObservabilityModule, ProjectsModule, A2aModule, McpModule, WebhooksModule],
   controllers: [HealthController],
 })
 export class AppModule {}

@@ -24,6 +24,8 @@ import type {
   RunSummary,
   SessionView,
   SignedInView,
+  ListedWebhook,
+  WebhookDelivery,
 } from '../../src/http/api-types';
 
 import type { DecisionStatement, WebAuthnSignature } from '../../src/attestation/personal-signature';
@@ -163,6 +165,8 @@ export const api = {
   approveProject: (id: string, reason: string) => call<ProjectView>('POST', `/v1/projects/${enc(id)}/review/approve`, { reason }),
   rejectProject: (id: string, reason: string) => call<ProjectView>('POST', `/v1/projects/${enc(id)}/review/reject`, { reason }),
   workspace: (id: string, iteration?: number, diff?: 'previous' | 'start') => call<WorkspaceView>('GET', `/v1/runs/${enc(id)}/workspace${q({ iteration, diff })}`),
+  webhooks: () => call<{ webhooks: ListedWebhook[] }>('GET', '/v1/webhooks'),
+  webhookDeliveries: (id: string) => call<{ deliveries: WebhookDelivery[] }>('GET', `/v1/webhooks/${enc(id)}/deliveries`),
 };
 
 export interface DecisionFilter {

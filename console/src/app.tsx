@@ -13,6 +13,7 @@ import { ApprovalsPage } from './pages/approvals';
 import { DecisionsPage } from './pages/decisions';
 import { ReplayPage } from './pages/replay';
 import { PasskeysPage } from './pages/passkeys';
+import { WebhooksPage } from './pages/webhooks';
 
 function SignIn({ onSignedIn, expired }: { onSignedIn: (s: SignedInView) => void; expired: boolean }) {
   const [key, setKey] = useState('');
@@ -63,6 +64,7 @@ function Nav({ session, page }: { session: SignedInView; page: string }) {
     ['approvals', 'Tool approvals', href.approvals(), mayOpen(session, 'approvals')],
     ['decisions', 'Decision log', href.decisions(), mayOpen(session, 'decisions')],
     ['passkeys', 'Passkeys', href.passkeys(), true],
+    ['webhooks', 'Webhooks', href.webhooks(), may(session, 'manageWebhooks')],
   ];
   const current = page === 'run' || page === 'replay' ? 'runs' : page === 'project' ? 'projects' : page === 'review' ? 'reviews' : page;
   return (
@@ -145,6 +147,7 @@ export function App() {
         {route.page === 'approvals' && mayOpen(session, 'approvals') ? <ApprovalsPage /> : null}
         {route.page === 'decisions' && mayOpen(session, 'decisions') ? <DecisionsPage /> : null}
         {route.page === 'passkeys' ? <PasskeysPage /> : null}
+        {route.page === 'webhooks' ? <WebhooksPage /> : null}
         {route.page === 'replay' ? <ReplayPage key={route.runId} runId={route.runId} /> : null}
       </main>
     </SessionContext.Provider>

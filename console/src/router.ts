@@ -11,6 +11,7 @@ export type Route =
   | { page: 'approvals' }
   | { page: 'decisions' }
   | { page: 'passkeys' }
+  | { page: 'webhooks' }
   | { page: 'replay'; runId: string };
 
 export function parseRoute(hash: string): Route {
@@ -24,6 +25,7 @@ export function parseRoute(hash: string): Route {
   if (parts[0] === 'approvals') return { page: 'approvals' };
   if (parts[0] === 'decisions') return { page: 'decisions' };
   if (parts[0] === 'passkeys') return { page: 'passkeys' };
+  if (parts[0] === 'webhooks') return { page: 'webhooks' };
   return { page: 'runs' };
 }
 
@@ -38,6 +40,7 @@ export const href = {
   approvals: () => '#/approvals',
   decisions: () => '#/decisions',
   passkeys: () => '#/passkeys',
+  webhooks: () => '#/webhooks',
 };
 
 export function navigate(to: string): void {

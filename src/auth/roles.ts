@@ -6,7 +6,7 @@
 export const HUMAN_ROLES = ['operator', 'reviewer', 'auditor', 'admin'] as const;
 export type HumanRole = (typeof HUMAN_ROLES)[number];
 
-export type GuardedAction = 'operateRuns' | 'review' | 'decideToolCalls' | 'audit';
+export type GuardedAction = 'operateRuns' | 'review' | 'decideToolCalls' | 'audit' | 'manageWebhooks';
 
 /** Who may: anything not named here needs only a valid key (reading runs, their events and context). */
 export const MAY: Readonly<Record<GuardedAction, readonly HumanRole[]>> = {
@@ -18,4 +18,6 @@ export const MAY: Readonly<Record<GuardedAction, readonly HumanRole[]>> = {
   decideToolCalls: ['reviewer', 'operator'],
   /** Read, export and verify the decision log. */
   audit: ['auditor'],
+  /** Add, list and remove outbound webhooks and read their deliveries: admins only (an endpoint receives what every run does). */
+  manageWebhooks: ['admin'],
 };

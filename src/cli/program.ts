@@ -14,6 +14,7 @@ import { addRunCommand } from './commands/run';
 import { addRunsCommands } from './commands/runs';
 import { addServeCommand } from './commands/serve';
 import { addStoreCommands } from './commands/store';
+import { addWebhooksCommands } from './commands/webhooks';
 import { CliError, EXIT, exitCodeOf } from './exit-codes';
 import { illFormedCliInput } from './well-formed-args';
 
@@ -52,6 +53,7 @@ export function buildProgram(output: CliOutput = new CliOutput(processIo()), jso
   addApprovalsCommands(program, ctx);
   addStoreCommands(program, ctx);
   addMcpCommand(program, ctx);
+  addWebhooksCommands(program, ctx);
   addBenchCommand(program);
 
   refuseUnknownSubcommands(program);

@@ -97,6 +97,21 @@ export interface TriadConfig {
   signing: SigningSettings;
   /** Where passkeys are enrolled and used (TRIAD_WEBAUTHN_RP_ID, TRIAD_WEBAUTHN_ORIGINS). */
   webauthn: WebAuthnSettings;
+  /** The server's address as people reach it (TRIAD_PUBLIC_URL): links in webhooks. */
+  publicUrl: string;
+  /** Outbound webhooks: how long one attempt may take, and the retry schedule (TRIAD_WEBHOOK_*). */
+  webhooks: WebhookSettings;
+}
+
+export interface WebhookSettings {
+  /** One attempt's limit, from connecting to the end of the answer. */
+  timeoutMs: number;
+  /** The first retry's wait at most (jittered); each next one up to twice the last. */
+  retryBaseMs: number;
+  /** No wait between attempts is longer. */
+  retryMaxMs: number;
+  /** A delivery not acknowledged this long after its first attempt fails for good. */
+  giveUpAfterMs: number;
 }
 
 export interface WebAuthnSettings {
@@ -211,6 +226,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): TriadConfig {
     sandbox: sandboxSettings(env),
     signing: signingSettings(env, resolve(dataDir)),
     webauthn: webauthnSettings(env),
+    publicUrl: publicUrlEnv(env, host, port),
+    webhooks: {
+      timeoutMs: intEnv(env, 'TRIAD_WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),
+      retryBaseMs: intEnv(env, 'TRIAD_WEBHOOK_RETRY_BASE_MS', 1_000, 10, MAX_TIMER_MS),
+      retryMaxMs: intEnv(env, 'TRIAD_WEBHOOK_RETRY_MAX_MS', 10 * 60_000, 10, MAX_TIMER_MS),
+      giveUpAfterMs: intEnv(env, 'TRIAD_WEBHOOK_GIVE_UP_MS', 24 * 60 * 60_000, 1_000, 30 * 24 * 60 * 60_000),
+    },
   };
 }
 
@@ -222,6 +244,20 @@ export function logLevelSetting(env: NodeJS.ProcessEnv = process.env): LogLevelS
   const raw = env.TRIAD_LOG_LEVEL || 'log';
   if (!(LOG_LEVEL_SETTINGS as readonly string[]).includes(raw)) throw new ConfigError(`TRIAD_LOG_LEVEL must be ${LOG_LEVEL_SETTINGS.join(', ')}, got '${shown(raw)}'`);
   return raw as LogLevelSetting;
+}
+
+/**
+ * TRIAD_PUBLIC_URL: where people reach this server (behind a proxy, its address there), the
+ * base of the console links webhooks carry; default `http://TRIAD_HOST:TRIAD_PORT`. An http(s)
+ * URL with no query or fragment; kept without a trailing slash.
+ */
+function publicUrlEnv(env: NodeJS.ProcessEnv, host: string, port: number): string {
+  const raw = env.TRIAD_PUBLIC_URL;
+  if (raw === undefined || raw === '') return `http://${isIP(host) === 6 ? `[${host}]` : host}:${port}`;
+  checkHttpUrl('TRIAD_PUBLIC_URL', raw);
+  const url = new URL(raw);
+  if (url.search || url.hash || url.username || url.password) throw new ConfigError(`TRIAD_PUBLIC_URL takes no query, fragment or credentials, got '${shownUrl(raw)}'`);
+  return url.href.replace(/\/+$/, '');
 }
 
 /** Whether `host` (an address or a name, as TRIAD_HOST takes it) reaches this machine only. */

@@ -25,6 +25,8 @@ import type { GuardedAction, HumanRole } from '../auth/roles';
 import type { ProjectView } from '../projects/domain/project-decider';
 import type { ProjectStatus, TaskState } from '../projects/domain/project-events';
 import type { SubAgentSummary } from '../team/runs/run-summary';
+import type { ListedWebhook } from '../webhooks/webhooks.service';
+import type { DeliveryRecord as WebhookDelivery } from '../webhooks/store/webhook-store.port';
 
 export type {
   RecordedEvent,
@@ -63,6 +65,8 @@ export type {
   ProjectStatus,
   TaskState,
   SubAgentSummary,
+  ListedWebhook,
+  WebhookDelivery,
 };
 
 /** `GET /v1/projects` */

@@ -14,6 +14,7 @@ import { ReviewTimers } from '../review-gate/review-timers';
 import { RecoveryService } from '../team/dispatch/recovery.service';
 import { RunDispatcher } from '../team/dispatch/run-dispatch';
 import { ProjectsService } from '../projects/projects.service';
+import { WebhookDelivery } from '../webhooks/webhook-delivery';
 import { RunSupervisor } from '../team/dispatch/run-supervisor';
 import { ApprovalTimers } from '../team/approvals/approval-timers';
 import { METRICS, type TriadMetrics } from '../observability/metrics';
@@ -86,5 +87,7 @@ export async function createHttpApp(options: { logger?: LogLevel[] | false | Log
   app.get(ReviewTimers).start();
   app.get(ApprovalTimers).start();
   app.get(RecoveryService).start();
+  // Webhooks from the event log (none on a store that keeps no webhooks).
+  app.get<typeof WebhookDelivery, WebhookDelivery | null>(WebhookDelivery)?.start();
   return app;
 }

@@ -86,6 +86,7 @@ export class TriadMetrics {
   private readonly sseOpen: Gauge;
   private readonly edgeRefusals: Counter<'reason'>;
   private readonly authFailures: Counter<'outcome'>;
+  private readonly webhookDeliveries: Counter<'outcome'>;
 
   constructor(options: { now?: () => number; defaultMetrics?: boolean } = {}) {
     const now = options.now ?? Date.now;
@@ -314,6 +315,17 @@ export class TriadMetrics {
       labelNames: ['outcome'],
       registers: [r],
     });
+    this.webhookDeliveries = new Counter({
+      name: 'triad_webhook_deliveries_total',
+      help: 'Webhook delivery attempts by outcome: delivered (a 2xx acknowledged it), retried (failed, tried again later), failed (given up on).',
+      labelNames: ['outcome'],
+      registers: [r],
+    });
+    for (const outcome of ['delivered', 'retried', 'failed']) this.webhookDeliveries.inc({ outcome }, 0);
+  }
+
+  observeWebhookDelivery(outcome: 'delivered' | 'retried' | 'failed'): void {
+    this.webhookDeliveries.inc({ outcome });
   }
 
   observeEdgeRefusal(reason: string): void {

@@ -30,6 +30,10 @@ import type { RunLeases } from '../team/leases/run-leases.port';
 import type { LiveChannel } from '../events/live-channel/live-channel.port';
 import { PostgresLiveChannel } from '../events/live-channel/postgres.live-channel';
 import { EsdbLiveChannel } from '../events/live-channel/esdb.live-channel';
+import type { WebhookStore } from '../webhooks/store/webhook-store.port';
+import { InMemoryWebhookStore } from '../webhooks/store/in-memory.webhook-store';
+import { PostgresWebhookStore } from '../webhooks/store/postgres.webhook-store';
+import { SqliteWebhookStore } from '../webhooks/store/sqlite.webhook-store';
 
 /** The process's Storage (a Nest provider of the global events module). */
 export const STORAGE = Symbol('STORAGE');
@@ -55,6 +59,8 @@ export interface Storage {
    * driven by the process they are connected to) nor in memory.
    */
   readonly live?: LiveChannel;
+  /** Webhook endpoints, their outbox positions and delivery logs (SQLite, PostgreSQL, memory; none on EventStoreDB). */
+  readonly webhooks?: WebhookStore;
   /**
    * Closes every store, then the connection or pool; once (a second call waits for the first).
    * Call it when nothing writes any more: in the app, the global events module does, after every
@@ -106,6 +112,7 @@ interface Stores {
   leases: RunLeases;
   decisions: DecisionRecordRepository;
   live?: LiveChannel;
+  webhooks?: WebhookStore;
 }
 
 function storage(kind: StorageKind, stores: Stores, closeConnection: () => unknown): Storage {
@@ -116,6 +123,7 @@ function storage(kind: StorageKind, stores: Stores, closeConnection: () => unkno
       () => stores.checkpoints.close(),
       () => stores.leases.close(),
       () => stores.decisions.close(),
+      () => stores.webhooks?.close(),
       () => stores.events.close(),
       closeConnection,
     ]);
@@ -144,7 +152,8 @@ async function openSqliteStorage(file: string, options: StorageOptions): Promise
     opened.push(checkpoints);
     const leases = new SqliteRunLeases(db);
     const decisions = new SqliteDecisionRecordRepository(db);
-    return storage('sqlite', { events, checkpoints, leases, decisions }, () => db.close());
+    const webhooks = new SqliteWebhookStore(db);
+    return storage('sqlite', { events, checkpoints, leases, decisions, webhooks }, () => db.close());
   } catch (err) {
     // The opening error is the one to report (rethrown below); closing what was opened is best effort.
     await closeInOrder([...opened.reverse().map((s) => () => s.close()), () => db.close()]).catch(() => undefined);
@@ -173,8 +182,10 @@ async function openPostgresStorage(url: string, options: StorageOptions): Promis
     // owning role then serves under a role that may only read and write them.
     await checkpoints.ensureTables();
     await leases.ensureTables();
+    const webhooks = new PostgresWebhookStore(pool, events.schema, options.logger);
+    await webhooks.ensureTables();
     const live = new PostgresLiveChannel(pool, url, events.schema);
-    return storage('postgres', { events, checkpoints, leases, decisions, live }, () => pool.end());
+    return storage('postgres', { events, checkpoints, leases, decisions, live, webhooks }, () => pool.end());
   } catch (err) {
     // The opening error is the one to report (rethrown below); closing what was opened is best effort.
     await closeInOrder([() => events?.close(), () => pool.end()]).catch(() => undefined);
@@ -223,7 +234,7 @@ function memoryStorage(options: StorageOptions): Storage {
   const events = new InMemoryEventStore({ upcasters: options.upcasters, maxEventBytes: options.maxEventBytes });
   return storage(
     'memory',
-    { events, checkpoints: new InMemoryCheckpointStore(), leases: new InMemoryRunLeases(), decisions: new InMemoryDecisionRecordRepository() },
+    { events, checkpoints: new InMemoryCheckpointStore(), leases: new InMemoryRunLeases(), decisions: new InMemoryDecisionRecordRepository(), webhooks: new InMemoryWebhookStore() },
     () => undefined,
   );
 }

@@ -21,6 +21,7 @@ const KEYS = {
   ann: 'ann-secret-0123456789', // operator + reviewer: launches, so may not review her own runs
   bob: 'bob-secret-0123456789', // reviewer
   aud: 'aud-secret-0123456789', // auditor
+  adm: 'adm-secret-0123456789', // admin: the webhooks page
 };
 
 /** What the tests read in the page (the test project's types have no DOM; the functions run in the page, so they name globalThis). */
@@ -67,7 +68,7 @@ const fold = (title: string) => page.getByRole('button', { name: title });
 beforeAll(async () => {
   app = await startE2eApp({
     // Besides, the test keys' operator (who launches projects through the API) and reviewer.
-    TRIAD_API_KEYS: `ann:operator+reviewer:${KEYS.ann},bob:reviewer:${KEYS.bob},aud:auditor:${KEYS.aud},ops:operator:${E2E_KEYS.operator},rev:reviewer:${E2E_KEYS.reviewer}`,
+    TRIAD_API_KEYS: `ann:operator+reviewer:${KEYS.ann},bob:reviewer:${KEYS.bob},aud:auditor:${KEYS.aud},adm:admin:${KEYS.adm},ops:operator:${E2E_KEYS.operator},rev:reviewer:${E2E_KEYS.reviewer}`,
     // Slow enough that a run's events arrive one after another while the page watches.
     TRIAD_OFFLINE_LATENCY_MS: '60',
   });
@@ -355,6 +356,25 @@ it("shows a project's tasks in dependency order, a reviewer approves it and it c
   await page.setViewportSize({ width: 1280, height: 900 });
   await signOut();
   await signIn(KEYS.ann);
+});
+
+it("shows the webhooks page to admins only: each endpoint's last delivery and its delivery log", async () => {
+  const added = await app.request<{ id: string }>('POST', '/v1/webhooks', { as: { secret: KEYS.adm }, body: { url: 'http://127.0.0.1:9/hook', events: ['approval.requested'], allowPrivate: true } });
+  expect(added.status).toBe(201);
+  await signOut();
+  await signIn(KEYS.ann);
+  const nav = page.getByRole('navigation', { name: 'Main' });
+  await nav.getByRole('link', { name: 'Runs' }).waitFor();
+  expect(await nav.getByRole('link', { name: 'Webhooks' }).count()).toBe(0);
+  await signOut();
+  await signIn(KEYS.adm);
+  await nav.getByRole('link', { name: 'Webhooks' }).click();
+  const row = page.getByRole('table', { name: 'Webhooks' }).getByRole('row').filter({ hasText: added.body.id });
+  await row.getByText('none yet').waitFor();
+  await row.getByRole('button', { name: 'Deliveries' }).click();
+  await page.getByText('No deliveries yet.').waitFor();
+  await shot('webhooks');
+  expect((await app.request('DELETE', `/v1/webhooks/${added.body.id}`, { as: { secret: KEYS.adm } })).status).toBe(204);
 });
 
 it('fits a 390 px wide screen', async () => {

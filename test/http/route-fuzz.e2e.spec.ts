@@ -16,7 +16,7 @@ const RUNS = Number(process.env.TRIAD_FUZZ_RUNS ?? 250);
 const SECONDS = Number(process.env.TRIAD_FUZZ_SECONDS ?? 25);
 const SEED = process.env.TRIAD_FUZZ_SEED === undefined ? undefined : Number(process.env.TRIAD_FUZZ_SEED);
 
-type IdKind = 'run' | 'review' | 'approval' | 'project';
+type IdKind = 'run' | 'review' | 'approval' | 'project' | 'webhook';
 interface Route {
   method: 'GET' | 'POST' | 'DELETE';
   path: string;
@@ -72,6 +72,11 @@ const ROUTES: Route[] = [
   { method: 'POST', path: '/v1/projects/:id/tasks/:key/retry', as: 'op', id: 'project' },
   { method: 'POST', path: '/v1/projects/:id/review/approve', as: 'rev', id: 'project', body: REASON },
   { method: 'POST', path: '/v1/projects/:id/review/reject', as: 'rev', id: 'project', body: REASON },
+  // A public host that does not resolve here: every add is refused (400) without reaching anything.
+  { method: 'POST', path: '/v1/webhooks', as: 'adm', body: { url: 'https://hooks.example.invalid/triad', events: ['run.ended'] } },
+  { method: 'GET', path: '/v1/webhooks', as: 'adm' },
+  { method: 'DELETE', path: '/v1/webhooks/:id', as: 'adm', id: 'webhook' },
+  { method: 'GET', path: '/v1/webhooks/:id/deliveries', as: 'adm', id: 'webhook', query: ['limit'] },
   { method: 'GET', path: '/health', as: null },
   { method: 'GET', path: '/metrics', as: null },
   { method: 'GET', path: '/.well-known/agent-card.json', as: null },
@@ -472,7 +477,7 @@ describe.each<StoreKind>(['sqlite', 'postgres'])('route fuzz on %s', (kind) => {
     expect(project.status).toBe(202);
     const { projectId } = (await project.json()) as { projectId: string };
     await quiesce(app);
-    ids = { run: [runId], review: [`rev_${runId}_1`, `rev_${runId}_2`], approval: [`apr_${runId}.toolu_1`], project: [projectId] };
+    ids = { run: [runId], review: [`rev_${runId}_1`, `rev_${runId}_2`], approval: [`apr_${runId}.toolu_1`], project: [projectId], webhook: ['wh_0000000000000000'] };
   }, 90_000);
   afterAll(async () => {
     await app?.close();
