@@ -56,7 +56,7 @@ describe('usage', () => {
       expectOneLineError(r, 2, /unknown command/);
     }
     const r = await triad(['runs', 'cancle', 'run_x']);
-    expect(r.stderr).toBe("triad: unknown command 'triad runs cancle' (one of: list, show, wait, cancel)\n");
+    expect(r.stderr).toBe("triad: unknown command 'triad runs cancle' (one of: list, show, wait, cancel, workspace)\n");
     // The defaults still answer when named or implied.
     expect((await triad(['runs', '--json'])).stdout).toBe('[]\n');
     expect((await triad(['runs', 'list', '--json'])).stdout).toBe('[]\n');

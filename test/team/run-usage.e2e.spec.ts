@@ -73,9 +73,10 @@ it('GET /v1/runs/:id sums cache reads and writes per run and per role, and price
 
 it('the OpenAPI document describes the run usage, cache fields included', async () => {
   const doc = (await server.request('GET', '/openapi.json', { as: null })).body;
-  expect(doc.paths['/v1/runs/{id}'].get.responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/RunView' });
-  expect(doc.components.schemas.RunUsage.required).toEqual(expect.arrayContaining(['inputTokens', 'outputTokens', 'cacheReadTokens', 'cacheWriteTokens', 'costUsd', 'byRole']));
-  expect(doc.components.schemas.RoleUsage.required).toEqual(expect.arrayContaining(['cacheReadTokens', 'cacheWriteTokens', 'turns']));
+  expect(doc.paths['/v1/runs/{id}'].get.responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/RunSummary' });
+  const usage = doc.components.schemas.RunSummary.properties.usage;
+  expect(usage.required).toEqual(expect.arrayContaining(['inputTokens', 'outputTokens', 'cacheReadTokens', 'cacheWriteTokens', 'costUsd', 'byRole']));
+  expect(usage.properties.byRole.properties.executor.required).toEqual(expect.arrayContaining(['cacheReadTokens', 'cacheWriteTokens', 'turns']));
 });
 
 it('`triad runs show` prints the cache next to input and output, per run and per role; --json is the API view', async () => {
