@@ -12,6 +12,7 @@ import type { SandboxSettings } from '../team/tools/sandbox/sandbox';
 import { isAbsolute } from 'node:path';
 import { duplicateKeyIn, duplicateKeyMessage } from '../shared/strict-json';
 import { LOG_LEVEL_SETTINGS, type LogLevelSetting } from '../observability/log-format';
+import type { OperatorPriceRow } from '../team/domain/pricing';
 
 /**
  * All configuration comes from the environment, read and validated in this one place.
@@ -85,6 +86,8 @@ export interface TriadConfig {
   modelRetryDelaysMs: number[];
   /** MCP servers from the file named by `TRIAD_MCP_CONFIG` (none without it). */
   mcp?: McpConfig;
+  /** The operator's rows of the price table, from the file named by `TRIAD_MODEL_PRICES` (none without it). */
+  modelPrices?: Record<string, OperatorPriceRow>;
   /** Lifetime of a web console session from sign-in. */
   sessionTtlMs: number;
   /** Express's `trust proxy`: whether X-Forwarded-Proto/-Host name the request's origin (false: not trusted). */
@@ -220,6 +223,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): TriadConfig {
     modelIdleTimeoutMs: intEnv(env, 'TRIAD_MODEL_IDLE_TIMEOUT_MS', MAX_MODEL_IDLE_TIMEOUT_MS, 1_000, MAX_MODEL_IDLE_TIMEOUT_MS),
     modelRetryDelaysMs: retryDelaysEnv(env, 'TRIAD_MODEL_RETRY_DELAYS_MS'),
     ...(env.TRIAD_MCP_CONFIG ? { mcp: loadMcpConfig(env.TRIAD_MCP_CONFIG, env) } : {}),
+    ...(env.TRIAD_MODEL_PRICES ? { modelPrices: loadModelPrices(env.TRIAD_MODEL_PRICES) } : {}),
     sessionTtlMs: intEnv(env, 'TRIAD_SESSION_TTL_MS', 8 * 60 * 60 * 1000, 1000, MAX_SESSION_TTL_MS),
     trustProxy: trustProxyEnv(env.TRIAD_TRUST_PROXY),
     http: httpEdgeSettings(env, host),
@@ -449,6 +453,54 @@ function loadSandboxCredentials(file: string, env: NodeJS.ProcessEnv): Record<st
 /** Every credential value of the sandbox's proxy (and its bearer token alone): secrets to redact. */
 export function sandboxSecrets(settings: SandboxSettings): string[] {
   return Object.values(settings.credentials).flatMap((headers) => Object.values(headers).flatMap(secretsIn));
+}
+
+const PRICE_FIELDS = ['input', 'output', 'cacheRead', 'cacheWrite', 'contextTokens'] as const;
+/** Past any real price (USD per million tokens): a figure this large is a mistake (cents per token, say). */
+const MAX_PRICE = 10_000;
+
+/**
+ * The operator's price rows: `{"<model id or prefix>": {"input": 0.5, "output": 1.5, "cacheRead"?: …,
+ * "cacheWrite"?: …, "contextTokens"?: …}}`, USD per million tokens. Read and checked now: a bad
+ * file is a configuration error naming it and the row.
+ */
+function loadModelPrices(file: string): Record<string, OperatorPriceRow> {
+  const path = resolve(file);
+  const where = `TRIAD_MODEL_PRICES ${path}`;
+  let text: string;
+  let parsed: unknown;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new ConfigError(`${where}: cannot be read (${code === 'ENOENT' ? 'no such file' : (code ?? (err as Error).message)})`);
+  }
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new ConfigError(`${where}: is not JSON`);
+  }
+  const duplicate = duplicateKeyIn(text, 'the file');
+  if (duplicate !== undefined) throw new ConfigError(`${where}: ${duplicateKeyMessage(duplicate)}`);
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new ConfigError(`${where}: must be an object of model ids, each {"input": …, "output": …}`);
+  const rows: Record<string, OperatorPriceRow> = {};
+  for (const [model, row] of Object.entries(parsed)) {
+    const name = `'${shown(model)}'`;
+    if (!/^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}$/.test(model)) throw new ConfigError(`${where}: ${name} is not a model id`);
+    if (typeof row !== 'object' || row === null || Array.isArray(row)) throw new ConfigError(`${where}: ${name} must be an object with input and output prices`);
+    const fields = row as Record<string, unknown>;
+    const unknown = Object.keys(fields).find((k) => !(PRICE_FIELDS as readonly string[]).includes(k));
+    if (unknown !== undefined) throw new ConfigError(`${where}: ${name} has '${shown(unknown)}'; a row takes ${PRICE_FIELDS.join(', ')}`);
+    for (const field of PRICE_FIELDS) {
+      const value = fields[field];
+      if (value === undefined && field !== 'input' && field !== 'output') continue;
+      const limit = field === 'contextTokens' ? 100_000_000 : MAX_PRICE;
+      const ok = typeof value === 'number' && Number.isFinite(value) && value >= 0 && value <= limit && (field !== 'contextTokens' || (Number.isInteger(value) && value > 0));
+      if (!ok) throw new ConfigError(`${where}: ${name}.${field} must be ${field === 'contextTokens' ? 'a whole number of tokens' : `a price in USD per million tokens, 0 to ${MAX_PRICE}`}`);
+    }
+    rows[model] = fields as unknown as OperatorPriceRow;
+  }
+  return rows;
 }
 
 /** The MCP servers file, read and checked now: a bad file is a configuration error naming it. */

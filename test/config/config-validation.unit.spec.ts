@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ConfigError, loadConfig, parseApiKeys } from '../../src/config/config';
 import { checkEsdbUrlOptions, redactEsdbUrl } from '../../src/events/esdb.client';
 import { parseMcpConfig } from '../../src/team/tools/mcp/mcp-config';
@@ -145,5 +148,34 @@ describe('MCP servers file', () => {
     expect(() => parseMcpConfig('{"mcpServers": {"gh": {"env": {"GITHUB_TOKEN": ghp_SuperSecret}}}}', 'f.json')).not.toThrow(/ghp_/);
     // A server named twice would be the last one's to triad and the first one's to a reader.
     expect(() => parseMcpConfig('{"mcpServers": {"gh": {"command": "/bin/a"}, "gh": {"command": "/bin/b"}}}', 'f.json')).toThrow('the file.mcpServers.gh is given twice; a key may appear once in an object');
+  });
+});
+
+describe("the operator's price rows (TRIAD_MODEL_PRICES)", () => {
+  const dir = mkdtempSync(join(tmpdir(), 'triad-prices-'));
+  const file = (name: string, text: string) => {
+    const path = join(dir, name);
+    writeFileSync(path, text);
+    return path;
+  };
+
+  it('given a file of rows, then they are read: input and output required, the cache prices and the window optional', () => {
+    const path = file('ok.json', JSON.stringify({ 'qwen2.5-coder': { input: 0, output: 0 }, 'my-gpt': { input: 1, output: 2, cacheRead: 0.1, cacheWrite: 1.25, contextTokens: 32768 } }));
+    expect(load({ TRIAD_MODEL_PRICES: path }).modelPrices).toEqual({ 'qwen2.5-coder': { input: 0, output: 0 }, 'my-gpt': { input: 1, output: 2, cacheRead: 0.1, cacheWrite: 1.25, contextTokens: 32768 } });
+    expect(load({}).modelPrices).toBeUndefined();
+  });
+
+  it('given a bad file, then it is refused in one line naming the file and the row', () => {
+    expect(refused({ TRIAD_MODEL_PRICES: join(dir, 'missing.json') })).toMatch(/^TRIAD_MODEL_PRICES .*missing\.json: cannot be read \(no such file\)$/);
+    expect(refused({ TRIAD_MODEL_PRICES: file('nojson.json', '{') })).toMatch(/: is not JSON$/);
+    expect(refused({ TRIAD_MODEL_PRICES: file('list.json', '[]') })).toMatch(/: must be an object of model ids/);
+    expect(refused({ TRIAD_MODEL_PRICES: file('twice.json', '{"m":{"input":1,"output":1},"m":{"input":2,"output":2}}') })).toMatch(/given twice/);
+    expect(refused({ TRIAD_MODEL_PRICES: file('noout.json', '{"m":{"input":1}}') })).toMatch(/: 'm'\.output must be a price in USD per million tokens, 0 to 10000$/);
+    expect(refused({ TRIAD_MODEL_PRICES: file('neg.json', '{"m":{"input":-1,"output":1}}') })).toMatch(/'m'\.input must be a price/);
+    expect(refused({ TRIAD_MODEL_PRICES: file('str.json', '{"m":{"input":"1","output":1}}') })).toMatch(/'m'\.input must be a price/);
+    expect(refused({ TRIAD_MODEL_PRICES: file('huge.json', '{"m":{"input":1e9,"output":1}}') })).toMatch(/'m'\.input must be a price/);
+    expect(refused({ TRIAD_MODEL_PRICES: file('window.json', '{"m":{"input":1,"output":1,"contextTokens":1.5}}') })).toMatch(/'m'\.contextTokens must be a whole number of tokens/);
+    expect(refused({ TRIAD_MODEL_PRICES: file('extra.json', '{"m":{"input":1,"output":1,"inputt":2}}') })).toMatch(/'m' has 'inputt'; a row takes input, output, cacheRead, cacheWrite, contextTokens$/);
+    expect(refused({ TRIAD_MODEL_PRICES: file('name.json', '{"bad name":{"input":1,"output":1}}') })).toMatch(/'bad name' is not a model id/);
   });
 });

@@ -1,3 +1,4 @@
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { appClient } from '../support/app-client';
 import { chatHttpError, chatToolCall, startFakeChatCompletions, type FakeChatCompletions } from '../support/fake-chat-completions';
@@ -167,7 +168,7 @@ describe('a run with its executor on one server, its process killed', () => {
   });
 
   /** A process on the offline model with the OpenAI-compatible server at `url` beside it, on the shared store. */
-  async function serve(url: string): Promise<ServerChild> {
+  async function serve(url: string, extra: NodeJS.ProcessEnv = {}): Promise<ServerChild> {
     const env: NodeJS.ProcessEnv = { ...process.env };
     for (const k of Object.keys(env)) if (k.startsWith('TRIAD_') || k.startsWith('ANTHROPIC_') || k.startsWith('OPENAI_')) delete env[k];
     Object.assign(env, {
@@ -178,6 +179,7 @@ describe('a run with its executor on one server, its process killed', () => {
       OPENAI_BASE_URL: url,
       TRIAD_LEASE_TTL_MS: '1000',
       TRIAD_RECOVERY_INTERVAL_MS: '100',
+      ...extra,
     });
     const server = await spawnHttpServer(env, { logLevels: ['error', 'warn', 'log'] });
     servers.push(server);
@@ -195,7 +197,10 @@ describe('a run with its executor on one server, its process killed', () => {
     await waitFor('the executor call to reach the first server', async () => api.requests.length >= 1, 30_000);
     await first.kill();
 
-    const second = await serve(other.url);
+    // The second process prices the local model from the operator's own rows (TRIAD_MODEL_PRICES).
+    const prices = join(dir.path, 'prices.json');
+    writeFileSync(prices, JSON.stringify({ 'qwen2.5-coder': { input: 0.5, output: 2, cacheRead: 0.05 } }));
+    const second = await serve(other.url, { TRIAD_MODEL_PRICES: prices });
     const offline = { provider: 'offline', model: 'triad-offline-1', endpoint: 'offline:' };
     const pinned = { provider: 'openai', model: 'qwen2.5-coder:7b', endpoint: api.endpoint };
     const waiting = `a process with provider offline at offline: and provider openai at ${api.endpoint}`;
@@ -218,6 +223,14 @@ describe('a run with its executor on one server, its process killed', () => {
     const executorCalls = events.filter((e) => e.type === 'ModelCallCompleted' && e.data.role === 'executor').map((e) => e.data.endpoint);
     expect(executorCalls).toEqual([other.endpoint, other.endpoint]);
     expect(api.requests).toHaveLength(1);
+    // Priced by the operator's row: USD per million tokens, the cache reads at their own price.
+    const priced = events.filter((e) => e.type === 'ModelCallCompleted' && e.data.role === 'executor');
+    for (const call of priced) {
+      const u = call.data.usage;
+      expect(call.data.costUsd).toBeCloseTo((u.inputTokens * 0.5 + u.outputTokens * 2 + (u.cacheReadTokens ?? 0) * 0.05) / 1e6, 9);
+      expect(call.data.costUsd).toBeGreaterThan(0);
+    }
+    expect(second.stdout).not.toContain('no row in the price table');
   }, 120_000);
 });
 

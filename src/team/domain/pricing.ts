@@ -90,7 +90,38 @@ export const MODELS: ReadonlyArray<readonly [prefix: string, info: ModelInfo]> =
   ['o4-mini', openai(1.1, 4.4, 0.275, 200_000)],
 ];
 
-const MODELS_LONGEST_FIRST = [...MODELS].sort((a, b) => b[0].length - a[0].length);
+/** A row the operator adds (TRIAD_MODEL_PRICES): USD per million tokens, and the context window when known. */
+export interface OperatorPriceRow {
+  input: number;
+  output: number;
+  /** Default: the input price (no discount assumed for a cache read). */
+  cacheRead?: number;
+  /** Default: the input price. */
+  cacheWrite?: number;
+  contextTokens?: number;
+}
+
+const longestFirst = (rows: ReadonlyArray<readonly [string, ModelInfo]>) => [...rows].sort((a, b) => b[0].length - a[0].length);
+
+let MODELS_LONGEST_FIRST = longestFirst(MODELS);
+
+/**
+ * The process's table: the operator's rows (a model a server of their own serves, a price they
+ * negotiated) before the built-in ones, so an operator's row for a prefix the table has replaces
+ * it. Set once when the process starts (createModelProvider), before any run is driven: a turn's
+ * cost is recorded in its event, so replay never prices again.
+ */
+export function usePriceTable(operatorRows: Readonly<Record<string, OperatorPriceRow>>): void {
+  const own = Object.entries(operatorRows).map(([prefix, row]): readonly [string, ModelInfo] => [
+    bareId(prefix),
+    {
+      price: { input: row.input, output: row.output, cacheRead: row.cacheRead ?? row.input, cacheWrite: row.cacheWrite ?? row.input },
+      ...(row.contextTokens === undefined ? {} : { contextTokens: row.contextTokens }),
+    },
+  ]);
+  const ownPrefixes = new Set(own.map(([prefix]) => prefix));
+  MODELS_LONGEST_FIRST = longestFirst([...own, ...MODELS.filter(([prefix]) => !ownPrefixes.has(prefix))]);
+}
 
 /**
  * A model id as the table reads it: lower case; provider-qualified ids (`anthropic/claude-...`,
@@ -101,11 +132,18 @@ function bareId(model: string): string {
   return model.trim().toLowerCase().replace(/^(?:(?:[a-z]{2}\.)?anthropic[/.]|openai\/)/, '').replace('@', '-');
 }
 
+/**
+ * A prefix matches whole name parts only (`claude-opus-4-1` must not match `claude-opus-4-10`):
+ * parts end at `-`, or at `:` before a tag as local servers name models (`qwen2.5-coder:7b`).
+ */
+function matches(bare: string, prefix: string): boolean {
+  return bare === prefix || bare.startsWith(`${prefix}-`) || bare.startsWith(`${prefix}:`);
+}
+
 /** The table's row for a model id, or undefined when it is unknown. */
 export function modelInfoOf(model: string): ModelInfo | undefined {
   const bare = bareId(model);
-  // A prefix matches whole name parts only: `claude-opus-4-1` must not match `claude-opus-4-10`.
-  const row = MODELS_LONGEST_FIRST.find(([prefix]) => bare === prefix || bare.startsWith(`${prefix}-`))?.[1];
+  const row = MODELS_LONGEST_FIRST.find(([prefix]) => matches(bare, prefix))?.[1];
   if (row) return row;
   // Any other Claude id: the context window is known even when the price is not.
   return /^claude-/.test(bare) ? { contextTokens: CLAUDE_CONTEXT_TOKENS } : undefined;
@@ -145,7 +183,7 @@ function round6(n: number): number {
  */
 export function modelLabelOf(model: string): string {
   const bare = bareId(model);
-  const prefix = MODELS_LONGEST_FIRST.find(([p]) => bare === p || bare.startsWith(`${p}-`))?.[0];
+  const prefix = MODELS_LONGEST_FIRST.find(([p]) => matches(bare, p))?.[0];
   if (prefix === undefined) return 'other';
   const rest = bare.slice(prefix.length).replace(/-\d{8}$/, '');
   return /^(-\d{1,2})?$/.test(rest) ? `${prefix}${rest}` : prefix;

@@ -1,5 +1,6 @@
 import type { TriadConfig } from '../../config/config';
 import type { ModelCatalogue } from '../domain/model-pin';
+import { usePriceTable } from '../domain/pricing';
 import type { ModelProvider } from './model.port';
 import { ModelRoster } from './model-roster';
 import { OFFLINE_MODEL_ID, OfflineModelProvider } from './offline.model';
@@ -17,17 +18,19 @@ export interface ModelSelection {
 }
 
 type ModelConfig = Pick<TriadConfig, 'model' | 'anthropicApiKey' | 'anthropicBaseUrl'> &
-  Partial<Pick<TriadConfig, 'offlineLatencyMs' | 'modelIdleTimeoutMs' | 'openaiApiKey' | 'openaiBaseUrl'>>;
+  Partial<Pick<TriadConfig, 'offlineLatencyMs' | 'modelIdleTimeoutMs' | 'openaiApiKey' | 'openaiBaseUrl' | 'modelPrices'>>;
 
 /**
  * The one place where configuration picks the model providers: the default one (TRIAD_MODEL, or
  * Anthropic when its key is set, else the offline model), and beside it each other provider the
  * process is set up for (Anthropic with its key, the OpenAI-compatible one with a key or a base
- * URL), which a role may name (`team.<role>.provider`). With more than one, the process's provider
+ * URL), which a role may name (`team.<role>.provider`); and the price table those calls are priced by. With more than one, the process's provider
  * is a ModelRoster. An SDK is loaded only when its provider is set up: a process on the offline
  * model (the CLI, tests, demos) starts without them.
  */
 export async function createModelProvider(config: ModelConfig, logger?: { warn(message: string): void }): Promise<ModelSelection> {
+  // The operator's price rows (TRIAD_MODEL_PRICES) join the table before any call is priced.
+  usePriceTable(config.modelPrices ?? {});
   const fallback = await providerOf(config.model, config, logger);
   const others: ModelProvider[] = [];
   if (config.model !== 'anthropic' && config.anthropicApiKey) others.push(await providerOf('anthropic', config, logger));

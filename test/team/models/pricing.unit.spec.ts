@@ -1,4 +1,4 @@
-import { CACHE_READ_MULTIPLIER, CACHE_WRITE_5M_MULTIPLIER, contextTokensOf, costOf, MODELS, priceOf } from '../../../src/team/domain/pricing';
+import { CACHE_READ_MULTIPLIER, CACHE_WRITE_5M_MULTIPLIER, contextTokensOf, costOf, MODELS, priceOf, usePriceTable } from '../../../src/team/domain/pricing';
 
 describe('pricing', () => {
   it.each([
@@ -80,5 +80,33 @@ describe('pricing', () => {
     // 2,000 × $2.50 + 8,000 × $1.25 + 100 × $10, per million
     expect(costOf('gpt-4o', { inputTokens: 2_000, outputTokens: 100, cacheReadTokens: 8_000 })).toBe(0.016);
     expect(priceOf('gpt-4oo')).toBeUndefined();
+  });
+});
+
+describe("the operator's rows (usePriceTable)", () => {
+  afterEach(() => usePriceTable({}));
+
+  it('given a row for a model the table lacks, then its calls are priced by it; the cache at the input price unless given', () => {
+    expect(priceOf('qwen2.5-coder:7b')).toBeUndefined();
+    usePriceTable({ 'qwen2.5-coder': { input: 0.5, output: 2 } });
+    // A tag after ':' (as local servers name models) is a name part; a longer word is not.
+    expect(priceOf('qwen2.5-coder:7b')).toEqual({ input: 0.5, output: 2, cacheRead: 0.5, cacheWrite: 0.5 });
+    expect(priceOf('qwen2.5-coderx')).toBeUndefined();
+    // 1,000 × $0.50 + 200 × $2, per million
+    expect(costOf('qwen2.5-coder', { inputTokens: 1_000, outputTokens: 200 })).toBe(0.0009);
+  });
+
+  it("given a row for a prefix the table has, then the operator's row replaces it, and the window is the operator's", () => {
+    usePriceTable({ 'gpt-4o': { input: 1, output: 4, cacheRead: 0.5, contextTokens: 64_000 } });
+    expect(priceOf('gpt-4o-2024-08-06')).toEqual({ input: 1, output: 4, cacheRead: 0.5, cacheWrite: 1 });
+    expect(contextTokensOf('gpt-4o')).toBe(64_000);
+    // The rest of the table is as it was.
+    expect(priceOf('gpt-4o-mini')).toEqual({ input: 0.15, output: 0.6, cacheWrite: 0.15, cacheRead: 0.075 });
+  });
+
+  it('given no rows again, then the built-in table alone prices', () => {
+    usePriceTable({ 'gpt-4o': { input: 1, output: 4 } });
+    usePriceTable({});
+    expect(priceOf('gpt-4o')).toEqual({ input: 2.5, output: 10, cacheWrite: 2.5, cacheRead: 1.25 });
   });
 });
