@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, loadConfig, parseApiKeys } from '../../src/config/config';
@@ -153,6 +153,7 @@ describe('MCP servers file', () => {
 
 describe("the operator's price rows (TRIAD_MODEL_PRICES)", () => {
   const dir = mkdtempSync(join(tmpdir(), 'triad-prices-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
   const file = (name: string, text: string) => {
     const path = join(dir, name);
     writeFileSync(path, text);
