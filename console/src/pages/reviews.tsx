@@ -6,6 +6,7 @@ import { useFreshRead } from '../use-fresh-read';
 import { href } from '../router';
 import { ErrorNote, fmtTime, Notice } from '../ui';
 import { WorkspaceDiff } from '../workspace-diff';
+import { useSession } from '../session';
 
 export function ReviewsPage() {
   const [done, setDone] = useState<string | null>(null);
@@ -63,6 +64,12 @@ function Review({ review, passkeys, onDecided }: { review: PendingReviewItem; pa
   };
   const verdict = review.lastVerdict;
   const id = review.reviewId;
+  // The launcher of the run may be barred from deciding it (its review policy says): the review's
+  // own view tells her whether, and why, before any click — asked only of her, so the list stays one read.
+  const me = useSession().identity.id;
+  const mine = review.launchedBy === me;
+  const { value: own } = useFreshRead(() => (mine ? api.review(id) : Promise.resolve(undefined)), [id, mine]);
+  const barred = own?.caller && !own.caller.mayDecide ? own.caller.reason : undefined;
   // The statement is the server's, for exactly this outcome and reason (trimmed, as the decision records it); the passkey signs its hash.
   const signed = (outcome: 'approved' | 'rejected', given: string, send: (reason: string, sig: Awaited<ReturnType<typeof signWithPasskey>>) => Promise<{ outcome: string; runStatus: string }>) => (e: Event) => {
     const form = (e.currentTarget as HTMLButtonElement).form;
@@ -124,6 +131,11 @@ function Review({ review, passkeys, onDecided }: { review: PendingReviewItem; pa
         </>
       ) : null}
       <WorkspaceDiff runId={review.runId} iteration={review.iteration} />
+      {barred ? (
+        <p id={`why-not-${id}`} class="why-not">
+          You may not decide this review: {barred}.
+        </p>
+      ) : null}
       <div class="decide">
         <form
           aria-label={`Approve ${id}`}
@@ -134,11 +146,11 @@ function Review({ review, passkeys, onDecided }: { review: PendingReviewItem; pa
         >
           <label for={`approve-${id}`}>Reason for approving</label>
           <textarea id={`approve-${id}`} required rows={2} value={approveReason} onInput={(e) => setApproveReason(e.currentTarget.value)} />
-          <button type="submit" disabled={busy}>
+          <button type="submit" disabled={busy || barred !== undefined || (mine && !own)} aria-describedby={barred ? `why-not-${id}` : undefined}>
             Approve
           </button>
           {passkeys.length > 0 ? (
-            <button type="button" disabled={busy} onClick={signed('approved', approveReason, (reason, sig) => api.approveReview(id, reason, sig))}>
+            <button type="button" disabled={busy || barred !== undefined} onClick={signed('approved', approveReason, (reason, sig) => api.approveReview(id, reason, sig))}>
               Approve with passkey
             </button>
           ) : null}
@@ -155,11 +167,11 @@ function Review({ review, passkeys, onDecided }: { review: PendingReviewItem; pa
           <label class="check">
             <input type="checkbox" checked={rework} onChange={(e) => setRework(e.currentTarget.checked)} /> Send back to the executor for rework
           </label>
-          <button type="submit" disabled={busy}>
+          <button type="submit" disabled={busy || barred !== undefined || (mine && !own)} aria-describedby={barred ? `why-not-${id}` : undefined}>
             Reject
           </button>
           {passkeys.length > 0 ? (
-            <button type="button" disabled={busy} onClick={signed('rejected', rejectReason, (reason, sig) => api.rejectReview(id, reason, rework, sig))}>
+            <button type="button" disabled={busy || barred !== undefined} onClick={signed('rejected', rejectReason, (reason, sig) => api.rejectReview(id, reason, rework, sig))}>
               Reject with passkey
             </button>
           ) : null}
