@@ -1,43 +1,53 @@
-// The console's typed client of the HTTP API. Types come from the server (type-only imports).
-import type {
-  ApiErrorBody,
-  ApprovalResult,
-  DecisionLogVerification,
-  DecisionPage,
-  DecisionResult,
-  ForkOverrides,
-  ForkResult,
-  LaunchAccepted,
-  LaunchRunInput,
-  PasskeyList,
-  PasskeyView,
-  PendingApprovalItem,
-  PendingReviewItem,
-  ProjectList,
-  ProjectStatus,
-  ProjectView,
-  ReviewView,
-  RunContext,
-  RunEventsPage,
-  RunList,
-  RunStatus,
-  RunSummary,
-  SessionView,
-  SignedInView,
-  ListedWebhook,
-  WebhookDelivery,
-} from '../../src/http/api-types';
+// The console's typed client of the HTTP API. The bodies' types are the OpenAPI document's, as the
+// typed client generates them (clients/typescript/src/schema.d.ts; type-only imports, no runtime).
+import type { components } from '../../clients/typescript/src/schema';
+// What the document holds as an open object is typed from the server where the console builds it:
+// a fork's overrides and a passkey's signature (`Record<string, unknown>` in the document).
+import type { ForkOverrides } from '../../src/http/api-types';
+import type { WebAuthnSignature } from '../../src/attestation/personal-signature';
 
-import type { DecisionStatement, WebAuthnSignature } from '../../src/attestation/personal-signature';
+type Schemas = components['schemas'];
 
+export type ApiErrorBody = Schemas['Error'];
+export type ApprovalResult = Schemas['ApprovalResult'];
+export type ChatMessage = Schemas['ChatMessage'];
+export type DecisionLogVerification = Schemas['DecisionLogVerification'];
+export type DecisionPage = Schemas['DecisionPage'];
+export type DecisionRecord = Schemas['DecisionRecord'];
+export type DecisionResult = Schemas['DecisionResult'];
+export type ForkResult = Schemas['ForkResult'];
+export type LaunchAccepted = Schemas['LaunchAccepted'];
+export type LaunchRunInput = Schemas['LaunchRunDto'];
+export type ListedWebhook = Schemas['ListedWebhook'];
+export type PasskeyList = Schemas['PasskeyList'];
+export type PasskeyView = Schemas['PasskeyView'];
+export type PendingApprovalItem = Schemas['PendingApprovalItem'];
+export type PendingReviewItem = Schemas['PendingReview'];
+export type ProjectList = Schemas['ProjectList'];
+export type ProjectStatus = Schemas['ProjectView']['status'];
+export type ProjectView = Schemas['ProjectView'];
+/** An event as stored; its `data` is an open object in the document (its fields by type: docs/EVENTS.md). */
+export type RecordedEvent = Schemas['RecordedEvent'];
+export type ReviewIteration = Schemas['ReviewIteration'];
+export type ReviewView = Schemas['ReviewView'];
+export type RunContext = Schemas['RunContext'];
+export type RunEventsPage = Schemas['RunEventsPage'];
+export type RunList = Schemas['RunList'];
+export type RunStatus = Schemas['RunStatus'];
+export type RunSummary = Schemas['RunSummary'];
+export type RoleName = keyof RunSummary['pin'];
+export type SessionView = Schemas['SessionView'];
+export type SignedInView = Schemas['SignedInView'];
 /** `GET /v1/reviews/:id/statement`: what a person signs to decide, and its sha256 as a passkey's challenge (base64url). */
-export interface StatementView {
-  statement: DecisionStatement;
-  text: string;
-  challenge: string;
-}
+export type StatementView = Schemas['DecisionStatement'];
+export type SubAgentSummary = Schemas['SubAgentSummary'];
+export type TaskState = Schemas['TaskState'];
+export type TextDelta = Schemas['TextDelta'];
+export type WebhookDelivery = Schemas['WebhookDelivery'];
+export type WorkspaceFile = Schemas['WorkspaceFile'];
+export type WorkspaceView = Schemas['WorkspaceView'];
 
-export type { PasskeyView, WebAuthnSignature };
+export type { ForkOverrides, WebAuthnSignature };
 
 export class ApiError extends Error {
   override readonly name = 'ApiError';
@@ -178,6 +188,4 @@ export interface DecisionFilter {
   to?: string;
 }
 
-export type { WorkspaceView } from '../../src/http/api-types';
-import type { WorkspaceView } from '../../src/http/api-types';
 import type { PublicKeyCredentialCreationOptionsJSON, RegistrationResponseJSON } from '@simplewebauthn/browser';

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
-import type { GuardedAction, SignedInView } from '../../src/http/api-types';
-import { api, ApiError, onSignedOut } from './api';
+import type { GuardedAction } from '../../src/http/api-types';
+import { api, ApiError, onSignedOut, type SignedInView } from './api';
 import { href, useRoute } from './router';
 import { may, SessionContext } from './session';
 import { ErrorNote } from './ui';

@@ -1,5 +1,5 @@
 // Pure shapes the pages draw: a project's tasks in dependency order, a run's sub-agents as a tree.
-import type { SubAgentSummary, TaskState } from '../../src/http/api-types';
+import type { SubAgentSummary, TaskState } from './api';
 
 /** The tasks in dependency order (each after what it depends on), the given order where the graph allows. */
 export function dependencyOrder<T extends Pick<TaskState, 'key' | 'dependsOn'>>(tasks: readonly T[]): T[] {

@@ -3,7 +3,7 @@
 // run's page stays light. Turn navigation opens the group a turn is in and moves focus to it.
 import type { VNode } from 'preact';
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import type { RoleName } from '../../src/http/api-types';
+import type { RoleName } from './api';
 import { groupTimeline, turnIndex, type TimelineGroup } from './timeline';
 import { reviewHref, TimelineItem, type Typed } from './timeline-item';
 

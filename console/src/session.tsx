@@ -1,6 +1,7 @@
 import { createContext } from 'preact';
 import { useContext } from 'preact/hooks';
-import type { GuardedAction, SignedInView } from '../../src/http/api-types';
+import type { GuardedAction } from '../../src/http/api-types';
+import type { SignedInView } from './api';
 import { MAY } from '../../src/auth/roles';
 
 export const SessionContext = createContext<SignedInView | null>(null);

@@ -1,5 +1,7 @@
 // One card of a run's timeline: an event as the run page shows it (the groups hold these).
-import type { RecordedEvent, TeamRunEvent } from '../../src/http/api-types';
+// The document holds an event's `data` as an open object; the server's event union types it by `type`.
+import type { TeamRunEvent } from '../../src/http/api-types';
+import type { RecordedEvent } from './api';
 import { describeRunPin } from '../../src/team/domain/model-pin';
 import { href } from './router';
 import { fmtInt, fmtUsd, Json } from './ui';

@@ -1,7 +1,6 @@
 import { diffLines } from 'diff';
 import { useEffect, useState } from 'preact/hooks';
-import type { WorkspaceFile, WorkspaceView } from '../../src/http/api-types';
-import { api } from './api';
+import { api, type WorkspaceFile, type WorkspaceView } from './api';
 import { ErrorNote } from './ui';
 
 type FileChange = { path: string; kind: 'added' | 'removed' | 'changed' | 'unchanged'; before?: string; after?: string };

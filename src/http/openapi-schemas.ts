@@ -4,6 +4,7 @@ import { PROJECT_STATUSES } from '../projects/domain/project-events';
 import { PROJECT_STRATEGIES } from '../projects/domain/task-graph';
 import { LOOP_STRATEGIES, RUN_STATUSES } from '../team/domain/run-events';
 import { ROLES } from '../team/domain/roles';
+import { WEBHOOK_EVENT_TYPES } from '../webhooks/domain/webhook-events';
 
 /**
  * The JSON Schemas (OpenAPI 3.0) of every body the API answers with, by component name: what
@@ -55,6 +56,22 @@ const decided = oneOf(['approved', 'rejected']);
 /** Anything JSON: what the server holds as `unknown` (a machine's snapshot, a model's tool input). */
 const anything = (description: string): JsonSchema => ({ description });
 const runStatus = ref('RunStatus');
+/** A workspace file as a reviewer lists it (src/session-replay/workspace-diff.ts WorkspaceFileEntry). */
+const fileEntry = { path: str, size: described('bytes of its content (UTF-8)', int), sha256: described('sha256 of its content, hex', str) };
+/** An outbound webhook endpoint (src/webhooks/store/webhook-store.port.ts WebhookEndpoint): never its secret. */
+const webhookEndpoint = {
+  id: described('`wh_…`', str),
+  url: str,
+  events: list(ref('WebhookEventType')),
+  allowPrivate: described('private, loopback and link-local addresses may be reached', bool),
+  secretHint: described("the secret's last four characters", str),
+  createdBy: str,
+  createdAt: time,
+  position: described('every event at or before this position of the log is delivered, given up on, or not one it wants', int),
+};
+const deliveryStatus = oneOf(['retrying', 'delivered', 'failed']);
+/** An A2A agent card's skill, in both versions' shape. */
+const skill = object({ id: str, name: str, description: str, tags: list(str), examples: list(str), inputModes: list(str), outputModes: list(str) });
 
 export const RESPONSE_SCHEMAS: Record<string, JsonSchema> = {
   RunStatus: oneOf(RUN_STATUSES),
@@ -67,8 +84,12 @@ export const RESPONSE_SCHEMAS: Record<string, JsonSchema> = {
   Identity: object({ id: described('`user:<name>`', str), name: str, roles: list(oneOf(HUMAN_ROLES)) }),
   SessionView: {
     description: 'who is signed in (`signedIn: true`), or nobody (`signedIn: false`: the probe of a signed-out page)',
-    oneOf: [object({ signedIn: { type: 'boolean', enum: [true] }, identity: ref('Identity') }, { csrfToken: str, expiresAt: time }), object({ signedIn: { type: 'boolean', enum: [false] } })],
+    oneOf: [ref('SignedInView'), object({ signedIn: { type: 'boolean', enum: [false] } })],
   },
+  SignedInView: object(
+    { signedIn: { type: 'boolean', enum: [true] }, identity: ref('Identity') },
+    { csrfToken: described('absent when the request was authenticated with a bearer key', str), expiresAt: time },
+  ),
   PasskeyView: object({ keyId: str, publicKey: str, rpId: str, origins: list(str), revoked: bool }, { transports: list(str) }),
   PasskeyList: object({ passkeys: list(ref('PasskeyView')) }),
   PasskeyOptions: open('WebAuthn credential creation options (PublicKeyCredentialCreationOptionsJSON)'),
@@ -243,13 +264,14 @@ export const RESPONSE_SCHEMAS: Record<string, JsonSchema> = {
     },
   ),
   WorkspaceFile: object({ path: str, content: str }),
-  WorkspaceFileEntry: object({ path: str, content: str, size: described('bytes of its content (UTF-8)', int), sha256: described('sha256 of its content, hex', str) }),
+  WorkspaceFileEntry: object(fileEntry),
+  WorkspaceViewFile: object({ ...fileEntry, content: str }),
   WorkspaceChanges: object(
     { against: oneOf(['previous', 'start']), changes: list(object({ path: str, change: oneOf(['added', 'removed', 'changed']) })), patch: described('a unified diff of every changed file, in path order', str) },
     { fromIteration: int },
   ),
   WorkspaceView: object(
-    { runId: str, iteration: int, submitted: bool, files: list(ref('WorkspaceFileEntry')), iterations: list(int), notReproduced: mapOf(int) },
+    { runId: str, iteration: int, submitted: bool, files: list(ref('WorkspaceViewFile')), iterations: list(int), notReproduced: mapOf(int) },
     { previous: object({ iteration: int, files: list(ref('WorkspaceFile')) }), diff: ref('WorkspaceChanges') },
   ),
   RunContext: object(
@@ -267,7 +289,8 @@ export const RESPONSE_SCHEMAS: Record<string, JsonSchema> = {
       terminationReason: ref('TerminationReason'),
       phase: str,
       forkedFrom,
-      subAgents: mapOf(object({ agent: str, role: str, status: str, turns: int, usage: subAgentUsage, messages: list(ref('ChatMessage')) })),
+      // A sub-agent's context counts its prompt's tokens whole, the cache's among them (src/team/domain/sub-agents.ts).
+      subAgents: mapOf(object({ agent: str, role: str, status: str, turns: int, usage: object({ inputTokens: described("the prompt's tokens, those of the prompt cache included", int), outputTokens: int, costUsd: num }), messages: list(ref('ChatMessage')) })),
     },
   ),
   ChatMessage: object({ role: oneOf(['user', 'assistant']), content: { oneOf: [str, list(ref('ContentBlock'))] } }),
@@ -329,4 +352,112 @@ export const RESPONSE_SCHEMAS: Record<string, JsonSchema> = {
     },
   ),
   ProjectList: object({ projects: list(ref('ProjectView')) }),
+  ReviewView: described(
+    'one review with its whole history (src/review-gate/review-view.ts)',
+    object(
+      {
+        reviewId: str,
+        runId: str,
+        iteration: int,
+        state: described('`open`: waits for a decision', oneOf(['unknown', 'decided', 'run_ended', 'superseded', 'open'])),
+        run: object({ runId: str, goal: str, launchedBy: str, status: runStatus, maxIterations: int }, { terminationReason: ref('TerminationReason') }),
+        acceptanceCriteria: list(str),
+        executor: str,
+        artifactHash: str,
+        openedAt: time,
+        iterations: list(ref('ReviewIteration')),
+        deciders: object({
+          roles: list(oneOf(HUMAN_ROLES)),
+          allowLauncherToReview: bool,
+          excluded: described('who may not decide whatever their roles', list(object({ identity: str, rule: oneOf(['executor', 'delegation_chain', 'launcher']) }))),
+        }),
+        notReproduced: described('tool calls whose effects on the workspace the events do not record, by tool', mapOf(int)),
+      },
+      { caller: described('whether the caller may decide it now, and why not', object({ identity: str, mayDecide: bool }, { reason: str })) },
+    ),
+  ),
+  ReviewIteration: object(
+    {
+      iteration: int,
+      startedBy: described('how it began: the launch, the reviewer agent\'s findings, or a human\'s rejection', {
+        oneOf: [
+          object({ reason: oneOf(['launch']) }),
+          object({ reason: oneOf(['changes_requested']), findings: list(str), at: time }),
+          object({ reason: oneOf(['human_rejected']), feedback: str, at: time }, { by: str }),
+        ],
+      }),
+      decisions: list(
+        object(
+          { outcome: oneOf(DECISION_OUTCOMES), decider: str, deciderKind: oneOf(['human', 'system']), reason: str, at: time },
+          { rework: bool, policy: described('the timeout policy that decided', str) },
+        ),
+      ),
+      files: described('the workspace as the executor left it at the end of the iteration', list(ref('WorkspaceFileEntry'))),
+      diff: object({ previous: ref('WorkspaceChanges'), start: ref('WorkspaceChanges') }),
+    },
+    {
+      work: object({ summary: str, files: list(str), at: time }),
+      verdict: object({ verdict: oneOf(['APPROVE', 'REQUEST_CHANGES', 'BLOCK']), findings: list(str), summary: str, at: time }),
+      review: object({ reviewId: str, openedAt: time, artifactHash: str }),
+    },
+  ),
+  WebhookEventType: oneOf(WEBHOOK_EVENT_TYPES),
+  AddedWebhook: object({ ...webhookEndpoint, secret: described('`whsec_…`: shown only in this answer', str) }),
+  ListedWebhook: object(webhookEndpoint, {
+    lastDelivery: object({ type: ref('WebhookEventType'), status: deliveryStatus, attempts: int, lastAttemptAt: time }, { responseCode: int, nextRetryAt: time }),
+  }),
+  WebhookList: object({ webhooks: list(ref('ListedWebhook')) }),
+  WebhookDelivery: object(
+    {
+      endpointId: str,
+      eventId: described('the stored event delivered', str),
+      position: described('its position in the log', int),
+      webhookId: str,
+      type: ref('WebhookEventType'),
+      status: deliveryStatus,
+      attempts: int,
+      firstAttemptAt: time,
+      lastAttemptAt: time,
+    },
+    {
+      responseCode: described("the last answer's HTTP status (absent: no answer)", int),
+      error: described('why the last attempt failed, in a few words', str),
+      nextRetryAt: described('when it is tried again (status `retrying`)', time),
+    },
+  ),
+  WebhookDeliveryList: object({ deliveries: list(ref('WebhookDelivery')) }),
+  AgentCard: described(
+    "triad's A2A agent card in A2A 0.3's shape (no `A2A-Version`, or `0.3`; src/integrations/a2a/agent-card.ts)",
+    object({
+      protocolVersion: str,
+      name: str,
+      description: str,
+      url: described('the JSON-RPC endpoint', str),
+      preferredTransport: oneOf(['JSONRPC']),
+      additionalInterfaces: list(object({ url: str, transport: str })),
+      version: str,
+      capabilities: object({ streaming: bool, pushNotifications: bool, stateTransitionHistory: bool }),
+      securitySchemes: mapOf(object({ type: str, scheme: str, description: str })),
+      security: list(mapOf(list(str))),
+      defaultInputModes: list(str),
+      defaultOutputModes: list(str),
+      skills: list(skill),
+      supportsAuthenticatedExtendedCard: bool,
+    }),
+  ),
+  AgentCardV1: described(
+    "the same card in A2A 1.0's JSON shape (`A2A-Version: 1.0`), as the A2A SDK writes it",
+    object({
+      name: str,
+      description: str,
+      supportedInterfaces: list(object({ url: str, protocolBinding: str, protocolVersion: str })),
+      version: str,
+      capabilities: object({ streaming: bool, pushNotifications: bool, extendedAgentCard: bool }),
+      securitySchemes: open('security schemes by name (A2A 1.0 SecurityScheme)'),
+      securityRequirements: list(open('A2A 1.0 SecurityRequirement')),
+      defaultInputModes: list(str),
+      defaultOutputModes: list(str),
+      skills: list(skill),
+    }),
+  ),
 };

@@ -43,11 +43,14 @@ const QUERY_SCHEMAS: Readonly<Record<string, Record<string, JsonSchema>>> = {
   ProjectsController_events: { fromRevision: REVISION },
   // The DTO holds them as text: their range depends on the format (docs/API.md "Limits").
   DecisionsController_list: { limit: integer(1, 999_999_999), afterSeq: integer(0, 999_999_999_999_999) },
+  WebhooksController_deliveries: { limit: integer(1, 100, 20) },
 };
 
 /** Event streams resume after the last event a client saw. */
 const LAST_EVENT_ID: Parameter = { name: 'Last-Event-ID', in: 'header', required: false, description: 'with `Accept: text/event-stream`: resume after this revision', schema: integer(0, Number.MAX_SAFE_INTEGER) };
 const STREAMS = new Set(['RunsController_events', 'ProjectsController_events']);
+/** The agent card's shape follows the A2A version the client speaks. */
+const A2A_VERSION: Parameter = { name: 'A2A-Version', in: 'header', required: false, description: '`1.0`: the card in A2A 1.0\'s shape; none or `0.3`: in 0.3\'s', schema: { type: 'string', enum: ['0.3', '1.0'] } };
 
 /**
  * The OpenAPI document, generated from the app: @nestjs/swagger reads the routes, their path and
@@ -64,7 +67,8 @@ export function openApiDocument(app: INestApplication, version: string): OpenAPI
     .setTitle('triad')
     .setDescription(
       'Event-sourced orchestrator for teams of LLM agents. Routes under /v1 need `Authorization: Bearer <API key>` (or a web console session). ' +
-        'Errors are `{statusCode, error, message}` (docs/API.md).',
+        'Errors are `{statusCode, error, message}` (docs/API.md). ' +
+        'The A2A (`POST /a2a`) and MCP (`POST /mcp`) JSON-RPC endpoints are not described here: their protocols and SDKs define them.',
     )
     .setVersion(version)
     .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'API key', description: 'an API key (`triad keys add`, or TRIAD_API_KEYS)' }, 'apiKey')
@@ -102,6 +106,7 @@ export function openApiDocument(app: INestApplication, version: string): OpenAPI
         if (p.in === 'query' && QUERY_SCHEMAS[id]?.[p.name]) p.schema = QUERY_SCHEMAS[id][p.name];
       }
       if (STREAMS.has(id)) op.parameters.push(LAST_EVENT_ID);
+      if (id === 'A2aController_card') op.parameters.push(A2A_VERSION);
       // A body whose every field is optional may be left out (`POST /v1/runs/:id/cancel` sent bare).
       const body = op.requestBody?.content?.['application/json']?.schema?.$ref?.split('/').pop();
       if (op.requestBody && body && !(schemas[body]?.required ?? []).length) op.requestBody.required = false;

@@ -11,6 +11,9 @@ import type { ResumeResult as ServerResumeResult } from '../../src/session-repla
 import type { SignedHead } from '../../src/attestation/attestation';
 import type { KeyRing } from '../../src/attestation/key-ring';
 import type { DecisionStatement } from '../../src/attestation/personal-signature';
+import type { AddedWebhook } from '../../src/webhooks/webhooks.service';
+import type { RolePin } from '../../src/team/domain/model-pin';
+import type { AgentCardV03 } from '../../src/integrations/a2a/agent-card';
 
 type Schemas = components['schemas'];
 
@@ -72,3 +75,15 @@ same<Same<Schemas['Identity'], Server.Identity>>();
 same<Same<Schemas['RunContext'], Server.RunContext>>();
 same<Same<Schemas['ChatMessage'], Server.ChatMessage>>();
 same<Same<Schemas['DecisionStatement'], { statement: DecisionStatement; text: string; challenge: string }>>();
+same<Same<Schemas['SignedInView'], Server.SignedInView>>();
+same<Same<Schemas['WorkspaceFileEntry'], Server.WorkspaceFileEntry>>();
+same<Same<Schemas['WorkspaceChanges'], Server.WorkspaceChanges>>();
+same<Same<Schemas['ReviewView'], Server.ReviewView>>();
+same<Same<Schemas['ReviewIteration'], Server.ReviewIteration>>();
+same<Same<Schemas['RolePin'], RolePin>>();
+same<Same<Schemas['AddedWebhook'], AddedWebhook>>();
+same<Same<Schemas['ListedWebhook'], Server.ListedWebhook>>();
+same<Same<Schemas['WebhookList'], { webhooks: Server.ListedWebhook[] }>>();
+same<Same<Schemas['WebhookDelivery'], Server.WebhookDelivery>>();
+same<Same<Schemas['WebhookDeliveryList'], { deliveries: Server.WebhookDelivery[] }>>();
+same<Same<Schemas['AgentCard'], AgentCardV03>>();

@@ -1,6 +1,6 @@
 import SwaggerParser from '@apidevtools/swagger-parser';
 import Ajv, { type ValidateFunction } from 'ajv';
-import { startE2eApp, type E2eApp, type KeyName } from '../support/e2e-app';
+import { E2E_API_KEYS_ENV, startE2eApp, type E2eApp, type KeyName, type RequestOptions } from '../support/e2e-app';
 import { waitForRun } from '../support/app-client';
 
 // The OpenAPI document the app serves, against the app itself: every route Express holds is in it
@@ -25,11 +25,21 @@ interface OpenApi {
 
 /** The documentation's own routes: the document and its viewer's page and assets. */
 const DOCUMENTATION = /^\/(docs(\/|$)|openapi\.(json|yaml)$)/;
+/**
+ * Routes served but left out of the document, each with why: their bodies are another protocol's
+ * JSON-RPC messages, which that protocol's SDK speaks (docs/API.md, "OpenAPI").
+ */
+const PROTOCOL_ENDPOINTS: Readonly<Record<string, string>> = {
+  'POST /a2a': "A2A's JSON-RPC (the A2A SDKs' clients)",
+  'POST /mcp': "MCP's JSON-RPC over streamable HTTP (MCP clients, the MCP SDK)",
+};
+/** An admin's key, for the webhook routes. */
+const ADMIN = { secret: 'adm-secret-0123456789' };
 
 let e2e: E2eApp;
 let doc: OpenApi;
 beforeAll(async () => {
-  e2e = await startE2eApp({}, 20_000, { reportRoutes: true });
+  e2e = await startE2eApp({ TRIAD_API_KEYS: `${E2E_API_KEYS_ENV},adm:admin:${ADMIN.secret}` }, 20_000, { reportRoutes: true });
   const res = await e2e.request<OpenApi>('GET', '/openapi.json', { as: null });
   expect(res.status).toBe(200);
   doc = res.body;
@@ -43,11 +53,15 @@ const operations = (): Array<{ method: string; path: string; op: Operation }> =>
 
 describe('the document lists every route the app serves', () => {
   it('and no other: the routes of the Express router, both ways', () => {
-    const served = (e2e.routes ?? []).filter((r) => !DOCUMENTATION.test(r.path)).map((r) => `${r.method} ${r.path.replace(/:(\w+)/g, '{$1}')}`);
+    const routes = (e2e.routes ?? []).filter((r) => !DOCUMENTATION.test(r.path)).map((r) => `${r.method} ${r.path.replace(/:(\w+)/g, '{$1}')}`);
+    const served = routes.filter((r) => !(r in PROTOCOL_ENDPOINTS));
     const documented = operations().map(({ method, path }) => `${method} ${path}`);
     expect(served.length).toBeGreaterThan(30);
     expect({ undocumented: served.filter((r) => !documented.includes(r)) }).toEqual({ undocumented: [] });
     expect({ notServed: documented.filter((r) => !served.includes(r)) }).toEqual({ notServed: [] });
+    // The protocol endpoints left out are served (the list names nothing stale) and are not in the document.
+    expect(routes).toEqual(expect.arrayContaining(Object.keys(PROTOCOL_ENDPOINTS)));
+    expect(documented.filter((r) => r in PROTOCOL_ENDPOINTS)).toEqual([]);
     // The documentation's routes are there too (so the filter above hides nothing else).
     expect((e2e.routes ?? []).filter((r) => DOCUMENTATION.test(r.path)).map((r) => r.path)).toEqual(expect.arrayContaining(['/openapi.json', '/docs']));
   });
@@ -138,8 +152,8 @@ describe('the document is valid and says what the app answers', () => {
 
   it('real answers match their declared schemas, with no field the document does not list', async () => {
     const check = answerChecker(doc);
-    const call = async (as: KeyName | null, method: string, path: string, body?: unknown, expected?: number) => {
-      const res = await e2e.request(method, path, { as, body });
+    const call = async (as: RequestOptions['as'], method: string, path: string, body?: unknown, expected?: number, headers?: Record<string, string>) => {
+      const res = await e2e.request(method, path, { as, body, headers });
       if (expected !== undefined) expect({ path, status: res.status, text: res.text }).toEqual({ path, status: expected, text: res.text });
       check(method, path, res.status, res.headers.get('content-type') ?? '', res.body);
       return res.body as Record<string, unknown>;
@@ -147,6 +161,10 @@ describe('the document is valid and says what the app answers', () => {
 
     await call(null, 'GET', '/health');
     await call('operator', 'GET', '/v1/session', undefined, 200);
+    expect(await call(null, 'GET', '/v1/session', undefined, 200)).toEqual({ signedIn: false });
+    // The agent card in both of its shapes.
+    expect(await call(null, 'GET', '/.well-known/agent-card.json', undefined, 200)).toMatchObject({ protocolVersion: '0.3.0', url: `${e2e.url}/a2a` });
+    expect(await call(null, 'GET', '/.well-known/agent-card.json', undefined, 200, { 'a2a-version': '1.0' })).toMatchObject({ supportedInterfaces: expect.any(Array) });
     const { runId } = (await call('operator', 'POST', '/v1/runs', { goal: 'Write a greeting', acceptanceCriteria: ['file hello.txt contains "Hello"'] }, 202)) as { runId: string };
     await waitForRun<{ status: string }, KeyName>(e2e, runId, (r) => r.status === 'awaiting_review', 30_000);
     await call('operator', 'POST', `/v1/runs/${runId}/wait?timeoutMs=1000`, undefined, 200);
@@ -157,11 +175,14 @@ describe('the document is valid and says what the app answers', () => {
     await call('operator', 'GET', '/v1/runs?limit=5', undefined, 200);
     await call('operator', 'GET', `/v1/runs/${runId}/events?fromRevision=0`, undefined, 200);
     await call('operator', 'GET', `/v1/runs/${runId}/workspace`, undefined, 200);
+    expect(await call('operator', 'GET', `/v1/runs/${runId}/workspace?diff=previous`, undefined, 200)).toMatchObject({ diff: { against: 'previous' } });
     await call('operator', 'GET', `/v1/runs/${runId}/context`, undefined, 200);
     const { reviews } = (await call('reviewer', 'GET', '/v1/reviews', undefined, 200)) as { reviews: Array<{ reviewId: string; runId: string }> };
     const review = reviews.find((r) => r.runId === runId)!;
     await call('reviewer', 'GET', `/v1/reviews/${review.reviewId}/statement?outcome=approved&reason=fine`, undefined, 200);
+    expect(await call('reviewer', 'GET', `/v1/reviews/${review.reviewId}`, undefined, 200)).toMatchObject({ state: 'open', caller: { mayDecide: true }, iterations: [{ iteration: 1, diff: { previous: { against: 'previous' } } }] });
     await call('reviewer', 'POST', `/v1/reviews/${review.reviewId}/approve`, { reason: 'looks right' }, 200);
+    expect(await call('operator', 'GET', `/v1/reviews/${review.reviewId}`, undefined, 200)).toMatchObject({ state: 'decided', caller: { mayDecide: false } });
     await call('reviewer', 'POST', `/v1/reviews/${review.reviewId}/approve`, { reason: 'again' }, 409);
     await call('reviewer', 'GET', '/v1/approvals', undefined, 200);
     await call('auditor', 'GET', '/v1/decisions', undefined, 200);
@@ -173,6 +194,13 @@ describe('the document is valid and says what the app answers', () => {
     await call('operator', 'GET', `/v1/projects/${projectId}`, undefined, 200);
     await call('operator', 'GET', '/v1/projects', undefined, 200);
     await call('operator', 'POST', `/v1/projects/${projectId}/cancel`, {}, 200);
+    // Webhooks, added last so that nothing is delivered to the address that nothing listens on.
+    const hook = (await call(ADMIN, 'POST', '/v1/webhooks', { url: 'http://127.0.0.1:9/hook', events: ['run.ended'], allowPrivate: true }, 201)) as { id: string };
+    await call(ADMIN, 'GET', '/v1/webhooks', undefined, 200);
+    await call(ADMIN, 'GET', `/v1/webhooks/${hook.id}/deliveries?limit=5`, undefined, 200);
+    await call(ADMIN, 'DELETE', `/v1/webhooks/${hook.id}`, undefined, 204);
+    await call(ADMIN, 'GET', `/v1/webhooks/${hook.id}/deliveries`, undefined, 404);
+    await call('operator', 'GET', '/v1/webhooks', undefined, 403);
     // Errors, each as declared for its route.
     await call('operator', 'GET', '/v1/runs/run_unknown', undefined, 404);
     await call(null, 'GET', '/v1/runs', undefined, 401);

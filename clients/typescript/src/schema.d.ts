@@ -211,6 +211,22 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/reviews/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["ReviewViewController_one"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/decisions/head": {
         parameters: {
             query?: never;
@@ -531,6 +547,70 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/.well-known/agent-card.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["A2aController_card"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["WebhooksController_list"];
+        put?: never;
+        post: operations["WebhooksController_add"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete: operations["WebhooksController_remove"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["WebhooksController_deliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -600,6 +680,11 @@ export interface components {
         ProjectReviewDecisionDto: {
             reason: string;
         };
+        AddWebhookDto: {
+            url: string;
+            events: ("review.opened" | "run.ended" | "approval.requested")[];
+            allowPrivate?: boolean;
+        };
         ThinkingDto: {
             budgetTokens: number;
         };
@@ -614,6 +699,8 @@ export interface components {
         };
         RoleConfigDto: {
             model?: string;
+            /** @enum {string} */
+            provider?: "anthropic" | "openai" | "offline";
             maxTurns?: number;
             tools?: string[];
             systemPrompt?: string;
@@ -724,6 +811,9 @@ export interface components {
             timeoutMs?: number;
             budget?: components["schemas"]["ProjectRunBudgetDto"];
         };
+        DeliveriesQueryDto: {
+            limit?: string;
+        };
         Error: {
             statusCode: number;
             error: string;
@@ -759,8 +849,16 @@ export interface components {
             name: string;
             roles: ("operator" | "reviewer" | "auditor" | "admin")[];
         };
-        SessionView: {
+        /** @description who is signed in (`signedIn: true`), or nobody (`signedIn: false`: the probe of a signed-out page) */
+        SessionView: components["schemas"]["SignedInView"] | {
+            /** @enum {boolean} */
+            signedIn: false;
+        };
+        SignedInView: {
+            /** @enum {boolean} */
+            signedIn: true;
             identity: components["schemas"]["Identity"];
+            /** @description absent when the request was authenticated with a bearer key */
             csrfToken?: string;
             /** Format: date-time */
             expiresAt?: string;
@@ -843,8 +941,13 @@ export interface components {
             };
             turns: number;
             usage: {
+                /** @description the prompt's tokens not read from the prompt cache */
                 inputTokens: number;
                 outputTokens: number;
+                /** @description prompt tokens read from the cache (billed at 0.1x input) */
+                cacheReadTokens: number;
+                /** @description prompt tokens written to the cache (billed at 1.25x input) */
+                cacheWriteTokens: number;
                 costUsd: number;
             };
             /** Format: date-time */
@@ -885,24 +988,44 @@ export interface components {
             /** Format: date-time */
             startedAt: string;
             usage: {
+                /** @description the prompt's tokens not read from the prompt cache */
                 inputTokens: number;
                 outputTokens: number;
+                /** @description prompt tokens read from the cache (billed at 0.1x input) */
+                cacheReadTokens: number;
+                /** @description prompt tokens written to the cache (billed at 1.25x input) */
+                cacheWriteTokens: number;
                 costUsd: number;
                 turns: number;
                 byRole: {
                     architect: {
+                        /** @description the prompt's tokens not read from the prompt cache */
                         inputTokens: number;
                         outputTokens: number;
+                        /** @description prompt tokens read from the cache (billed at 0.1x input) */
+                        cacheReadTokens: number;
+                        /** @description prompt tokens written to the cache (billed at 1.25x input) */
+                        cacheWriteTokens: number;
                         turns: number;
                     };
                     executor: {
+                        /** @description the prompt's tokens not read from the prompt cache */
                         inputTokens: number;
                         outputTokens: number;
+                        /** @description prompt tokens read from the cache (billed at 0.1x input) */
+                        cacheReadTokens: number;
+                        /** @description prompt tokens written to the cache (billed at 1.25x input) */
+                        cacheWriteTokens: number;
                         turns: number;
                     };
                     reviewer: {
+                        /** @description the prompt's tokens not read from the prompt cache */
                         inputTokens: number;
                         outputTokens: number;
+                        /** @description prompt tokens read from the cache (billed at 0.1x input) */
+                        cacheReadTokens: number;
+                        /** @description prompt tokens written to the cache (billed at 1.25x input) */
+                        cacheWriteTokens: number;
                         turns: number;
                     };
                 };
@@ -1234,11 +1357,38 @@ export interface components {
             path: string;
             content: string;
         };
+        WorkspaceFileEntry: {
+            path: string;
+            /** @description bytes of its content (UTF-8) */
+            size: number;
+            /** @description sha256 of its content, hex */
+            sha256: string;
+        };
+        WorkspaceViewFile: {
+            path: string;
+            /** @description bytes of its content (UTF-8) */
+            size: number;
+            /** @description sha256 of its content, hex */
+            sha256: string;
+            content: string;
+        };
+        WorkspaceChanges: {
+            /** @enum {string} */
+            against: "previous" | "start";
+            changes: {
+                path: string;
+                /** @enum {string} */
+                change: "added" | "removed" | "changed";
+            }[];
+            /** @description a unified diff of every changed file, in path order */
+            patch: string;
+            fromIteration?: number;
+        };
         WorkspaceView: {
             runId: string;
             iteration: number;
             submitted: boolean;
-            files: components["schemas"]["WorkspaceFile"][];
+            files: components["schemas"]["WorkspaceViewFile"][];
             iterations: number[];
             notReproduced: {
                 [key: string]: number;
@@ -1247,6 +1397,7 @@ export interface components {
                 iteration: number;
                 files: components["schemas"]["WorkspaceFile"][];
             };
+            diff?: components["schemas"]["WorkspaceChanges"];
         };
         RunContext: {
             runId: string;
@@ -1323,6 +1474,7 @@ export interface components {
                     status: string;
                     turns: number;
                     usage: {
+                        /** @description the prompt's tokens, those of the prompt cache included */
                         inputTokens: number;
                         outputTokens: number;
                         costUsd: number;
@@ -1469,6 +1621,263 @@ export interface components {
         ProjectList: {
             projects: components["schemas"]["ProjectView"][];
         };
+        /** @description one review with its whole history (src/review-gate/review-view.ts) */
+        ReviewView: {
+            reviewId: string;
+            runId: string;
+            iteration: number;
+            /**
+             * @description `open`: waits for a decision
+             * @enum {string}
+             */
+            state: "unknown" | "decided" | "run_ended" | "superseded" | "open";
+            run: {
+                runId: string;
+                goal: string;
+                launchedBy: string;
+                status: components["schemas"]["RunStatus"];
+                maxIterations: number;
+                terminationReason?: components["schemas"]["TerminationReason"];
+            };
+            acceptanceCriteria: string[];
+            executor: string;
+            artifactHash: string;
+            /** Format: date-time */
+            openedAt: string;
+            iterations: components["schemas"]["ReviewIteration"][];
+            deciders: {
+                roles: ("operator" | "reviewer" | "auditor" | "admin")[];
+                allowLauncherToReview: boolean;
+                /** @description who may not decide whatever their roles */
+                excluded: {
+                    identity: string;
+                    /** @enum {string} */
+                    rule: "executor" | "delegation_chain" | "launcher";
+                }[];
+            };
+            /** @description tool calls whose effects on the workspace the events do not record, by tool */
+            notReproduced: {
+                [key: string]: number;
+            };
+            /** @description whether the caller may decide it now, and why not */
+            caller?: {
+                identity: string;
+                mayDecide: boolean;
+                reason?: string;
+            };
+        };
+        ReviewIteration: {
+            iteration: number;
+            /** @description how it began: the launch, the reviewer agent's findings, or a human's rejection */
+            startedBy: {
+                /** @enum {string} */
+                reason: "launch";
+            } | {
+                /** @enum {string} */
+                reason: "changes_requested";
+                findings: string[];
+                /** Format: date-time */
+                at: string;
+            } | {
+                /** @enum {string} */
+                reason: "human_rejected";
+                feedback: string;
+                /** Format: date-time */
+                at: string;
+                by?: string;
+            };
+            decisions: {
+                /** @enum {string} */
+                outcome: "approved" | "rejected" | "escalated" | "waived";
+                decider: string;
+                /** @enum {string} */
+                deciderKind: "human" | "system";
+                reason: string;
+                /** Format: date-time */
+                at: string;
+                rework?: boolean;
+                /** @description the timeout policy that decided */
+                policy?: string;
+            }[];
+            /** @description the workspace as the executor left it at the end of the iteration */
+            files: components["schemas"]["WorkspaceFileEntry"][];
+            diff: {
+                previous: components["schemas"]["WorkspaceChanges"];
+                start: components["schemas"]["WorkspaceChanges"];
+            };
+            work?: {
+                summary: string;
+                files: string[];
+                /** Format: date-time */
+                at: string;
+            };
+            verdict?: {
+                /** @enum {string} */
+                verdict: "APPROVE" | "REQUEST_CHANGES" | "BLOCK";
+                findings: string[];
+                summary: string;
+                /** Format: date-time */
+                at: string;
+            };
+            review?: {
+                reviewId: string;
+                /** Format: date-time */
+                openedAt: string;
+                artifactHash: string;
+            };
+        };
+        /** @enum {string} */
+        WebhookEventType: "review.opened" | "run.ended" | "approval.requested";
+        AddedWebhook: {
+            /** @description `wh_…` */
+            id: string;
+            url: string;
+            events: components["schemas"]["WebhookEventType"][];
+            /** @description private, loopback and link-local addresses may be reached */
+            allowPrivate: boolean;
+            /** @description the secret's last four characters */
+            secretHint: string;
+            createdBy: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** @description every event at or before this position of the log is delivered, given up on, or not one it wants */
+            position: number;
+            /** @description `whsec_…`: shown only in this answer */
+            secret: string;
+        };
+        ListedWebhook: {
+            /** @description `wh_…` */
+            id: string;
+            url: string;
+            events: components["schemas"]["WebhookEventType"][];
+            /** @description private, loopback and link-local addresses may be reached */
+            allowPrivate: boolean;
+            /** @description the secret's last four characters */
+            secretHint: string;
+            createdBy: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** @description every event at or before this position of the log is delivered, given up on, or not one it wants */
+            position: number;
+            lastDelivery?: {
+                type: components["schemas"]["WebhookEventType"];
+                /** @enum {string} */
+                status: "retrying" | "delivered" | "failed";
+                attempts: number;
+                /** Format: date-time */
+                lastAttemptAt: string;
+                responseCode?: number;
+                /** Format: date-time */
+                nextRetryAt?: string;
+            };
+        };
+        WebhookList: {
+            webhooks: components["schemas"]["ListedWebhook"][];
+        };
+        WebhookDelivery: {
+            endpointId: string;
+            /** @description the stored event delivered */
+            eventId: string;
+            /** @description its position in the log */
+            position: number;
+            webhookId: string;
+            type: components["schemas"]["WebhookEventType"];
+            /** @enum {string} */
+            status: "retrying" | "delivered" | "failed";
+            attempts: number;
+            /** Format: date-time */
+            firstAttemptAt: string;
+            /** Format: date-time */
+            lastAttemptAt: string;
+            /** @description the last answer's HTTP status (absent: no answer) */
+            responseCode?: number;
+            /** @description why the last attempt failed, in a few words */
+            error?: string;
+            /**
+             * Format: date-time
+             * @description when it is tried again (status `retrying`)
+             */
+            nextRetryAt?: string;
+        };
+        WebhookDeliveryList: {
+            deliveries: components["schemas"]["WebhookDelivery"][];
+        };
+        /** @description triad's A2A agent card in A2A 0.3's shape (no `A2A-Version`, or `0.3`; src/integrations/a2a/agent-card.ts) */
+        AgentCard: {
+            protocolVersion: string;
+            name: string;
+            description: string;
+            /** @description the JSON-RPC endpoint */
+            url: string;
+            /** @enum {string} */
+            preferredTransport: "JSONRPC";
+            additionalInterfaces: {
+                url: string;
+                transport: string;
+            }[];
+            version: string;
+            capabilities: {
+                streaming: boolean;
+                pushNotifications: boolean;
+                stateTransitionHistory: boolean;
+            };
+            securitySchemes: {
+                [key: string]: {
+                    type: string;
+                    scheme: string;
+                    description: string;
+                };
+            };
+            security: {
+                [key: string]: string[];
+            }[];
+            defaultInputModes: string[];
+            defaultOutputModes: string[];
+            skills: {
+                id: string;
+                name: string;
+                description: string;
+                tags: string[];
+                examples: string[];
+                inputModes: string[];
+                outputModes: string[];
+            }[];
+            supportsAuthenticatedExtendedCard: boolean;
+        };
+        /** @description the same card in A2A 1.0's JSON shape (`A2A-Version: 1.0`), as the A2A SDK writes it */
+        AgentCardV1: {
+            name: string;
+            description: string;
+            supportedInterfaces: {
+                url: string;
+                protocolBinding: string;
+                protocolVersion: string;
+            }[];
+            version: string;
+            capabilities: {
+                streaming: boolean;
+                pushNotifications: boolean;
+                extendedAgentCard: boolean;
+            };
+            /** @description security schemes by name (A2A 1.0 SecurityScheme) */
+            securitySchemes: {
+                [key: string]: unknown;
+            };
+            securityRequirements: {
+                [key: string]: unknown;
+            }[];
+            defaultInputModes: string[];
+            defaultOutputModes: string[];
+            skills: {
+                id: string;
+                name: string;
+                description: string;
+                tags: string[];
+                examples: string[];
+                inputModes: string[];
+                outputModes: string[];
+            }[];
+        };
     };
     responses: never;
     parameters: never;
@@ -1534,7 +1943,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description who is signed in */
+            /** @description who is signed in, or `signedIn: false` */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1600,7 +2009,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SessionView"];
+                    "application/json": components["schemas"]["SignedInView"];
                 };
             };
             /** @description malformed input (a query parameter or body field not accepted, a value out of range, text that is not well-formed): nothing is written */
@@ -2822,6 +3231,73 @@ export interface operations {
             };
         };
     };
+    ReviewViewController_one: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the review with its whole history, and whether the caller may decide it */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReviewView"];
+                };
+            };
+            /** @description malformed input (a query parameter or body field not accepted, a value out of range, text that is not well-formed): nothing is written */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no API key or session, or an unknown key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the Host header names a host this server does not answer for */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description too many failed authentications from this address: retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     DecisionsController_head: {
         parameters: {
             query?: never;
@@ -3100,6 +3576,7 @@ export interface operations {
         parameters: {
             query?: {
                 iteration?: number;
+                diff?: string;
             };
             header?: never;
             path: {
@@ -4539,6 +5016,369 @@ export interface operations {
             };
             /** @description no API key or session, or an unknown key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the Host header names a host this server does not answer for */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description too many failed authentications from this address: retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    A2aController_card: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description `1.0`: the card in A2A 1.0's shape; none or `0.3`: in 0.3's */
+                "A2A-Version"?: "0.3" | "1.0";
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description triad's A2A agent card, in the shape of the A2A version asked for */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentCard"] | components["schemas"]["AgentCardV1"];
+                };
+            };
+            /** @description malformed input (a query parameter or body field not accepted, a value out of range, text that is not well-formed): nothing is written */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the Host header names a host this server does not answer for */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    WebhooksController_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the endpoints (never a secret), each with its last delivery */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookList"];
+                };
+            };
+            /** @description malformed input (a query parameter or body field not accepted, a value out of range, text that is not well-formed): nothing is written */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no API key or session, or an unknown key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a role this route needs is missing, the decision is not yours to make, or a session cookie without its CSRF token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the Host header names a host this server does not answer for */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description too many failed authentications from this address: retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    WebhooksController_add: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AddWebhookDto"];
+            };
+        };
+        responses: {
+            /** @description the endpoint, with its secret (shown only here) */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AddedWebhook"];
+                };
+            };
+            /** @description malformed input (a query parameter or body field not accepted, a value out of range, text that is not well-formed): nothing is written */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no API key or session, or an unknown key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a role this route needs is missing, the decision is not yours to make, or a session cookie without its CSRF token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the body is over 2 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the body is not application/json (UTF-8) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the Host header names a host this server does not answer for */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description too many failed authentications from this address: retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    WebhooksController_remove: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description removed, with its delivery log */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description malformed input (a query parameter or body field not accepted, a value out of range, text that is not well-formed): nothing is written */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no API key or session, or an unknown key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a role this route needs is missing, the decision is not yours to make, or a session cookie without its CSRF token */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no such id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the body is over 2 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the body is not application/json (UTF-8) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the Host header names a host this server does not answer for */
+            421: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description too many failed authentications from this address: retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    WebhooksController_deliveries: {
+        parameters: {
+            query?: {
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the endpoint's last deliveries, newest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryList"];
+                };
+            };
+            /** @description malformed input (a query parameter or body field not accepted, a value out of range, text that is not well-formed): nothing is written */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description no API key or session, or an unknown key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a role this route needs is missing, the decision is not yours to make, or a session cookie without its CSRF token */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,6 +1,5 @@
 import { useState } from 'preact/hooks';
-import type { PendingApprovalItem } from '../../../src/http/api-types';
-import { api, type PasskeyView } from '../api';
+import { api, type PasskeyView, type PendingApprovalItem } from '../api';
 import { signWithPasskey, usablePasskeys } from '../passkeys';
 import { useFreshRead } from '../use-fresh-read';
 import { href } from '../router';

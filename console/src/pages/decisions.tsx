@@ -1,6 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import type { DecisionLogVerification, DecisionRecord } from '../../../src/http/api-types';
-import { api, type DecisionFilter } from '../api';
+import { api, type DecisionFilter, type DecisionLogVerification, type DecisionRecord } from '../api';
 import { href } from '../router';
 import { ErrorNote, fmtTime, Table } from '../ui';
 

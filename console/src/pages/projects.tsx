@@ -1,6 +1,5 @@
 import { useState } from 'preact/hooks';
-import type { ProjectView } from '../../../src/http/api-types';
-import { api } from '../api';
+import { api, type ProjectView } from '../api';
 import { dependencyOrder } from '../graphs';
 import { useFreshRead } from '../use-fresh-read';
 import { href } from '../router';

@@ -1,6 +1,5 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import type { ChatMessage, ForkOverrides, RecordedEvent, RoleName, RunContext, RunSummary } from '../../../src/http/api-types';
-import { api } from '../api';
+import { api, type ChatMessage, type ForkOverrides, type RecordedEvent, type RoleName, type RunContext, type RunSummary } from '../api';
 import { href, navigate } from '../router';
 import { useMay } from '../session';
 import { forkOutlook, turnPoint, turnRange } from '../timeline';

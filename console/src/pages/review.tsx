@@ -1,6 +1,5 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
-import type { ReviewIteration, ReviewView } from '../../../src/http/api-types';
-import { api, type PasskeyView } from '../api';
+import { api, type PasskeyView, type ReviewIteration, type ReviewView } from '../api';
 import { signWithPasskey, usablePasskeys } from '../passkeys';
 import { PatchView } from '../patch-view';
 import { href } from '../router';

@@ -1,9 +1,8 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import type { SubAgentSummary, TextDelta } from '../../../src/http/api-types';
 import { TEAM_RUN_EVENT_TYPES } from '../../../src/team/domain/run-events';
 import { describeRunPin } from '../../../src/team/domain/model-pin';
 import { describeRefusal } from '../../../src/attestation/gate-refusal';
-import { api } from '../api';
+import { api, type SubAgentSummary, type TextDelta } from '../api';
 import { subAgentTree, type TreeNode } from '../graphs';
 import { useFreshRead } from '../use-fresh-read';
 import { href } from '../router';

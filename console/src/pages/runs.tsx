@@ -1,6 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import type { LaunchRunInput, RoleName, RunStatus, RunSummary } from '../../../src/http/api-types';
-import { api } from '../api';
+import { api, type LaunchRunInput, type RoleName, type RunStatus, type RunSummary } from '../api';
 import { href, navigate } from '../router';
 import { useMay } from '../session';
 import { ErrorNote, fmtInt, fmtTime, fmtUsd, StatusBadge, Table } from '../ui';

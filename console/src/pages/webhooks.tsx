@@ -1,6 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import type { ListedWebhook, WebhookDelivery } from '../../../src/http/api-types';
-import { api } from '../api';
+import { api, type ListedWebhook, type WebhookDelivery } from '../api';
 import { ErrorNote, fmtTime, StatusBadge, Table } from '../ui';
 
 /** Outbound webhooks, for admins: each endpoint with its last delivery, and one endpoint's delivery log. */

@@ -1,5 +1,6 @@
 import { Body, Controller, ForbiddenException, Get, Inject, Post, Req, Res } from '@nestjs/common';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
+import { ApiExcludeEndpoint } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { AgentCard, formatSSEErrorEvent, formatSSEEvent } from '@a2a-js/sdk';
 import { JsonRpcTransportHandler, ServerCallContext, validateVersion } from '@a2a-js/sdk/server';
@@ -50,6 +51,8 @@ export class A2aController {
     res.status(200).json(legacy ? agentCardV03(base, this.version) : AgentCard.toJSON(agentCard(base, this.version)));
   }
 
+  // Left out of the OpenAPI document: A2A's JSON-RPC messages, which the A2A SDKs speak (docs/API.md, "OpenAPI").
+  @ApiExcludeEndpoint()
   @Post('a2a')
   async rpc(@Body() body: Record<string, unknown>, @CurrentIdentity() who: Identity, @Req() req: Request, @Res() res: Response): Promise<void> {
     if (typeof body.method === 'string' && OPERATING_METHODS.has(body.method) && !hasRole(who, ...MAY.operateRuns)) {

@@ -64,8 +64,26 @@ export function agentCard(baseUrl: string, version: string): AgentCard {
   };
 }
 
+/** The card in A2A 0.3's JSON shape, as GET /.well-known/agent-card.json answers without `A2A-Version: 1.0`. */
+export interface AgentCardV03 {
+  protocolVersion: string;
+  name: string;
+  description: string;
+  url: string;
+  preferredTransport: 'JSONRPC';
+  additionalInterfaces: Array<{ url: string; transport: string }>;
+  version: string;
+  capabilities: { streaming: boolean; pushNotifications: boolean; stateTransitionHistory: boolean };
+  securitySchemes: Record<string, { type: string; scheme: string; description: string }>;
+  security: Array<Record<string, string[]>>;
+  defaultInputModes: string[];
+  defaultOutputModes: string[];
+  skills: Array<SkillText & { inputModes: string[]; outputModes: string[] }>;
+  supportsAuthenticatedExtendedCard: boolean;
+}
+
 /** The same card in A2A 0.3's JSON shape (a top-level `url`, OpenAPI-style security schemes). */
-export function agentCardV03(baseUrl: string, version: string): Record<string, unknown> {
+export function agentCardV03(baseUrl: string, version: string): AgentCardV03 {
   const url = `${baseUrl}${A2A_PATH}`;
   return {
     protocolVersion: '0.3.0',

@@ -1,5 +1,6 @@
 import { BadRequestException, Body, Controller, Inject, Logger, NotAcceptableException, Post, Req, Res } from '@nestjs/common';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
+import { ApiExcludeController } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { JSONRPCMessageSchema, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
@@ -18,8 +19,10 @@ import { TriadOperations, type TriadOperationsDeps } from './triad-operations';
  * as JSON by a server made for the caller the API-key guard authenticated (no session to steal or
  * resume, no GET stream: `GET /mcp` is 405). What the transport would refuse in its own words
  * (no JSON-RPC message, an Accept without both types, an unknown protocol version) is refused
- * first in triad's, like every other route.
+ * first in triad's, like every other route. Left out of the OpenAPI document: its bodies are MCP's
+ * JSON-RPC messages, which MCP clients and the MCP SDK speak (docs/API.md, "OpenAPI").
  */
+@ApiExcludeController()
 @Controller('mcp')
 export class McpController {
   private readonly logger = new Logger('MCP');
