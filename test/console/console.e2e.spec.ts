@@ -125,13 +125,12 @@ it('launches a run; its page follows the run to the review gate', async () => {
   await shot('run', false);
 });
 
-it('refuses the launcher at the review gate, plainly', async () => {
+it('shows the launcher at the review gate why she may not decide her own run, before any click', async () => {
   await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Reviews' }).click();
   const review = page.getByRole('article').filter({ hasText: 'Write a greeting' });
-  await review.getByLabel('Reason for approving').fill('looks right to me');
-  await review.getByRole('button', { name: 'Approve' }).click();
-  await review.getByRole('alert').filter({ hasText: 'Refused' }).waitFor();
-  expect(await review.getByRole('alert').textContent()).toContain('HTTP 403');
+  await review.getByText('You may not decide this review: you launched this run').waitFor();
+  for (const name of ['Approve', 'Reject']) expect(await review.getByRole('button', { name, exact: true }).isDisabled()).toBe(true);
+  // The server refuses her all the same: test/review-gate/gate/review-view.e2e.spec.ts.
 });
 
 it('another reviewer, at another machine, signed in with the keyboard, rejects with rework; the launcher watches the next iteration arrive live, without a reload', async () => {
@@ -270,8 +269,11 @@ it('replays the run at a turn and moves through its turns', async () => {
 it('forks the run from a turn with a prompt override', async () => {
   await signIn(KEYS.ann);
   await page.goto(`${app.url}/#/replay/${encodeURIComponent(runId)}`);
+  // The page has read the run's turns (the context of its last turn is on show) before one is picked.
+  await page.getByRole('heading', { name: /^Context at turn \d+$/ }).waitFor();
   await page.getByLabel('Turn number').fill('2');
   await page.getByLabel('Turn number').press('Tab');
+  await page.getByRole('heading', { name: 'Context at turn 2' }).waitFor();
   const fork = page.getByRole('form', { name: 'Fork' });
   await fork.getByLabel('executor system prompt').fill('Write short files.');
   await fork.getByRole('button', { name: 'Fork at turn 2' }).click();
