@@ -207,6 +207,7 @@ it('warns before forking at a turn with nothing left to do, forks only when conf
     const last = loop.usage.turns;
     await page.getByLabel('Turn number').fill(String(last));
     await page.getByLabel('Turn number').press('Tab');
+    await page.getByRole('heading', { name: `Context at turn ${last}` }).waitFor();
     const form = page.getByRole('form', { name: 'Fork' });
     await form.getByRole('button', { name: `Fork at turn ${last}` }).click();
     const warning = form.getByRole('alert');
@@ -226,8 +227,10 @@ it('warns before forking at a turn with nothing left to do, forks only when conf
 
     // A turn with work after it: no warning.
     await page.goto(`${app.url}/#/replay/${encodeURIComponent(loop.runId)}`);
+    await page.getByRole('heading', { name: /^Context at turn \d+$/ }).waitFor();
     await page.getByLabel('Turn number').fill('2');
     await page.getByLabel('Turn number').press('Tab');
+    await page.getByRole('heading', { name: 'Context at turn 2' }).waitFor();
     await page.getByRole('button', { name: 'Fork at turn 2' }).click();
     await page.waitForURL((url) => url.hash.startsWith('#/runs/') && !url.hash.endsWith(loop.runId) && !url.hash.endsWith(forkId));
     await fold(new RegExp(`^Forked from ${loop.runId} at turn 2`)).waitFor();

@@ -154,9 +154,10 @@ export function ReplayPage({ runId }: { runId: string }) {
               </section>
             ))}
           </div>
-          {canFork && events ? <ForkForm runId={runId} events={events} turn={turn} /> : null}
         </section>
       ) : null}
+      {/* The fork form stays one element as the turn moves (its overrides kept), whether or not that turn's context has arrived. */}
+      {canFork && events && turn !== null ? <ForkForm runId={runId} events={events} turn={turn} /> : null}
     </>
   );
 }
