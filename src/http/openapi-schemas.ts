@@ -12,6 +12,9 @@ import { WEBHOOK_EVENT_TYPES } from '../webhooks/domain/webhook-events';
  * types are generated from. Each mirrors a server type (named in its description) field for field;
  * an object whose keys are open (an event's payload, a machine snapshot) says so with
  * `additionalProperties: true`, every other object lists all of its fields.
+ *
+ * One file over 400 lines on purpose: every answer's schema side by side, so a reviewer compares
+ * the whole API's bodies with the server's types (test/client/schema-types.ts) in one place.
  */
 
 export type JsonSchema = Record<string, unknown>;

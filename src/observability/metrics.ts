@@ -15,6 +15,9 @@ import { tokenCountTally } from '../team/models/token-count';
  * - the HTTP layer and the store adapter, timed as they work (`observeHttp`, `observeAppend`).
  * Labels are bounded sets (role, model, kind, status, route pattern): never a run, review or
  * request id.
+ *
+ * One file over 400 lines on purpose: the whole metric catalogue (every name, help text, labels
+ * and source) in one registry, so /metrics and docs/OPERATIONS.md's table are read against one place.
  */
 
 /** What a run event looks like to the metrics: its type and data. */
