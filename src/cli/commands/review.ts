@@ -19,7 +19,7 @@ import { describeReview, useColour } from '../review-format';
 /** `triad review list|show|approve|reject`: the human review gate. */
 export function addReviewCommands(program: Command, ctx: CliContext): void {
   const { output, withApp, print } = ctx;
-  const review = program.command('review').description('the human review gate: list pending reviews, approve or reject one');
+  const review = program.command('review').description('the human review gate: list pending reviews, show one (its history and diff), approve or reject it');
   review
     .command('list', { isDefault: true })
     .description('reviews waiting for a human decision')

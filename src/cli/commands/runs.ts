@@ -16,7 +16,7 @@ const WAITING_FOR_A_HUMAN = new Set<string>(['awaiting_review', 'awaiting_approv
 
 /** `triad runs list|show|wait|cancel|workspace`. */
 export function addRunsCommands(program: Command, { withApp, print, output }: CliContext): void {
-  const runs = program.command('runs').description('list, show, wait for and cancel runs');
+  const runs = program.command('runs').description('list, show, wait for and cancel runs, and read their workspace');
   runs
     .command('list', { isDefault: true })
     .option('--status <status>', `only runs with this status (${RUN_STATUSES.join(', ')})`)
