@@ -33,7 +33,8 @@ export function colourPatch(patch: string, colour: boolean): string {
 function changesText(diff: WorkspaceChanges, colour: boolean): string[] {
   const since = diff.against === 'start' || diff.fromIteration === undefined ? 'the start' : `iteration ${diff.fromIteration}`;
   if (diff.changes.length === 0) return [`no changes since ${since}`];
-  return [`${diff.changes.length} file(s) changed since ${since}: ${diff.changes.map((c) => `${c.path} (${c.change})`).join(', ')}`, colourPatch(diff.patch, colour).replace(/\n$/, '')];
+  const omitted = diff.changes.filter((c) => c.omitted !== undefined).map((c) => `${c.path} not diffed: ${c.omitted} (compare its sha256)`);
+  return [`${diff.changes.length} file(s) changed since ${since}: ${diff.changes.map((c) => `${c.path} (${c.change})`).join(', ')}`, ...omitted, colourPatch(diff.patch, colour).replace(/\n$/, '')];
 }
 
 function iterationLines(it: ReviewIteration): string[] {
@@ -71,7 +72,7 @@ export function describeReview(v: ReviewView, colour: boolean): string {
   if (current) {
     lines.push('', ...iterationLines(current));
     lines.push('', `diff against ${current.diff.previous.fromIteration === undefined ? 'the start' : `iteration ${current.diff.previous.fromIteration}`}`, ...changesText(current.diff.previous, colour));
-    if (current.diff.previous.fromIteration !== undefined) lines.push('', 'diff against the start', ...changesText(current.diff.start, colour));
+    if (current.diff.previous.fromIteration !== undefined && current.diff.start) lines.push('', 'diff against the start', ...changesText(current.diff.start, colour));
   }
   const skipped = Object.entries(v.notReproduced);
   if (skipped.length > 0) lines.push('', `not reproduced (their effects are not recorded): ${skipped.map(([n, k]) => `${n} × ${k}`).join(', ')}`);

@@ -270,7 +270,16 @@ export const RESPONSE_SCHEMAS: Record<string, JsonSchema> = {
   WorkspaceFileEntry: object(fileEntry),
   WorkspaceViewFile: object({ ...fileEntry, content: str }),
   WorkspaceChanges: object(
-    { against: oneOf(['previous', 'start']), changes: list(object({ path: str, change: oneOf(['added', 'removed', 'changed']) })), patch: described('a unified diff of every changed file, in path order', str) },
+    {
+      against: oneOf(['previous', 'start']),
+      changes: list(
+        object(
+          { path: str, change: oneOf(['added', 'removed', 'changed']) },
+          { omitted: described("why the patch leaves this file out (too large to diff, or the answer's diff limit reached): compare its sha256", str) },
+        ),
+      ),
+      patch: described('a unified diff of every changed file not omitted, in path order', str),
+    },
     { fromIteration: int },
   ),
   WorkspaceView: object(
@@ -396,7 +405,7 @@ export const RESPONSE_SCHEMAS: Record<string, JsonSchema> = {
         ),
       ),
       files: described('the workspace as the executor left it at the end of the iteration', list(ref('WorkspaceFileEntry'))),
-      diff: object({ previous: ref('WorkspaceChanges'), start: ref('WorkspaceChanges') }),
+      diff: object({ previous: ref('WorkspaceChanges') }, { start: described('the iteration under review only', ref('WorkspaceChanges')) }),
     },
     {
       work: object({ summary: str, files: list(str), at: time }),

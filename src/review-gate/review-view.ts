@@ -14,7 +14,7 @@ import type {
   WorkSubmittedData,
 } from '../team/domain/run-events';
 import type { WorkspaceSnapshot } from '../session-replay/workspace-history';
-import { fileEntries, workspaceChanges, type WorkspaceChanges, type WorkspaceFileEntry } from '../session-replay/workspace-diff';
+import { diffBudget, fileEntries, workspaceChanges, type WorkspaceChanges, type WorkspaceFileEntry } from '../session-replay/workspace-diff';
 import { notPendingMessage, reviewStanding, type ReviewStanding } from './domain/review-history';
 import { selfReviewRule, type SelfReviewRule } from './domain/self-review';
 import { parseReviewId } from '../team/domain/review-id';
@@ -45,7 +45,11 @@ export interface ReviewIteration {
   decisions: Array<Pick<ReviewDecidedData, 'outcome' | 'decider' | 'deciderKind' | 'reason' | 'at'> & { rework?: boolean; policy?: string }>;
   /** The workspace as the executor left it at the end of the iteration. */
   files: WorkspaceFileEntry[];
-  diff: { previous: WorkspaceChanges; start: WorkspaceChanges };
+  /**
+   * What changed since the iteration before (or the start, for the first), and — for the iteration
+   * under review only — since the start. All of a view's diffs share one budget (DIFF_LIMITS).
+   */
+  diff: { previous: WorkspaceChanges; start?: WorkspaceChanges };
 }
 
 export interface MayDecide {
@@ -162,17 +166,21 @@ export function reviewView(
 
   const snapshots = new Map(workspace.iterations.map((s) => [s.iteration, s]));
   const shown = [...iterations.values()].filter((i) => i.iteration <= parsed.iteration).sort((a, b) => a.iteration - b.iteration);
-  let previous: WorkspaceSnapshot | undefined;
-  const withFiles = shown.map((it): ReviewIteration => {
-    const files = snapshots.get(it.iteration)?.files ?? previous?.files ?? [];
-    const view: ReviewIteration = {
-      ...it,
-      files: fileEntries(files),
-      diff: { previous: workspaceChanges(files, previous, 'previous'), start: workspaceChanges(files, undefined, 'start') },
+  // The files at the end of each iteration (an iteration that wrote none keeps the one before's).
+  const filesAt: Array<WorkspaceSnapshot['files']> = [];
+  for (const it of shown) filesAt.push(snapshots.get(it.iteration)?.files ?? filesAt.at(-1) ?? []);
+  // One budget for the whole view, spent on the iteration under review first, so that the diffs a
+  // reviewer reads first are the last to be cut; the diff against the start is that iteration's alone.
+  const budget = diffBudget();
+  const diffs: Array<ReviewIteration['diff']> = [];
+  for (let k = shown.length - 1; k >= 0; k--) {
+    const prior = k > 0 ? { iteration: shown[k - 1].iteration, files: filesAt[k - 1] } : undefined;
+    diffs[k] = {
+      previous: workspaceChanges(filesAt[k], prior, 'previous', budget),
+      ...(k === shown.length - 1 ? { start: workspaceChanges(filesAt[k], undefined, 'start', budget) } : {}),
     };
-    previous = { iteration: it.iteration, submitted: true, files };
-    return view;
-  });
+  }
+  const withFiles = shown.map((it, k): ReviewIteration => ({ ...it, files: fileEntries(filesAt[k]), diff: diffs[k] }));
 
   const policy = launched.reviewPolicy;
   const standing = reviewStanding(kept, reviewId);

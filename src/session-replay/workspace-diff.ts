@@ -1,5 +1,5 @@
 import { sha256Hex } from '../shared/canonical-json';
-import { unifiedDiff } from './unified-diff';
+import { unifiedDiff, type DiffBudget } from './unified-diff';
 import type { WorkspaceFile } from './workspace-history';
 
 /**
@@ -23,9 +23,23 @@ export interface WorkspaceChanges {
   against: 'previous' | 'start';
   /** The iteration compared with (`against: previous`; absent for the first iteration: the start). */
   fromIteration?: number;
-  changes: Array<{ path: string; change: FileChangeKind }>;
-  /** A unified diff of every changed file, in path order (empty when nothing changed). */
+  /** `omitted`: why the patch leaves this file out (too large to show, or the answer's limit reached); compare its sha256. */
+  changes: Array<{ path: string; change: FileChangeKind; omitted?: string }>;
+  /** A unified diff of every changed file not omitted, in path order (empty when nothing changed). */
   patch: string;
+}
+
+/**
+ * What one answer's diffs may cost, whatever a run wrote (a workspace may hold 64 MiB): a file
+ * larger than `fileBytes` (its two versions together) is listed but not diffed; the patch stops
+ * growing at `patchBytes`; matching lines spends at most `cells` table cells over all the files.
+ * Past them a change is still listed, with why its patch is left out.
+ */
+export const DIFF_LIMITS = { fileBytes: 512 * 1024, patchBytes: 1024 * 1024, cells: 8_000_000 } as const;
+
+/** One answer's budget: the diffs of one workspace view or one review view share it. */
+export function diffBudget(): DiffBudget & { patchBytes: number } {
+  return { cells: DIFF_LIMITS.cells, patchBytes: DIFF_LIMITS.patchBytes };
 }
 
 export function fileEntries(files: readonly WorkspaceFile[]): WorkspaceFileEntry[] {
@@ -33,7 +47,12 @@ export function fileEntries(files: readonly WorkspaceFile[]): WorkspaceFileEntry
 }
 
 /** `before` undefined: the start, an empty workspace. */
-export function workspaceChanges(after: readonly WorkspaceFile[], before: { iteration: number; files: readonly WorkspaceFile[] } | undefined, against: 'previous' | 'start'): WorkspaceChanges {
+export function workspaceChanges(
+  after: readonly WorkspaceFile[],
+  before: { iteration: number; files: readonly WorkspaceFile[] } | undefined,
+  against: 'previous' | 'start',
+  budget: DiffBudget & { patchBytes: number } = diffBudget(),
+): WorkspaceChanges {
   const old = new Map((before?.files ?? []).map((f) => [f.path, f.content]));
   const now = new Map(after.map((f) => [f.path, f.content]));
   const paths = [...new Set([...old.keys(), ...now.keys()])].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
@@ -43,8 +62,20 @@ export function workspaceChanges(after: readonly WorkspaceFile[], before: { iter
     const a = old.get(path);
     const b = now.get(path);
     if (a === b) continue;
-    changes.push({ path, change: a === undefined ? 'added' : b === undefined ? 'removed' : 'changed' });
-    patch += unifiedDiff(path, a, b);
+    const change = { path, change: a === undefined ? ('added' as const) : b === undefined ? ('removed' as const) : ('changed' as const) };
+    if (Buffer.byteLength(a ?? '', 'utf8') + Buffer.byteLength(b ?? '', 'utf8') > DIFF_LIMITS.fileBytes) {
+      changes.push({ ...change, omitted: `larger than ${DIFF_LIMITS.fileBytes / 1024} KiB to diff` });
+      continue;
+    }
+    const filePatch = budget.patchBytes > 0 ? unifiedDiff(path, a, b, budget) : undefined;
+    if (filePatch === undefined || filePatch.length > budget.patchBytes) {
+      changes.push({ ...change, omitted: `the diff reached its ${DIFF_LIMITS.patchBytes / 1024 / 1024} MiB limit` });
+      budget.patchBytes = 0;
+      continue;
+    }
+    budget.patchBytes -= filePatch.length;
+    changes.push(change);
+    patch += filePatch;
   }
   return { against, ...(before ? { fromIteration: before.iteration } : {}), changes, patch };
 }

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { applyPatch } from 'diff';
 import { unifiedDiff } from '../../src/session-replay/unified-diff';
-import { workspaceChanges } from '../../src/session-replay/workspace-diff';
+import { DIFF_LIMITS, diffBudget, workspaceChanges } from '../../src/session-replay/workspace-diff';
 
 // The review's diffs: exact text for the cases a reviewer reads most, and for any pair of files a
 // patch that an independent implementation (the `diff` package's applyPatch) applies to the old
@@ -63,5 +63,55 @@ describe('workspaceChanges', () => {
     expect(d.fromIteration).toBe(1);
     expect(d.patch).not.toContain('k.txt');
     expect(d.patch.split('\n').filter((l) => l.startsWith('--- ') || l.startsWith('+++ '))).toEqual(['--- a/a.txt', '+++ b/a.txt', '--- a/b.txt', '+++ /dev/null', '--- /dev/null', '+++ b/c.txt']);
+  });
+});
+
+describe("what one answer's diffs may cost (DIFF_LIMITS)", () => {
+  const lines = (n: number, tag: string) => Array.from({ length: n }, (_, i) => `${tag} line ${i} ${'x'.repeat(40)}\n`).join('');
+
+  it('given a file larger than the limit, then it is listed as changed, not diffed, and the others are', () => {
+    const big = 'y'.repeat(DIFF_LIMITS.fileBytes);
+    const changes = workspaceChanges(
+      [
+        { path: 'big.bin.txt', content: `${big}2` },
+        { path: 'small.txt', content: 'new\n' },
+      ],
+      { iteration: 1, files: [{ path: 'big.bin.txt', content: `${big}1` }, { path: 'small.txt', content: 'old\n' }] },
+      'previous',
+    );
+    expect(changes.changes).toEqual([
+      { path: 'big.bin.txt', change: 'changed', omitted: `larger than ${DIFF_LIMITS.fileBytes / 1024} KiB to diff` },
+      { path: 'small.txt', change: 'changed' },
+    ]);
+    expect(changes.patch).not.toContain('big.bin.txt');
+    expect(changes.patch).toContain('-old\n+new\n');
+  });
+
+  it('given more changed text than one answer may hold, then the patch stops at its limit and the rest is listed with why', () => {
+    // Twenty files of about 80 KiB each, every line changed: about 3 MiB of patch asked for.
+    const before = Array.from({ length: 20 }, (_, k) => ({ path: `f${String(k).padStart(2, '0')}.txt`, content: lines(1800, 'old') }));
+    const after = before.map((f) => ({ path: f.path, content: lines(1800, 'new') }));
+    const changes = workspaceChanges(after, { iteration: 1, files: before }, 'previous');
+    expect(changes.patch.length).toBeLessThanOrEqual(DIFF_LIMITS.patchBytes);
+    const diffed = changes.changes.filter((c) => c.omitted === undefined);
+    const left = changes.changes.filter((c) => c.omitted !== undefined);
+    expect(changes.changes).toHaveLength(20);
+    expect(diffed.length).toBeGreaterThan(0);
+    expect(left.length).toBeGreaterThan(0);
+    for (const c of left) expect(c.omitted).toBe('the diff reached its 1 MiB limit');
+    // What is diffed is whole: each listed file's patch applies.
+    for (const c of diffed) expect(changes.patch).toContain(`+++ b/${c.path}\n`);
+  });
+
+  it('given files whose line tables would pass the shared budget, then the later ones are still correct patches, only as whole replacements', () => {
+    const budget = diffBudget();
+    budget.cells = 1_000; // as if the answer had spent almost all of it
+    const before = 'a\nb\nc\n'.repeat(40);
+    const after = 'a\nB\nc\n'.repeat(40);
+    const changes = workspaceChanges([{ path: 'x.txt', content: after }], { iteration: 1, files: [{ path: 'x.txt', content: before }] }, 'previous', budget);
+    expect(applyPatch(before, changes.patch)).toBe(after);
+    // Replaced whole between the common first and last lines: every old line removed, every new one added.
+    expect(changes.patch.split('\n').filter((l) => l.startsWith('-') && !l.startsWith('---'))).toHaveLength(118);
+    expect(changes.patch.split('\n').filter((l) => l.startsWith('+') && !l.startsWith('+++'))).toHaveLength(118);
   });
 });

@@ -1379,8 +1379,10 @@ export interface components {
                 path: string;
                 /** @enum {string} */
                 change: "added" | "removed" | "changed";
+                /** @description why the patch leaves this file out (too large to diff, or the answer's diff limit reached): compare its sha256 */
+                omitted?: string;
             }[];
-            /** @description a unified diff of every changed file, in path order */
+            /** @description a unified diff of every changed file not omitted, in path order */
             patch: string;
             fromIteration?: number;
         };
@@ -1703,7 +1705,8 @@ export interface components {
             files: components["schemas"]["WorkspaceFileEntry"][];
             diff: {
                 previous: components["schemas"]["WorkspaceChanges"];
-                start: components["schemas"]["WorkspaceChanges"];
+                /** @description the iteration under review only */
+                start?: components["schemas"]["WorkspaceChanges"];
             };
             work?: {
                 summary: string;

@@ -123,7 +123,8 @@ function IterationFacts({ it }: { it: ReviewIteration }) {
           ? 'none'
           : it.diff.previous.changes.map((c) => (
               <span key={c.path}>
-                <span class="mono">{c.path}</span> <span class={`badge change-${c.change}`}>{c.change}</span>{' '}
+                <span class="mono">{c.path}</span> <span class={`badge change-${c.change}`}>{c.change}</span>
+                {c.omitted ? <span class="small"> (not diffed: {c.omitted}; compare its sha256)</span> : null}{' '}
               </span>
             ))}
       </p>
@@ -133,9 +134,10 @@ function IterationFacts({ it }: { it: ReviewIteration }) {
 
 /** The iteration under review: its facts and its diff, against the iteration before or the start. */
 function CurrentIteration({ it }: { it: ReviewIteration }) {
-  const hasPrevious = it.diff.previous.fromIteration !== undefined;
+  const hasPrevious = it.diff.previous.fromIteration !== undefined && it.diff.start !== undefined;
   const [against, setAgainst] = useState<'previous' | 'start'>(hasPrevious ? 'previous' : 'start');
-  const diff = against === 'previous' ? it.diff.previous : it.diff.start;
+  // The diff against the start is the iteration under review's; for a first iteration it is its diff against the iteration before (none).
+  const diff = against === 'start' && it.diff.start ? it.diff.start : it.diff.previous;
   const label = against === 'previous' && hasPrevious ? `Diff against iteration ${it.diff.previous.fromIteration}` : 'Diff against the start';
   return (
     <section aria-labelledby="current-h" class="card">

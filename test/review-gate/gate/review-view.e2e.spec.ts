@@ -76,7 +76,7 @@ describe('GET /v1/reviews/:id, triad review show and triad runs workspace', () =
     expect(second.diff.previous.patch).toContain('--- /dev/null\n+++ b/c.txt\n');
     expect(second.diff.previous.patch).not.toContain('a.txt');
     expect(third.diff.previous).toEqual({ against: 'previous', fromIteration: 2, changes: [], patch: '' });
-    expect(third.diff.start.changes.map((c) => c.path)).toEqual(['a.txt', 'b.txt', 'c.txt', 'd.txt']);
+    expect(third.diff.start!.changes.map((c) => c.path)).toEqual(['a.txt', 'b.txt', 'c.txt', 'd.txt']);
     expect(third.files.map((f) => f.path)).toEqual(['a.txt', 'b.txt', 'c.txt', 'd.txt']);
     expect(third.files[0]).toEqual({ path: 'a.txt', size: expect.any(Number), sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
   });
