@@ -193,7 +193,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): TriadConfig {
   if (anthropicApiKey !== undefined && /\s/.test(anthropicApiKey)) throw new ConfigError('ANTHROPIC_API_KEY holds whitespace (a key has none)');
   if (requested === 'anthropic' && !anthropicApiKey) throw new ConfigError('TRIAD_MODEL=anthropic needs ANTHROPIC_API_KEY');
   const anthropicBaseUrl = env.ANTHROPIC_BASE_URL || undefined;
-  if (anthropicBaseUrl !== undefined) checkHttpUrl('ANTHROPIC_BASE_URL', anthropicBaseUrl);
+  if (anthropicBaseUrl !== undefined) {
+    checkHttpUrl('ANTHROPIC_BASE_URL', anthropicBaseUrl);
+    refuseCredentials('ANTHROPIC_BASE_URL', anthropicBaseUrl, 'ANTHROPIC_API_KEY');
+  }
   const openai = openaiEnv(env);
   if (requested === 'openai' && !openai.openaiApiKey && !openai.openaiBaseUrl) {
     throw new ConfigError('TRIAD_MODEL=openai needs OPENAI_API_KEY, or OPENAI_BASE_URL for a server that takes no key');
@@ -617,10 +620,19 @@ function openaiEnv(env: NodeJS.ProcessEnv): Pick<TriadConfig, 'openaiApiKey' | '
   const openaiBaseUrl = env.OPENAI_BASE_URL || undefined;
   if (openaiBaseUrl !== undefined) {
     checkHttpUrl('OPENAI_BASE_URL', openaiBaseUrl);
-    // A password in it would be in every log line that names the endpoint: the key has its own variable.
-    if (/^https?:\/\/[^/?#]*@/i.test(openaiBaseUrl.trim())) throw new ConfigError('OPENAI_BASE_URL must not carry credentials: set OPENAI_API_KEY');
+    refuseCredentials('OPENAI_BASE_URL', openaiBaseUrl, 'OPENAI_API_KEY');
   }
   return { ...(openaiApiKey ? { openaiApiKey } : {}), ...(openaiBaseUrl ? { openaiBaseUrl } : {}) };
+}
+
+/**
+ * A model server's URL with a user name or password in it is refused: it would be in every log line
+ * and event that names the endpoint (and the HTTP clients refuse such a URL with an error that quotes
+ * it). Read as the URL parser reads it, so `https:user:pw@host` and `https:\\user:pw@host` count too.
+ */
+function refuseCredentials(name: string, raw: string, keyVariable: string): void {
+  const url = new URL(raw.trim());
+  if (url.username !== '' || url.password !== '') throw new ConfigError(`${name} must not carry credentials: set ${keyVariable}`);
 }
 
 function checkHttpUrl(name: string, raw: string): void {

@@ -1,6 +1,7 @@
 import { instanceToPlain, plainToInstance } from 'class-transformer';
-import { validateSync, type ValidationError } from 'class-validator';
+import { validateSync } from 'class-validator';
 import { InvalidRequestError } from '../shared/errors';
+import { validationMessages } from '../http/validation-messages';
 import { findIllFormedText } from '../shared/text';
 import { LaunchRunDto } from '../team/http/launch-run.dto';
 import { LaunchProjectDto } from '../projects/http/project.dto';
@@ -11,20 +12,12 @@ import type { LaunchProjectInput } from '../projects/projects.service';
  * A launch that arrives another way than `POST /v1/runs` or `POST /v1/projects` (an A2A message,
  * an MCP tool call) is checked by the same DTOs with the same options as the HTTP routes'
  * ValidationPipe (unknown fields refused, no type conversion) and the same text rule, so every
- * door takes exactly the same launches. A refusal is an InvalidRequestError naming each field.
+ * door takes exactly the same launches. A refusal is an InvalidRequestError in the routes' words:
+ * one message per real problem (validation-messages.ts).
  */
 
 export class LaunchInputError extends InvalidRequestError {
   override name = 'LaunchInputError';
-}
-
-/** Nest's ValidationPipe words: each constraint's message, nested fields prefixed with their path. */
-function messagesOf(errors: ValidationError[], parent = ''): string[] {
-  return errors.flatMap((e) => {
-    const path = parent === '' ? e.property : `${parent}.${e.property}`;
-    const own = Object.values(e.constraints ?? {}).map((m) => (parent === '' ? m : `${parent}.${m}`));
-    return [...own, ...messagesOf(e.children ?? [], path)];
-  });
 }
 
 function validated<T extends object>(dto: new () => T, plain: Record<string, unknown>): Record<string, unknown> {
@@ -32,7 +25,7 @@ function validated<T extends object>(dto: new () => T, plain: Record<string, unk
   if (ill) throw new LaunchInputError(`${ill.path === '' ? 'the launch' : ill.path} ${ill.problem}; text must be well-formed Unicode without NUL`);
   const instance = plainToInstance(dto, plain, { enableImplicitConversion: false });
   const errors = validateSync(instance, { whitelist: true, forbidNonWhitelisted: true, stopAtFirstError: false });
-  if (errors.length > 0) throw new LaunchInputError(messagesOf(errors).join('; '));
+  if (errors.length > 0) throw new LaunchInputError(validationMessages(errors).join('; '));
   return instanceToPlain(instance);
 }
 

@@ -79,10 +79,21 @@ export function parsePinChange(raw: { models?: unknown; endpoint?: unknown }): P
     const endpoint = endpointOf(raw.endpoint);
     if (endpoint === undefined) throw new InvalidRepinError('endpoint is not an http(s) base URL nor a provider name such as offline:');
     // A key in a URL would be recorded in the run's events: refused, not stripped silently.
-    if (/^https?:\/\/[^/?#]*@/i.test(raw.endpoint.trim())) throw new InvalidRepinError('endpoint must not carry credentials (the key is the server configuration\'s)');
+    if (carriesCredentials(raw.endpoint.trim())) throw new InvalidRepinError('endpoint must not carry credentials (the key is the server configuration\'s)');
     change.endpoint = endpoint;
   }
   return change.models || change.endpoint ? change : undefined;
+}
+
+/** A user name or password in the URL as the URL parser reads it (`https:user:pw@host` too, not only `https://user:pw@host`). */
+function carriesCredentials(raw: string): boolean {
+  if (!/^https?:/i.test(raw)) return false;
+  try {
+    const url = new URL(raw);
+    return url.username !== '' || url.password !== '';
+  } catch {
+    return false;
+  }
 }
 
 /** Refuses a re-pin whose models the new pin's provider does not serve (the offline model never stands in for another). */

@@ -105,7 +105,13 @@ describe('configuration values', () => {
     expect(load({ TRIAD_MODEL: 'openai', OPENAI_BASE_URL: 'http://127.0.0.1:11434/v1' })).toMatchObject({ model: 'openai', openaiBaseUrl: 'http://127.0.0.1:11434/v1' });
     expect(refused({ OPENAI_API_KEY: 'sk-openai 0123456789' })).toBe('OPENAI_API_KEY holds whitespace (a key has none)');
     expect(refused({ OPENAI_BASE_URL: 'localhost:11434' })).toMatch(/^OPENAI_BASE_URL must be an http:\/\/ or https:\/\/ URL/);
-    expect(refused({ OPENAI_BASE_URL: 'https://u:sk-openai-secret-99@proxy.example/v1' })).toBe('OPENAI_BASE_URL must not carry credentials: set OPENAI_API_KEY');
+    // Credentials are read as the URL parser reads them, so the forms without slashes count too.
+    for (const url of ['https://u:sk-openai-secret-99@proxy.example/v1', 'https:u:sk-openai-secret-99@proxy.example/v1', 'https:\\\\u:sk-openai-secret-99@proxy.example/v1', 'http://sk-openai-secret-99@proxy.example']) {
+      const message = refused({ OPENAI_BASE_URL: url });
+      expect(message).toBe('OPENAI_BASE_URL must not carry credentials: set OPENAI_API_KEY');
+      expect(message).not.toContain('sk-openai-secret-99');
+    }
+    expect(refused({ ANTHROPIC_BASE_URL: 'https:user:sk-ant-secret-99@proxy.example' })).toBe('ANTHROPIC_BASE_URL must not carry credentials: set ANTHROPIC_API_KEY');
     // Set up beside the default, not instead of it: only TRIAD_MODEL=openai makes it the default.
     expect(load({ OPENAI_API_KEY: 'sk-openai-0123456789' }).model).toBe('offline');
     expect(load({ OPENAI_API_KEY: 'sk-openai-0123456789', ANTHROPIC_API_KEY: 'sk-ant-0123456789' }).model).toBe('anthropic');

@@ -124,6 +124,10 @@ describe('streamable HTTP at /mcp', () => {
     const operator = await httpClient(E2E_KEYS.operator);
     expect(await call(operator, 'launch_run', { goal: 'Write a greeting', acceptanceCriteria: CRITERIA, maxIterations: 0 })).toMatchObject({ isError: true, text: expect.stringMatching(/maxIterations must not be less than 1/) });
     expect(await call(operator, 'launch_run', { goal: ' ', acceptanceCriteria: CRITERIA })).toMatchObject({ isError: true, text: expect.stringMatching(/goal must not be blank/) });
+    // One message per real problem, as the HTTP route answers: a missing field named once.
+    expect(await call(operator, 'launch_run', { goal: 'Write a greeting' })).toMatchObject({ isError: true, text: expect.stringMatching(/acceptanceCriteria/) });
+    // A misspelt field is refused, not dropped (POST /v1/runs refuses it too).
+    expect(await call(operator, 'launch_run', { goal: 'Write a greeting', acceptanceCriteria: CRITERIA, maxIteration: 2 })).toMatchObject({ isError: true, text: expect.stringMatching(/maxIteration/) });
     expect(await call(operator, 'show_run', { runId: 'run_nothere' })).toMatchObject({ isError: true, text: 'run run_nothere not found' });
   });
 

@@ -216,6 +216,8 @@ describe('a re-pin', () => {
     [{ models: ['claude-x'] }, /models must be an object/],
     [{ endpoint: 'ftp://host' }, /is not an http\(s\) base URL/],
     [{ endpoint: 'https://user:sk-ant-secret@host.example' }, /must not carry credentials/],
+    [{ endpoint: 'https:user:sk-ant-secret@host.example' }, /must not carry credentials/],
+    [{ endpoint: 'https:\\\\user:sk-ant-secret@host.example' }, /must not carry credentials/],
   ])('given the body %j, when parsed, then it is refused (400)', (body, message) => {
     expect(() => parsePinChange(body)).toThrow(InvalidRepinError);
     expect(() => parsePinChange(body)).toThrow(message);

@@ -49,7 +49,9 @@ export function buildTriadMcpServer(ops: TriadOperations, version: string, log: 
     {
       title: 'Launch a team run',
       description: 'Launch a team run: the Architect plans, the Executor works, the Reviewer reviews, then a human decides at the review gate. Answers at once with the run id; follow it with wait_for_run.',
-      inputSchema: {
+      // Strict, as POST /v1/runs is: a misspelt field (`maxIteration`) is refused, not dropped.
+      inputSchema: z
+        .object({
         goal: z.string().describe('what the team is to do'),
         acceptanceCriteria: z.array(z.string()).describe('what the work must meet (the offline model reads `file <path> exists` and `file <path> contains "<text>"`)'),
         team: options.optional().describe('per role (architect, executor, reviewer): model, maxTurns, tools, loop… as POST /v1/runs takes it'),
@@ -59,7 +61,8 @@ export function buildTriadMcpServer(ops: TriadOperations, version: string, log: 
         reviewPolicy: options.optional(),
         toolApproval: options.optional(),
         idempotencyKey: z.string().optional().describe('the same key (and launcher) names the same run'),
-      },
+        })
+        .strict(),
       annotations: LAUNCH,
     },
     (args) => answer(() => ops.launchRun(args)),
@@ -70,7 +73,8 @@ export function buildTriadMcpServer(ops: TriadOperations, version: string, log: 
     {
       title: 'Launch a project',
       description: 'Launch a project: a goal as a graph of tasks, each a team run (without tasks the architect decomposes the goal); one human review of the whole project.',
-      inputSchema: {
+      inputSchema: z
+        .object({
         goal: z.string(),
         acceptanceCriteria: z.array(z.string()).optional(),
         tasks: z.array(z.object({ key: z.string(), goal: z.string(), acceptanceCriteria: z.array(z.string()), dependsOn: z.array(z.string()).optional() })).optional(),
@@ -79,7 +83,8 @@ export function buildTriadMcpServer(ops: TriadOperations, version: string, log: 
         reviewPolicy: options.optional(),
         run: options.optional().describe('what every task run is launched with: maxIterations, timeoutMs, budget'),
         idempotencyKey: z.string().optional(),
-      },
+        })
+        .strict(),
       annotations: LAUNCH,
     },
     (args) => answer(() => ops.launchProject(args)),

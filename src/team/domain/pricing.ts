@@ -78,6 +78,10 @@ export const MODELS: ReadonlyArray<readonly [prefix: string, info: ModelInfo]> =
   ['claude-3-sonnet', claude(3, 15)],
   ['claude-3-haiku', claude(0.25, 1.25)],
   ['gpt-5', openai(1.25, 10, 0.125, 400_000)],
+  ['gpt-5.1', openai(1.25, 10, 0.125, 400_000)],
+  // The -pro variants cost many times their family's price: a row each, so a budget is not passed
+  // tenfold under the family's row (a prefix matches whole name parts, so `gpt-5` would price them).
+  ['gpt-5-pro', openai(15, 120, 15, 400_000)],
   ['gpt-5-mini', openai(0.25, 2, 0.025, 400_000)],
   ['gpt-5-nano', openai(0.05, 0.4, 0.005, 400_000)],
   ['gpt-4.1', openai(2, 8, 0.5, 1_047_576)],
@@ -86,6 +90,10 @@ export const MODELS: ReadonlyArray<readonly [prefix: string, info: ModelInfo]> =
   ['gpt-4o', openai(2.5, 10, 1.25, 128_000)],
   ['gpt-4o-mini', openai(0.15, 0.6, 0.075, 128_000)],
   ['o3', openai(2, 8, 0.5, 200_000)],
+  ['o3-pro', openai(20, 80, 20, 200_000)],
+  ['o1', openai(15, 60, 7.5, 200_000)],
+  ['o1-pro', openai(150, 600, 150, 200_000)],
+  ['o1-mini', openai(1.1, 4.4, 0.55, 128_000)],
   ['o3-mini', openai(1.1, 4.4, 0.55, 200_000)],
   ['o4-mini', openai(1.1, 4.4, 0.275, 200_000)],
 ];

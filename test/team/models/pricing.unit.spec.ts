@@ -71,6 +71,12 @@ describe('pricing', () => {
     ['openai/gpt-4.1-mini', 0.4, 1.6, 0.1, 1_047_576],
     ['gpt-5-mini-2025-08-07', 0.25, 2, 0.025, 400_000],
     ['o4-mini', 1.1, 4.4, 0.275, 200_000],
+    // The -pro variants have rows of their own: their family's would price them a tenth of what they cost.
+    ['gpt-5-pro', 15, 120, 15, 400_000],
+    ['gpt-5-pro-2025-10-06', 15, 120, 15, 400_000],
+    ['o3-pro', 20, 80, 20, 200_000],
+    ['o1-pro', 150, 600, 150, 200_000],
+    ['gpt-5.1', 1.25, 10, 0.125, 400_000],
   ])('%s (OpenAI) costs $%d in / $%d out / $%d cached in per million, with a %d-token window', (model, input, output, cacheRead, window) => {
     expect(priceOf(model)).toEqual({ input, output, cacheWrite: input, cacheRead });
     expect(contextTokensOf(model)).toBe(window);
