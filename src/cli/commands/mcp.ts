@@ -1,14 +1,12 @@
 import { Logger } from '@nestjs/common';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import type { Command } from 'commander';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { EVENT_STORE, type EventStore } from '../../events/event-store/event-store.port';
 import { ProjectsService } from '../../projects/projects.service';
 import { DecisionLogService } from '../../review-gate/decision-log/decision-log.providers';
 import { RunDispatcher } from '../../team/dispatch/run-dispatch';
 import { RunSupervisor } from '../../team/dispatch/run-supervisor';
 import { RunsProjection } from '../../team/runs/runs.projection';
-import { buildTriadMcpServer } from '../../integrations/mcp/triad-mcp-server';
 import { TriadOperations } from '../../integrations/mcp/triad-operations';
 import type { CliContext } from '../cli-context';
 import { packageVersion } from '../cli-io';
@@ -38,6 +36,8 @@ export function addMcpCommand(program: Command, { withApp }: CliContext): void {
           runs: app.get(RunsProjection),
           decisions: app.get(DecisionLogService),
         };
+        // The MCP SDK's server side is loaded here, not with the program: every other verb starts without it.
+        const [{ StdioServerTransport }, { buildTriadMcpServer }] = await Promise.all([import('@modelcontextprotocol/sdk/server/stdio.js'), import('../../integrations/mcp/triad-mcp-server')]);
         const server = buildTriadMcpServer(new TriadOperations(deps, cliIdentity()), packageVersion(), new Logger('MCP'));
         const closed = new Promise<void>((resolve) => {
           process.stdin.once('end', resolve);

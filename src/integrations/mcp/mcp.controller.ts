@@ -2,8 +2,6 @@ import { BadRequestException, Body, Controller, Inject, Logger, NotAcceptableExc
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import { ApiExcludeController } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { JSONRPCMessageSchema, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import { CurrentIdentity } from '../../auth/current-identity.decorator';
 import type { Identity } from '../../auth/identity';
 import { EVENT_STORE, type EventStore } from '../../events/event-store/event-store.port';
@@ -11,8 +9,20 @@ import { ProjectsService } from '../../projects/projects.service';
 import { DecisionLogService } from '../../review-gate/decision-log/decision-log.providers';
 import { RunsProjection } from '../../team/runs/runs.projection';
 import { packageVersion } from '../../cli/cli-io';
-import { buildTriadMcpServer } from './triad-mcp-server';
 import { TriadOperations, type TriadOperationsDeps } from './triad-operations';
+
+/**
+ * The MCP SDK's server side, loaded at the first request to /mcp: its schemas hold about 6.5 MiB
+ * of heap and a share of every start, which a process no MCP client talks to has no use for.
+ */
+async function mcpSdk() {
+  const [{ StreamableHTTPServerTransport }, { JSONRPCMessageSchema, SUPPORTED_PROTOCOL_VERSIONS }, { buildTriadMcpServer }] = await Promise.all([
+    import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
+    import('@modelcontextprotocol/sdk/types.js'),
+    import('./triad-mcp-server'),
+  ]);
+  return { StreamableHTTPServerTransport, JSONRPCMessageSchema, SUPPORTED_PROTOCOL_VERSIONS, buildTriadMcpServer };
+}
 
 /**
  * triad's MCP server over streamable HTTP, stateless: each POST is one JSON-RPC message answered
@@ -39,6 +49,7 @@ export class McpController {
     if (!accept.includes('application/json') || !accept.includes('text/event-stream')) {
       throw new NotAcceptableException('an MCP client accepts both application/json and text/event-stream');
     }
+    const { StreamableHTTPServerTransport, JSONRPCMessageSchema, SUPPORTED_PROTOCOL_VERSIONS, buildTriadMcpServer } = await mcpSdk();
     if (!JSONRPCMessageSchema.safeParse(body).success) throw new BadRequestException('the body must be one JSON-RPC 2.0 message');
     const protocol = req.header('mcp-protocol-version');
     if (protocol !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(protocol)) {
