@@ -70,6 +70,13 @@ const signedOutListeners = new Set<() => void>();
  * one, and must not sign out a user who has just signed in again.
  */
 let sessionEpoch = 0;
+/**
+ * Requests of the current session still waiting for their answer, and whether it is being signed
+ * out: signing out cancels them and sends no more until the next sign-in, so that no read lands
+ * after the session is gone (a 401 the browser would log as a failed request).
+ */
+const inFlight = new Set<AbortController>();
+let signedOut = false;
 
 /** Called when the server says the session is gone (401), so the app shows the sign-in form. */
 export function onSignedOut(listener: () => void): () => void {
@@ -87,15 +94,23 @@ async function call<T>(method: string, path: string, body?: unknown, options: { 
   // answers (a laptop that slept, a network that changed) fails after a while, so that the page,
   // which reads one request at a time, reads again. Other requests are never given up on: a
   // decision may still be carried out, and verifying a long decision log takes as long as it takes.
-  const signal = options.polled ? AbortSignal.timeout(READ_TIMEOUT_MS) : undefined;
+  const timeout = options.polled ? AbortSignal.timeout(READ_TIMEOUT_MS) : undefined;
+  const session = path === '/v1/session';
+  if (signedOut && !session) throw new ApiError(0, 'signed out');
+  const cancel = new AbortController();
+  const signal = timeout ? AbortSignal.any([timeout, cancel.signal]) : cancel.signal;
+  if (!session) inFlight.add(cancel);
   let res: Response;
   let text: string;
   try {
     res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'same-origin', signal });
     text = await res.text();
   } catch (err) {
-    if (signal?.aborted) throw new ApiError(0, `no answer from the server in ${READ_TIMEOUT_MS / 1000} s`);
+    if (cancel.signal.aborted) throw new ApiError(0, 'signed out');
+    if (timeout?.aborted) throw new ApiError(0, `no answer from the server in ${READ_TIMEOUT_MS / 1000} s`);
     throw err;
+  } finally {
+    inFlight.delete(cancel);
   }
   let parsed: unknown;
   try {
@@ -127,16 +142,22 @@ export const api = {
     const view = await call<SignedInView>('POST', '/v1/session', { apiKey });
     csrfToken = view.csrfToken;
     sessionEpoch += 1;
+    signedOut = false;
     return view;
   },
   /** Who is signed in: `signedIn: false` (not a 401) for nobody, so a signed-out page logs no error. */
   async session(): Promise<SessionView> {
     const view = await call<SessionView>('GET', '/v1/session');
     csrfToken = view.signedIn ? view.csrfToken : undefined;
+    // Signed in (here, or in another tab since this one signed out): its reads go out again.
+    if (view.signedIn) signedOut = false;
     return view;
   },
   async signOut(): Promise<void> {
     sessionEpoch += 1;
+    // Nothing of this session is read after it ends: what waits is cancelled, nothing new is sent.
+    signedOut = true;
+    for (const request of inFlight) request.abort();
     try {
       await call<void>('DELETE', '/v1/session');
     } finally {

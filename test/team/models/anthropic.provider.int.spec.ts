@@ -279,8 +279,10 @@ describe('AnthropicModelProvider against the fake Messages API', () => {
   });
 
   it('keeps a long stream alive while events keep coming', async () => {
-    const quick = new AnthropicModelProvider({ apiKey: API_KEY, baseURL: api.url, timeoutMs: 150 });
-    api.enqueue(textStep('a slow but steady answer', { chunkSize: 2, eventDelayMs: 20 })); // ~16 events, ~320 ms total
+    // The whole answer takes longer than the idle timeout, each gap a tenth of it: a loaded machine
+    // (this process serves the stream too) stretches gaps, so the margin is wide.
+    const quick = new AnthropicModelProvider({ apiKey: API_KEY, baseURL: api.url, timeoutMs: 1000 });
+    api.enqueue(textStep('a slow but steady answer', { chunkSize: 2, eventDelayMs: 100 })); // ~16 events, ~1.6 s total
     const response = await quick.complete(request());
     expect(response.content).toEqual([{ type: 'text', text: 'a slow but steady answer' }]);
   });
