@@ -29,7 +29,7 @@ import {
   type Usage,
 } from './model.port';
 import { endpointOf } from '../domain/model-pin';
-import { CONTEXT_TOO_LONG, describeCause, isAbortError, isNetworkError, isRecord, malformed, redact, retryAfter, sortedKeys } from './provider-failures';
+import { CONTEXT_TOO_LONG, describeCause, isAbortError, isNetworkError, isRecord, malformed, redact, retryAfter, sortedKeys, StreamDeadline } from './provider-failures';
 
 export { retryAfter } from './provider-failures';
 import { decodeMachineText, encodeMachineText, toMachineText } from '../../shared/text';
@@ -88,40 +88,24 @@ export class AnthropicModelProvider implements ModelProvider {
   async complete(request: ModelRequest): Promise<ModelResponse> {
     if (request.signal?.aborted) throw new ModelError('aborted', 'model request aborted before it was sent');
 
-    // One controller aborts the HTTP request for both the caller's signal and our idle timeout.
-    const controller = new AbortController();
-    const onCallerAbort = () => controller.abort();
-    request.signal?.addEventListener('abort', onCallerAbort, { once: true });
-    let timedOut = false;
-    let timer: NodeJS.Timeout | undefined;
-    const armIdleTimer = () => {
-      if (timer) clearTimeout(timer);
-      timer = setTimeout(() => {
-        timedOut = true;
-        controller.abort();
-      }, this.timeoutMs);
-    };
-
+    const deadline = new StreamDeadline(request.signal, this.timeoutMs);
     const accumulator = new StreamAccumulator(request.model, request.onTextDelta);
     try {
-      armIdleTimer();
+      deadline.touch();
       const { data: stream, request_id: requestId } = await this.client.messages
-        .create(toParams(request, { cache: this.promptCaching }), { signal: controller.signal, timeout: this.timeoutMs })
+        .create(toParams(request, { cache: this.promptCaching }), { signal: deadline.signal, timeout: this.timeoutMs })
         .withResponse();
       if (requestId) accumulator.requestId = requestId;
       for await (const event of stream) {
-        armIdleTimer();
+        deadline.touch();
         accumulator.add(event);
       }
-      // The SDK ends iteration quietly when the request is aborted; tell why it ended.
-      if (request.signal?.aborted) throw new ModelError('aborted', 'model request aborted');
-      if (timedOut) throw new ModelError('timeout', `no data from the model for ${this.timeoutMs} ms`);
+      deadline.throwIfCut();
       return accumulator.finish();
     } catch (error) {
-      throw this.toModelError(error, { aborted: request.signal?.aborted === true, timedOut });
+      throw this.toModelError(error, { aborted: request.signal?.aborted === true, timedOut: deadline.timedOut });
     } finally {
-      if (timer) clearTimeout(timer);
-      request.signal?.removeEventListener('abort', onCallerAbort);
+      deadline.dispose();
     }
   }
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError, OpenAIError } from 'openai';
 import { ModelError, type ModelFailureKind, type ModelProvider, type ModelRequest, type ModelResponse } from './model.port';
 import { ChatStreamAccumulator, toChatParams, type MaxTokensField } from './openai-chat';
-import { CONTEXT_TOO_LONG, describeCause, isAbortError, isNetworkError, isRecord, malformed, redact, retryAfter } from './provider-failures';
+import { CONTEXT_TOO_LONG, describeCause, isAbortError, isNetworkError, isRecord, malformed, redact, retryAfter, StreamDeadline } from './provider-failures';
 import { endpointOf } from '../domain/model-pin';
 import { priceOf } from '../domain/pricing';
 import { encodeMachineText } from '../../shared/text';
@@ -63,42 +63,26 @@ export class OpenAIModelProvider implements ModelProvider {
   async complete(request: ModelRequest): Promise<ModelResponse> {
     if (request.signal?.aborted) throw new ModelError('aborted', 'model request aborted before it was sent');
 
-    // One controller aborts the HTTP request for both the caller's signal and our idle timeout.
-    const controller = new AbortController();
-    const onCallerAbort = () => controller.abort();
-    request.signal?.addEventListener('abort', onCallerAbort, { once: true });
-    let timedOut = false;
-    let timer: NodeJS.Timeout | undefined;
-    const armIdleTimer = () => {
-      if (timer) clearTimeout(timer);
-      timer = setTimeout(() => {
-        timedOut = true;
-        controller.abort();
-      }, this.timeoutMs);
-    };
-
+    const deadline = new StreamDeadline(request.signal, this.timeoutMs);
     const accumulator = new ChatStreamAccumulator(request.model, request.onTextDelta);
     try {
-      armIdleTimer();
+      deadline.touch();
       const { data: stream, request_id: requestId } = await this.client.chat.completions
-        .create(toChatParams(request, { maxTokensField: this.maxTokensField }), { signal: controller.signal, timeout: this.timeoutMs })
+        .create(toChatParams(request, { maxTokensField: this.maxTokensField }), { signal: deadline.signal, timeout: this.timeoutMs })
         .withResponse();
       if (requestId) accumulator.requestId = requestId;
       for await (const chunk of stream) {
-        armIdleTimer();
+        deadline.touch();
         accumulator.add(chunk);
       }
-      // The SDK ends iteration quietly when the request is aborted; tell why it ended.
-      if (request.signal?.aborted) throw new ModelError('aborted', 'model request aborted');
-      if (timedOut) throw new ModelError('timeout', `no data from the model for ${this.timeoutMs} ms`);
+      deadline.throwIfCut();
       const response = accumulator.finish(() => `call_${randomUUID()}`);
       this.warnIfUnpriced(response.model);
       return response;
     } catch (error) {
-      throw this.toModelError(error, { aborted: request.signal?.aborted === true, timedOut });
+      throw this.toModelError(error, { aborted: request.signal?.aborted === true, timedOut: deadline.timedOut });
     } finally {
-      if (timer) clearTimeout(timer);
-      request.signal?.removeEventListener('abort', onCallerAbort);
+      deadline.dispose();
     }
   }
 

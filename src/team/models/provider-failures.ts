@@ -65,3 +65,51 @@ export function sortedKeys(value: unknown): unknown {
   for (const key of Object.keys(value).sort()) out[key] = sortedKeys((value as Record<string, unknown>)[key]);
   return out;
 }
+
+/**
+ * One streamed call's end, for both HTTP adapters: one controller aborts the HTTP request for the
+ * caller's signal and for the idle timeout (no byte from the server for `idleMs`), which `touch()`
+ * restarts as data arrives; `throwIfCut()` says why a stream the SDK ended quietly was cut short.
+ */
+export class StreamDeadline {
+  private readonly controller = new AbortController();
+  private timer: NodeJS.Timeout | undefined;
+  private cutByIdle = false;
+  private readonly onCallerAbort = () => this.controller.abort();
+
+  constructor(
+    private readonly caller: AbortSignal | undefined,
+    private readonly idleMs: number,
+  ) {
+    caller?.addEventListener('abort', this.onCallerAbort, { once: true });
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** Whether the idle timeout cut the call. */
+  get timedOut(): boolean {
+    return this.cutByIdle;
+  }
+
+  /** The request went out, or data came in: the idle clock starts again. */
+  touch(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.cutByIdle = true;
+      this.controller.abort();
+    }, this.idleMs);
+  }
+
+  /** After the stream ended: the SDK ends iteration quietly when the request is aborted; tell why it ended. */
+  throwIfCut(): void {
+    if (this.caller?.aborted) throw new ModelError('aborted', 'model request aborted');
+    if (this.cutByIdle) throw new ModelError('timeout', `no data from the model for ${this.idleMs} ms`);
+  }
+
+  dispose(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.caller?.removeEventListener('abort', this.onCallerAbort);
+  }
+}
