@@ -2,7 +2,7 @@ import { AnthropicModelProvider } from '../../../src/team/models/anthropic.provi
 import { ModelError, type ModelRequest } from '../../../src/team/models/model.port';
 import { apiKeyOf, FakeMessagesApi, httpErrorStep, startFakeMessagesApi, textStep, toolUseStep } from '../../support/fake-messages-api';
 import { waitFor } from '../../support/wait-for';
-import { modelProviderContract, type ModelProviderHarness } from './model-provider.contract';
+import { failureOf, modelProviderContract, type ModelProviderHarness } from './model-provider.contract';
 
 // The real SDK, over real HTTP, against the loopback fake of the Messages API.
 
@@ -62,17 +62,7 @@ function request(overrides: Partial<ModelRequest> = {}): ModelRequest {
   };
 }
 
-async function failure(promise: Promise<unknown>): Promise<ModelError> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(ModelError);
-    expect(String((error as Error).message)).not.toContain(API_KEY);
-    expect(JSON.stringify(error)).not.toContain(API_KEY);
-    return error as ModelError;
-  }
-  throw new Error('expected the model call to fail');
-}
+const failure = (promise: Promise<unknown>): Promise<ModelError> => failureOf(promise, API_KEY);
 
 describe('AnthropicModelProvider against the fake Messages API', () => {
   let api: FakeMessagesApi;

@@ -175,3 +175,16 @@ export function modelProviderContract(name: string, makeHarness: () => Promise<M
     });
   });
 }
+
+/** The ModelError a call fails with, checked to hold no trace of `secret` (the provider's key) in its message or its JSON. */
+export async function failureOf(promise: Promise<unknown>, secret: string): Promise<ModelError> {
+  try {
+    await promise;
+  } catch (error) {
+    expect(error).toBeInstanceOf(ModelError);
+    expect(String((error as Error).message)).not.toContain(secret);
+    expect(JSON.stringify(error)).not.toContain(secret);
+    return error as ModelError;
+  }
+  throw new Error('expected the model call to fail');
+}

@@ -2,7 +2,7 @@ import { OpenAIModelProvider } from '../../../src/team/models/openai.provider';
 import { ModelError, type ModelRequest } from '../../../src/team/models/model.port';
 import { chatHttpError, chatText, chatToolCall, startFakeChatCompletions, type FakeChatCompletions, type FakeChatStep } from '../../support/fake-chat-completions';
 import { waitFor } from '../../support/wait-for';
-import { modelProviderContract, type ModelProviderHarness } from './model-provider.contract';
+import { failureOf, modelProviderContract, type ModelProviderHarness } from './model-provider.contract';
 
 // The real `openai` SDK, over real HTTP, against the loopback Chat Completions server.
 
@@ -63,17 +63,7 @@ function request(overrides: Partial<ModelRequest> = {}): ModelRequest {
   };
 }
 
-async function failure(promise: Promise<unknown>): Promise<ModelError> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(ModelError);
-    expect(String((error as Error).message)).not.toContain(API_KEY);
-    expect(JSON.stringify(error)).not.toContain(API_KEY);
-    return error as ModelError;
-  }
-  throw new Error('expected the model call to fail');
-}
+const failure = (promise: Promise<unknown>): Promise<ModelError> => failureOf(promise, API_KEY);
 
 describe('OpenAIModelProvider against the loopback Chat Completions server', () => {
   let api: FakeChatCompletions;
