@@ -1,5 +1,5 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { LoopbackServer } from './loopback-server';
 
 /**
  * A loopback stand-in for a Chat Completions server (`POST /v1/chat/completions`: OpenAI's, or the
@@ -106,8 +106,7 @@ const DEFAULT_CODES: Record<number, { type: string; code: string | null }> = {
 export class FakeChatCompletions {
   readonly requests: RecordedChatRequest[] = [];
   private readonly queue: FakeChatStep[] = [];
-  private readonly sockets = new Set<Socket>();
-  private server: Server | undefined;
+  private server: LoopbackServer | undefined;
   private port = 0;
   private counter = 0;
 
@@ -129,27 +128,16 @@ export class FakeChatCompletions {
   }
 
   async start(): Promise<this> {
-    const server = createServer((req, res) => void this.handle(req, res));
-    server.on('connection', (socket) => {
-      this.sockets.add(socket);
-      socket.on('close', () => this.sockets.delete(socket));
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(0, '127.0.0.1', () => resolve());
-    });
-    this.server = server;
-    this.port = (server.address() as AddressInfo).port;
+    this.server = await LoopbackServer.listen((req, res) => void this.handle(req, res));
+    this.port = this.server.port;
     return this;
   }
 
   /** Closes the server, dropping hung and kept-alive connections. */
   async stop(): Promise<void> {
     const server = this.server;
-    if (!server) return;
     this.server = undefined;
-    for (const socket of this.sockets) socket.destroy();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await server?.stop();
   }
 
   enqueue(...steps: FakeChatStep[]): this {

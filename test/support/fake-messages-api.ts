@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { LoopbackServer } from './loopback-server';
 
 /**
  * A loopback stand-in for Anthropic's Messages API (`POST /v1/messages`), for tests that drive the
@@ -222,8 +222,7 @@ export class FakeMessagesApi {
   private readonly queue: FakeStep[] = [];
   /** Cached prefixes by hash (model + blocks up to a breakpoint). */
   private readonly cache = new Set<string>();
-  private readonly sockets = new Set<Socket>();
-  private server: Server | undefined;
+  private server: LoopbackServer | undefined;
   private port = 0;
   private counter = 0;
 
@@ -242,29 +241,19 @@ export class FakeMessagesApi {
 
   async start(): Promise<this> {
     if (this.server) return this;
-    const server = createServer((req, res) => void this.handle(req, res));
-    server.on('connection', (socket) => {
-      this.received.connections += 1;
-      this.sockets.add(socket);
-      socket.on('close', () => this.sockets.delete(socket));
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(0, '127.0.0.1', () => resolve());
-    });
-    this.server = server;
-    this.port = (server.address() as AddressInfo).port;
+    this.server = await LoopbackServer.listen(
+      (req, res) => void this.handle(req, res),
+      () => (this.received.connections += 1),
+    );
+    this.port = this.server.port;
     return this;
   }
 
   /** Closes the server, dropping hung and kept-alive connections. */
   async stop(): Promise<void> {
     const server = this.server;
-    if (!server) return;
     this.server = undefined;
-    for (const socket of this.sockets) socket.destroy();
-    this.sockets.clear();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await server?.stop();
   }
 
   enqueue(...steps: FakeStep[]): this {
