@@ -13,6 +13,7 @@ import { isAbsolute } from 'node:path';
 import { duplicateKeyIn, duplicateKeyMessage } from '../shared/strict-json';
 import { LOG_LEVEL_SETTINGS, type LogLevelSetting } from '../observability/log-format';
 import type { OperatorPriceRow } from '../team/domain/pricing';
+import { carriesCredentials } from '../team/domain/model-pin';
 
 /**
  * All configuration comes from the environment, read and validated in this one place.
@@ -625,14 +626,9 @@ function openaiEnv(env: NodeJS.ProcessEnv): Pick<TriadConfig, 'openaiApiKey' | '
   return { ...(openaiApiKey ? { openaiApiKey } : {}), ...(openaiBaseUrl ? { openaiBaseUrl } : {}) };
 }
 
-/**
- * A model server's URL with a user name or password in it is refused: it would be in every log line
- * and event that names the endpoint (and the HTTP clients refuse such a URL with an error that quotes
- * it). Read as the URL parser reads it, so `https:user:pw@host` and `https:\\user:pw@host` count too.
- */
+/** A model server's URL with credentials in it is refused (carriesCredentials says why). */
 function refuseCredentials(name: string, raw: string, keyVariable: string): void {
-  const url = new URL(raw.trim());
-  if (url.username !== '' || url.password !== '') throw new ConfigError(`${name} must not carry credentials: set ${keyVariable}`);
+  if (carriesCredentials(raw)) throw new ConfigError(`${name} must not carry credentials: set ${keyVariable}`);
 }
 
 function checkHttpUrl(name: string, raw: string): void {

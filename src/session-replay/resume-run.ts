@@ -4,7 +4,7 @@ import type { CommandPath } from '../events/command-handling';
 import { ConflictError, InvalidRequestError } from '../shared/errors';
 import type { Clock } from '../shared/ports';
 import { isWellFormedText } from '../shared/text';
-import { endpointOf, pinOf, repinned, type PinChange, type RunPin } from '../team/domain/model-pin';
+import { carriesCredentials, endpointOf, pinOf, repinned, type PinChange, type RunPin } from '../team/domain/model-pin';
 import { runDecider } from '../team/domain/run-decider';
 import { ROLES } from '../team/domain/roles';
 import type { RunLeases } from '../team/leases/run-leases.port';
@@ -83,17 +83,6 @@ export function parsePinChange(raw: { models?: unknown; endpoint?: unknown }): P
     change.endpoint = endpoint;
   }
   return change.models || change.endpoint ? change : undefined;
-}
-
-/** A user name or password in the URL as the URL parser reads it (`https:user:pw@host` too, not only `https://user:pw@host`). */
-function carriesCredentials(raw: string): boolean {
-  if (!/^https?:/i.test(raw)) return false;
-  try {
-    const url = new URL(raw);
-    return url.username !== '' || url.password !== '';
-  } catch {
-    return false;
-  }
 }
 
 /** Refuses a re-pin whose models the new pin's provider does not serve (the offline model never stands in for another). */

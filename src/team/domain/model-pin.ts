@@ -124,6 +124,23 @@ function describePin(p: RolePin): string {
 }
 
 /**
+ * Whether an http(s) base URL holds a user name or password as the URL parser reads it
+ * (`https:user:pw@host` and `https:\\user:pw@host` as well as `https://user:pw@host`): a model
+ * server's URL is refused with one, since it would be named in logs and events (and the HTTP clients
+ * refuse such a URL with an error that quotes it).
+ */
+export function carriesCredentials(baseUrl: string): boolean {
+  const raw = baseUrl.trim();
+  if (!/^https?:/i.test(raw)) return false;
+  try {
+    const url = new URL(raw);
+    return url.username !== '' || url.password !== '';
+  } catch {
+    return false;
+  }
+}
+
+/**
  * The endpoint of a base URL: its scheme, host and port (the scheme's default when none is
  * given), without credentials, path or query. `<name>:` (no host) stands for a provider with no
  * network. Undefined for what is neither.
