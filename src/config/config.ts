@@ -459,6 +459,17 @@ export function sandboxSecrets(settings: SandboxSettings): string[] {
   return Object.values(settings.credentials).flatMap((headers) => Object.values(headers).flatMap(secretsIn));
 }
 
+/** The text of a file a variable names, or a configuration error naming both and why it cannot be read. */
+function readConfigFile(variable: string, file: string): { path: string; text: string } {
+  const path = resolve(file);
+  try {
+    return { path, text: readFileSync(path, 'utf8') };
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new ConfigError(`${variable} ${path}: cannot be read (${code === 'ENOENT' ? 'no such file' : (code ?? (err as Error).message)})`);
+  }
+}
+
 const PRICE_FIELDS = ['input', 'output', 'cacheRead', 'cacheWrite', 'contextTokens'] as const;
 /** Past any real price (USD per million tokens): a figure this large is a mistake (cents per token, say). */
 const MAX_PRICE = 10_000;
@@ -469,16 +480,9 @@ const MAX_PRICE = 10_000;
  * file is a configuration error naming it and the row.
  */
 function loadModelPrices(file: string): Record<string, OperatorPriceRow> {
-  const path = resolve(file);
+  const { path, text } = readConfigFile('TRIAD_MODEL_PRICES', file);
   const where = `TRIAD_MODEL_PRICES ${path}`;
-  let text: string;
   let parsed: unknown;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    throw new ConfigError(`${where}: cannot be read (${code === 'ENOENT' ? 'no such file' : (code ?? (err as Error).message)})`);
-  }
   try {
     parsed = JSON.parse(text);
   } catch {
@@ -509,14 +513,7 @@ function loadModelPrices(file: string): Record<string, OperatorPriceRow> {
 
 /** The MCP servers file, read and checked now: a bad file is a configuration error naming it. */
 function loadMcpConfig(file: string, env: NodeJS.ProcessEnv): McpConfig {
-  const path = resolve(file);
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    throw new ConfigError(`TRIAD_MCP_CONFIG ${path}: cannot be read (${code === 'ENOENT' ? 'no such file' : (code ?? (err as Error).message)})`);
-  }
+  const { path, text } = readConfigFile('TRIAD_MCP_CONFIG', file);
   try {
     return parseMcpConfig(text, path, env);
   } catch (err) {
