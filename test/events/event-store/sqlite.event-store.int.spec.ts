@@ -4,13 +4,14 @@ import { join } from 'node:path';
 import type { Worker } from 'node:worker_threads';
 import type { RecordedEvent } from '../../../src/events/event-store/event-store.port';
 import { SqliteReadAhead } from '../../../src/events/event-store/sqlite-read-ahead';
-import { MAX_APPENDS_PER_COMMIT, SqliteEventStore } from '../../../src/events/event-store/sqlite.event-store';
+import { FILE_CHECK_EVERY_MS, MAX_APPENDS_PER_COMMIT, SqliteEventStore } from '../../../src/events/event-store/sqlite.event-store';
 import { UpcasterRegistry } from '../../../src/events/upcasting';
 import { DurabilityError } from '../../../src/events/wal-sync';
 import { StoreUnavailableError } from '../../../src/events/errors';
 import { HealthRegistry } from '../../../src/shared/health';
 import { openUnsyncedConnection } from '../../../src/shared/sqlite-side-connection';
 import { tempDir } from '../../support/temp-dir';
+import { waitFor } from '../../support/wait-for';
 import { eventStoreContract } from './event-store.contract';
 
 eventStoreContract('sqlite', () => {
@@ -145,6 +146,47 @@ describe('sqlite store specifics', () => {
       await expect(store.headPosition()).rejects.toBeInstanceOf(DurabilityError);
       expect(store.db.prepare('SELECT stream_id FROM events').pluck().all()).toEqual(['run-a']);
     } finally {
+      await store.close();
+      dir.remove();
+    }
+  });
+
+  it.each([
+    ['deleted', (file: string) => fs.rmSync(file)],
+    ['replaced', (file: string) => {
+      fs.writeFileSync(`${file}.other`, 'another file');
+      fs.renameSync(`${file}.other`, file);
+    }],
+  ])('given the database file %s while open and no write since, then the head is refused with why within FILE_CHECK_EVERY_MS', async (how, change) => {
+    const dir = tempDir();
+    const file = join(dir.path, 'triad.db');
+    const store = new SqliteEventStore({ file });
+    try {
+      await store.append('run-a', [{ type: 'Noted', data: { n: 1 } }]);
+      await expect(store.headPosition()).resolves.toBe(1);
+      change(file);
+      const refused = await waitFor('the head refused', () => store.headPosition().then(() => undefined, (err: unknown) => err), 10 * FILE_CHECK_EVERY_MS, 20);
+      expect(refused).toBeInstanceOf(DurabilityError);
+      expect(String(refused)).toMatch(new RegExp(`was ${how} while triad had it open.*restart triad`));
+    } finally {
+      await store.close();
+      dir.remove();
+    }
+  });
+
+  it('given many head reads in one window, then the file is looked at once in it', async () => {
+    const dir = tempDir();
+    const store = new SqliteEventStore({ file: join(dir.path, 'triad.db') });
+    const stat = jest.spyOn(fs, 'statSync');
+    try {
+      await store.headPosition();
+      const before = stat.mock.calls.length;
+      for (let i = 0; i < 100; i++) await store.headPosition();
+      // At most one more look, should the window have closed during the loop.
+      expect(stat.mock.calls.length - before).toBeLessThanOrEqual(1);
+      expect(FILE_CHECK_EVERY_MS).toBeLessThanOrEqual(1000);
+    } finally {
+      stat.mockRestore();
       await store.close();
       dir.remove();
     }
