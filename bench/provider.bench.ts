@@ -2,7 +2,8 @@ import { Agent } from 'node:http';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { startFakeMessagesApi, type FakeMessagesApi, type FakeStep, type RecordedRequest } from '../test/support/fake-messages-api';
-import { DEFAULT_DIST, httpCall, LAUNCH_BODY, launchRuns, serverEnv, startServer, waitUntil, waitUntilDriven, type Server } from './app-server';
+import { startBenchClients } from './client-child';
+import { DEFAULT_DIST, httpCall, LAUNCH_BODY, serverEnv, startServer, waitUntil, waitUntilDriven, type Server } from './app-server';
 import { cpuProbeText, machineInfo, measureCpuSpeed, summariseFine, type MachineInfo, type Summary } from './machine';
 
 /**
@@ -14,8 +15,9 @@ import { cpuProbeText, machineInfo, measureCpuSpeed, summariseFine, type Machine
  * the architect plans, the executor writes a file and submits, the reviewer approves.
  *
  * Measured in the server process: its CPU time per run and per model call, the event loop's lag,
- * the heap and RSS per active run. Measured by the client: wall time against the latency floor,
- * launches per second, `GET /health` round trips while the runs are driven. Counted at the
+ * the heap and RSS per active run. Measured by the clients, in a process of their own beside the
+ * bench's (client-child.ts): launches per second, `GET /health` round trips while the runs are
+ * driven; by the bench: wall time against the latency floor. Counted at the
  * loopback server: HTTP requests per model call (messages, token counts, retries).
  *
  * `vs`: another build's dist/ (an older commit's, built in its own worktree). The two builds are
@@ -91,29 +93,6 @@ export function providerScript(request: RecordedRequest): FakeStep {
   return { kind: 'response', content: [{ type: 'text', text: 'Writing the file.' }, { type: 'tool_use', name: 'write_file', input: { path: 'hello.txt', content: 'Hello\n' } }] };
 }
 
-/** Polls `GET /health` one request at a time until stopped: the round trips (ms). */
-function pollHealth(port: number): { stop(): Promise<number[]> } {
-  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-  const times: number[] = [];
-  let running = true;
-  const loop = (async () => {
-    while (running) {
-      const t0 = performance.now();
-      await httpCall(agent, port, 'GET', '/health');
-      times.push(performance.now() - t0);
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  })();
-  return {
-    stop: async () => {
-      running = false;
-      await loop;
-      agent.destroy();
-      return times;
-    },
-  };
-}
-
 async function serverCpuMs(server: Server): Promise<number> {
   const { cpu } = await server.ask<{ cpu: { user: number; system: number } }>({ cmd: 'cpu' });
   return (cpu.user + cpu.system) / 1000;
@@ -135,6 +114,7 @@ async function sample(opts: Required<Omit<ProviderBenchOptions, 'vs'>>, build: {
     throw err;
   });
   const agent = new Agent({ keepAlive: true, maxSockets: opts.concurrency });
+  const clients = await startBenchClients(server.port);
   try {
     // One run through the whole path first: it loads what the first run loads, and names the calls of a run.
     const warm = await httpCall(agent, server.port, 'POST', '/v1/runs', LAUNCH_BODY);
@@ -151,10 +131,9 @@ async function sample(opts: Required<Omit<ProviderBenchOptions, 'vs'>>, build: {
     const before = { ...api.received };
     await server.ask({ cmd: 'start', runs: opts.runs });
     const cpuBefore = await serverCpuMs(server);
-    const health = pollHealth(server.port);
+    await clients.startHealth();
     const started = performance.now();
-    await launchRuns(agent, server, opts.runs, opts.concurrency);
-    const launchMs = performance.now() - started;
+    const { launchMs } = await clients.launch(opts.runs, opts.concurrency);
     await server.ask({ cmd: 'launched' });
     const allAtGate = await waitUntil(async () => {
       const s = await server.ask<{ active: number; drove: number }>({ cmd: 'status' });
@@ -162,7 +141,7 @@ async function sample(opts: Required<Omit<ProviderBenchOptions, 'vs'>>, build: {
     }, opts.timeoutMs);
     const wallMs = performance.now() - started;
     const cpuMs = (await serverCpuMs(server)) - cpuBefore;
-    const healthTimes = (await health.stop()).sort((a, b) => a - b);
+    const healthTimes = (await clients.stopHealth()).sort((a, b) => a - b);
     const end = await server.ask<{ lag: { p50: number; p99: number; max: number }; atPeak: { active: number; heapUsed: number; rss: number } }>({ cmd: 'stop' });
     const modelCalls = modelCallsPerRun * opts.runs;
     const requests = { messages: api.received.messages - before.messages, countTokens: api.received.countTokens - before.countTokens, modelCalls, connections: api.received.connections - before.connections };
@@ -194,6 +173,7 @@ async function sample(opts: Required<Omit<ProviderBenchOptions, 'vs'>>, build: {
     throw new Error(`${(err as Error).message}\nserver stderr:\n${server.stderr()}`);
   } finally {
     agent.destroy();
+    await clients.stop();
     await server.stop();
     await api.stop();
   }
