@@ -12,6 +12,7 @@ import { runProcsBench } from './procs.bench';
 import { runProviderBench } from './provider.bench';
 import { runReplayBench } from './replay.bench';
 import { runSandboxBench } from './sandbox.bench';
+import { runSdkBench } from './sdk.bench';
 import { runScaleBench } from './scale.bench';
 import { runStartupBench } from './startup.bench';
 import { runStoreBench } from './store.bench';
@@ -91,6 +92,8 @@ export const SUITES: Record<BenchSuite, Suite> = {
   // Run alone, --runs is the runs launched; in `all`, 200 runs (the loopback model answers after 1 s).
   provider: async (opts, log, scratch, all) =>
     runProviderBench({ runs: all ? 200 : opts.runs, latencyMs: opts.latencyMs, repeat: opts.repeat, vs: opts.vs, dataDir: scratch, log }),
+  // --runs is the calls per sample here too (default 2,000; 1,000 in `all`).
+  sdk: async (opts, log, _scratch, all) => runSdkBench({ runs: all ? 1000 : opts.runs, repeat: opts.repeat, log }),
 };
 
 const isSuite = (name: string): name is BenchSuite => (BENCH_SUITES as readonly string[]).includes(name);
@@ -102,9 +105,9 @@ export const runBenchCommand: BenchModule['runBenchCommand'] = async (suite, opt
     process.stderr.write(`triad: unknown benchmark suite '${suite}' (suites: ${BENCH_SUITES.join(', ')}, all)\n`);
     return 2;
   }
-  // --runs is repetitions (1 to 100) everywhere but in `launches`, `scale`, `procs` and `provider` run alone, where it is the runs launched.
-  if (!['launches', 'scale', 'procs', 'provider'].includes(suite) && opts.runs !== undefined && opts.runs > 100) {
-    process.stderr.write(`triad: --runs must be at most 100 (repetitions) except for the launches, scale, procs and provider suites\n`);
+  // --runs is repetitions (1 to 100) everywhere but in `launches`, `scale`, `procs` and `provider` run alone, where it is the runs launched, and `sdk`, where it is the calls.
+  if (!['launches', 'scale', 'procs', 'provider', 'sdk'].includes(suite) && opts.runs !== undefined && opts.runs > 100) {
+    process.stderr.write(`triad: --runs must be at most 100 (repetitions) except for the launches, scale, procs, provider and sdk suites\n`);
     return 2;
   }
   for (const name of names) {

@@ -6,7 +6,7 @@ import { CliError, EXIT } from '../exit-codes';
 import { int } from '../options';
 
 /** The benchmark suites, in the order `all` runs them; bench/bench-command.ts has one per name. */
-export const BENCH_SUITES = ['store', 'turns', 'decisions', 'replay', 'dispatch', 'esdb', 'cache', 'startup', 'sandbox', 'launches', 'scale', 'procs', 'provider'] as const;
+export const BENCH_SUITES = ['store', 'turns', 'decisions', 'replay', 'dispatch', 'esdb', 'cache', 'startup', 'sandbox', 'launches', 'scale', 'procs', 'provider', 'sdk'] as const;
 export type BenchSuite = (typeof BENCH_SUITES)[number];
 
 export interface BenchOptions {
@@ -64,11 +64,11 @@ export function addBenchCommand(program: Command, load: () => Promise<BenchModul
     .argument('[suite]', `${BENCH_SUITES.join(' | ')} | all`, 'all')
     .allowUnknownOption(false)
     .addOption(
-      new Option('--runs <n>', 'repetitions per scenario (median reported); for launches, scale, procs and provider, the runs launched').argParser(int('--runs', 1, 100_000)),
+      new Option('--runs <n>', 'repetitions per scenario (median reported); for launches, scale, procs and provider, the runs launched; for sdk, the calls').argParser(int('--runs', 1, 100_000)),
     )
     .option('--turns <n>', 'turns for the turns/replay/cache suites', int('--turns', 1, 10_000_000))
     .option('--latency-ms <ms>', 'scale, procs, provider: model latency per call (default 1000; procs 500)', int('--latency-ms', 0, 600_000))
-    .option('--repeat <n>', 'launches, scale, procs, provider: repetitions (median reported; default 1, launches 3)', int('--repeat', 1, 100))
+    .option('--repeat <n>', 'launches, scale, procs, provider, sdk: repetitions (median reported; default 1, launches 3, sdk 3)', int('--repeat', 1, 100))
     .option('--warm-up <n>', 'launches, scale, procs: launches (scale, procs: runs driven to the gate, per process for procs) before measuring (default launches 5000, others 0)', int('--warm-up', 0, 100_000))
     .option('--processes <list>', 'procs: server process counts, comma-separated (default 1,2,3)', processCounts)
     .addOption(
