@@ -33,6 +33,7 @@ import { CONTEXT_TOO_LONG, describeCause, isAbortError, isNetworkError, isRecord
 
 export { retryAfter } from './provider-failures';
 import { decodeMachineText, encodeMachineText, toMachineText } from '../../shared/text';
+import { schemaCopy } from './schema-copy';
 
 export interface AnthropicProviderOptions {
   apiKey: string;
@@ -176,7 +177,7 @@ function toApiTools(tools: readonly ToolSpec[], cache: boolean): Tool[] {
   return sorted.map((tool, i) => ({
     name: tool.name,
     description: tool.description,
-    input_schema: structuredClone(tool.input_schema) as Tool.InputSchema,
+    input_schema: schemaCopy(tool.input_schema) as Tool.InputSchema,
     ...(cache && i === sorted.length - 1 ? { cache_control: EPHEMERAL() } : {}),
   }));
 }

@@ -7,6 +7,7 @@ import type {
 import type { AssistantBlock, ChatMessage, ModelRequest, ModelResponse, StopReason, ToolSpec, Usage } from './model.port';
 import { isRecord, malformed, sortedKeys } from './provider-failures';
 import { toMachineText } from '../../shared/text';
+import { schemaCopy } from './schema-copy';
 
 /**
  * The pure half of the OpenAI-compatible provider: the Chat Completions request built from the
@@ -43,7 +44,7 @@ function toChatTools(tools: readonly ToolSpec[]): ChatCompletionFunctionTool[] {
   const sorted = [...tools].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   return sorted.map((tool) => ({
     type: 'function',
-    function: { name: tool.name, description: tool.description, parameters: structuredClone(tool.input_schema) },
+    function: { name: tool.name, description: tool.description, parameters: schemaCopy(tool.input_schema) },
   }));
 }
 

@@ -124,3 +124,20 @@ describe('Anthropic request builder', () => {
     expect(params.tools!.map((t) => (t as { name: string }).name)).toEqual(['list_files', 'read_file', 'submit_work', 'write_file']);
   });
 });
+
+describe('tool schemas in the request', () => {
+  it('given the same tools in two requests, then both send the schema copied once, frozen, and never the registry’s own object', () => {
+    const spec: ToolSpec = { name: 'write_file', description: 'writes', input_schema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] } };
+    const first = toParams(request([{ role: 'user', content: [{ type: 'text', text: 'go' }] }], { tools: [spec] }));
+    const second = toParams(request([{ role: 'user', content: [{ type: 'text', text: 'again' }] }], { tools: [spec] }));
+    const [a, b] = [first.tools![0] as { input_schema: Record<string, unknown> }, second.tools![0] as { input_schema: Record<string, unknown> }];
+    expect(a.input_schema).toEqual(spec.input_schema);
+    expect(a.input_schema).not.toBe(spec.input_schema);
+    expect(b.input_schema).toBe(a.input_schema);
+    expect(Object.isFrozen(a.input_schema) && Object.isFrozen(a.input_schema.properties)).toBe(true);
+    // The registry's own object is not frozen by being sent, and a change to it does not reach a copy already sent.
+    expect(Object.isFrozen(spec.input_schema)).toBe(false);
+    (spec.input_schema.properties as Record<string, unknown>).content = { type: 'string' };
+    expect(a.input_schema.properties).toEqual({ path: { type: 'string' } });
+  });
+});
