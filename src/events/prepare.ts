@@ -4,6 +4,7 @@ import type { AppendResult, EventMetadata, ExpectedRevision, NewEvent, RecordedE
 import { EventIdConflictError, EventTooLargeError, InvalidAppendError, RecordedPositionError, WrongExpectedRevisionError } from './errors';
 import type { UpcasterRegistry } from './upcasting';
 import { describeIllFormed, findIllFormedText, isWellFormedText } from '../shared/text';
+import { deepFreeze } from '../shared/deep-freeze';
 
 /**
  * Validation, serialisation and idempotency rules shared by every adapter, so that they differ
@@ -341,14 +342,6 @@ function decodeMetadata(text: string): EventMetadata {
   lastMetadataText = text;
   lastMetadata = metadata;
   return metadata;
-}
-
-function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const v of Object.values(value)) deepFreeze(v);
-  }
-  return value;
 }
 
 /** One envelope per row, built in one object literal (this is on every replay's path). */

@@ -1,3 +1,5 @@
+import { deepFreeze } from '../../shared/deep-freeze';
+
 /**
  * A tool's input schema as the HTTP providers send it: a deep copy, so that a request never shares
  * the registry's objects, made once per schema object and frozen, so that every request may share
@@ -14,12 +16,4 @@ export function schemaCopy(schema: Record<string, unknown>): Record<string, unkn
     copies.set(schema, copy);
   }
   return copy;
-}
-
-function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const child of Object.values(value)) deepFreeze(child);
-  }
-  return value;
 }

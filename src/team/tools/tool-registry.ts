@@ -10,6 +10,7 @@ import type { Sandbox } from './sandbox/sandbox';
 import type { ToolContext, ToolDefinition, ToolOutcome } from './tool.port';
 import { encodeMachineText, fromMachineText } from '../../shared/text';
 import { isMcpToolName, mcpServerPrefixOf } from './mcp/mcp-names';
+import { deepFreeze } from '../../shared/deep-freeze';
 
 /**
  * Which tools each role may use, input validation, and dispatch. Architect and reviewer only ever
@@ -483,12 +484,4 @@ function describeErrors(errors: readonly ErrorObject[]): string {
     }
   });
   return [...new Set(messages)].join('; ');
-}
-
-function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const v of Object.values(value)) deepFreeze(v);
-  }
-  return value;
 }

@@ -14,6 +14,18 @@ import { tempDir } from '../../support/temp-dir';
 import { waitFor } from '../../support/wait-for';
 import { eventStoreContract } from './event-store.contract';
 
+/** Ways the database file stops being the one the store opened. */
+const FILE_CHANGES: Array<[string, (file: string) => void]> = [
+  ['deleted', (file) => fs.rmSync(file)],
+  [
+    'replaced',
+    (file) => {
+      fs.writeFileSync(`${file}.other`, 'another file');
+      fs.renameSync(`${file}.other`, file);
+    },
+  ],
+];
+
 eventStoreContract('sqlite', () => {
   const dir = tempDir();
   const file = join(dir.path, 'triad.db');
@@ -129,13 +141,7 @@ describe('sqlite store specifics', () => {
     }
   });
 
-  it.each([
-    ['deleted', (file: string) => fs.rmSync(file)],
-    ['replaced', (file: string) => {
-      fs.writeFileSync(`${file}.other`, 'another file');
-      fs.renameSync(`${file}.other`, file);
-    }],
-  ])('given the database file %s while open, then writes and the head are refused with why, and nothing more is written', async (how, change) => {
+  it.each(FILE_CHANGES)('given the database file %s while open, then writes and the head are refused with why, and nothing more is written', async (how, change) => {
     const dir = tempDir();
     const file = join(dir.path, 'triad.db');
     const store = new SqliteEventStore({ file });
@@ -151,13 +157,7 @@ describe('sqlite store specifics', () => {
     }
   });
 
-  it.each([
-    ['deleted', (file: string) => fs.rmSync(file)],
-    ['replaced', (file: string) => {
-      fs.writeFileSync(`${file}.other`, 'another file');
-      fs.renameSync(`${file}.other`, file);
-    }],
-  ])('given the database file %s while open and no write since, then the head is refused with why within FILE_CHECK_EVERY_MS', async (how, change) => {
+  it.each(FILE_CHANGES)('given the database file %s while open and no write since, then the head is refused with why within FILE_CHECK_EVERY_MS', async (how, change) => {
     const dir = tempDir();
     const file = join(dir.path, 'triad.db');
     const store = new SqliteEventStore({ file });
