@@ -14,7 +14,7 @@ import { executionSegments, runSegments, type DispatchMode } from '../src/team/d
 import { RunDriver } from '../src/team/driver/run-driver';
 import { ToolRegistry } from '../src/team/tools/tool-registry';
 import type { ToolDefinition } from '../src/team/tools/tool.port';
-import { cpuProbeText, machineInfo, type MachineInfo } from './machine';
+import { machineInfo, type MachineInfo, machineLine } from './machine';
 
 /**
  * Tool dispatch (`npm run bench -- dispatch`): one turn of N read-only tool calls of `toolMs` each
@@ -178,7 +178,7 @@ export async function runDispatchBench(options: DispatchBenchOptions): Promise<D
   const registry = new ToolRegistry([benchTool(toolMs)]);
   const machine = machineInfo();
   log(`dispatch benchmark: ${count} read-only tool calls of ${toolMs} ms in one turn, ${runs} runs each (median reported)`);
-  log(`machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.totalMemoryGiB} GiB, ${machine.platform} ${machine.osRelease}, Node ${machine.nodeVersion}, ${cpuProbeText(machine)}`);
+  log(machineLine(machine));
 
   const modes: DispatchMode[] = ['three-pass', 'serial'];
   const dispatch = {} as DispatchBenchResult['dispatch'];

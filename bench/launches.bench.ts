@@ -1,7 +1,7 @@
 import { Agent } from 'node:http';
 import { loadavg } from 'node:os';
 import { launchRuns, serverEnv, startServer } from './app-server';
-import { cpuProbeText, machineInfo, measureCpuSpeed, measureFdatasyncRate, summarise, type FdatasyncRate, type MachineInfo, type Summary } from './machine';
+import { cpuProbeText, type FdatasyncRate, machineInfo, type MachineInfo, machineLine, measureCpuSpeed, measureFdatasyncRate, summarise, type Summary } from './machine';
 
 /**
  * Launches alone (`npm run bench -- launches`): how fast one `triad serve` accepts `POST /v1/runs`
@@ -103,7 +103,7 @@ export async function runLaunchesBench(options: LaunchesBenchOptions): Promise<L
   const opts = { launches: options.launches ?? 3000, warmUp: options.warmUp ?? DEFAULT_WARM_UP, repeat: options.repeat ?? 3, concurrency: options.concurrency ?? 64, dataDir: options.dataDir };
   const machine = { ...machineInfo(), loadAverage: loadavg().map(round2) };
   const fdatasync = measureFdatasyncRate(opts.dataDir);
-  options.log(`machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.totalMemoryGiB} GiB, Node ${machine.nodeVersion}, ${cpuProbeText(machine)}; load ${machine.loadAverage.join(' ')}; fdatasync ${fdatasync.syncsPerSecond}/s`);
+  options.log(machineLine(machine, `fdatasync ${fdatasync.syncsPerSecond}/s`));
   options.log(`inputs: ${opts.launches} launches after ${opts.warmUp} to warm up (the server's first, measured as cold), ${opts.concurrency} in flight on keep-alive connections, one server (SQLite, cap 1: nothing driven), ${opts.repeat} repetition(s)`);
   const samples: LaunchesSample[] = [];
   for (let i = 0; i < opts.repeat; i++) {

@@ -85,6 +85,16 @@ export function cpuProbeText(machine: Pick<MachineInfo, 'cpuProbe'>): string {
   return `CPU probe ${machine.cpuProbe.toLocaleString('en-US')}/s`;
 }
 
+/**
+ * The `machine:` line the suites print first: CPU, cores, memory, OS, Node and the CPU probe, then
+ * the load average when the suite read one, then what else the suite measured of the machine.
+ */
+export function machineLine(machine: MachineInfo & { loadAverage?: readonly number[] }, ...extras: string[]): string {
+  const load = machine.loadAverage ? [`load ${machine.loadAverage.join(' ')}`] : [];
+  const head = `machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.totalMemoryGiB} GiB, ${machine.platform} ${machine.osRelease}, Node ${machine.nodeVersion}, ${cpuProbeText(machine)}`;
+  return [head, ...load, ...extras].join('; ');
+}
+
 export interface FdatasyncRate {
   /** Directory measured: the one the benchmark writes its databases to. */
   dir: string;

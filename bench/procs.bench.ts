@@ -6,7 +6,7 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { httpCall, LAUNCH_BODY, launchRuns, serverEnv, startServer, waitUntil, waitUntilDriven, type Server } from './app-server';
-import { cpuProbeText, dropPostgresSchema, machineInfo, summariseFine, type MachineInfo, type Summary } from './machine';
+import { dropPostgresSchema, machineInfo, type MachineInfo, machineLine, summariseFine, type Summary } from './machine';
 
 /**
  * Many processes sharing the work on PostgreSQL (`npm run bench -- procs --runs N --latency-ms L
@@ -386,7 +386,7 @@ export async function runProcsBench(options: ProcsBenchOptions): Promise<ProcsBe
   const t0 = Date.now();
   const machine = { ...machineInfo(), loadAverage: loadavg().map(round2) };
   const ticksPerSecond = clockTicksPerSecond();
-  opts.log(`machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.totalMemoryGiB} GiB, ${machine.platform} ${machine.osRelease}, Node ${machine.nodeVersion}, ${cpuProbeText(machine)}; load ${machine.loadAverage.join(' ')}`);
+  opts.log(machineLine(machine));
   opts.log(
     `inputs: ${opts.runs} runs ${opts.perProcess ? 'per process (each as busy as one alone)' : 'per process count'}, launched ${opts.launchOn === 'first' ? 'all on the first process' : 'round-robin'}, ${opts.latencyMs} ms model, processes ${processes.join(', ')}, ${repeat} repetition(s), ` +
       `${opts.concurrency} launch requests in flight${opts.perProcess ? ' per process' : ''}, ${opts.warmUpRuns ? `after ${opts.warmUpRuns} warm-up runs per process, ` : ''}one PostgreSQL schema per sample`,

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { startFakeMessagesApi, type FakeMessagesApi, type FakeStep, type RecordedRequest } from '../test/support/fake-messages-api';
 import { startBenchClients } from './client-child';
 import { DEFAULT_DIST, httpCall, LAUNCH_BODY, serverEnv, startServer, waitUntil, waitUntilDriven, type Server } from './app-server';
-import { cpuProbeText, machineInfo, measureCpuSpeed, summariseFine, type MachineInfo, type Summary } from './machine';
+import { cpuProbeText, machineInfo, type MachineInfo, machineLine, measureCpuSpeed, summariseFine, type Summary } from './machine';
 
 /**
  * The production path (`npm run bench -- provider --runs N --latency-ms L`): N runs launched
@@ -200,7 +200,7 @@ export async function runProviderBench(options: ProviderBenchOptions): Promise<P
   const t0 = Date.now();
   const machine = { ...machineInfo(), loadAverage: loadavg().map(round2) };
   const builds = [{ name: 'this', dist: DEFAULT_DIST }, ...(options.vs ? [{ name: 'vs', dist: options.vs }] : [])];
-  opts.log(`machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.totalMemoryGiB} GiB, Node ${machine.nodeVersion}, ${cpuProbeText(machine)}; load ${machine.loadAverage.join(' ')}`);
+  opts.log(machineLine(machine));
   opts.log(
     `inputs: ${opts.runs} runs, loopback Messages API answering after ${opts.latencyMs} ms (streaming, tool use, prompt caching, token counting), ${opts.concurrency} launches in flight, sqlite; ` +
       `${opts.repeat} sample(s) per build${options.vs ? `, alternated: this (${DEFAULT_DIST}) / vs (${options.vs})` : ''}`,

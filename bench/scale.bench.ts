@@ -2,7 +2,7 @@ import { Agent } from 'node:http';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { httpCall, LAUNCH_BODY, launchRuns, serverEnv, startServer, waitUntil, waitUntilDriven, type Server } from './app-server';
-import { cpuProbeText, machineInfo, measureCpuSpeed, measureFdatasyncRate, summariseFine, type FdatasyncRate, type MachineInfo, type Summary } from './machine';
+import { cpuProbeText, type FdatasyncRate, machineInfo, type MachineInfo, machineLine, measureCpuSpeed, measureFdatasyncRate, summariseFine, type Summary } from './machine';
 
 /**
  * One process, many runs (`npm run bench -- scale --runs N --latency-ms L`): N runs launched at
@@ -247,7 +247,7 @@ export async function runScaleBench(options: ScaleBenchOptions): Promise<ScaleBe
   const t0 = Date.now();
   const machine = { ...machineInfo(), loadAverage: loadavg().map((l) => round2(l)) };
   const fdatasync = store === 'sqlite' ? measureFdatasyncRate(opts.dataDir, opts.fdatasyncMs ?? 1000) : null;
-  opts.log(`machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.totalMemoryGiB} GiB, ${machine.platform} ${machine.osRelease}, Node ${machine.nodeVersion}, ${cpuProbeText(machine)}; load ${machine.loadAverage.join(' ')}`);
+  opts.log(machineLine(machine));
   opts.log(`inputs: ${opts.runs} runs at once, ${opts.latencyMs} ms model, ${opts.repeat} repetition(s), ${opts.concurrency} launch requests in flight, ${opts.warmUpRuns ? `after ${opts.warmUpRuns} warm-up runs to the gate on the same server, ` : ''}${store} store${fdatasync ? ` (fdatasync ${Math.round(fdatasync.syncsPerSecond)}/s)` : ''}`);
   const samples: ScaleSample[] = [];
   for (let i = 0; i < opts.repeat; i++) {

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { VERSION } from '@anthropic-ai/sdk/version';
 import { startFakeMessagesApi, type FakeMessagesApi } from '../test/support/fake-messages-api';
-import { cpuProbeText, machineInfo, measureCpuSpeed, summariseFine, type MachineInfo, type Summary } from './machine';
+import { machineInfo, type MachineInfo, machineLine, measureCpuSpeed, summariseFine, type Summary } from './machine';
 
 /**
  * The Anthropic SDK's own cost, apart from triad (`npm run bench -- sdk --runs N`): a client
@@ -146,7 +146,7 @@ export async function runSdkBench(options: SdkBenchOptions): Promise<SdkBenchRes
   const started = Date.now();
   const machine = { ...machineInfo(), loadAverage: loadavg().map((n) => Math.round(n * 100) / 100) };
   const sdkVersion = VERSION;
-  options.log(`machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.totalMemoryGiB} GiB, Node ${machine.nodeVersion}, ${cpuProbeText(machine)}; load ${machine.loadAverage.join(' ')}`);
+  options.log(machineLine(machine));
   options.log(`inputs: ${calls} streamed calls per sample (after ${warmUpCalls} to warm up), ${IN_FLIGHT} in flight, @anthropic-ai/sdk ${sdkVersion}, loopback Messages API in the bench process; ${repeat} sample(s) per way, alternated`);
   const api: FakeMessagesApi = await startFakeMessagesApi({
     apiKey: API_KEY,

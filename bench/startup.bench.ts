@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { packageRoot } from '../src/cli/cli-io';
-import { cpuProbeText, machineInfo, summariseFine, type MachineInfo, type Summary } from './machine';
+import { machineInfo, type MachineInfo, machineLine, summariseFine, type Summary } from './machine';
 
 /**
  * Start-up (`npm run bench -- startup`): how long a `triad` process takes before it does anything,
@@ -98,7 +98,7 @@ export async function runStartupBench(options: { runs?: number; dataDir: string;
   const runs = options.runs ?? 7;
   const { log } = options;
   const machine = machineInfo();
-  log(`machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.totalMemoryGiB} GiB, ${machine.platform} ${machine.osRelease}, Node ${machine.nodeVersion}, ${cpuProbeText(machine)}`);
+  log(machineLine(machine));
   log(`startup: ${runs} samples of each way (each a new process), alternated; the bundle's first start apart (its compiled-code cache empty)`);
   const result = { benchmark: 'startup' as const, machine, inputs: { runs } } as StartupBenchResult;
   for (const command of ['version', 'serve'] as const) {
