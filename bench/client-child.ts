@@ -6,7 +6,9 @@ import { LAUNCH_BODY, OPERATOR_KEY } from './app-server';
  * in flight) and the `/health` poller (one request at a time, every 20 ms). The bench process also
  * serves the loopback Messages API, thousands of streamed answers at once; a client there would
  * wait on that process's own event loop, and its round trips would count the bench's lag as the
- * server's.
+ * server's. The child runs plain JavaScript (jest runs the bench from its TypeScript sources, which
+ * a child Node cannot load), so its requests are app-server.ts's `httpCall` and `launchRuns` written
+ * again in the script below; keep the two alike.
  */
 
 const CLIENT_SCRIPT = `
