@@ -154,7 +154,10 @@ it('moves turn by turn, and jumps to turn N, opening its group and taking the fo
   await page.waitForFunction((id) => (globalThis as unknown as PageGlobals).document.activeElement?.id === id, `turn-${last - 2}`);
   await turns.getByText(`Turn ${last - 2} of 1–${last}`).waitFor();
   await turns.getByRole('button', { name: 'Next turn' }).click();
+  await page.waitForFunction((id) => (globalThis as unknown as PageGlobals).document.activeElement?.id === id, `turn-${last - 1}`);
   await turns.getByRole('button', { name: 'Next turn' }).click();
+  // The focus moves once the page has rendered the turn: wait for it, then the button is off at the last.
+  await page.waitForFunction((id) => (globalThis as unknown as PageGlobals).document.activeElement?.id === id, `turn-${last}`);
   expect(await turns.getByRole('button', { name: 'Next turn' }).isDisabled()).toBe(true);
   expect(await activeId()).toBe(`turn-${last}`);
 });
