@@ -154,9 +154,14 @@ it('another reviewer approves with the keyboard alone: Tab to Approve, Enter, Es
   await dialog.waitFor({ state: 'hidden' });
   expect((await app.request<RunSummary>('GET', `/v1/runs/${runId}`, as('bob'))).body.status).toBe('awaiting_review');
 
-  // The shortcut opens it again; Enter in the reason confirms.
+  // The shortcut opens it again, even pressed at once after Escape (before the closed dialog's
+  // `close` event has run); Enter in the reason confirms.
   await page.keyboard.press('a');
   await dialog.waitFor();
+  await page.keyboard.press('Escape');
+  await page.keyboard.press('a');
+  await dialog.waitFor();
+  expect((await active())?.id).toBe('decision-reason');
   await page.keyboard.type('All four letters are right');
   await page.keyboard.press('Enter');
   await page.getByRole('status').filter({ hasText: `Review ${reviewId} approved; the run is now completed.` }).waitFor();

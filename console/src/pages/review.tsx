@@ -179,7 +179,13 @@ type Outcome = 'approve' | 'reject';
 
 /** Who may decide, why the caller may not (if not), and the two decisions. */
 function Decide({ view, passkeys, onDecided }: { view: ReviewView; passkeys: PasskeyView[]; onDecided: (what: string) => void }) {
-  const [open, setOpen] = useState<Outcome | null>(null);
+  // Each opening is numbered, and a dialog's close clears only its own opening: a key pressed after
+  // a dialog hid but before its `close` event (a later task) opens a new dialog that the old
+  // close leaves open.
+  const [open, setOpenState] = useState<{ outcome: Outcome; n: number } | null>(null);
+  const openings = useRef(0);
+  const setOpen = (outcome: Outcome) => setOpenState({ outcome, n: ++openings.current });
+  const closeOpening = (n: number) => setOpenState((cur) => (cur?.n === n ? null : cur));
   const allowed = view.caller?.mayDecide === true;
   // `a` and `r` open the dialogs, unless the person is typing somewhere or a dialog is open. One
   // listener for the page's life, reading the current state: a key pressed just after a dialog
@@ -227,12 +233,13 @@ function Decide({ view, passkeys, onDecided }: { view: ReviewView; passkeys: Pas
       </div>
       {open ? (
         <ConfirmDecision
-          outcome={open}
+          key={open.n}
+          outcome={open.outcome}
           reviewId={view.reviewId}
           passkeys={passkeys}
-          onClose={() => setOpen(null)}
+          onClose={() => closeOpening(open.n)}
           onDecided={(what) => {
-            setOpen(null);
+            closeOpening(open.n);
             onDecided(what);
           }}
         />
