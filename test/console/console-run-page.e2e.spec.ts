@@ -46,6 +46,8 @@ const problems: string[] = [];
 const groups = () => page.locator('ol[aria-label="Timeline"] > li.group');
 const fold = (name: RegExp) => page.getByRole('button', { name });
 const activeId = () => page.evaluate(() => (globalThis as unknown as PageGlobals).document.activeElement?.id);
+/** Waits until the element of this id has the focus (the page moves it once it has rendered there). */
+const focusReaches = (id: string) => page.waitForFunction((want) => (globalThis as unknown as PageGlobals).document.activeElement?.id === want, id);
 
 async function atGate(runId: string, iteration: number): Promise<RunView> {
   const ended = new Set(['completed', 'failed', 'blocked', 'cancelled']);
@@ -134,30 +136,30 @@ it('folds the timeline by iteration and phase, each group one line with its coun
 it('moves turn by turn, and jumps to turn N, opening its group and taking the focus there', async () => {
   const turns = page.getByRole('navigation', { name: 'Turns' });
   await turns.getByRole('button', { name: 'Next turn' }).click();
-  await page.waitForFunction(() => (globalThis as unknown as PageGlobals).document.activeElement?.id === 'turn-1');
+  await focusReaches('turn-1');
   expect(await fold(/^Iteration 1 · Architect plan/).getAttribute('aria-expanded')).toBe('true');
   // The architect's two turns (a look at the workspace, the plan), then the executor's first, in its group.
   await turns.getByRole('button', { name: 'Next turn' }).press('Enter');
-  await page.waitForFunction(() => (globalThis as unknown as PageGlobals).document.activeElement?.id === 'turn-2');
+  await focusReaches('turn-2');
   expect(await fold(/^Iteration 1 · Executor turns/).getAttribute('aria-expanded')).toBe('false');
   await turns.getByRole('button', { name: 'Next turn' }).press('Enter');
-  await page.waitForFunction(() => (globalThis as unknown as PageGlobals).document.activeElement?.id === 'turn-3');
+  await focusReaches('turn-3');
   expect(await fold(/^Iteration 1 · Executor turns/).getAttribute('aria-expanded')).toBe('true');
   expect(await page.locator('#turn-3').textContent()).toContain('Turn 3 · executor said');
   // Jump to a turn of the last iteration, with the keyboard.
   const last = loop.usage.turns;
   await turns.getByLabel('Jump to turn').fill(String(last - 1));
   await turns.getByLabel('Jump to turn').press('Enter');
-  await page.waitForFunction((id) => (globalThis as unknown as PageGlobals).document.activeElement?.id === id, `turn-${last - 1}`);
+  await focusReaches(`turn-${last - 1}`);
   expect(await page.locator(`#turn-${last - 1}`).textContent()).toContain(`Turn ${last - 1} · reviewer said`);
   await turns.getByRole('button', { name: 'Previous turn' }).click();
-  await page.waitForFunction((id) => (globalThis as unknown as PageGlobals).document.activeElement?.id === id, `turn-${last - 2}`);
+  await focusReaches(`turn-${last - 2}`);
   await turns.getByText(`Turn ${last - 2} of 1–${last}`).waitFor();
   await turns.getByRole('button', { name: 'Next turn' }).click();
-  await page.waitForFunction((id) => (globalThis as unknown as PageGlobals).document.activeElement?.id === id, `turn-${last - 1}`);
+  await focusReaches(`turn-${last - 1}`);
   await turns.getByRole('button', { name: 'Next turn' }).click();
-  // The focus moves once the page has rendered the turn: wait for it, then the button is off at the last.
-  await page.waitForFunction((id) => (globalThis as unknown as PageGlobals).document.activeElement?.id === id, `turn-${last}`);
+  await focusReaches(`turn-${last}`);
+  // At the last turn the button is off.
   expect(await turns.getByRole('button', { name: 'Next turn' }).isDisabled()).toBe(true);
   expect(await activeId()).toBe(`turn-${last}`);
 });
